@@ -1,0 +1,103 @@
+//! Kernel build (the role `cuda_builder` plays for Rust-CUDA): compiles `gpu-kernels/` for
+//! `nvptx64-nvidia-cuda` with rustc's own NVPTX backend and embeds one self-contained PTX module in
+//! the host crate.
+//!
+//! How: `cargo rustc --crate-type cdylib -Zbuild-std=core` with fat LTO and `--emit=asm`. Fat LTO
+//! pulls everything the kernels use from `core` into one module, so the emitted `.s` is complete PTX;
+//! the final link step (normally `llvm-bitcode-linker`, which is not served for this toolchain) is
+//! replaced by `/bin/true` because its output is not needed.
+//!
+//! Knobs (environment):
+//! - `SEISGPU_PTX_ARCH` (default `sm_70`): the PTX target. `sm_70` loads on every GPU of compute
+//!   capability 7.0 or newer; the driver JIT-compiles it for the GPU at module load (BENCHMARKS.md
+//!   has the measured cost on the H100).
+//! - `SEISGPU_SKIP_PTX=1`: build without kernels (the runtime then reports that no PTX is embedded).
+//!
+//! Rebuilds happen only when a file under `gpu-kernels/` or one of the knobs changes.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let root = manifest_dir.parent().expect("host/ lives inside the workspace").to_path_buf();
+    let kernels = root.join("gpu-kernels");
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let ptx_out = out_dir.join("kernels.ptx");
+
+    println!("cargo:rerun-if-changed={}", kernels.join("src").display());
+    println!("cargo:rerun-if-changed={}", kernels.join("Cargo.toml").display());
+    println!("cargo:rerun-if-changed=../build.rs");
+    println!("cargo:rerun-if-env-changed=SEISGPU_PTX_ARCH");
+    println!("cargo:rerun-if-env-changed=SEISGPU_SKIP_PTX");
+
+    let arch = env::var("SEISGPU_PTX_ARCH").unwrap_or_else(|_| "sm_70".to_string());
+    println!("cargo:rustc-env=SEISGPU_PTX_ARCH={arch}");
+
+    if env::var("SEISGPU_SKIP_PTX").is_ok_and(|v| v == "1") {
+        std::fs::write(&ptx_out, "").unwrap();
+        println!("cargo:warning=SEISGPU_SKIP_PTX=1: building without GPU kernels");
+        return;
+    }
+
+    // A target dir of its own: the outer cargo holds the lock on the workspace's target dir.
+    let target_dir = ptx_target_dir(&out_dir, &root);
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&kernels)
+        .args(["rustc", "--release", "--lib", "--crate-type", "cdylib"])
+        .args(["--target", "nvptx64-nvidia-cuda", "-Zbuild-std=core"])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .args(["--", "-C", &format!("target-cpu={arch}"), "--emit=asm", "-C", "linker=/bin/true"])
+        .env("CARGO_PROFILE_RELEASE_LTO", "fat")
+        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1")
+        .env("CARGO_PROFILE_RELEASE_PANIC", "abort")
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "3");
+    // Do not leak the outer build's flags (host target features, coverage, ...) into the NVPTX build.
+    for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER", "CARGO_TARGET_DIR", "CARGO_BUILD_RUSTFLAGS"] {
+        cmd.env_remove(var);
+    }
+    let output = cmd.output().unwrap_or_else(|e| panic!("could not start cargo for the kernel build: {e}"));
+    if !output.status.success() {
+        // Show rustc's own diagnostics, not the build-script wrapper around them.
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        for line in stderr.lines().filter(|l| !l.trim_start().starts_with("Compiling")) {
+            println!("cargo:warning={line}");
+        }
+        eprintln!("{stderr}");
+        panic!("gpu-kernels failed to compile for nvptx64-nvidia-cuda (rustc's messages above)");
+    }
+
+    let asm = target_dir.join("nvptx64-nvidia-cuda/release/deps/gpu_kernels.s");
+    let ptx = std::fs::read_to_string(&asm)
+        .unwrap_or_else(|e| panic!("kernel build produced no PTX at {}: {e}", asm.display()));
+    check_self_contained(&ptx);
+    std::fs::write(&ptx_out, ptx).unwrap();
+    // A copy beside the target dir, for ptxas reports in CI and for the GPU bundle.
+    let _ = std::fs::copy(&ptx_out, target_dir.join("seisgpu-kernels.ptx"));
+}
+
+/// `target/ptx` beside the outer build's profile directories.
+fn ptx_target_dir(out_dir: &Path, root: &Path) -> PathBuf {
+    // OUT_DIR = <target>/<profile>/build/seisgpu-host-<hash>/out (or <target>/<triple>/<profile>/...).
+    out_dir
+        .ancestors()
+        .find(|p| p.file_name().is_some_and(|n| n == "build"))
+        .and_then(|b| b.parent())
+        .and_then(|profile| profile.parent())
+        .map(|t| t.join("ptx"))
+        .unwrap_or_else(|| root.join("target/ptx"))
+}
+
+/// Fat LTO must have resolved every function: an `.extern .func` would fail at module load.
+fn check_self_contained(ptx: &str) {
+    let unresolved: Vec<&str> =
+        ptx.lines().filter(|l| l.trim_start().starts_with(".extern .func")).collect();
+    if !unresolved.is_empty() {
+        panic!("PTX has unresolved functions (not self-contained):\n{}", unresolved.join("\n"));
+    }
+}

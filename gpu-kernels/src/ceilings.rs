@@ -1,0 +1,1 @@
+//! Device ceilings measured once per benchmark run. (placeholder)

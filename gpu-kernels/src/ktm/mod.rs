@@ -1,0 +1,1 @@
+//! ktm device code and shared math. (placeholder)

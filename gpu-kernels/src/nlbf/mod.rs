@@ -1,0 +1,1 @@
+//! nlbf device code and shared math. (placeholder)

@@ -1,0 +1,1 @@
+//! pstm device code and shared math. (placeholder)

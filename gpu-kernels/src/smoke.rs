@@ -1,0 +1,67 @@
+//! Smoke kernels: the runtime's own tests (saxpy, a block reduction, a texture probe, a trap).
+
+#[cfg(target_arch = "nvptx64")]
+use crate::device::*;
+
+/// y = a x + y. The host's one-line launch example.
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32) {
+    let i = global_x();
+    if i < n {
+        unsafe { *y.add(i as usize) = crate::smoke::saxpy_one(a, *x.add(i as usize), *y.add(i as usize)) };
+    }
+}
+
+/// The math of one saxpy element, shared with the CPU check.
+#[inline(always)]
+pub fn saxpy_one(a: f32, x: f32, y: f32) -> f32 { a * x + y }
+
+/// Sum of `x[0..n]` by one block: strided partial sums, warp shuffles, shared memory across warps.
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn block_sum(n: u32, x: *const f32, out: *mut f32) {
+    let warp_sums = dynamic_shared::<f32>();
+    let t = thread_idx_x();
+    let mut s = 0.0f32;
+    let mut i = t;
+    while i < n {
+        s += unsafe { *x.add(i as usize) };
+        i += block_dim_x();
+    }
+    s = warp_sum_f32(s);
+    if lane_id() == 0 {
+        unsafe { *warp_sums.add((t / 32) as usize) = s };
+    }
+    sync_threads();
+    if t == 0 {
+        let mut total = 0.0;
+        for w in 0..block_dim_x().div_ceil(32) {
+            total += unsafe { *warp_sums.add(w as usize) };
+        }
+        unsafe { *out = total };
+    }
+}
+
+/// Samples a 2D float texture at `n` (x, y) points (texel coordinates).
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn tex2d_probe(tex: u64, n: u32, xy: *const f32, out: *mut f32) {
+    let i = global_x();
+    if i < n {
+        unsafe {
+            let x = *xy.add(2 * i as usize);
+            let y = *xy.add(2 * i as usize + 1);
+            *out.add(i as usize) = tex2d(tex, x, y);
+        }
+    }
+}
+
+/// Traps on purpose: the runtime test that a failed launch names its kernel.
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn always_trap(flag: u32) {
+    if flag != 0 {
+        unsafe { core::arch::asm!("trap;") };
+    }
+}

@@ -1,0 +1,1 @@
+//! srm device code and shared math. (placeholder)

@@ -1,0 +1,1 @@
+//! wavepacket device code and shared math. (placeholder)

@@ -1,0 +1,86 @@
+//! What every benchmark reports, so `seisgpu bench` can print one table, JSON and charts.
+
+use serde::Serialize;
+
+use crate::runtime::Stats;
+
+/// Problem size of a benchmark run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum BenchSize {
+    /// Small enough for a CPU-only CI machine (seconds).
+    Small,
+    /// The papers' workloads.
+    Paper,
+}
+
+impl std::str::FromStr for BenchSize {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "small" => Ok(Self::Small),
+            "paper" => Ok(Self::Paper),
+            o => Err(format!("unknown size `{o}` (expected small or paper)")),
+        }
+    }
+}
+
+/// One measured line: a workload run by one variant in one scope.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchRow {
+    /// Workload name from the issue, e.g. `nlbf-crossspread-3d`.
+    pub workload: String,
+    /// `cpu-reference`, `gpu-paper`, `gpu-best`, ...
+    pub variant: String,
+    /// `kernel` (device time only) or `end-to-end` (host data in, host results out).
+    pub scope: String,
+    pub stats: Stats,
+    /// Amount of work, in `work_unit`s (e.g. trace-sample contributions), for throughput.
+    pub work: f64,
+    pub work_unit: String,
+    /// The ceiling that bounds this kernel and the fraction of it reached, when known.
+    pub ceiling: Option<String>,
+    pub fraction_of_ceiling: Option<f64>,
+    /// How the result was checked against the reference before timing.
+    pub check: String,
+    /// The paper's figure for this workload, when it has one.
+    pub paper: Option<String>,
+    pub note: String,
+}
+
+impl BenchRow {
+    pub fn throughput(&self) -> f64 { self.work / (self.stats.median_ms * 1e-3) }
+}
+
+/// The device's measured ceilings (one measurement per run).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Ceilings {
+    /// Device-to-device copy, bytes read + written per second.
+    pub bandwidth: f64,
+    /// FP32 FMA rate, flop/s.
+    pub fp32: f64,
+    /// Special-function (ex2/rsqrt) rate, op/s.
+    pub sfu: f64,
+}
+
+/// One line of `seisgpu demo`'s table.
+#[derive(Debug, Clone, Serialize)]
+pub struct DemoRow {
+    pub algorithm: String,
+    pub backend: String,
+    pub seconds: f64,
+    /// The quality figure that matters for this algorithm, in words with its number.
+    pub quality: String,
+    pub images: Vec<std::path::PathBuf>,
+}
+
+/// Relative L2 difference ||a - b|| / ||b|| in f64.
+pub fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
+    assert_eq!(a.len(), b.len(), "rel_l2 of slices of different lengths");
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for (&x, &y) in a.iter().zip(b) {
+        let d = x as f64 - y as f64;
+        num += d * d;
+        den += (y as f64) * (y as f64);
+    }
+    if den == 0.0 { num.sqrt() } else { (num / den).sqrt() }
+}

@@ -1,0 +1,1 @@
+//! .npy output for Python users.

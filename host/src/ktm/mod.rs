@@ -1,0 +1,1 @@
+//! ktm: see its issue. (placeholder)

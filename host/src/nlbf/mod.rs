@@ -1,0 +1,1 @@
+//! nlbf: see its issue. (placeholder)

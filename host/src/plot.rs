@@ -1,0 +1,1 @@
+//! PNG plots of sections and gathers. (placeholder)

@@ -1,0 +1,1 @@
+//! pstm: see its issue. (placeholder)

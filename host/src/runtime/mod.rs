@@ -1,0 +1,39 @@
+//! The GPU runtime, in cudarc's three layers: cudarc's raw `sys` bindings and its `result` layer
+//! underneath; our safe layer here. Everything loads the CUDA driver at run time, so builds and CPU
+//! runs need no CUDA.
+//!
+//! - [`context`]: device discovery and properties, the loaded PTX module, a pool of streams.
+//! - [`memory`]: device buffers (cudarc's `CudaSlice`) and page-locked host buffers.
+//! - [`launch`]: the typed one-line kernel launch ([`crate::launch!`]) with checked errors.
+//! - [`texture`]: 1D/2D/3D texture objects (float, float2; point or linear filtering), RAII.
+//! - [`timing`]: CUDA-event timers and the median-of-repeats helper the benchmarks use.
+//! - [`fft`]: cuFFT plans (3D, batched 1D/2D/3D), complex-to-complex single precision.
+//! - [`error`]: [`GpuError`], which names the kernel, grid and block of a failed launch.
+
+pub mod context;
+pub mod error;
+pub mod fft;
+pub mod launch;
+pub mod memory;
+pub mod texture;
+pub mod timing;
+
+pub use context::{DeviceInfo, Gpu};
+pub use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg};
+pub use error::GpuError;
+pub use launch::{blocks_for, grid_1d};
+pub use texture::{AddressMode, Filter, Texture, TextureFormat};
+pub use timing::{median, GpuTimer, Stats};
+
+/// The PTX of every kernel in `gpu-kernels`, built by the workspace's `build.rs`.
+pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+/// The PTX target the kernels were compiled for (`SEISGPU_PTX_ARCH`, default `sm_70`).
+pub const PTX_ARCH: &str = env!("SEISGPU_PTX_ARCH");
+
+/// Names of the kernels in the embedded PTX (its `.entry` symbols).
+pub fn kernel_names() -> Vec<&'static str> {
+    PTX.lines()
+        .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
+        .map(|rest| rest.trim_end_matches('(').trim())
+        .collect()
+}

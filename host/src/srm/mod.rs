@@ -1,0 +1,1 @@
+//! srm: see its issue. (placeholder)

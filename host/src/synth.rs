@@ -1,0 +1,1 @@
+//! Synthetic data with fixed seeds. (placeholder)

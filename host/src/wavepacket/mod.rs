@@ -1,0 +1,1 @@
+//! wavepacket: see its issue. (placeholder)

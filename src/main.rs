@@ -1,0 +1,66 @@
+//! `seisgpu`: one command, one job per subcommand, every parameter documented with its units.
+
+use clap::{Parser, Subcommand};
+
+mod cli;
+
+#[derive(Parser)]
+#[command(name = "seisgpu", version, about = "Seismic processing on the GPU (and CPU), in Rust end to end",
+    long_about = "Seismic processing on the GPU, with multi-threaded CPU references.\n\
+    Algorithms: NLBF semblance search (nlbf, nmo), Kirchhoff prestack time migration (ktm, pstm),\n\
+    3D wave packets (wavepacket), Chebyshev shot-record depth migration (srm, extrapolate).\n\
+    Start with `seisgpu demo` (built-in synthetic data) and `seisgpu info`.")]
+struct Cli {
+    #[command(flatten)]
+    global: cli::Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// GPU and CPU found, PTX architecture, device limits.
+    Info(cli::info::Args),
+    /// Write built-in synthetic data (gathers, velocity models) as SEG-Y.
+    Synth(cli::synth::Args),
+    /// PNG image of a SEG-Y section or gather (variable density or wiggle).
+    Plot(cli::plot::Args),
+    /// Nonlinear beamforming: 2+2+1 semblance search (estimate) and enhancement (enhance).
+    Nlbf(cli::nlbf::Args),
+    /// NMO correction with a stretch mute.
+    Nmo(cli::nlbf::NmoArgs),
+    /// Kirchhoff prestack time migration (and its adjoint, modelling).
+    Ktm(cli::ktm::Args),
+    /// 3D wave-packet transform: forward, inverse, denoise, compress, interpolate.
+    Wavepacket(cli::wavepacket::Args),
+    /// Shot-record depth migration with Chebyshev wavefield extrapolation.
+    Srm(cli::srm::Args),
+    /// Extrapolate one frequency plane or an impulse response with the Chebyshev operator.
+    Extrapolate(cli::srm::ExtrapolateArgs),
+    /// Benchmarks: GPU against the CPU reference, with the device's ceilings.
+    Bench(cli::bench::Args),
+    /// The main job: all five algorithms on built-in synthetic data, one table, PNG images.
+    Demo(cli::demo::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    seisgpu_host::backend::init_threads(cli.global.threads);
+    let result = match &cli.command {
+        Command::Info(a) => cli::info::run(a, &cli.global),
+        Command::Synth(a) => cli::synth::run(a, &cli.global),
+        Command::Plot(a) => cli::plot::run(a, &cli.global),
+        Command::Nlbf(a) => cli::nlbf::run(a, &cli.global),
+        Command::Nmo(a) => cli::nlbf::run_nmo(a, &cli.global),
+        Command::Ktm(a) => cli::ktm::run(a, &cli.global),
+        Command::Wavepacket(a) => cli::wavepacket::run(a, &cli.global),
+        Command::Srm(a) => cli::srm::run(a, &cli.global),
+        Command::Extrapolate(a) => cli::srm::run_extrapolate(a, &cli.global),
+        Command::Bench(a) => cli::bench::run(a, &cli.global),
+        Command::Demo(a) => cli::demo::run(a, &cli.global),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,21 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use rand::{RngExt, SeedableRng};
+
+/// Fresh random values in [-1, 1) (never zeros), seeded from the clock unless `SEISGPU_TEST_SEED` is set;
+/// the seed is printed so a failure can be replayed.
+pub fn random_vec(len: usize, what: &str) -> Vec<f32> {
+    let seed = test_seed();
+    println!("{what}: seed {seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..len).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+}
+
+pub fn test_seed() -> u64 {
+    std::env::var("SEISGPU_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+    })
+}
+
+pub use seisgpu_host::bench::rel_l2;

@@ -1,0 +1,1 @@
+//! ktm integration tests (placeholder).

@@ -1,0 +1,13 @@
+//! Integration tests, one binary (so the GPU bundle carries one file). One module per area.
+//! GPU tests open the GPU through `seisgpu_host::backend::gpu_or_skip`, which prints
+//! `SKIPPED <test>: ...` and returns `None` on machines without one.
+
+mod common;
+
+mod ktm;
+mod nlbf;
+mod pstm;
+mod runtime;
+mod segy;
+mod srm;
+mod wavepacket;

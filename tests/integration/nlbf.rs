@@ -1,0 +1,1 @@
+//! nlbf integration tests (placeholder).

@@ -1,0 +1,1 @@
+//! pstm integration tests (placeholder).

@@ -1,0 +1,1 @@
+//! segy integration tests (placeholder).

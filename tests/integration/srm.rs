@@ -1,0 +1,1 @@
+//! srm integration tests (placeholder).

@@ -1,0 +1,1 @@
+//! wavepacket integration tests (placeholder).
