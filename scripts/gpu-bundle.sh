@@ -29,7 +29,7 @@ for line in sys.stdin:
     elif "gpu-kernels" in pkg: dst = "kernels-unit"
     else: continue
     shutil.copy(m["executable"], f"{out}/{dst}")
-    print(f"bundled {dst} <- {m[\"executable\"]}" if False else "bundled " + dst)
+    print("bundled " + dst)
 ' "$out"
 cp target/ptx/seisgpu-kernels.ptx "$out/kernels.ptx"
 strip "$out"/seisgpu "$out"/integration "$out"/host-unit "$out"/kernels-unit 2>/dev/null || true

@@ -12,6 +12,7 @@ pub mod plot;
 pub mod progress;
 pub mod runtime;
 pub mod synth;
+pub mod traces;
 
 pub mod ktm;
 pub mod nlbf;
@@ -20,6 +21,7 @@ pub mod srm;
 pub mod wavepacket;
 
 pub use backend::{Backend, DeviceChoice};
+pub use traces::{TraceHeader, TraceSet};
 pub use gpu_kernels as kernels;
 
 /// Threads in rayon's global pool.

@@ -1,0 +1,79 @@
+//! The in-memory form of prestack data: trace headers (the geometry) and samples, trace-major.
+//! SEG-Y reads into it and writes from it; every algorithm takes it.
+
+use serde::{Deserialize, Serialize};
+
+/// The header fields seisgpu uses, already scaled (coordinates in metres, times in seconds).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceHeader {
+    /// Source position (m).
+    pub sx: f64,
+    pub sy: f64,
+    /// Receiver (group) position (m).
+    pub gx: f64,
+    pub gy: f64,
+    /// Signed source-receiver offset (m), as stored in the header.
+    pub offset: f64,
+    /// CDP / CMP ensemble number.
+    pub cdp: i32,
+    pub inline: i32,
+    pub crossline: i32,
+    /// Field record (shot) number and channel, for station-number coordinates.
+    pub ffid: i32,
+    pub channel: i32,
+    /// Source and receiver station numbers (SEG-Y energy source point / trace number in ensemble).
+    pub source_station: i32,
+    pub receiver_station: i32,
+}
+
+impl TraceHeader {
+    pub fn midpoint(&self) -> (f64, f64) { (0.5 * (self.sx + self.gx), 0.5 * (self.sy + self.gy)) }
+    /// Unsigned source-receiver distance from the coordinates (m).
+    pub fn distance(&self) -> f64 { ((self.gx - self.sx).powi(2) + (self.gy - self.sy).powi(2)).sqrt() }
+}
+
+/// A set of traces with the same sampling. `data[i * ns .. (i + 1) * ns]` is trace i.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceSet {
+    pub headers: Vec<TraceHeader>,
+    pub data: Vec<f32>,
+    /// Samples per trace.
+    pub ns: usize,
+    /// Sample interval (s).
+    pub dt: f32,
+    /// Time of the first sample (s), usually 0 (SEG-Y delay recording time).
+    pub t0: f32,
+}
+
+impl TraceSet {
+    /// Zero-filled traces for the given headers.
+    pub fn zeros(headers: Vec<TraceHeader>, ns: usize, dt: f32) -> Self {
+        let n = headers.len();
+        TraceSet { headers, data: vec![0.0; n * ns], ns, dt, t0: 0.0 }
+    }
+    pub fn len(&self) -> usize { self.headers.len() }
+    pub fn is_empty(&self) -> bool { self.headers.is_empty() }
+    pub fn trace(&self, i: usize) -> &[f32] { &self.data[i * self.ns..(i + 1) * self.ns] }
+    pub fn trace_mut(&mut self, i: usize) -> &mut [f32] {
+        let ns = self.ns;
+        &mut self.data[i * ns..(i + 1) * ns]
+    }
+    /// Record length (s).
+    pub fn duration(&self) -> f32 { self.ns as f32 * self.dt }
+    /// Checks the invariants every algorithm relies on, with a message naming what is wrong.
+    pub fn validate(&self, what: &str) -> Result<(), String> {
+        if self.ns == 0 {
+            return Err(format!("{what}: traces have zero samples"));
+        }
+        if !(self.dt > 0.0) || !self.dt.is_finite() {
+            return Err(format!("{what}: sample interval {} s is not positive", self.dt));
+        }
+        if self.data.len() != self.headers.len() * self.ns {
+            return Err(format!("{what}: {} samples for {} traces of {} samples", self.data.len(), self.headers.len(), self.ns));
+        }
+        if let Some(i) = self.data.iter().position(|v| !v.is_finite()) {
+            return Err(format!("{what}: trace {} sample {} is not finite", i / self.ns, i % self.ns));
+        }
+        Ok(())
+    }
+}
