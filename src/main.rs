@@ -31,6 +31,8 @@ enum Command {
     Nmo(cli::nlbf::NmoArgs),
     /// Kirchhoff prestack time migration (and its adjoint, modelling).
     Ktm(cli::ktm::Args),
+    /// PSTM with interpolated traveltimes (exact, static8, dynamic; DSR or VTI), paper 5's engine.
+    Pstm(cli::pstm::Args),
     /// 3D wave-packet transform: forward, inverse, denoise, compress, interpolate.
     Wavepacket(cli::wavepacket::Args),
     /// Shot-record depth migration with Chebyshev wavefield extrapolation.
@@ -53,6 +55,7 @@ fn main() {
         Command::Nlbf(a) => cli::nlbf::run(a, &cli.global),
         Command::Nmo(a) => cli::nlbf::run_nmo(a, &cli.global),
         Command::Ktm(a) => cli::ktm::run(a, &cli.global),
+        Command::Pstm(a) => cli::pstm::run(a, &cli.global),
         Command::Wavepacket(a) => cli::wavepacket::run(a, &cli.global),
         Command::Srm(a) => cli::srm::run(a, &cli.global),
         Command::Extrapolate(a) => cli::srm::run_extrapolate(a, &cli.global),

@@ -6,6 +6,7 @@ pub mod info;
 pub mod ktm;
 pub mod nlbf;
 pub mod plot;
+pub mod pstm;
 pub mod srm;
 pub mod synth;
 pub mod wavepacket;

@@ -1,1 +1,3 @@
-//! ktm: see its issue. (placeholder)
+//! ktm (placeholder; see its issue). Shape: mod.rs (params, validation, driver), cpu.rs, gpu.rs, bench.rs.
+
+pub mod bench;

@@ -1,1 +1,3 @@
-//! nlbf: see its issue. (placeholder)
+//! nlbf (placeholder; see its issue). Shape: mod.rs (params, validation, driver), cpu.rs, gpu.rs, bench.rs.
+
+pub mod bench;

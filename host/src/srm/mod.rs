@@ -1,1 +1,3 @@
-//! srm: see its issue. (placeholder)
+//! srm (placeholder; see its issue). Shape: mod.rs (params, validation, driver), cpu.rs, gpu.rs, bench.rs.
+
+pub mod bench;

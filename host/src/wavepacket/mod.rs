@@ -1,1 +1,3 @@
-//! wavepacket: see its issue. (placeholder)
+//! wavepacket (placeholder; see its issue). Shape: mod.rs (params, validation, driver), cpu.rs, gpu.rs, bench.rs.
+
+pub mod bench;
