@@ -10,6 +10,7 @@ pub mod bench;
 pub mod io;
 pub mod plot;
 pub mod progress;
+pub mod report;
 pub mod runtime;
 pub mod synth;
 pub mod traces;
