@@ -8,6 +8,7 @@
 pub mod backend;
 pub mod bench;
 pub mod io;
+pub mod multi;
 pub mod plot;
 pub mod progress;
 pub mod report;
