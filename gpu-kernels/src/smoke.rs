@@ -65,3 +65,30 @@ pub unsafe extern "ptx-kernel" fn always_trap(flag: u32) {
         unsafe { core::arch::asm!("trap;") };
     }
 }
+
+/// Samples a 3D float texture at `n` (x, y, z) points (texel coordinates).
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn tex3d_probe(tex: u64, n: u32, xyz: *const f32, out: *mut f32) {
+    let i = global_x();
+    if i < n {
+        unsafe {
+            let p = xyz.add(3 * i as usize);
+            *out.add(i as usize) = tex3d(tex, *p, *p.add(1), *p.add(2));
+        }
+    }
+}
+
+/// Samples a 2D float2 texture (complex values) at `n` points with point filtering.
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn tex2d_f2_probe(tex: u64, n: u32, xy: *const f32, out: *mut f32) {
+    let i = global_x();
+    if i < n {
+        unsafe {
+            let (re, im) = tex2d_f2(tex, *xy.add(2 * i as usize), *xy.add(2 * i as usize + 1));
+            *out.add(2 * i as usize) = re;
+            *out.add(2 * i as usize + 1) = im;
+        }
+    }
+}
