@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 arch=${1:-sm_90}
 ptx=${2:-}
 if [ -z "$ptx" ]; then
-  ptx=$(ls -t target/ptx/seisgpu-kernels.ptx target/*/ptx/seisgpu-kernels.ptx 2>/dev/null | head -1 || true)
-  [ -n "$ptx" ] || { cargo build -q -p seisgpu-host; ptx=target/ptx/seisgpu-kernels.ptx; }
+  cargo build -q -p seisgpu-host   # (re)builds the PTX when kernel sources changed
+  ptx=target/ptx/seisgpu-kernels.ptx
 fi
 ptxas=$(command -v ptxas || python3 -c 'import nvidia, os; d=os.path.dirname(nvidia.__path__[0]); import glob; print((glob.glob(os.path.join(nvidia.__path__[0], "cu*/bin/ptxas")) + glob.glob(os.path.join(nvidia.__path__[0], "cuda_nvcc/bin/ptxas")))[0])')
 echo "ptxas: $ptxas"

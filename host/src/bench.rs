@@ -84,3 +84,35 @@ pub fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
     }
     if den == 0.0 { num.sqrt() } else { (num / den).sqrt() }
 }
+
+/// Measures the device's ceilings: a 1 GiB device-to-device copy (bytes read + written), the FP32
+/// FMA rate and the SFU (`ex2.approx`) rate, each the median of several timed runs after warm-up.
+pub fn measure_ceilings(gpu: &crate::runtime::Gpu) -> crate::runtime::error::GpuResult<Ceilings> {
+    use crate::launch;
+    use crate::runtime::{GpuTimer, LaunchConfig};
+    let timer = GpuTimer::new(gpu.stream())?;
+
+    let n = 1usize << 28; // 1 GiB of f32
+    let src = gpu.upload(&vec![1.0f32; n])?;
+    let mut dst = gpu.zeros::<f32>(n)?;
+    let copy = timer.measure(2, 7, || {
+        gpu.stream()
+            .memcpy_dtod(&src, &mut dst)
+            .map_err(crate::runtime::GpuError::driver("device-to-device copy"))
+    })?;
+    let bandwidth = 2.0 * (n * 4) as f64 / (copy.median_ms * 1e-3);
+    drop((src, dst));
+
+    let blocks = gpu.info().multiprocessors as u32 * 8;
+    let threads = 256u32;
+    let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
+    let total = (blocks * threads) as f64;
+    let mut out = gpu.zeros::<f32>((blocks * threads) as usize)?;
+    let (iters, seed) = (8192u32, 0.5f32);
+    let fma = timer.measure(1, 5, || launch!(gpu, "fma_rate", cfg, &iters, &seed, &mut out))?;
+    let fp32 = total * iters as f64 * 16.0 * 2.0 / (fma.median_ms * 1e-3);
+    let sfu_iters = 2048u32;
+    let sfu_t = timer.measure(1, 5, || launch!(gpu, "sfu_rate", cfg, &sfu_iters, &seed, &mut out))?;
+    let sfu = total * sfu_iters as f64 * 8.0 / (sfu_t.median_ms * 1e-3);
+    Ok(Ceilings { bandwidth, fp32, sfu })
+}

@@ -8,8 +8,10 @@
 pub mod backend;
 pub mod bench;
 pub mod io;
+pub mod multi;
 pub mod plot;
 pub mod progress;
+pub mod report;
 pub mod runtime;
 pub mod synth;
 pub mod traces;

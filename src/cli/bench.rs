@@ -1,8 +1,114 @@
+//! `seisgpu bench`: every workload of the algorithm issues, GPU against the CPU reference in one
+//! process, with the device's ceilings measured in the same run.
+
+use std::path::PathBuf;
+
+use seisgpu_host::bench::{measure_ceilings, BenchRow, BenchSize, Ceilings};
+use seisgpu_host::report::Report;
+use seisgpu_host::{ktm, nlbf, pstm, srm, wavepacket, Backend};
+
 use super::Global;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// What to benchmark: all, nlbf, ktm, pstm, wavepacket, srm, or ceilings (device ceilings only).
+    #[arg(default_value = "all")]
+    pub what: String,
+    /// Problem size: `small` (seconds on a laptop CPU) or `paper` (the papers' workloads).
+    #[arg(long, default_value = "small")]
+    pub size: BenchSize,
+    /// Folder for bench.json, bench.md and the PNG charts.
+    #[arg(long, default_value = "bench-out")]
+    pub out: PathBuf,
+}
 
-pub fn run(_args: &Args, _global: &Global) -> anyhow::Result<()> {
-    anyhow::bail!("`bench` is not implemented yet")
+type BenchFn = fn(&Backend, BenchSize, &Ceilings) -> anyhow::Result<Vec<BenchRow>>;
+
+const ALGORITHMS: [(&str, BenchFn); 5] = [
+    ("nlbf", nlbf::bench::bench),
+    ("ktm", ktm::bench::bench),
+    ("pstm", pstm::bench::bench),
+    ("wavepacket", wavepacket::bench::bench),
+    ("srm", srm::bench::bench),
+];
+
+pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
+    let selected: Vec<&(&str, BenchFn)> = match args.what.as_str() {
+        "all" => ALGORITHMS.iter().collect(),
+        "ceilings" => vec![],
+        w => {
+            let found: Vec<_> = ALGORITHMS.iter().filter(|(n, _)| *n == w).collect();
+            if found.is_empty() {
+                anyhow::bail!("unknown benchmark `{w}` (expected all, nlbf, ktm, pstm, wavepacket, srm or ceilings)");
+            }
+            found
+        }
+    };
+    let backend = global.backend()?;
+    let (device, ceilings) = match &backend {
+        Backend::Gpu(gpu) => {
+            let c = measure_ceilings(gpu)?;
+            eprintln!(
+                "ceilings: copy {:.0} GB/s, FP32 {:.1} TFLOP/s, SFU {:.2} Top/s",
+                c.bandwidth / 1e9,
+                c.fp32 / 1e12,
+                c.sfu / 1e12
+            );
+            (gpu.info().name.clone(), Some(c))
+        }
+        Backend::Cpu => ("CPU only".to_string(), None),
+    };
+    let mut report = Report {
+        date: now_utc(),
+        commit: option_env!("SEISGPU_COMMIT").unwrap_or("unknown").to_string(),
+        device,
+        cpu_threads: seisgpu_host::rayon_threads(),
+        ptx_arch: seisgpu_host::runtime::PTX_ARCH.to_string(),
+        ceilings,
+        rows: Vec::new(),
+        failures: Vec::new(),
+    };
+    let pb = seisgpu_host::progress::bar(selected.len() as u64, "bench");
+    for (name, f) in selected {
+        pb.set_message(name.to_string());
+        let t = std::time::Instant::now();
+        match f(&backend, args.size, &ceilings.unwrap_or_default()) {
+            Ok(rows) => {
+                eprintln!("{name}: {} rows in {:.1} s", rows.len(), t.elapsed().as_secs_f64());
+                report.rows.extend(rows)
+            }
+            Err(e) => {
+                eprintln!("{name}: FAILED: {e:#}");
+                report.failures.push((name.to_string(), format!("{e:#}")));
+            }
+        }
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    let files = report.write(&args.out)?;
+    println!("{}", report.markdown());
+    for f in files {
+        eprintln!("wrote {}", f.display());
+    }
+    if !report.failures.is_empty() {
+        anyhow::bail!("{} benchmark(s) failed: {}", report.failures.len(),
+            report.failures.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(", "));
+    }
+    Ok(())
+}
+
+/// UTC date and time without a date crate: days since the epoch to a civil date (Hinnant's algorithm).
+pub fn now_utc() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let (days, rem) = ((secs / 86400) as i64, secs % 86400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", rem / 3600, (rem % 3600) / 60)
 }

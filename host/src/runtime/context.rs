@@ -25,6 +25,9 @@ pub struct DeviceInfo {
     pub max_threads_per_block: i32,
     pub warp_size: i32,
     pub driver_version: i32,
+    /// Time to load the PTX module (includes the driver's JIT compile to the GPU's machine code,
+    /// unless the driver's compute cache already held it).
+    pub module_load_ms: f64,
 }
 
 impl DeviceInfo {
@@ -53,7 +56,8 @@ impl std::fmt::Display for DeviceInfo {
         writeln!(f, "  shared memory        {} KiB per block (opt-in), {} KiB per SM", self.max_shared_per_block_optin / 1024,
             self.max_shared_per_sm / 1024)?;
         writeln!(f, "  max threads / block  {}", self.max_threads_per_block)?;
-        write!(f, "  driver               CUDA {}.{}", self.driver_version / 1000, (self.driver_version % 1000) / 10)
+        writeln!(f, "  driver               CUDA {}.{}", self.driver_version / 1000, (self.driver_version % 1000) / 10)?;
+        write!(f, "  PTX module load      {:.1} ms (PTX {} JIT-compiled by the driver)", self.module_load_ms, super::PTX_ARCH)
     }
 }
 
@@ -105,6 +109,7 @@ impl Gpu {
             return Err(GpuError::NoKernels);
         }
         let ctx = CudaContext::new(ordinal).map_err(GpuError::driver("creating the CUDA context"))?;
+        let load_start = std::time::Instant::now();
         let module = ctx
             .load_module(Ptx::from_src(super::PTX))
             .map_err(GpuError::driver(format!("loading the PTX module (built for {})", super::PTX_ARCH)))?;
@@ -113,7 +118,9 @@ impl Gpu {
         for _ in 1..STREAM_POOL {
             streams.push(ctx.new_stream().map_err(GpuError::driver("creating a stream"))?);
         }
-        let info = Self::read_info(&ctx, ordinal)?;
+        let module_load_ms = load_start.elapsed().as_secs_f64() * 1e3;
+        let mut info = Self::read_info(&ctx, ordinal)?;
+        info.module_load_ms = module_load_ms;
         Ok(Arc::new(Gpu { ctx, module, functions: Mutex::new(HashMap::new()), streams, info }))
     }
 
@@ -138,6 +145,7 @@ impl Gpu {
             max_threads_per_block: a(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             warp_size: a(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
             driver_version,
+            module_load_ms: 0.0,
         })
     }
 
