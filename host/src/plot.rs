@@ -40,8 +40,10 @@ pub struct Axes {
     pub t0: f64,
     pub dt: f64,
     pub time_label: String,
-    /// Number of trace 0 (e.g. its index in the file) and the label of the horizontal axis.
+    /// Number of trace 0 (e.g. its index in the file), the step between plotted traces' numbers
+    /// (e.g. a decimation) and the label of the horizontal axis.
     pub first_trace: f64,
+    pub trace_step: f64,
     pub trace_label: String,
     /// Percentile of |amplitude| where the colour (or wiggle) saturates, in (0, 100].
     pub clip_percentile: f64,
@@ -49,7 +51,7 @@ pub struct Axes {
 
 impl Default for Axes {
     fn default() -> Self {
-        Axes { t0: 0.0, dt: 1.0, time_label: "sample".into(), first_trace: 0.0, trace_label: "trace".into(), clip_percentile: 99.0 }
+        Axes { t0: 0.0, dt: 1.0, time_label: "sample".into(), first_trace: 0.0, trace_step: 1.0, trace_label: "trace".into(), clip_percentile: 99.0 }
     }
 }
 
@@ -99,6 +101,9 @@ pub fn section_png_with(path: &Path, data: &[f32], n_traces: usize, n_samples: u
     if let Some(i) = data.iter().position(|v| !v.is_finite()) {
         bail!("{}: trace {} sample {} is not finite ({}); refusing to plot", path.display(), i / n_samples, i % n_samples, data[i]);
     }
+    if !(axes.trace_step > 0.0 && axes.dt > 0.0) {
+        bail!("plot axes: trace step {} and sample interval {} must be positive", axes.trace_step, axes.dt);
+    }
     if !(axes.clip_percentile > 0.0 && axes.clip_percentile <= 100.0) {
         bail!("clip percentile {} is outside (0, 100]", axes.clip_percentile);
     }
@@ -109,7 +114,7 @@ pub fn section_png_with(path: &Path, data: &[f32], n_traces: usize, n_samples: u
     let mut buf = vec![255u8; (w * h * 3) as usize];
 
     // Traces span [first_trace - 0.5, last + 0.5] horizontally, samples [t0 - dt/2, t_end + dt/2].
-    let x_range = (axes.first_trace - 0.5)..(axes.first_trace + n_traces as f64 - 0.5);
+    let x_range = (axes.first_trace - 0.5 * axes.trace_step)..(axes.first_trace + (n_traces as f64 - 0.5) * axes.trace_step);
     let t_start = axes.t0 - 0.5 * axes.dt;
     let t_end = axes.t0 + (n_samples as f64 - 0.5) * axes.dt;
     crate::report::register_fonts();
@@ -200,7 +205,7 @@ pub fn section_png_with(path: &Path, data: &[f32], n_traces: usize, n_samples: u
             .axis_desc_style(("sans-serif", 14))
             .draw()
             .map_err(|e| anyhow::anyhow!("plot axes: {e}"))?;
-        root.draw(&Text::new(format!("clip {:.3e} (p{})", clip, axes.clip_percentile), (w as i32 - 170, 14), ("sans-serif", 12)))
+        root.draw(&Text::new(format!("clip {:.3e} (p{})", clip, axes.clip_percentile), (w as i32 - 150, h as i32 - 16), ("sans-serif", 11)))
             .map_err(|e| anyhow::anyhow!("plot text: {e}"))?;
         root.present().map_err(|e| anyhow::anyhow!("plot: {e}"))?;
     }
@@ -213,6 +218,7 @@ fn chart_builder<'a, 'b>(root: &'a DrawingArea<BitMapBackend<'b>, plotters::coor
     b.caption(title, ("sans-serif", 18))
         .margin_top(top.saturating_sub(35))
         .margin_right(right)
+        .margin_left(8)
         .x_label_area_size(bottom)
         .y_label_area_size(left);
     b

@@ -446,6 +446,168 @@ pub mod cube {
     }
 }
 
+/// Ready-made data sets (what `seisgpu synth` writes), each from a handful of parameters.
+pub mod datasets {
+    use super::*;
+    use events::{Coord, LocalEvent};
+
+    /// Which data set.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Kind {
+        /// A 2D line of shot gathers with three hyperbolic reflections.
+        Line2d,
+        /// A 3D cross-spread with a hyperbolic reflection, a dipping curved local event and a
+        /// deeper hyperbola (the 2+2+1 search's test data).
+        CrossSpread,
+        /// A 2D line over a point diffractor (plus optional random scatterers), for migration.
+        Diffractor,
+        /// A post-stack 3D cube with dipping planes, a syncline, a dome and a diffraction.
+        Cube,
+    }
+
+    impl std::str::FromStr for Kind {
+        type Err = String;
+        fn from_str(s: &str) -> Result<Self, String> {
+            match s {
+                "line2d" | "line" => Ok(Kind::Line2d),
+                "cross-spread" | "crossspread" => Ok(Kind::CrossSpread),
+                "diffractor" => Ok(Kind::Diffractor),
+                "cube" => Ok(Kind::Cube),
+                o => Err(format!("unknown data set `{o}` (expected line2d, cross-spread, diffractor or cube)")),
+            }
+        }
+    }
+
+    /// Parameters of every data set (each uses the ones that apply to it).
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Params {
+        /// Samples per trace and sample interval (s).
+        pub ns: usize,
+        pub dt: f32,
+        /// Ricker peak frequency (Hz).
+        pub freq: f32,
+        /// Gaussian noise standard deviation, relative to the strongest event's amplitude (1).
+        pub noise: f32,
+        pub seed: u64,
+        /// Sources and receivers (per line) and their spacings (m).
+        pub sources: usize,
+        pub receivers: usize,
+        pub source_spacing: f64,
+        pub receiver_spacing: f64,
+        /// Velocity (m/s) of the first event (deeper events are faster) or of the medium.
+        pub velocity: f64,
+        /// Diffractor depth (m).
+        pub depth: f64,
+        /// Random point scatterers added (diffractor data set).
+        pub scatterers: usize,
+        /// Cube: inlines, crosslines and bin size (m).
+        pub nx: usize,
+        pub ny: usize,
+        pub bin: f64,
+    }
+
+    impl Params {
+        /// The defaults of each data set: a few MB, seconds to build on two cores.
+        pub fn default_for(kind: Kind) -> Self {
+            let base = Params { ns: 751, dt: 0.004, freq: 25.0, noise: 0.05, seed: 1, sources: 5, receivers: 96,
+                source_spacing: 200.0, receiver_spacing: 25.0, velocity: 2000.0, depth: 800.0, scatterers: 0,
+                nx: 64, ny: 48, bin: 12.5 };
+            match kind {
+                Kind::Line2d => base,
+                Kind::CrossSpread => Params { ns: 501, sources: 48, receivers: 64, source_spacing: 25.0, ..base },
+                Kind::Diffractor => Params { sources: 11, source_spacing: 150.0, receivers: 121, receiver_spacing: 12.5, ..base },
+                Kind::Cube => Params { ns: 256, freq: 30.0, ..base },
+            }
+        }
+
+        /// Checks the parameters, naming the one that is wrong.
+        pub fn validate(&self, kind: Kind) -> Result<(), String> {
+            let pos = |name: &str, v: f64| if v > 0.0 && v.is_finite() { Ok(()) } else { Err(format!("{name} must be positive, got {v}")) };
+            if self.ns < 2 {
+                return Err(format!("samples per trace must be at least 2, got {}", self.ns));
+            }
+            pos("sample interval", self.dt as f64)?;
+            pos("peak frequency", self.freq as f64)?;
+            if !(self.noise >= 0.0 && self.noise.is_finite()) {
+                return Err(format!("noise must be zero or positive, got {}", self.noise));
+            }
+            if self.freq * self.dt > 0.25 {
+                return Err(format!("peak frequency {} Hz is above a quarter of the sampling rate ({} Hz at dt {} ms): the wavelet would alias",
+                    self.freq, 0.25 / self.dt, self.dt * 1e3));
+            }
+            match kind {
+                Kind::Cube => {
+                    if self.nx == 0 || self.ny == 0 {
+                        return Err(format!("cube needs inlines and crosslines, got {} x {}", self.nx, self.ny));
+                    }
+                    pos("bin size", self.bin)?;
+                }
+                _ => {
+                    if self.sources == 0 || self.receivers == 0 {
+                        return Err(format!("needs sources and receivers, got {} and {}", self.sources, self.receivers));
+                    }
+                    pos("source spacing", self.source_spacing)?;
+                    pos("receiver spacing", self.receiver_spacing)?;
+                    pos("velocity", self.velocity)?;
+                    if kind == Kind::Diffractor {
+                        pos("diffractor depth", self.depth)?;
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// Builds a data set (deterministic for given parameters).
+    pub fn build(kind: Kind, p: &Params) -> Result<TraceSet, String> {
+        p.validate(kind)?;
+        let t_len = p.ns as f64 * p.dt as f64;
+        let v = p.velocity;
+        let mut t = match kind {
+            Kind::Line2d => {
+                let mut t = TraceSet::zeros(geometry::line_2d(p.sources, p.source_spacing, p.receivers, p.receiver_spacing), p.ns, p.dt);
+                for (frac, vf, amp) in [(0.25, 1.0, 1.0), (0.5, 1.2, -0.7), (0.75, 1.45, 0.5)] {
+                    events::hyperbolic_reflection(&mut t, (frac * t_len) as f32, (v * vf) as f32, p.freq, amp);
+                }
+                t
+            }
+            Kind::CrossSpread => {
+                let mut t = TraceSet::zeros(geometry::cross_spread(p.sources, p.source_spacing, p.receivers, p.receiver_spacing), p.ns, p.dt);
+                events::hyperbolic_reflection(&mut t, (0.3 * t_len) as f32, v as f32, p.freq, 1.0);
+                // A dipping, curved event around the spread centre in (receiver x, source y):
+                // slopes and curvatures scaled so it moves by at most ~15% of the record.
+                let half = 0.5 * (p.receivers as f64 * p.receiver_spacing).max(p.sources as f64 * p.source_spacing);
+                let (slope, curv) = (0.05 * t_len / half, 0.05 * t_len / (half * half));
+                let centre = TraceHeader::default();
+                let ev = LocalEvent { x: Coord::GroupX, y: Coord::SourceY, x0: centre.gx, y0: centre.sy, t0: 0.55 * t_len,
+                    a: slope, b: -0.5 * slope, c: 0.3 * curv, d: curv, e: 0.6 * curv, freq: p.freq, amp: -0.8 };
+                events::local_event(&mut t, &ev);
+                events::hyperbolic_reflection(&mut t, (0.8 * t_len) as f32, (1.3 * v) as f32, p.freq, 0.6);
+                t
+            }
+            Kind::Diffractor => {
+                let mut t = TraceSet::zeros(geometry::line_2d(p.sources, p.source_spacing, p.receivers, p.receiver_spacing), p.ns, p.dt);
+                let xc = 0.5 * (p.receivers as f64 - 1.0) * p.receiver_spacing;
+                events::diffractor(&mut t, xc, 0.0, p.depth, v, p.freq);
+                if p.scatterers > 0 {
+                    let x1 = (p.receivers as f64 - 1.0) * p.receiver_spacing;
+                    let zmax = 0.45 * v * t_len; // two-way time of the deepest one inside the record
+                    events::scatterers(&mut t, p.scatterers, (0.0, x1), (0.0, 0.0), (0.2 * zmax, zmax), v, p.freq, 0.5, p.seed ^ 0x5CA7);
+                }
+                t
+            }
+            Kind::Cube => {
+                let g = cube::CubeGeometry { nx: p.nx, ny: p.ny, nt: p.ns, dx: p.bin, dy: p.bin, dt: p.dt };
+                return Ok(cube::post_stack(&g, &cube::standard_events(&g, p.freq), p.freq, p.noise, p.seed));
+            }
+        };
+        if p.noise > 0.0 {
+            add_noise(&mut t.data, p.noise, p.seed);
+        }
+        Ok(t)
+    }
+}
+
 /// A trace set of `headers` with `ns` samples at `dt` filled with Gaussian noise (for random tests).
 pub fn noise_traces(headers: Vec<TraceHeader>, ns: usize, dt: f32, seed: u64) -> TraceSet {
     let mut t = TraceSet::zeros(headers, ns, dt);
@@ -528,6 +690,24 @@ mod tests {
                 assert!(tt > 0.05 && tt < 0.95, "{e:?} at {tt}");
             }
         }
+    }
+    #[test]
+    fn every_data_set_builds_small() {
+        use datasets::*;
+        for kind in [Kind::Line2d, Kind::CrossSpread, Kind::Diffractor, Kind::Cube] {
+            let mut p = Params::default_for(kind);
+            (p.ns, p.sources, p.receivers, p.nx, p.ny, p.scatterers) = (200, 3, 20, 8, 6, 3);
+            let t = build(kind, &p).unwrap();
+            t.validate("data set").unwrap();
+            assert!(rms(&t.data) > p.noise * 0.5, "{kind:?}");
+            assert_eq!(t, build(kind, &p).unwrap());
+        }
+        let mut p = Params::default_for(Kind::Line2d);
+        p.freq = 100.0;
+        assert!(build(Kind::Line2d, &p).unwrap_err().contains("alias"));
+        p = Params::default_for(Kind::Diffractor);
+        p.depth = -1.0;
+        assert!(build(Kind::Diffractor, &p).unwrap_err().contains("diffractor depth"));
     }
     #[test]
     fn noise_is_seeded() {

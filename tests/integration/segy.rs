@@ -280,3 +280,69 @@ fn segy_bad_input_names_file_and_trace() {
     let e = read_segy(tmp_file("missing.sgy")).unwrap_err().to_string();
     assert!(e.contains("missing.sgy"), "{e}");
 }
+
+// ---- The CLI: `seisgpu synth` and `seisgpu plot` ----
+
+fn seisgpu(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_seisgpu")).args(args).output().expect("seisgpu runs")
+}
+
+#[test]
+fn cli_synth_writes_every_kind_and_plot_draws_it() {
+    let dir = tmp_dir("cli");
+    let small = ["--ns", "120", "--sources", "3", "--receivers", "24", "--nx", "9", "--ny", "7"];
+    for kind in ["line2d", "cross-spread", "diffractor", "cube"] {
+        let sgy = dir.join(format!("{kind}.sgy"));
+        let npy = dir.join(format!("{kind}.npy"));
+        let mut args = vec!["synth", kind, "-o", sgy.to_str().unwrap(), "--npy", npy.to_str().unwrap(), "--format", "ieee"];
+        args.extend_from_slice(&small);
+        let out = seisgpu(&args);
+        assert!(out.status.success(), "{kind}: {}", String::from_utf8_lossy(&out.stderr));
+        let (info, set) = read_segy(&sgy).unwrap();
+        assert_eq!(info.ns, 120);
+        let arr = read_npy_f32(&npy).unwrap();
+        assert_eq!(bits(&arr.data), bits(&set.data), "{kind}: .npy and SEG-Y differ");
+        let expect_traces = if kind == "cube" { 63 } else if kind == "cross-spread" { 72 } else { 72 };
+        assert_eq!(set.len(), expect_traces, "{kind}");
+        for style in ["density", "wiggle"] {
+            let png = dir.join(format!("{kind}-{style}.png"));
+            let out = seisgpu(&["plot", sgy.to_str().unwrap(), "-o", png.to_str().unwrap(), "--style", style, "--first", "2", "--count", "20"]);
+            assert!(out.status.success(), "{kind} {style}: {}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
+        }
+    }
+    // segyio sees the cube's inline/crossline geometry (bytes 189/193).
+    if segyio_or_skip("cli_synth_cube_geometry_in_segyio").is_some() {
+        let cube = dir.join("cube.sgy");
+        let out = Command::new("python3")
+            .args(["-c", "import segyio,sys\nwith segyio.open(sys.argv[1]) as f: print(len(f.ilines), len(f.xlines), f.sorting)"])
+            .arg(&cube)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "9 7 2", "inlines, crosslines, inline sorting");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cli_errors_name_the_file_and_parameter() {
+    let dir = tmp_dir("cli-bad");
+    let sgy = dir.join("x.sgy");
+    let out = seisgpu(&["synth", "line2d", "-o", sgy.to_str().unwrap(), "--ns", "64", "--sources", "1", "--receivers", "10"]);
+    assert!(out.status.success());
+    // Truncate inside trace 6 and plot: the error names the file and the trace.
+    let bytes = std::fs::read(&sgy).unwrap();
+    std::fs::write(&sgy, &bytes[..3600 + 6 * (240 + 64 * 4) + 10]).unwrap();
+    let png = dir.join("x.png");
+    let out = seisgpu(&["plot", sgy.to_str().unwrap(), "-o", png.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("x.sgy") && err.contains("trace 6") && err.contains("truncated"), "{err}");
+    assert!(!png.exists());
+    let out = seisgpu(&["synth", "line2d", "-o", sgy.to_str().unwrap(), "--freq", "90"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("peak frequency 90 Hz"), "{err}");
+    let out = seisgpu(&["plot", sgy.to_str().unwrap(), "-o", png.to_str().unwrap(), "--first", "100000"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--first 100000"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
