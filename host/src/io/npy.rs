@@ -129,7 +129,7 @@ mod tests {
     fn reads_f8_big_endian_fortran_order() {
         // Hand-made: '>f8', fortran_order True, shape (2, 3): column-major values.
         let mut header = "{'descr': '>f8', 'fortran_order': True, 'shape': (2, 3), }".to_string();
-        while (10 + header.len() + 1) % 64 != 0 {
+        while !(10 + header.len() + 1).is_multiple_of(64) {
             header.push(' ');
         }
         header.push('\n');

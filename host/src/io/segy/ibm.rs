@@ -40,40 +40,48 @@ pub fn ibm_to_f32(bits: u32) -> f32 {
 #[inline(always)]
 pub fn f32_to_ibm(x: f32) -> u32 {
     let bits = x.to_bits();
+    let biased = (bits >> 23) & 0xFF;
+    if biased == 0 || biased == 0xFF {
+        return special_to_ibm(x); // zeros, subnormals, infinities, NaN: rare, kept off the fast path
+    }
+    // value = (m / 2^24) * 2^p with m the 24-bit significand (top bit set); IBM wants
+    // (F / 2^24) * 16^k with 16^k >= 2^p: k = ceil(p / 4), F = m >> (4k - p), rounded.
+    let m = (bits & 0x007F_FFFF) | 0x0080_0000;
+    let p = biased as i32 - 126;
+    let k = (p + 3) >> 2; // arithmetic shift: floor((p + 3) / 4) = ceil(p / 4)
+    let shift = (4 * k - p) as u32; // 0..=3
+    let kept = m >> shift;
+    let rem = m & ((1 << shift) - 1);
+    let half = (1u32 << shift) >> 1;
+    // Round half to even; with shift = 0 nothing is dropped (half = 0, rem = 0).
+    // With shift >= 1, kept < 2^(24-shift), so rounding up never carries out of 24 bits.
+    let up = (rem > half) | ((rem == half) & (half != 0) & (kept & 1 == 1));
+    (bits & 0x8000_0000) | (((k + 64) as u32) << 24) | (kept + up as u32)
+}
+
+/// [`f32_to_ibm`] for zeros, subnormals and non-finite values.
+#[cold]
+fn special_to_ibm(x: f32) -> u32 {
+    let bits = x.to_bits();
     let sign = bits & 0x8000_0000;
-    let biased = ((bits >> 23) & 0xFF) as i32;
     let mut m = bits & 0x007F_FFFF;
-    if biased == 0xFF {
+    if (bits >> 23) & 0xFF == 0xFF {
         return sign | 0x7FFF_FFFF;
     }
-    // value = m * 2^e2 with m a 24-bit integer whose top bit (bit 23) is set.
-    let e2 = if biased == 0 {
-        if m == 0 {
-            return sign; // +-0 keeps its sign, as segyio does
-        }
-        let shift = m.leading_zeros() - 8; // bring the subnormal's top bit to bit 23
-        m <<= shift;
-        -149 - shift as i32
-    } else {
-        m |= 0x0080_0000;
-        biased - 150
-    };
-    // value = (m / 2^24) * 2^p with m / 2^24 in [0.5, 1); IBM wants (F / 2^24) * 16^k with
-    // 16^k >= 2^p, so k = ceil(p / 4) and F = m >> (4k - p), rounded.
-    let p = e2 + 24;
-    let k = p.div_euclid(4) + if p.rem_euclid(4) != 0 { 1 } else { 0 };
-    let shift = (4 * k - p) as u32; // 0..=3
-    // With shift >= 1, m >> shift < 2^(24-shift), so rounding up never carries out of 24 bits.
-    let f = if shift == 0 {
-        m
-    } else {
-        let kept = m >> shift;
-        let rem = m & ((1 << shift) - 1);
-        let half = 1 << (shift - 1);
-        if rem > half || (rem == half && kept & 1 == 1) { kept + 1 } else { kept }
-    };
-    let e16 = k + 64; // 27..=96 for every finite f32 (|x| in 2^-149 .. 2^128)
-    sign | ((e16 as u32) << 24) | f
+    if m == 0 {
+        return sign; // +-0 keeps its sign, as segyio does
+    }
+    // Subnormal: value = m * 2^-149. Normalise m to 24 bits; then as in the fast path.
+    let lz = m.leading_zeros() - 8;
+    m <<= lz;
+    let p = -149 - lz as i32 + 24;
+    let k = (p + 3) >> 2;
+    let shift = (4 * k - p) as u32;
+    let kept = m >> shift;
+    let rem = m & ((1 << shift) - 1);
+    let half = (1u32 << shift) >> 1;
+    let up = (rem > half) | ((rem == half) & (half != 0) & (kept & 1 == 1));
+    sign | (((k + 64) as u32) << 24) | (kept + up as u32)
 }
 
 /// Decodes big- or little-endian IBM samples.

@@ -306,30 +306,42 @@ impl SegyReader {
         Ok(Trace { header: r?, samples })
     }
 
-    /// Reads traces `start .. start + count` into a trace set (decoded in parallel).
+    /// Reads traces `start .. start + count` into a trace set (decoded in parallel). The file is
+    /// read in blocks of about 16 MiB, so the raw bytes never take more memory than that.
     pub fn read_range(&mut self, start: u64, count: u64) -> Result<TraceSet> {
-        let (ns, tb) = (self.info.ns, self.info.trace_bytes as usize);
-        if count == 0 {
-            return Ok(TraceSet { headers: Vec::new(), data: Vec::new(), ns, dt: self.info.dt, t0: self.info.t0 });
-        }
-        self.fill(start, count)?;
+        let ns = self.info.ns;
+        let block = ((16 << 20) / self.info.trace_bytes).max(1);
         let mut data = vec![0.0f32; count as usize * ns];
+        let mut headers = Vec::with_capacity(count as usize);
+        let mut done = 0u64;
+        while done < count {
+            let c = block.min(count - done);
+            let out = &mut data[done as usize * ns..(done + c) as usize * ns];
+            headers.extend(self.decode_block(start + done, c, out)?);
+            done += c;
+        }
+        self.next = start + count;
+        Ok(TraceSet { headers, data, ns, dt: self.info.dt, t0: self.info.t0 })
+    }
+
+    /// Reads and decodes traces `start .. start + count` into `out` (count * ns samples).
+    fn decode_block(&mut self, start: u64, count: u64, out: &mut [f32]) -> Result<Vec<TraceHeader>> {
+        let (ns, tb) = (self.info.ns, self.info.trace_bytes as usize);
+        self.fill(start, count)?;
         let buf = std::mem::take(&mut self.buf);
         let delay = self.delay_ms;
         let decoded: Vec<Result<TraceHeader>> = {
             let this = &*self;
             buf.par_chunks(tb)
-                .zip(data.par_chunks_mut(ns))
+                .zip(out.par_chunks_mut(ns))
                 .enumerate()
                 .map(|(k, (bytes, out))| this.decode(start + k as u64, bytes, out, delay))
                 .collect()
         };
+        self.buf = buf;
         // The first bad trace by index is the one reported (deterministic, unlike a parallel
         // short-circuit).
-        let headers: Result<Vec<TraceHeader>> = decoded.into_iter().collect();
-        self.buf = buf;
-        self.next = start + count;
-        Ok(TraceSet { headers: headers?, data, ns, dt: self.info.dt, t0: self.info.t0 })
+        decoded.into_iter().collect()
     }
 
     /// Reads the next chunk of at most `max_traces` traces from the sequential position; `None`

@@ -159,7 +159,10 @@ fn read_err(name: &str, bytes: &[u8]) -> String {
 }
 
 fn good_file(endian: Endian) -> Vec<u8> {
-    let p = tmp(&format!("good-{endian:?}.sgy"));
+    // A file name per call: tests run in parallel threads.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let k = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let p = tmp(&format!("good-{endian:?}-{k}.sgy"));
     write_segy(&p, &sample_set(6, 20), &opts(SampleFormat::IbmFloat, endian)).unwrap();
     std::fs::read(p).unwrap()
 }

@@ -50,11 +50,11 @@ pub struct SegyWriter {
 /// Writes a trace set as one SEG-Y file.
 pub fn write_segy(path: impl AsRef<Path>, set: &TraceSet, opts: &WriteOptions) -> Result<()> {
     let path = path.as_ref();
-    if set.ns > 0 && set.data.len() == set.len() * set.ns {
-        if let Some(i) = set.data.iter().position(|v| !v.is_finite()) {
-            return Err(SegyError::NonFinite { path: path.display().to_string(), trace: (i / set.ns) as u64, sample: i % set.ns,
-                value: set.data[i], what: ": non-finite samples cannot be written" });
-        }
+    if set.ns > 0 && set.data.len() == set.len() * set.ns
+        && let Some(i) = set.data.iter().position(|v| !v.is_finite())
+    {
+        return Err(SegyError::NonFinite { path: path.display().to_string(), trace: (i / set.ns) as u64, sample: i % set.ns,
+            value: set.data[i], what: ": non-finite samples cannot be written" });
     }
     set.validate("trace set to write").map_err(|m| SegyError::invalid(path, m))?;
     let mut opts = opts.clone();
@@ -102,10 +102,10 @@ impl SegyWriter {
         let delay = delay_fields(t0).ok_or_else(|| {
             SegyError::invalid(p, format!("first-sample time {t0} s does not fit the delay recording time field (bytes 109-110, +-32.767 s)"))
         })?;
-        if let CoordinateScalar::Fixed(s) = opts.coordinate_scalar {
-            if !matches!(s.unsigned_abs(), 0 | 1 | 10 | 100 | 1000 | 10000) {
-                return Err(SegyError::invalid(p, format!("coordinate scalar {s} is not one of +-1, 10, 100, 1000, 10000")));
-            }
+        if let CoordinateScalar::Fixed(s) = opts.coordinate_scalar
+            && !matches!(s.unsigned_abs(), 0 | 1 | 10 | 100 | 1000 | 10000)
+        {
+            return Err(SegyError::invalid(p, format!("coordinate scalar {s} is not one of +-1, 10, 100, 1000, 10000")));
         }
 
         let mut head = vec![0u8; 3600];
