@@ -1,8 +1,128 @@
+//! `seisgpu synth`: writes a built-in synthetic data set as SEG-Y (and optionally .npy).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use seisgpu_host::io::npy::write_npy;
+use seisgpu_host::io::segy::{write_segy, Endian, SampleFormat, TextEncoding, WriteOptions};
+use seisgpu_host::synth::datasets::{build, Kind, Params};
+
 use super::Global;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(after_help = "Examples:\n  seisgpu synth line2d -o line.sgy\n  seisgpu synth cross-spread -o xs.sgy --noise 0.2\n  \
+    seisgpu synth diffractor -o diff.sgy --depth 600 --scatterers 20\n  seisgpu synth cube -o cube.sgy --nx 128 --ny 96 --npy cube.npy")]
+pub struct Args {
+    /// Data set: `line2d` (2D shot gathers, three hyperbolic reflections), `cross-spread` (3D
+    /// cross-spread: hyperbolic reflections and a dipping curved event), `diffractor` (2D line over
+    /// a point diffractor, for migration), `cube` (post-stack 3D cube: dipping planes, syncline,
+    /// dome, diffraction).
+    pub kind: Kind,
+    /// Output SEG-Y file (written to a temporary file, then renamed).
+    #[arg(short, long)]
+    pub out: PathBuf,
+    /// Also write the samples as a float32 .npy array of shape (traces, samples) (cube: (inlines,
+    /// crosslines, samples)).
+    #[arg(long)]
+    pub npy: Option<PathBuf>,
+    /// Samples per trace [default: 751; cross-spread 501; cube 256].
+    #[arg(long)]
+    pub ns: Option<usize>,
+    /// Sample interval in milliseconds [default: 4].
+    #[arg(long)]
+    pub dt_ms: Option<f32>,
+    /// Ricker wavelet peak frequency in Hz [default: 25; cube 30].
+    #[arg(long)]
+    pub freq: Option<f32>,
+    /// Gaussian noise standard deviation, relative to the strongest event's amplitude (1)
+    /// [default: 0.05].
+    #[arg(long)]
+    pub noise: Option<f32>,
+    /// Random seed for the noise and the scatterers (the same seed gives the same file).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Number of sources (shots; cross-spread: along the source line) [default: 5; cross-spread 48;
+    /// diffractor 11].
+    #[arg(long)]
+    pub sources: Option<usize>,
+    /// Number of receivers per shot [default: 96; cross-spread 64; diffractor 121].
+    #[arg(long)]
+    pub receivers: Option<usize>,
+    /// Source spacing in metres [default: 200; cross-spread 25; diffractor 150].
+    #[arg(long)]
+    pub source_spacing: Option<f64>,
+    /// Receiver spacing in metres [default: 25; diffractor 12.5].
+    #[arg(long)]
+    pub receiver_spacing: Option<f64>,
+    /// Velocity in m/s: of the shallowest reflection (deeper ones are faster), or of the constant
+    /// medium around the diffractor [default: 2000].
+    #[arg(long)]
+    pub velocity: Option<f64>,
+    /// Diffractor depth in metres, below the middle of the receiver line [default: 800].
+    #[arg(long)]
+    pub depth: Option<f64>,
+    /// Random point scatterers added to the diffractor data set (scattered noise) [default: 0].
+    #[arg(long)]
+    pub scatterers: Option<usize>,
+    /// Cube: number of inlines [default: 64].
+    #[arg(long)]
+    pub nx: Option<usize>,
+    /// Cube: number of crosslines [default: 48].
+    #[arg(long)]
+    pub ny: Option<usize>,
+    /// Cube: bin size in metres (inline and crossline) [default: 12.5].
+    #[arg(long)]
+    pub bin: Option<f64>,
+    /// Sample format: `ibm` (format 1, what most readers expect) or `ieee` (format 5, exact).
+    #[arg(long, default_value = "ibm")]
+    pub format: SampleFormat,
+    /// Byte order: `big` (the SEG-Y standard) or `little` (SEG-Y rev 2).
+    #[arg(long, default_value = "big")]
+    pub endian: Endian,
+    /// Write the textual header in ASCII instead of EBCDIC.
+    #[arg(long)]
+    pub ascii: bool,
+}
 
-pub fn run(_args: &Args, _global: &Global) -> anyhow::Result<()> {
-    anyhow::bail!("`synth` is not implemented yet")
+/// The parameters: each data set's defaults with the options given on the command line.
+pub fn params(a: &Args) -> Params {
+    let mut p = Params::default_for(a.kind);
+    macro_rules! set {
+        ($($f:ident),*) => { $(if let Some(v) = a.$f { p.$f = v; })* };
+    }
+    set!(ns, freq, noise, sources, receivers, source_spacing, receiver_spacing, velocity, depth, scatterers, nx, ny, bin);
+    if let Some(ms) = a.dt_ms {
+        p.dt = ms * 1e-3;
+    }
+    p.seed = a.seed;
+    p
+}
+
+pub fn run(args: &Args, _global: &Global) -> anyhow::Result<()> {
+    let p = params(args);
+    let set = build(args.kind, &p).map_err(|e| anyhow::anyhow!("synth {:?}: {e}", args.kind))?;
+    let text = format!(
+        "seisgpu synthetic data set: {:?}\nseed {}, peak frequency {} Hz, noise {} (relative), velocity {} m/s\n\
+         {} traces, {} samples at {} ms",
+        args.kind, p.seed, p.freq, p.noise, p.velocity, set.len(), set.ns, set.dt * 1e3
+    );
+    let opts = WriteOptions {
+        format: args.format,
+        endian: args.endian,
+        text_encoding: if args.ascii { TextEncoding::Ascii } else { TextEncoding::Ebcdic },
+        text: Some(text),
+        ..Default::default()
+    };
+    write_segy(&args.out, &set, &opts)?;
+    if let Some(npy) = &args.npy {
+        let shape: Vec<u64> = if args.kind == Kind::Cube {
+            vec![p.nx as u64, p.ny as u64, set.ns as u64]
+        } else {
+            vec![set.len() as u64, set.ns as u64]
+        };
+        write_npy(npy, &set.data, &shape).with_context(|| "writing the .npy copy")?;
+    }
+    eprintln!("seisgpu synth: wrote {} ({} traces x {} samples at {} ms, format {}, {:?}-endian)",
+        args.out.display(), set.len(), set.ns, set.dt * 1e3, args.format.code(), args.endian);
+    Ok(())
 }

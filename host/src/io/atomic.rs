@@ -1,4 +1,4 @@
-//! Outputs are written to `<name>.tmp-<pid>` beside the target and renamed over it only when
+//! Outputs are written to `.<name>.tmp-<pid>-<n>` beside the target and renamed over it only when
 //! complete, so a failed run never leaves a half-written file in place of a good one.
 
 use std::fs::File;
@@ -15,7 +15,11 @@ impl AtomicFile {
     pub fn create(target: impl AsRef<Path>) -> std::io::Result<Self> {
         let target = target.as_ref().to_path_buf();
         let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
-        let tmp = target.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        // Process id and a per-process counter: two writers of the same target (threads of one
+        // process, or processes) never share a temporary file.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = target.with_file_name(format!(".{name}.tmp-{}-{k}", std::process::id()));
         let file = File::create(&tmp)
             .map_err(|e| std::io::Error::new(e.kind(), format!("cannot create {}: {e}", tmp.display())))?;
         Ok(Self { tmp, target, writer: Some(BufWriter::with_capacity(1 << 20, file)) })

@@ -1,1 +1,160 @@
-//! .npy output for Python users.
+//! .npy output for Python users (`numpy.load`), and .npy input of f32/f64 arrays (velocity models
+//! come in this way), through the `npyz` crate.
+
+use std::io::BufReader;
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use npyz::{DType, Order, TypeChar, WriterBuilder};
+
+use super::AtomicFile;
+
+/// Writes `data` (C order: the last axis fastest) with `shape` as a little-endian `<f4` .npy
+/// file, through a temporary file renamed into place.
+pub fn write_npy(path: impl AsRef<Path>, data: &[f32], shape: &[u64]) -> anyhow::Result<()> {
+    let path = path.as_ref();
+    let n: u64 = shape.iter().product();
+    if n != data.len() as u64 {
+        bail!("{}: shape {shape:?} holds {n} values but {} were given", path.display(), data.len());
+    }
+    let mut file = AtomicFile::create(path)?;
+    {
+        let mut w = npyz::WriteOptions::new()
+            .dtype(DType::Plain("<f4".parse().expect("valid type string")))
+            .shape(shape)
+            .writer(&mut file)
+            .begin_nd()
+            .with_context(|| format!("{}: cannot write the .npy header", path.display()))?;
+        w.extend(data.iter().copied()).with_context(|| format!("{}: write failed", path.display()))?;
+        w.finish().with_context(|| format!("{}: write failed", path.display()))?;
+    }
+    file.commit().with_context(|| format!("{}: cannot finish the file", path.display()))
+}
+
+/// An array read from a .npy file, in C order (the last axis fastest).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NpyArray {
+    pub shape: Vec<u64>,
+    pub data: Vec<f32>,
+}
+
+/// Reads a .npy array of `f4` or `f8` values (either byte order, C or Fortran order; f8 values are
+/// rounded to f32) into C order. Non-finite values, values outside the f32 range, other dtypes
+/// and truncated files are errors naming the file.
+pub fn read_npy_f32(path: impl AsRef<Path>) -> anyhow::Result<NpyArray> {
+    let path = path.as_ref();
+    let what = || path.display().to_string();
+    let file = std::fs::File::open(path).with_context(|| format!("{}: cannot open", what()))?;
+    let npy = npyz::NpyFile::new(BufReader::new(file)).with_context(|| format!("{}: not a .npy file", what()))?;
+    let shape = npy.shape().to_vec();
+    let order = npy.order();
+    let size = match npy.dtype() {
+        DType::Plain(ts) if ts.type_char() == TypeChar::Float && matches!(ts.size_field(), 4 | 8) => ts.size_field(),
+        d => bail!("{}: dtype {} is not supported (expected float32 or float64)", what(), d.descr()),
+    };
+    let data: Vec<f32> = if size == 4 {
+        npy.into_vec::<f32>().with_context(|| format!("{}: cannot read the data (truncated?)", what()))?
+    } else {
+        let v = npy.into_vec::<f64>().with_context(|| format!("{}: cannot read the data (truncated?)", what()))?;
+        if let Some(i) = v.iter().position(|x| x.is_finite() && x.abs() > f32::MAX as f64) {
+            bail!("{}: value {} at flat index {i} is outside the f32 range", what(), v[i]);
+        }
+        v.into_iter().map(|x| x as f32).collect()
+    };
+    if let Some(i) = data.iter().position(|x| !x.is_finite()) {
+        bail!("{}: value at flat index {i} is not finite ({})", what(), data[i]);
+    }
+    let data = if order == Order::Fortran && shape.len() > 1 { fortran_to_c(&data, &shape) } else { data };
+    Ok(NpyArray { shape, data })
+}
+
+/// Reorders a Fortran-order (first axis fastest) array into C order.
+fn fortran_to_c(data: &[f32], shape: &[u64]) -> Vec<f32> {
+    let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+    // Fortran strides: the first axis has stride 1.
+    let mut fstride = vec![1usize; dims.len()];
+    for k in 1..dims.len() {
+        fstride[k] = fstride[k - 1] * dims[k - 1];
+    }
+    let mut out = Vec::with_capacity(data.len());
+    let mut idx = vec![0usize; dims.len()];
+    for _ in 0..data.len() {
+        out.push(data[idx.iter().zip(&fstride).map(|(i, s)| i * s).sum::<usize>()]);
+        // Advance the C-order multi-index (last axis fastest).
+        for k in (0..dims.len()).rev() {
+            idx[k] += 1;
+            if idx[k] < dims[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("seisgpu-npy-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn round_trip_and_numpy_header() {
+        let p = tmp("a.npy");
+        let data: Vec<f32> = (0..24).map(|i| i as f32 * 0.5 - 3.0).collect();
+        write_npy(&p, &data, &[2, 3, 4]).unwrap();
+        let bytes = std::fs::read(&p).unwrap();
+        assert_eq!(&bytes[..6], b"\x93NUMPY");
+        let header = String::from_utf8_lossy(&bytes[10..80]);
+        assert!(header.contains("'descr': '<f4'") && header.contains("(2, 3, 4, )"), "{header}");
+        let a = read_npy_f32(&p).unwrap();
+        assert_eq!((a.shape, a.data), (vec![2, 3, 4], data));
+    }
+
+    #[test]
+    fn shape_mismatch_and_bad_files_are_errors() {
+        let p = tmp("b.npy");
+        let e = write_npy(&p, &[1.0; 5], &[2, 3]).unwrap_err().to_string();
+        assert!(e.contains("b.npy") && e.contains("6 values but 5"), "{e}");
+        std::fs::write(&p, b"not numpy").unwrap();
+        let e = format!("{:#}", read_npy_f32(&p).unwrap_err());
+        assert!(e.contains("b.npy") && e.contains("not a .npy file"), "{e}");
+    }
+
+    #[test]
+    fn reads_f8_big_endian_fortran_order() {
+        // Hand-made: '>f8', fortran_order True, shape (2, 3): column-major values.
+        let mut header = "{'descr': '>f8', 'fortran_order': True, 'shape': (2, 3), }".to_string();
+        while !(10 + header.len() + 1).is_multiple_of(64) {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(header.as_bytes());
+        // C-order matrix [[1, 2, 3], [4, 5, 6]] stored column by column.
+        for v in [1.0f64, 4.0, 2.0, 5.0, 3.0, 6.0] {
+            bytes.extend_from_slice(&v.to_be_bytes());
+        }
+        let p = tmp("c.npy");
+        std::fs::write(&p, &bytes).unwrap();
+        let a = read_npy_f32(&p).unwrap();
+        assert_eq!(a.shape, vec![2, 3]);
+        assert_eq!(a.data, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        // Truncate the data: an error, not a short array.
+        std::fs::write(&p, &bytes[..bytes.len() - 4]).unwrap();
+        assert!(read_npy_f32(&p).is_err());
+    }
+
+    #[test]
+    fn non_finite_input_is_refused() {
+        let p = tmp("d.npy");
+        write_npy(&p, &[1.0, f32::NAN, 2.0], &[3]).unwrap();
+        let e = read_npy_f32(&p).unwrap_err().to_string();
+        assert!(e.contains("flat index 1"), "{e}");
+    }
+}

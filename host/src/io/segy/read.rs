@@ -1,0 +1,403 @@
+//! The streaming reader.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use super::header::{parse_trace_header, BinaryHeader, Fields, TraceTiming, BYTE_ORDER_CONSTANT};
+use super::{decode_samples, ebcdic, Endian, Result, SampleFormat, SegyError, SegyInfo};
+use crate::traces::{TraceHeader, TraceSet};
+
+/// One trace: its header and samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trace {
+    pub header: TraceHeader,
+    pub samples: Vec<f32>,
+}
+
+/// Reads a SEG-Y file trace by trace or chunk by chunk; memory stays bounded by what is asked
+/// for, so files larger than memory can be processed.
+pub struct SegyReader {
+    path: PathBuf,
+    file: BufReader<File>,
+    info: SegyInfo,
+    /// Index of the trace the next sequential read returns.
+    next: u64,
+    /// Where the file cursor is (so sequential reads do not seek).
+    pos: u64,
+    /// Whether bytes 215-216 (time scalar) are honoured: SEG-Y rev 1 and later.
+    time_scalar: bool,
+    /// Trace 0's delay recording time (ms) as its header holds it; `info.t0` is its f32 rounding,
+    /// so other traces are compared with this, not with t0.
+    delay_ms: f64,
+    buf: Vec<u8>,
+}
+
+/// Reads a whole SEG-Y file into memory.
+pub fn read_segy(path: impl AsRef<Path>) -> Result<(SegyInfo, TraceSet)> {
+    let mut r = SegyReader::open(path)?;
+    let n = r.info.n_traces;
+    let set = r.read_range(0, n)?;
+    // A partial trace at the end is an error, not something to drop silently.
+    r.check_tail()?;
+    Ok((r.info, set))
+}
+
+fn detect_endian(path: &Path, bin: &[u8]) -> Result<Endian> {
+    let be = Fields::new(bin, 3201, Endian::Big);
+    let le = Fields::new(bin, 3201, Endian::Little);
+    // Rev 2: the byte-order constant decides. Older files are big-endian by definition, but
+    // little-endian files without the constant exist (written by PC programs): a format code that
+    // is only defined when read little-endian tells them apart (swapped codes are >= 256).
+    let endian = if be.u32(3297) == BYTE_ORDER_CONSTANT {
+        Endian::Big
+    } else if le.u32(3297) == BYTE_ORDER_CONSTANT {
+        Endian::Little
+    } else if SampleFormat::is_defined_code(be.i16(3225)) {
+        Endian::Big
+    } else if SampleFormat::is_defined_code(le.i16(3225)) {
+        Endian::Little
+    } else {
+        return Err(SegyError::BadFormat {
+            path: path.display().to_string(),
+            code: be.i16(3225),
+            endian: Endian::Big,
+            hint: " (not a SEG-Y file, or a corrupt binary header: the code is undefined in either byte order)".into(),
+        });
+    };
+    Ok(endian)
+}
+
+impl SegyReader {
+    /// Opens a file and reads its textual and binary headers (and trace 0's header where the
+    /// binary header leaves the sample count or interval out).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let p = path.as_path();
+        let file = File::open(p).map_err(|e| SegyError::io(p, e))?;
+        let file_len = file.metadata().map_err(|e| SegyError::io(p, e))?.len();
+        if file_len < 3600 {
+            return Err(SegyError::TooShort { path: p.display().to_string(), len: file_len });
+        }
+        let mut file = BufReader::with_capacity(1 << 20, file);
+        let mut head = vec![0u8; 3600];
+        file.read_exact(&mut head).map_err(|e| SegyError::io(p, e))?;
+        let (text_bytes, bin) = head.split_at(3200);
+        let text_encoding = ebcdic::detect(text_bytes);
+        let text = ebcdic::decode(text_bytes, text_encoding);
+
+        let endian = detect_endian(p, bin)?;
+        let binary = BinaryHeader::parse(bin, endian);
+        let Some(format) = SampleFormat::from_code(binary.format_code) else {
+            return Err(SegyError::BadFormat { path: p.display().to_string(), code: binary.format_code, endian, hint: String::new() });
+        };
+        let rev = binary.revision_major;
+        let mut pos = 3600u64;
+
+        // Extended textual headers (rev 1+; the field is unassigned in rev 0).
+        let mut extended_text = Vec::new();
+        if rev >= 1 && binary.extended_text_headers != 0 {
+            let count = binary.extended_text_headers;
+            if count < -1 {
+                return Err(SegyError::invalid(p, format!("invalid number of extended textual headers {count} (binary header bytes 3505-3506)")));
+            }
+            let mut rec = vec![0u8; 3200];
+            loop {
+                if pos + 3200 > file_len {
+                    return Err(SegyError::invalid(p, format!(
+                        "the binary header announces extended textual headers (bytes 3505-3506: {count}) but the file ends inside header {}",
+                        extended_text.len())));
+                }
+                file.read_exact(&mut rec).map_err(|e| SegyError::io(p, e))?;
+                pos += 3200;
+                let s = ebcdic::decode(&rec, ebcdic::detect(&rec));
+                let end = s.contains("((SEG: EndText))");
+                extended_text.push(s);
+                if (count > 0 && extended_text.len() == count as usize) || (count == -1 && end) {
+                    break;
+                }
+            }
+        }
+        let mut data_offset = pos;
+        let mut trailer_bytes = 0u64;
+        if rev >= 2 {
+            if binary.additional_trace_headers > 0 {
+                return Err(SegyError::invalid(p, format!(
+                    "{} additional trace headers per trace (binary header bytes 3507-3510) are not supported",
+                    binary.additional_trace_headers)));
+            }
+            if binary.first_trace_offset != 0 {
+                if binary.first_trace_offset < pos || binary.first_trace_offset > file_len {
+                    return Err(SegyError::invalid(p, format!(
+                        "byte offset of the first trace {} (binary header bytes 3521-3528) is outside {}..{}",
+                        binary.first_trace_offset, pos, file_len)));
+                }
+                data_offset = binary.first_trace_offset;
+            }
+            if binary.trailer_stanzas > 0 {
+                trailer_bytes = binary.trailer_stanzas as u64 * 3200;
+            }
+        }
+        let data_len = file_len.saturating_sub(data_offset).saturating_sub(trailer_bytes);
+
+        // Sample count and interval: binary header (rev 2 extended fields first), else trace 0.
+        let mut ns = binary.samples_per_trace as usize;
+        let mut dt_us = binary.sample_interval as f64;
+        if rev >= 2 && binary.ext_samples_per_trace > 0 {
+            ns = binary.ext_samples_per_trace as usize;
+        }
+        if rev >= 2 && binary.ext_sample_interval.is_finite() && binary.ext_sample_interval > 0.0 {
+            dt_us = binary.ext_sample_interval;
+        }
+        let time_scalar = rev >= 1;
+        let first = if data_len >= 240 {
+            let mut h = [0u8; 240];
+            file.seek(SeekFrom::Start(data_offset)).map_err(|e| SegyError::io(p, e))?;
+            file.read_exact(&mut h).map_err(|e| SegyError::io(p, e))?;
+            pos = data_offset + 240;
+            Some(parse_trace_header(&h, endian, time_scalar).1)
+        } else {
+            None
+        };
+        let size = format.size() as u64;
+        if let Some(t) = first {
+            let t_ns = t.ns as usize;
+            if ns == 0 {
+                ns = t_ns;
+            } else if t_ns != 0 && t_ns != ns {
+                // The binary header and trace 0 disagree: believe the one that divides the data
+                // into whole traces (a wrong binary header is a common defect of field files).
+                let whole = |n: usize| data_len % (240 + n as u64 * size) == 0;
+                if !whole(ns) && whole(t_ns) {
+                    ns = t_ns;
+                }
+            }
+            if dt_us <= 0.0 {
+                dt_us = t.dt_us as f64;
+            }
+        }
+        if ns == 0 {
+            return Err(SegyError::ZeroSamples {
+                path: p.display().to_string(),
+                ext: if rev >= 2 { ", extended bytes 3269-3272" } else { "" },
+            });
+        }
+        if dt_us <= 0.0 {
+            return Err(SegyError::ZeroInterval { path: p.display().to_string() });
+        }
+        let trace_bytes = 240 + ns as u64 * size;
+        let info = SegyInfo {
+            text,
+            text_encoding,
+            extended_text,
+            endian,
+            format,
+            ns,
+            dt: (dt_us * 1e-6) as f32,
+            t0: first.map(|t| (t.delay_ms * 1e-3) as f32).unwrap_or(0.0),
+            n_traces: data_len / trace_bytes,
+            data_offset,
+            trace_bytes,
+            trailing_bytes: data_len % trace_bytes,
+            file_len,
+            binary,
+        };
+        let delay_ms = first.map(|t| t.delay_ms).unwrap_or(0.0);
+        Ok(SegyReader { path, file, info, next: 0, pos, time_scalar, delay_ms, buf: Vec::new() })
+    }
+
+    pub fn info(&self) -> &SegyInfo { &self.info }
+    pub fn path(&self) -> &Path { &self.path }
+    /// Index of the trace the next sequential read returns.
+    pub fn position(&self) -> u64 { self.next }
+    /// Traces left for sequential reads.
+    pub fn remaining(&self) -> u64 { self.info.n_traces - self.next.min(self.info.n_traces) }
+
+    /// Moves the sequential position to trace `i` (0-based; `n_traces` is the end).
+    pub fn seek_trace(&mut self, i: u64) -> Result<()> {
+        if i > self.info.n_traces {
+            return Err(SegyError::invalid(&self.path, format!("trace {i} is past the end ({} traces)", self.info.n_traces)));
+        }
+        self.next = i;
+        Ok(())
+    }
+
+    /// The error for a partial trace after the last whole one, if the file has one.
+    pub fn check_tail(&self) -> Result<()> {
+        if self.info.trailing_bytes > 0 {
+            let t = self.info.n_traces;
+            return Err(SegyError::Truncated {
+                path: self.path.display().to_string(),
+                trace: t,
+                offset: self.info.trace_offset(t),
+                have: self.info.trailing_bytes,
+                need: self.info.trace_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// Reads the raw bytes of `count` traces starting at `start` into `self.buf`.
+    fn fill(&mut self, start: u64, count: u64) -> Result<()> {
+        let n = self.info.n_traces;
+        if start + count > n {
+            if start + count == n + 1 && self.info.trailing_bytes > 0 && start <= n {
+                return self.check_tail();
+            }
+            return Err(SegyError::invalid(&self.path, format!("traces {start}..{} asked for, the file has {n}", start + count)));
+        }
+        let off = self.info.trace_offset(start);
+        if self.pos != off {
+            self.file.seek(SeekFrom::Start(off)).map_err(|e| SegyError::io(&self.path, e))?;
+        }
+        let len = (count * self.info.trace_bytes) as usize;
+        self.buf.resize(len, 0);
+        if let Err(e) = self.file.read_exact(&mut self.buf) {
+            // The file shrank since it was opened: say which trace is short.
+            self.pos = u64::MAX;
+            return Err(if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                SegyError::Truncated { path: self.path.display().to_string(), trace: start, offset: off, have: 0, need: self.info.trace_bytes }
+            } else {
+                SegyError::io(&self.path, e)
+            });
+        }
+        self.pos = off + len as u64;
+        Ok(())
+    }
+
+    /// Decodes one trace's bytes (header + samples) and checks it against the file's layout.
+    fn decode(&self, index: u64, bytes: &[u8], samples: &mut [f32], expected_delay: f64) -> Result<TraceHeader> {
+        let info = &self.info;
+        let (h, t): (TraceHeader, TraceTiming) = parse_trace_header(&bytes[..240], info.endian, self.time_scalar);
+        let path = || self.path.display().to_string();
+        if t.ns != 0 && t.ns as usize != info.ns && info.ns <= u16::MAX as usize {
+            return Err(SegyError::InconsistentSamples {
+                path: path(), trace: index, offset: info.trace_offset(index), found: t.ns as usize, expected: info.ns,
+            });
+        }
+        if t.delay_ms != expected_delay {
+            return Err(SegyError::InconsistentDelay {
+                path: path(), trace: index, offset: info.trace_offset(index), found: t.delay_ms, expected: expected_delay,
+            });
+        }
+        if let Some(i) = decode_samples(&bytes[240..], info.format, info.endian, samples) {
+            return Err(SegyError::NonFinite {
+                path: path(),
+                trace: index,
+                sample: i,
+                value: samples[i],
+                what: if info.format == SampleFormat::IbmFloat { " (IBM value outside the f32 range)" } else { "" },
+            });
+        }
+        Ok(h)
+    }
+
+    /// Reads trace `i` (random access; the sequential position moves past it).
+    pub fn read_trace(&mut self, i: u64) -> Result<Trace> {
+        self.fill(i, 1)?;
+        let mut samples = vec![0.0f32; self.info.ns];
+        let buf = std::mem::take(&mut self.buf);
+        let delay = self.delay_ms;
+        let r = self.decode(i, &buf, &mut samples, delay);
+        self.buf = buf;
+        self.next = i + 1;
+        Ok(Trace { header: r?, samples })
+    }
+
+    /// Reads traces `start .. start + count` into a trace set (decoded in parallel). The file is
+    /// read in blocks of about 16 MiB, so the raw bytes never take more memory than that.
+    pub fn read_range(&mut self, start: u64, count: u64) -> Result<TraceSet> {
+        let ns = self.info.ns;
+        let block = ((16 << 20) / self.info.trace_bytes).max(1);
+        let mut data = vec![0.0f32; count as usize * ns];
+        let mut headers = Vec::with_capacity(count as usize);
+        let mut done = 0u64;
+        while done < count {
+            let c = block.min(count - done);
+            let out = &mut data[done as usize * ns..(done + c) as usize * ns];
+            headers.extend(self.decode_block(start + done, c, out)?);
+            done += c;
+        }
+        self.next = start + count;
+        Ok(TraceSet { headers, data, ns, dt: self.info.dt, t0: self.info.t0 })
+    }
+
+    /// Reads and decodes traces `start .. start + count` into `out` (count * ns samples).
+    fn decode_block(&mut self, start: u64, count: u64, out: &mut [f32]) -> Result<Vec<TraceHeader>> {
+        let (ns, tb) = (self.info.ns, self.info.trace_bytes as usize);
+        self.fill(start, count)?;
+        let buf = std::mem::take(&mut self.buf);
+        let delay = self.delay_ms;
+        let decoded: Vec<Result<TraceHeader>> = {
+            let this = &*self;
+            buf.par_chunks(tb)
+                .zip(out.par_chunks_mut(ns))
+                .enumerate()
+                .map(|(k, (bytes, out))| this.decode(start + k as u64, bytes, out, delay))
+                .collect()
+        };
+        self.buf = buf;
+        // The first bad trace by index is the one reported (deterministic, unlike a parallel
+        // short-circuit).
+        decoded.into_iter().collect()
+    }
+
+    /// Reads the next chunk of at most `max_traces` traces from the sequential position; `None`
+    /// at the end of the file (after an error for a partial last trace, if there is one).
+    pub fn read_chunk(&mut self, max_traces: usize) -> Result<Option<TraceSet>> {
+        let left = self.remaining();
+        if left == 0 {
+            if self.next == self.info.n_traces && self.info.trailing_bytes > 0 {
+                self.next += 1; // report the partial trace once
+                self.check_tail()?;
+            }
+            return Ok(None);
+        }
+        let count = left.min(max_traces.max(1) as u64);
+        self.read_range(self.next, count).map(Some)
+    }
+
+    /// Iterates over the remaining traces one by one (each item owns its samples).
+    pub fn traces(&mut self) -> Traces<'_> { Traces { reader: self, done: false } }
+
+    /// The raw 240 bytes of trace `i`'s header, for fields seisgpu does not interpret
+    /// (read them with [`header::Fields`](super::header::Fields) and `info().endian`).
+    pub fn raw_trace_header(&mut self, i: u64) -> Result<[u8; 240]> {
+        if i >= self.info.n_traces {
+            return Err(SegyError::invalid(&self.path, format!("trace {i} is past the end ({} traces)", self.info.n_traces)));
+        }
+        let off = self.info.trace_offset(i);
+        self.file.seek(SeekFrom::Start(off)).map_err(|e| SegyError::io(&self.path, e))?;
+        let mut h = [0u8; 240];
+        self.file.read_exact(&mut h).map_err(|e| SegyError::io(&self.path, e))?;
+        self.pos = off + 240;
+        Ok(h)
+    }
+}
+
+/// Iterator over the traces of a [`SegyReader`] from its sequential position.
+pub struct Traces<'a> {
+    reader: &'a mut SegyReader,
+    done: bool,
+}
+
+impl Iterator for Traces<'_> {
+    type Item = Result<Trace>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let r = &mut *self.reader;
+        if r.next >= r.info.n_traces {
+            self.done = true;
+            return r.check_tail().err().map(Err);
+        }
+        let t = r.read_trace(r.next);
+        if t.is_err() {
+            self.done = true;
+        }
+        Some(t)
+    }
+}

@@ -1,0 +1,237 @@
+//! The streaming writer (through `AtomicFile`: a failed write never replaces a good file).
+
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use super::header::{choose_scalar, delay_fields, emit_trace_header, BinaryHeader, EmitError, FieldsMut};
+use super::{ebcdic, encode_samples, Endian, Result, SampleFormat, SegyError, TextEncoding};
+use crate::io::AtomicFile;
+use crate::traces::{TraceHeader, TraceSet};
+
+/// How source and group coordinates are stored (trace header bytes 71-72).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CoordinateScalar {
+    /// The coarsest of 1, -10, -100, -1000, -10000 that stores every coordinate exactly (else
+    /// the finest that fits): chosen over the whole set by [`write_segy`], per trace by
+    /// [`SegyWriter::write_trace`].
+    #[default]
+    Auto,
+    /// This scalar for every trace (positive multiplies, negative divides).
+    Fixed(i16),
+}
+
+/// How a SEG-Y file is written.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// 1 (IBM float, the default: what most readers expect) or 5 (IEEE float, exact).
+    pub format: SampleFormat,
+    pub endian: Endian,
+    pub text_encoding: TextEncoding,
+    /// Lines for the textual header (up to 38, each cut at 76 characters; seisgpu adds the card
+    /// numbers and the rev 2 closing cards). `None` writes a description of the data.
+    pub text: Option<String>,
+    pub coordinate_scalar: CoordinateScalar,
+}
+
+/// Writes traces one at a time or in sets; `finish` makes the file appear.
+pub struct SegyWriter {
+    path: PathBuf,
+    out: AtomicFile,
+    ns: usize,
+    dt: f32,
+    delay: (i16, i16),
+    opts: WriteOptions,
+    written: u64,
+    buf: Vec<u8>,
+}
+
+/// Writes a trace set as one SEG-Y file.
+pub fn write_segy(path: impl AsRef<Path>, set: &TraceSet, opts: &WriteOptions) -> Result<()> {
+    let path = path.as_ref();
+    if set.ns > 0 && set.data.len() == set.len() * set.ns
+        && let Some(i) = set.data.iter().position(|v| !v.is_finite())
+    {
+        return Err(SegyError::NonFinite { path: path.display().to_string(), trace: (i / set.ns) as u64, sample: i % set.ns,
+            value: set.data[i], what: ": non-finite samples cannot be written" });
+    }
+    set.validate("trace set to write").map_err(|m| SegyError::invalid(path, m))?;
+    let mut opts = opts.clone();
+    if opts.coordinate_scalar == CoordinateScalar::Auto {
+        let coords = set.headers.iter().flat_map(|h| [h.sx, h.sy, h.gx, h.gy]);
+        let s = choose_scalar(coords).ok_or_else(|| {
+            SegyError::invalid(path, "source/group coordinates are not finite or too large for any coordinate scalar")
+        })?;
+        opts.coordinate_scalar = CoordinateScalar::Fixed(s);
+    }
+    let mut w = SegyWriter::create(path, set.ns, set.dt, set.t0, &opts)?;
+    w.write_set(set)?;
+    w.finish()?;
+    Ok(())
+}
+
+fn default_text(ns: usize, dt: f32, t0: f32, opts: &WriteOptions) -> Vec<String> {
+    vec![
+        format!("written by seisgpu {}", env!("CARGO_PKG_VERSION")),
+        format!("SEG-Y rev 2.0, sample format {} ({:?}), {:?}-endian", opts.format.code(), opts.format, opts.endian),
+        format!("{ns} samples per trace, interval {} ms, first sample at {} ms", dt * 1e3, t0 * 1e3),
+        "coordinates in metres with the scalar of bytes 71-72; offset (37-40) in whole metres".into(),
+        "bytes: ffid 9, channel 13, energy source point 17, CDP 21, trace in ensemble 25".into(),
+        "bytes: source x/y 73/77, group x/y 81/85, CDP x/y 181/185, inline 189, crossline 193".into(),
+    ]
+}
+
+impl SegyWriter {
+    /// Creates the (temporary) file and writes the textual and binary headers.
+    pub fn create(path: impl AsRef<Path>, ns: usize, dt: f32, t0: f32, opts: &WriteOptions) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let p = path.as_path();
+        if !matches!(opts.format, SampleFormat::IbmFloat | SampleFormat::IeeeFloat) {
+            return Err(SegyError::invalid(p, format!("writing sample format {} is not supported (use 1 or 5)", opts.format.code())));
+        }
+        if ns == 0 {
+            return Err(SegyError::invalid(p, "cannot write traces with zero samples"));
+        }
+        if ns > i32::MAX as usize {
+            return Err(SegyError::invalid(p, format!("{ns} samples per trace do not fit SEG-Y")));
+        }
+        if !(dt > 0.0 && dt.is_finite()) {
+            return Err(SegyError::invalid(p, format!("sample interval {dt} s is not positive")));
+        }
+        let delay = delay_fields(t0).ok_or_else(|| {
+            SegyError::invalid(p, format!("first-sample time {t0} s does not fit the delay recording time field (bytes 109-110, +-32.767 s)"))
+        })?;
+        if let CoordinateScalar::Fixed(s) = opts.coordinate_scalar
+            && !matches!(s.unsigned_abs(), 0 | 1 | 10 | 100 | 1000 | 10000)
+        {
+            return Err(SegyError::invalid(p, format!("coordinate scalar {s} is not one of +-1, 10, 100, 1000, 10000")));
+        }
+
+        let mut head = vec![0u8; 3600];
+        let lines = match &opts.text {
+            Some(t) => t.lines().map(str::to_string).collect(),
+            None => default_text(ns, dt, t0, opts),
+        };
+        if lines.len() > 38 {
+            return Err(SegyError::invalid(p, format!("textual header has {} lines, at most 38 fit (cards 39-40 are the rev 2 end cards)", lines.len())));
+        }
+        let mut cards = String::with_capacity(3200);
+        for k in 0..40 {
+            let body = match k {
+                38 => "SEG-Y_REV2.0".to_string(),
+                39 => "END TEXTUAL HEADER".to_string(),
+                _ => lines.get(k).cloned().unwrap_or_default(),
+            };
+            let card: String = format!("C{:2} {}", k + 1, body).chars().take(80).collect();
+            cards.push_str(&format!("{card:<80}"));
+        }
+        ebcdic::encode(&cards, opts.text_encoding, &mut head[..3200]);
+        BinaryHeader::emit(ns, dt, opts.format, opts.endian, &mut head[3200..]);
+        let mut out = AtomicFile::create(p).map_err(|e| SegyError::io(p, e))?;
+        out.write_all(&head).map_err(|e| SegyError::io(p, e))?;
+        Ok(SegyWriter { path, out, ns, dt, delay, opts: opts.clone(), written: 0, buf: Vec::new() })
+    }
+
+    pub fn traces_written(&self) -> u64 { self.written }
+
+    fn trace_bytes(&self) -> usize { 240 + self.ns * self.opts.format.size() }
+
+    /// Fills one trace header into `out`, naming the trace on failure.
+    fn header(&self, h: &TraceHeader, index: u64, out: &mut [u8]) -> Result<()> {
+        let scalco = match self.opts.coordinate_scalar {
+            CoordinateScalar::Fixed(s) => s,
+            CoordinateScalar::Auto => choose_scalar([h.sx, h.sy, h.gx, h.gy].into_iter()).unwrap_or(1),
+        };
+        let bad = |msg: String| SegyError::BadTrace { path: self.path.display().to_string(), trace: index, msg };
+        emit_trace_header(h, index, self.ns, self.dt, self.delay, scalco, self.opts.endian, out).map_err(|e| match e {
+            EmitError::Coordinate(name, v) => bad(format!("{name} {v} m does not fit the header field with coordinate scalar {scalco}")),
+            EmitError::Offset(v) => bad(format!("offset {v} m does not fit bytes 37-40")),
+        })
+    }
+
+    fn check_finite(&self, samples: &[f32], index: u64) -> Result<()> {
+        if let Some(i) = samples.iter().position(|v| !v.is_finite()) {
+            return Err(SegyError::NonFinite { path: self.path.display().to_string(), trace: index, sample: i, value: samples[i],
+                what: ": non-finite samples cannot be written" });
+        }
+        Ok(())
+    }
+
+    /// Appends one trace.
+    pub fn write_trace(&mut self, h: &TraceHeader, samples: &[f32]) -> Result<()> {
+        let index = self.written;
+        if samples.len() != self.ns {
+            return Err(SegyError::BadTrace { path: self.path.display().to_string(), trace: index,
+                msg: format!("{} samples given, the file has {} per trace", samples.len(), self.ns) });
+        }
+        self.check_finite(samples, index)?;
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.resize(self.trace_bytes(), 0);
+        let r = self.header(h, index, &mut buf[..240]);
+        if r.is_ok() {
+            encode_samples(samples, self.opts.format, self.opts.endian, &mut buf[240..]);
+        }
+        let r = r.and_then(|_| self.out.write_all(&buf).map_err(|e| SegyError::io(&self.path, e)));
+        self.buf = buf;
+        r?;
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Appends every trace of `set` (same sample count and interval), encoding in parallel.
+    pub fn write_set(&mut self, set: &TraceSet) -> Result<()> {
+        if set.ns != self.ns || set.dt != self.dt {
+            return Err(SegyError::invalid(&self.path, format!(
+                "trace set has {} samples at {} s, the file {} at {} s", set.ns, set.dt, self.ns, self.dt)));
+        }
+        if set.data.len() != set.len() * set.ns {
+            return Err(SegyError::invalid(&self.path, format!("{} samples for {} traces of {}", set.data.len(), set.len(), set.ns)));
+        }
+        if let Some(i) = set.data.iter().position(|v| !v.is_finite()) {
+            let t = i / self.ns;
+            return self.check_finite(set.trace(t), self.written + t as u64);
+        }
+        let tb = self.trace_bytes();
+        // Blocks of about 32 MiB keep the buffer bounded for large sets.
+        let block = ((32 << 20) / tb).max(1);
+        let mut buf = std::mem::take(&mut self.buf);
+        let mut result = Ok(());
+        for (b, headers) in set.headers.chunks(block).enumerate() {
+            let first = b * block;
+            buf.resize(headers.len() * tb, 0);
+            // Headers sequentially (cheap, and the first bad one is the one reported) ...
+            result = headers.iter().enumerate().try_for_each(|(k, h)| {
+                self.header(h, self.written + k as u64, &mut buf[k * tb..k * tb + 240])
+            });
+            if result.is_err() {
+                break;
+            }
+            // ... samples in parallel.
+            let (format, endian, ns) = (self.opts.format, self.opts.endian, self.ns);
+            buf.par_chunks_mut(tb).zip(set.data[first * ns..(first + headers.len()) * ns].par_chunks(ns)).for_each(|(o, s)| {
+                encode_samples(s, format, endian, &mut o[240..]);
+            });
+            if let Err(e) = self.out.write_all(&buf) {
+                result = Err(SegyError::io(&self.path, e));
+                break;
+            }
+            self.written += headers.len() as u64;
+        }
+        self.buf = buf;
+        result
+    }
+
+    /// Records the trace count in the binary header and moves the file into place.
+    pub fn finish(mut self) -> Result<u64> {
+        let mut count = [0u8; 8];
+        FieldsMut::new(&mut count, 3513, self.opts.endian).u64(3513, self.written);
+        let p = self.path.clone();
+        let w = self.out.writer();
+        w.seek(SeekFrom::Start(3512)).map_err(|e| SegyError::io(&p, e))?;
+        w.write_all(&count).map_err(|e| SegyError::io(&p, e))?;
+        w.seek(SeekFrom::End(0)).map_err(|e| SegyError::io(&p, e))?;
+        self.out.commit().map_err(|e| SegyError::io(&p, e))?;
+        Ok(self.written)
+    }
+}
