@@ -329,8 +329,8 @@ pub fn paper_kernel_only(g: &Gpu, setup: &Setup, data: &[f32]) -> anyhow::Result
     let st = g.stream();
     let (rp, gp, vp) = (gpu::dptr(&d_rows, st), gpu::dptr(&d_geom, st), gpu::dptr(&vals, st));
     let (cp, sp) = (gpu::dptr(&code, st), gpu::dptr(&sem, st));
-    let bd = gpu_kernels::nlbf::paper_block_size(t.n_ad() as u32, t.n_be() as u32, t.nc as u32);
-    let cfg = LaunchConfig { grid_dim: (ns as u32, 1, 1), block_dim: (bd, 1, 1), shared_mem_bytes: (bd * 4).next_multiple_of(16) * 2 + 16 };
+    let bd = gpu::paper_block(g, setup)?;
+    let cfg = LaunchConfig { grid_dim: (ns as u32, 1, 1), block_dim: (bd, 1, 1), shared_mem_bytes: gpu::paper_shared(bd) };
     let (ns32, h32, inv_dt) = (ns as u32, setup.half as u32, setup.inv_dt);
     let (na, nb, nc, nd, ne) = (t.na as u32, t.nb as u32, t.nc as u32, t.nd as u32, t.ne as u32);
     let timer = GpuTimer::new(st)?;

@@ -70,8 +70,32 @@ unsafe fn dtoh<T>(stream: &CudaStream, dst: &mut [T], src: u64) -> Result<()> {
 // Paper-faithful variant.
 // -------------------------------------------------------------------------------------------------
 
+/// An attribute of a kernel of the embedded module (e.g. the most threads per block its register
+/// use allows once the driver has compiled it for this GPU).
+pub fn kernel_attribute(gpu: &Gpu, kernel: &str, attr: sys::CUfunction_attribute) -> Result<i32> {
+    let f = gpu.function(kernel)?;
+    let mut v = 0i32;
+    unsafe { sys::cuFuncGetAttribute(&mut v, attr, f.cu_function()) }
+        .result()
+        .map_err(drv(format!("reading an attribute of `{kernel}`")))?;
+    Ok(v)
+}
+
+/// The most threads per block `kernel` can run with on this GPU.
+pub fn max_threads(gpu: &Gpu, kernel: &str) -> Result<u32> {
+    Ok(kernel_attribute(gpu, kernel, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as u32)
+}
+
+/// Table 3's block size, lowered to what the compiled kernel allows (a register-heavy build of
+/// `nlbf_paper` cannot run 1024 threads; the stride loop covers the rest).
+pub fn paper_block(gpu: &Gpu, setup: &Setup) -> Result<u32> {
+    let t = &setup.tables;
+    let bd = k::paper_block_size(t.n_ad() as u32, t.n_be() as u32, t.nc as u32);
+    Ok(bd.min(max_threads(gpu, "nlbf_paper")? / 32 * 32).max(32))
+}
+
 /// Bytes of dynamic shared memory of `nlbf_paper` with block size `bd` (carver alignment included).
-fn paper_shared(bd: u32) -> u32 { (bd * 4).next_multiple_of(16) * 2 + 16 }
+pub fn paper_shared(bd: u32) -> u32 { (bd * 4).next_multiple_of(16) * 2 + 16 }
 
 /// The 2+2+1 search as the paper runs it (Tables 2-4). Returns (codes, semblance), `[p * ns + t]`.
 pub fn estimate_paper(gpu: &Gpu, setup: &Setup, data: &[f32]) -> Result<(Vec<u32>, Vec<f32>)> {
@@ -109,7 +133,7 @@ pub fn estimate_paper_subset(gpu: &Gpu, setup: &Setup, data: &[f32], ptraces: &[
     let d_geom_p: Vec<u64> = d_geom.iter_mut().map(|b| dptr_mut(b, main)).collect();
 
     // Table 3: grid = Nt, block = largest phase rounded up to a warp, capped at 1024.
-    let bd = k::paper_block_size(t.n_ad() as u32, t.n_be() as u32, t.nc as u32);
+    let bd = paper_block(gpu, setup)?;
     let cfg = LaunchConfig { grid_dim: (ns as u32, 1, 1), block_dim: (bd, 1, 1), shared_mem_bytes: paper_shared(bd) };
     let (ns32, h32, inv_dt) = (ns as u32, setup.half as u32, setup.inv_dt);
     let (na, nb, nc, nd, ne) = (t.na as u32, t.nb as u32, t.nc as u32, t.nd as u32, t.ne as u32);
@@ -214,8 +238,9 @@ impl FastPlan {
         let cscan_kernel = k::cscan_kernel_name(h).ok_or_else(|| format!("no C-scan kernel for half window {h}"))?;
         let groups = (setup.tables.nc as u32).div_ceil(k::CSCAN_GROUP);
         let threads3 = k::CSCAN_TIMES * groups;
-        if threads3 > 1024 {
-            return Err(format!("{} C values: the C-scan kernel takes at most {}", setup.tables.nc, 1024 / k::CSCAN_TIMES * k::CSCAN_GROUP));
+        let cap = max_threads(gpu, cscan_kernel).map_err(|e| e.to_string())?;
+        if threads3 > cap {
+            return Err(format!("{} C values: the C-scan kernel takes at most {}", setup.tables.nc, cap / k::CSCAN_TIMES * k::CSCAN_GROUP));
         }
         let smax3 = setup.shift_bound[2];
         let span3 = k::CSCAN_TIMES + 2 * h + 2 * smax3 as u32 + 4;

@@ -21,6 +21,7 @@
 pub mod bench;
 pub mod cpu;
 pub mod gpu;
+pub mod output;
 pub mod synth;
 
 use std::fmt;
