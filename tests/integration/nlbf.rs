@@ -262,6 +262,11 @@ fn bench_small_runs() {
 fn nlbf_bench_paper() {
     let Some(g) = gpu_or_skip("nlbf_bench_paper") else { return };
     println!("{}", g.info());
+    for kname in ["nlbf_paper", "nlbf_slide_l7_h5", "nlbf_slide_l9_h5", "nlbf_slide_l11_h5", "nlbf_slide_l13_h5", "nlbf_cscan_h5",
+        "nlbf_enhance", "nlbf_nmo"] {
+        let (regs, local, maxt) = gpu::kernel_resources(&g, kname).unwrap();
+        println!("KERNEL {kname:<20} {regs:>4} regs, {local:>5} B local, max {maxt} threads/block");
+    }
     let rows = nlbf::bench::bench(&Backend::Gpu(g), BenchSize::Paper, &Default::default()).unwrap();
     for r in &rows {
         let frac = r.fraction_of_ceiling.map(|f| format!("{:.1} % FP32", 100.0 * f)).unwrap_or_default();

@@ -81,6 +81,15 @@ pub fn kernel_attribute(gpu: &Gpu, kernel: &str, attr: sys::CUfunction_attribute
     Ok(v)
 }
 
+/// (registers per thread, local memory bytes per thread, most threads per block) of `kernel` as
+/// the driver compiled it for this GPU.
+pub fn kernel_resources(gpu: &Gpu, kernel: &str) -> Result<(i32, i32, i32)> {
+    use sys::CUfunction_attribute as A;
+    Ok((kernel_attribute(gpu, kernel, A::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+        kernel_attribute(gpu, kernel, A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+        kernel_attribute(gpu, kernel, A::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?))
+}
+
 /// The most threads per block `kernel` can run with on this GPU.
 pub fn max_threads(gpu: &Gpu, kernel: &str) -> Result<u32> {
     Ok(kernel_attribute(gpu, kernel, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as u32)
