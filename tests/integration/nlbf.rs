@@ -270,7 +270,7 @@ fn nlbf_bench_paper() {
     let rows = nlbf::bench::bench(&Backend::Gpu(g), BenchSize::Paper, &Default::default()).unwrap();
     for r in &rows {
         let frac = r.fraction_of_ceiling.map(|f| format!("{:.1} % FP32", 100.0 * f)).unwrap_or_default();
-        println!("BENCH {:<20} {:<15} {:<10} median {:>11.3} ms (min {:.3}, max {:.3}, n {}) {frac}\n      check: {}\n      note: {}",
-            r.workload, r.variant, r.scope, r.stats.median_ms, r.stats.min_ms, r.stats.max_ms, r.stats.repeats, r.check, r.note);
+        println!("SUMMARY {:<20} {:<15} {:<10} median {:>11.3} ms (min {:.3}, max {:.3}, n {}) {frac}", r.workload, r.variant,
+            r.scope, r.stats.median_ms, r.stats.min_ms, r.stats.max_ms, r.stats.repeats);
     }
 }
