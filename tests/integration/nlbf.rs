@@ -96,8 +96,18 @@ fn gpu_variants_match_cpu_on_random_data() {
     let a = compare(&s, &t.data, &all, (&pc, &ps), (&cc, &cs));
     println!("gpu-paper vs cpu: {a}");
     assert!(a.passes(), "gpu-paper vs cpu: {a}");
-    for l in [7u32, 9, 11, 13] {
-        let plan = gpu::FastPlan::new(&g, &s, Some(l)).unwrap();
+    // Every sliding variant (run length L, D/E values per pass G) with the default C scan, then
+    // every C-scan group with the default sliding variant.
+    let mut tunings: Vec<gpu::Tuning> = gpu_kernels_variants().into_iter()
+        .map(|v| gpu::Tuning { slide: Some(v), cscan_group: None }).collect();
+    tunings.extend([1u32, 2, 3, 4].map(|cg| gpu::Tuning { slide: None, cscan_group: Some(cg) }));
+    let mut ran = 0;
+    for tune in tunings {
+        let Ok(plan) = gpu::FastPlan::tuned(&g, &s, tune) else {
+            println!("{tune:?} does not apply here");
+            continue;
+        };
+        ran += 1;
         let mut b = plan.upload(&g, &s, &t.data).unwrap();
         b.code = g.upload(&vec![u32::MAX; s.estimations()]).unwrap();
         b.sem = g.poisoned(s.estimations()).unwrap();
@@ -105,15 +115,19 @@ fn gpu_variants_match_cpu_on_random_data() {
         plan.launch(&g, &s, &mut b).unwrap();
         let (fc, fs) = (g.download(&b.code).unwrap(), g.download(&b.sem).unwrap());
         let n_codes = (s.tables.n_ad() * s.tables.n_be() * s.tables.nc) as u32;
-        assert!(fc.iter().all(|&c| c < n_codes), "L={l}: an estimation was not written");
-        assert!(fs.iter().all(|v| v.is_finite() && (0.0..=1.0 + 1e-6).contains(v)), "L={l}: S not written or out of range");
+        let who = format!("{} + {}", plan.slide_kernel, plan.cscan_kernel);
+        assert!(fc.iter().all(|&c| c < n_codes), "{who}: an estimation was not written");
+        assert!(fs.iter().all(|v| v.is_finite() && (0.0..=1.0 + 1e-6).contains(v)), "{who}: S not written or out of range");
         let a = compare(&s, &t.data, &all, (&fc, &fs), (&pc, &ps));
-        println!("gpu-fast L={l} vs gpu-paper: {a}");
-        assert!(a.passes(), "gpu-fast L={l} vs gpu-paper: {a}");
+        println!("{who} vs gpu-paper: {a}");
+        assert!(a.passes(), "{who} vs gpu-paper: {a}");
         let a = compare(&s, &t.data, &all, (&fc, &fs), (&cc, &cs));
-        assert!(a.passes(), "gpu-fast L={l} vs cpu: {a}");
+        assert!(a.passes(), "{who} vs cpu: {a}");
     }
+    assert!(ran >= 8, "only {ran} variants applied");
 }
+
+fn gpu_kernels_variants() -> Vec<(u32, u32)> { seisgpu_host::kernels::nlbf::slide_variants(5).to_vec() }
 
 /// The cross-spread search space (151 A and B values) on the small cross-spread workload with
 /// events; the fast engine end to end against the CPU reference.

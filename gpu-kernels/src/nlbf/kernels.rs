@@ -234,6 +234,47 @@ mod device_code {
         }
     }
 
+    /// Two consecutive samples as one 8-byte access (`ptr` 8-byte aligned).
+    #[inline(always)]
+    unsafe fn load_pair(ptr: *const f32) -> (f32, f32) {
+        let v = unsafe { *(ptr as *const u64) };
+        (f32::from_bits(v as u32), f32::from_bits((v >> 32) as u32))
+    }
+
+    /// Adds one trace's interpolated samples at this lane's L times to the stack `s` and energy
+    /// `en`: samples `lane_base[off ..= off + L]`, fraction `f`. `off` is warp-uniform up to the
+    /// lane's multiple of L; with L even every lane has the same parity, so the L + 1 samples are
+    /// read as L / 2 aligned pairs plus one single (half the load instructions; lanes L words apart
+    /// with L / 2 odd hit distinct bank pairs).
+    #[inline(always)]
+    #[allow(unused_assignments)]
+    unsafe fn accumulate_row<const L: usize>(lane_base: *const f32, off: i32, f: f32, s: &mut [f32; L], en: &mut [f32; L]) {
+        let ptr = unsafe { lane_base.offset(off as isize) };
+        let mut x = [0.0f32; 66];
+        if L % 2 == 0 {
+            if off & 1 == 0 {
+                unroll!(L / 2, |q| {
+                    (x[2 * q], x[2 * q + 1]) = unsafe { load_pair(ptr.add(2 * q)) };
+                });
+                x[L] = unsafe { *ptr.add(L) };
+            } else {
+                x[0] = unsafe { *ptr };
+                unroll!(L / 2, |q| {
+                    (x[1 + 2 * q], x[2 + 2 * q]) = unsafe { load_pair(ptr.add(1 + 2 * q)) };
+                });
+            }
+        } else {
+            unroll!(L + 1, |q| {
+                x[q] = unsafe { *ptr.add(q) };
+            });
+        }
+        unroll!(L, |mm| {
+            let v = lerp(x[mm], x[mm + 1], f);
+            s[mm] += v;
+            en[mm] = add_sq(en[mm], v);
+        });
+    }
+
     /// Window sums y[m] = sum_{j=0}^{2H} x[m + j] for m in 0..L over `x` (L + 2H values), by
     /// block suffix/prefix sums (van Herk / Gil-Werman for sums): only additions of non-negative
     /// values, no running subtraction (which would lose quiet windows after loud ones).
@@ -294,7 +335,7 @@ mod device_code {
         let ncomb = npv * nqv;
         let mut best_s = [-1.0f32; L];
         let mut best_i = [u32::MAX; L];
-        let lane_base = unsafe { rows.add(lane as usize * L + smax as usize) } as *const f32;
+        let lane_base = unsafe { rows.add(lane as usize * L) } as *const f32;
 
         let mut combo = warp;
         while combo < ncomb {
@@ -315,19 +356,21 @@ mod device_code {
                 }
                 let cnt = if m - rbase < 32 { m - rbase } else { 32 };
                 let mut rr = 0u32;
-                while rr < cnt {
-                    let k = shfl_idx_u32(kl as u32, rr) as i32;
-                    let f = shfl_idx_f32(fl, rr);
-                    let ptr = unsafe { lane_base.offset(((rbase + rr) * span) as isize + k as isize) };
-                    let mut av = unsafe { *ptr };
-                    unroll!(L, |mm| {
-                        let bv = unsafe { *ptr.add(mm + 1) };
-                        let v = lerp(av, bv, f);
-                        s[mm] += v;
-                        en[mm] = add_sq(en[mm], v);
-                        av = bv;
-                    });
-                    rr += 1;
+                // Two rows per iteration (halves the loop and broadcast overhead per row).
+                while rr + 1 < cnt {
+                    let (k0, f0) = (shfl_idx_u32(kl as u32, rr) as i32, shfl_idx_f32(fl, rr));
+                    let (k1, f1) = (shfl_idx_u32(kl as u32, rr + 1) as i32, shfl_idx_f32(fl, rr + 1));
+                    let row = ((rbase + rr) * span) as i32 + smax;
+                    unsafe {
+                        accumulate_row::<L>(lane_base, row + k0, f0, &mut s, &mut en);
+                        accumulate_row::<L>(lane_base, row + span as i32 + k1, f1, &mut s, &mut en);
+                    }
+                    rr += 2;
+                }
+                if rr < cnt {
+                    let (k0, f0) = (shfl_idx_u32(kl as u32, rr) as i32, shfl_idx_f32(fl, rr));
+                    let row = ((rbase + rr) * span) as i32 + smax;
+                    unsafe { accumulate_row::<L>(lane_base, row + k0, f0, &mut s, &mut en) };
                 }
                 rbase += 32;
             }
@@ -393,6 +436,193 @@ mod device_code {
         }
     }
 
+    /// The sliding scan with G adjacent values of the second parameter (D or E) per pass: a lane
+    /// loads one window of L + 2 samples per trace from floor(min shift) and evaluates the G
+    /// combinations at fractional offsets g in [0, 2) (the host picks G so that their shifts of one
+    /// trace span less than a sample), v = x_j + (g - h) d_j + h d_{j+1}, h = max(g - 1, 0): G times
+    /// fewer shared-memory loads than `slide_body` and one FMA fewer per evaluation.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn slide_group_body<const L: usize, const H: usize, const G: usize>(ns: u32, np: u32, nchunks: u32,
+        inv_dt: f32, smax: i32, span: u32, mmax: u32, data: *const f32, tx: *const f32, ty: *const f32, px: *const f32,
+        py: *const f32, ap_off: *const u32, ap_idx: *const u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32,
+        ne: u32, out_pick: *mut u32, out_s: *mut f32) {
+        let phase = block_idx_y();
+        let p = block_idx_x() / nchunks;
+        let chunk = block_idx_x() % nchunks;
+        let t_out = (32 * L - 2 * H) as u32;
+        let t_start = chunk * t_out;
+        let first_time = t_start as i32 - H as i32 - smax;
+        let (lo, hi) = unsafe {
+            let o = ap_off.add((phase * (np + 1) + p) as usize);
+            (*o, *o.add(1))
+        };
+        let m = hi - lo;
+        let mut carver = SharedCarver::new();
+        let rows = carver.take::<f32>((mmax * span) as usize);
+        let geom = carver.take::<f32>(2 * mmax as usize);
+        let (x0, y0) = unsafe { (*px.add(p as usize), *py.add(p as usize)) };
+        unsafe { stage_rows(rows, geom, span, first_time, lo, m, ap_idx, data, ns, tx, ty, x0, y0) };
+        sync_threads();
+
+        let tid = thread_idx_x();
+        let (warp, lane, nwarps) = (tid / 32, tid % 32, block_dim_x() / 32);
+        let (pv, npv, qv, nqv) = unsafe {
+            if phase == 0 {
+                (vals, na, vals.add((na + nb + nc) as usize), nd)
+            } else {
+                (vals.add(na as usize), nb, vals.add((na + nb + nc + nd) as usize), ne)
+            }
+        };
+        let nqg = nqv.div_ceil(G as u32);
+        let ngroups = npv * nqg;
+        let mut best_s = [-1.0f32; L];
+        let mut best_i = [u32::MAX; L];
+        let lane_base = unsafe { rows.add(lane as usize * L + smax as usize) } as *const f32;
+
+        let mut gc = warp;
+        while gc < ngroups {
+            let ip = gc / nqg;
+            let q0 = (gc - ip * nqg) * G as u32;
+            let pa = unsafe { *pv.add(ip as usize) };
+            let mut qa = [0.0f32; G];
+            unroll!(G, |c| {
+                let qi = if q0 + (c as u32) < nqv { q0 + c as u32 } else { nqv - 1 };
+                qa[c] = unsafe { *qv.add(qi as usize) };
+            });
+            let mut s = [[0.0f32; L]; G];
+            let mut en = [[0.0f32; L]; G];
+            let mut rbase = 0u32;
+            while rbase < m {
+                // Lane r splits the G shifts of row rbase + r: the window start and G offsets.
+                let r = rbase + lane;
+                let mut kl = 0i32;
+                let mut gl = [0.0f32; G];
+                if r < m {
+                    let (dx, dy) = unsafe { (*geom.add(2 * r as usize), *geom.add(2 * r as usize + 1)) };
+                    let mut sig = [0.0f32; G];
+                    let mut low = f32::INFINITY;
+                    unroll!(G, |c| {
+                        let (a, b, d, e) = if phase == 0 { (pa, 0.0, qa[c], 0.0) } else { (0.0, pa, 0.0, qa[c]) };
+                        sig[c] = shift_samples(a, b, 0.0, d, e, dx, dy, inv_dt);
+                        low = if sig[c] < low { sig[c] } else { low };
+                    });
+                    kl = split_shift(low).0;
+                    unroll!(G, |c| {
+                        gl[c] = sig[c] - kl as f32;
+                    });
+                }
+                let cnt = if m - rbase < 32 { m - rbase } else { 32 };
+                let mut rr = 0u32;
+                while rr < cnt {
+                    let k = shfl_idx_u32(kl as u32, rr) as i32;
+                    let ptr = unsafe { lane_base.offset(((rbase + rr) * span) as isize + k as isize) };
+                    let mut x = [0.0f32; 34];
+                    unroll!(L + 2, |q| {
+                        x[q] = unsafe { *ptr.add(q) };
+                    });
+                    let mut dw = [0.0f32; 34];
+                    unroll!(L + 1, |q| {
+                        dw[q] = x[q + 1] - x[q];
+                    });
+                    unroll!(G, |c| {
+                        let gv = shfl_idx_f32(gl[c], rr);
+                        let h = if gv > 1.0 { gv - 1.0 } else { 0.0 };
+                        let gh = gv - h;
+                        unroll!(L, |mm| {
+                            let v = crate::math::mul_add(h, dw[mm + 1], crate::math::mul_add(gh, dw[mm], x[mm]));
+                            s[c][mm] += v;
+                            en[c][mm] = add_sq(en[c][mm], v);
+                        });
+                    });
+                    rr += 1;
+                }
+                rbase += 32;
+            }
+            let left = lane.wrapping_sub(1) & 31;
+            unroll!(G, |c| {
+                let combo = ip * nqv + q0 + c as u32;
+                let mut xq = [0.0f32; 33];
+                let mut xe = [0.0f32; 33];
+                unroll!(H, |j| {
+                    xq[j] = shfl_idx_f32(s[c][L - H + j] * s[c][L - H + j], left);
+                    xe[j] = shfl_idx_f32(en[c][L - H + j], left);
+                    xq[(H + L + j) & 31] = shfl_down_f32(s[c][j] * s[c][j], 1);
+                    xe[(H + L + j) & 31] = shfl_down_f32(en[c][j], 1);
+                });
+                unroll!(L, |mm| {
+                    xq[H + mm] = s[c][mm] * s[c][mm];
+                    xe[H + mm] = en[c][mm];
+                });
+                let num = window_sums::<L, H>(&xq);
+                let den = window_sums::<L, H>(&xe);
+                let valid = q0 + (c as u32) < nqv;
+                unroll!(L, |mm| {
+                    let q = div_full(num[mm], den[mm]);
+                    let sv = if den[mm] > 0.0 { q } else { 0.0 };
+                    let take = valid & better(sv, combo, best_s[mm], best_i[mm]);
+                    best_s[mm] = if take { sv } else { best_s[mm] };
+                    best_i[mm] = if take { combo } else { best_i[mm] };
+                });
+            });
+            gc += nwarps;
+        }
+
+        sync_threads();
+        let red_s = rows;
+        let red_i = unsafe { rows.add(nwarps as usize * 32 * L) } as *mut u32;
+        unroll!(L, |mm| {
+            let c = warp as usize * 32 * L + lane as usize * L + mm;
+            unsafe {
+                *red_s.add(c) = best_s[mm];
+                *red_i.add(c) = best_i[mm];
+            }
+        });
+        sync_threads();
+        let mut o = tid;
+        while o < t_out {
+            let t0 = t_start + o;
+            if t0 < ns {
+                let c = (o + H as u32) as usize;
+                let (mut bs, mut bi) = (-1.0f32, u32::MAX);
+                for w in 0..nwarps as usize {
+                    let (sv, iv) = unsafe { (*red_s.add(w * 32 * L + c), *red_i.add(w * 32 * L + c)) };
+                    if better(sv, iv, bs, bi) {
+                        bs = sv;
+                        bi = iv;
+                    }
+                }
+                let out = ((phase * np + p) * ns + t0) as usize;
+                unsafe {
+                    *out_pick.add(out) = bi;
+                    *out_s.add(out) = bs / m as f32;
+                }
+            }
+            o += block_dim_x();
+        }
+    }
+
+    macro_rules! slide_group_entry {
+        ($name:ident, $l:expr, $h:expr, $g:expr) => {
+            /// Grouped sliding (A, D) / (B, E) scan; see `slide_group_body`.
+            #[unsafe(no_mangle)]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "ptx-kernel" fn $name(ns: u32, np: u32, nchunks: u32, inv_dt: f32, smax: i32, span: u32,
+                mmax: u32, data: *const f32, tx: *const f32, ty: *const f32, px: *const f32, py: *const f32,
+                ap_off: *const u32, ap_idx: *const u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32, ne: u32,
+                out_pick: *mut u32, out_s: *mut f32) {
+                unsafe {
+                    slide_group_body::<$l, $h, $g>(ns, np, nchunks, inv_dt, smax, span, mmax, data, tx, ty, px, py, ap_off,
+                        ap_idx, vals, na, nb, nc, nd, ne, out_pick, out_s)
+                }
+            }
+        };
+    }
+    slide_group_entry!(nlbf_slide_l7_h5_g4, 7, 5, 4);
+    slide_group_entry!(nlbf_slide_l9_h5_g4, 9, 5, 4);
+    slide_group_entry!(nlbf_slide_l9_h5_g2, 9, 5, 2);
+    slide_group_entry!(nlbf_slide_l13_h5_g2, 13, 5, 2);
+
     macro_rules! slide_entry {
         ($name:ident, $l:expr, $h:expr) => {
             /// Sliding (A, D) / (B, E) scan; see `slide_body`.
@@ -417,6 +647,8 @@ mod device_code {
     slide_entry!(nlbf_slide_l9_h5, 9, 5);
     slide_entry!(nlbf_slide_l11_h5, 11, 5);
     slide_entry!(nlbf_slide_l13_h5, 13, 5);
+    slide_entry!(nlbf_slide_l10_h5, 10, 5);
+    slide_entry!(nlbf_slide_l14_h5, 14, 5);
     slide_entry!(nlbf_slide_l7_h6, 7, 6);
     slide_entry!(nlbf_slide_l7_h7, 7, 7);
     slide_entry!(nlbf_slide_l9_h8, 9, 8);
@@ -425,13 +657,19 @@ mod device_code {
     // C scan (phase 3).
     // ---------------------------------------------------------------------------------------------
 
+    /// C scan: thread (tt, g) evaluates the C values c0 .. c0 + G of group g at t0 = t_start + tt over
+    /// every trace of aperture 3 (staged in batches). The host picks G so that the group's shifts of
+    /// one trace span less than one sample; the group then shares one staged window w of N + 2
+    /// samples from floor(min shift), and each C reads it at fractional position j + g, g in [0, 2):
+    /// v_j = w_j + g d_j for g <= 1 (exactly `lerp`), and w_{j+1} + (g - 1) d_{j+1} beyond, written
+    /// branch-free as v_j = w_j + (g - h) d_j + h d_{j+1} with h = max(g - 1, 0) (d = first
+    /// differences, shared by the group).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn cscan_body<const H: usize>(ns: u32, np: u32, nchunks: u32, inv_dt: f32, smax: i32, span: u32,
-        data: *const f32, tx: *const f32, ty: *const f32, px: *const f32, py: *const f32, ap_off: *const u32,
+    unsafe fn cscan_body<const H: usize, const G: usize>(ns: u32, np: u32, nchunks: u32, inv_dt: f32, smax: i32,
+        span: u32, data: *const f32, tx: *const f32, ty: *const f32, px: *const f32, py: *const f32, ap_off: *const u32,
         ap_idx: *const u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32, ne: u32, picks: *const u32,
         out_code: *mut u32, out_s: *mut f32) {
-        const G: usize = CSCAN_GROUP as usize;
         const T3: u32 = CSCAN_TIMES;
         const BATCH: u32 = CSCAN_BATCH;
         let n = 2 * H + 1;
@@ -481,45 +719,34 @@ mod device_code {
                 let (dx, dy) = unsafe { (*geom.add(2 * r as usize), *geom.add(2 * r as usize + 1)) };
                 // moveout(a, b, c, d, e, dx, dy) with the C-independent part hoisted (same bits).
                 let along_y = dy * crate::math::mul_add(e, dy, b);
-                let mut k = [0i32; G];
-                let mut f = [0.0f32; G];
-                let mut kmin = i32::MAX;
+                let mut sig = [0.0f32; G];
+                let mut lo_sig = f32::INFINITY;
                 unroll!(G, |c| {
                     let along_x = crate::math::mul_add(d, dx, crate::math::mul_add(cv[c], dy, a));
-                    let sig = crate::math::mul_add(dx, along_x, along_y) * inv_dt;
-                    let (kc, fc) = split_shift(sig);
-                    k[c] = kc;
-                    f[c] = fc;
-                    kmin = if kc < kmin { kc } else { kmin };
+                    sig[c] = crate::math::mul_add(dx, along_x, along_y) * inv_dt;
+                    lo_sig = if sig[c] < lo_sig { sig[c] } else { lo_sig };
                 });
-                // Window samples q = tt + jj + k + smax for jj in 0..=2H (+1 for the right neighbour).
+                let (kmin, _) = split_shift(lo_sig);
+                let kf = kmin as f32;
+                // Window samples q = tt + jj + k + smax for jj in 0..=2H, plus two for g < 2.
                 let base = unsafe { rows.add((r * span) as usize + tt as usize).offset((kmin + smax) as isize) };
                 let mut w = [0.0f32; 34];
                 unroll!(n + 2, |q| {
                     w[q] = unsafe { *base.add(q) };
                 });
+                let mut dw = [0.0f32; 34];
+                unroll!(n + 1, |q| {
+                    dw[q] = w[q + 1] - w[q];
+                });
                 unroll!(G, |c| {
-                    let delta = k[c] - kmin;
-                    if delta <= 1 {
-                        let one = delta == 1;
-                        let mut sel = [0.0f32; 34];
-                        unroll!(n + 1, |q| {
-                            sel[q] = if one { w[q + 1] } else { w[q] };
-                        });
-                        unroll!(n, |jj| {
-                            let v = lerp(sel[jj], sel[jj + 1], f[c]);
-                            s[c][jj] += v;
-                            en[c] = add_sq(en[c], v);
-                        });
-                    } else {
-                        // Only when the C range moves a trace by two samples or more within a group.
-                        unroll!(n, |jj| {
-                            let (u0, u1) = unsafe { (*base.add(delta as usize + jj), *base.add(delta as usize + jj + 1)) };
-                            let v = lerp(u0, u1, f[c]);
-                            s[c][jj] += v;
-                            en[c] = add_sq(en[c], v);
-                        });
-                    }
+                    let gf = sig[c] - kf;
+                    let h = if gf > 1.0 { gf - 1.0 } else { 0.0 };
+                    let gh = gf - h;
+                    unroll!(n, |jj| {
+                        let v = crate::math::mul_add(h, dw[jj + 1], crate::math::mul_add(gh, dw[jj], w[jj]));
+                        s[c][jj] += v;
+                        en[c] = add_sq(en[c], v);
+                    });
                 });
                 r += 1;
             }
@@ -563,7 +790,7 @@ mod device_code {
     }
 
     macro_rules! cscan_entry {
-        ($name:ident, $h:expr) => {
+        ($name:ident, $h:expr, $g:expr) => {
             /// C scan (phase 3); see `cscan_body`.
             #[unsafe(no_mangle)]
             #[allow(clippy::too_many_arguments)]
@@ -572,20 +799,37 @@ mod device_code {
                 ap_idx: *const u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32, ne: u32, picks: *const u32,
                 out_code: *mut u32, out_s: *mut f32) {
                 unsafe {
-                    cscan_body::<$h>(ns, np, nchunks, inv_dt, smax, span, data, tx, ty, px, py, ap_off, ap_idx, vals, na,
-                        nb, nc, nd, ne, picks, out_code, out_s)
+                    cscan_body::<$h, $g>(ns, np, nchunks, inv_dt, smax, span, data, tx, ty, px, py, ap_off, ap_idx, vals,
+                        na, nb, nc, nd, ne, picks, out_code, out_s)
                 }
             }
         };
     }
-    cscan_entry!(nlbf_cscan_h1, 1);
-    cscan_entry!(nlbf_cscan_h2, 2);
-    cscan_entry!(nlbf_cscan_h3, 3);
-    cscan_entry!(nlbf_cscan_h4, 4);
-    cscan_entry!(nlbf_cscan_h5, 5);
-    cscan_entry!(nlbf_cscan_h6, 6);
-    cscan_entry!(nlbf_cscan_h7, 7);
-    cscan_entry!(nlbf_cscan_h8, 8);
+    cscan_entry!(nlbf_cscan_h1_g1, 1, 1);
+    cscan_entry!(nlbf_cscan_h1_g2, 1, 2);
+    cscan_entry!(nlbf_cscan_h1_g4, 1, 4);
+    cscan_entry!(nlbf_cscan_h2_g1, 2, 1);
+    cscan_entry!(nlbf_cscan_h2_g2, 2, 2);
+    cscan_entry!(nlbf_cscan_h2_g4, 2, 4);
+    cscan_entry!(nlbf_cscan_h3_g1, 3, 1);
+    cscan_entry!(nlbf_cscan_h3_g2, 3, 2);
+    cscan_entry!(nlbf_cscan_h3_g4, 3, 4);
+    cscan_entry!(nlbf_cscan_h4_g1, 4, 1);
+    cscan_entry!(nlbf_cscan_h4_g2, 4, 2);
+    cscan_entry!(nlbf_cscan_h4_g4, 4, 4);
+    cscan_entry!(nlbf_cscan_h5_g1, 5, 1);
+    cscan_entry!(nlbf_cscan_h5_g2, 5, 2);
+    cscan_entry!(nlbf_cscan_h5_g3, 5, 3);
+    cscan_entry!(nlbf_cscan_h5_g4, 5, 4);
+    cscan_entry!(nlbf_cscan_h6_g1, 6, 1);
+    cscan_entry!(nlbf_cscan_h6_g2, 6, 2);
+    cscan_entry!(nlbf_cscan_h6_g4, 6, 4);
+    cscan_entry!(nlbf_cscan_h7_g1, 7, 1);
+    cscan_entry!(nlbf_cscan_h7_g2, 7, 2);
+    cscan_entry!(nlbf_cscan_h7_g4, 7, 4);
+    cscan_entry!(nlbf_cscan_h8_g1, 8, 1);
+    cscan_entry!(nlbf_cscan_h8_g2, 8, 2);
+    cscan_entry!(nlbf_cscan_h8_g4, 8, 4);
 
     // ---------------------------------------------------------------------------------------------
     // Enhancement and NMO.

@@ -167,13 +167,41 @@ pub fn paper_block_size(n_ad: u32, n_be: u32, n_c: u32) -> u32 {
 
 /// Window half-lengths (in samples) the fast GPU kernels are compiled for: N = 2H + 1 samples.
 pub const FAST_HALF_WINDOWS: [u32; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
-/// Per-lane run lengths (L consecutive time samples per lane) of the sliding kernel for H = 5.
-pub const SLIDE_RUNS_H5: [u32; 4] = [7, 9, 11, 13];
+/// Per-lane run lengths (L consecutive time samples per lane) of the sliding kernel for H = 5:
+/// odd L read single samples (lanes L words apart: distinct banks), even L with L / 2 odd read
+/// aligned pairs.
+pub const SLIDE_RUNS_H5: [u32; 6] = [7, 9, 10, 11, 13, 14];
 
 /// The run length the sliding kernel uses for half window `h` when not tuned: the smallest odd
 /// L >= max(7, h) among the compiled ones.
 pub fn slide_run_for(h: u32) -> u32 {
     if h == 5 { 9 } else if h <= 7 { 7 } else { 9 }
+}
+
+/// Kernel name of the sliding (A, D) / (B, E) kernel for run `l`, half window `h` and `g` values
+/// of D (E) per pass (1 = one combination per pass).
+pub fn slide_kernel_name_g(l: u32, h: u32, g: u32) -> Option<&'static str> {
+    match g {
+        1 => slide_kernel_name(l, h),
+        _ => Some(match (l, h, g) {
+            (7, 5, 4) => "nlbf_slide_l7_h5_g4",
+            (9, 5, 4) => "nlbf_slide_l9_h5_g4",
+            (9, 5, 2) => "nlbf_slide_l9_h5_g2",
+            (13, 5, 2) => "nlbf_slide_l13_h5_g2",
+            _ => return None,
+        }),
+    }
+}
+
+/// The (run, group) pairs of the sliding kernels for half window `h`.
+pub fn slide_variants(h: u32) -> &'static [(u32, u32)] {
+    match h {
+        5 => &[(7, 1), (9, 1), (10, 1), (11, 1), (13, 1), (14, 1), (7, 4), (9, 4), (9, 2), (13, 2)],
+        1..=5 => &[(7, 1)],
+        6 | 7 => &[(7, 1)],
+        8 => &[(9, 1)],
+        _ => &[],
+    }
 }
 
 /// Kernel name of the sliding (A, D) / (B, E) kernel for run `l` and half window `h`.
@@ -187,6 +215,8 @@ pub fn slide_kernel_name(l: u32, h: u32) -> Option<&'static str> {
         (9, 5) => "nlbf_slide_l9_h5",
         (11, 5) => "nlbf_slide_l11_h5",
         (13, 5) => "nlbf_slide_l13_h5",
+        (10, 5) => "nlbf_slide_l10_h5",
+        (14, 5) => "nlbf_slide_l14_h5",
         (7, 6) => "nlbf_slide_l7_h6",
         (7, 7) => "nlbf_slide_l7_h7",
         (9, 8) => "nlbf_slide_l9_h8",
@@ -194,23 +224,42 @@ pub fn slide_kernel_name(l: u32, h: u32) -> Option<&'static str> {
     })
 }
 
-/// Kernel name of the C-scan kernel for half window `h` (C values per thread: [`CSCAN_GROUP`]).
-pub fn cscan_kernel_name(h: u32) -> Option<&'static str> {
-    Some(match h {
-        1 => "nlbf_cscan_h1",
-        2 => "nlbf_cscan_h2",
-        3 => "nlbf_cscan_h3",
-        4 => "nlbf_cscan_h4",
-        5 => "nlbf_cscan_h5",
-        6 => "nlbf_cscan_h6",
-        7 => "nlbf_cscan_h7",
-        8 => "nlbf_cscan_h8",
+/// C values per thread the C-scan kernels are compiled for (the host takes the largest whose
+/// shifts of one trace span less than one sample).
+pub const CSCAN_GROUPS: [u32; 4] = [4, 3, 2, 1];
+
+/// Kernel name of the C-scan kernel for half window `h` and `g` C values per thread.
+pub fn cscan_kernel_name(h: u32, g: u32) -> Option<&'static str> {
+    Some(match (h, g) {
+        (1, 1) => "nlbf_cscan_h1_g1",
+        (1, 2) => "nlbf_cscan_h1_g2",
+        (1, 4) => "nlbf_cscan_h1_g4",
+        (2, 1) => "nlbf_cscan_h2_g1",
+        (2, 2) => "nlbf_cscan_h2_g2",
+        (2, 4) => "nlbf_cscan_h2_g4",
+        (3, 1) => "nlbf_cscan_h3_g1",
+        (3, 2) => "nlbf_cscan_h3_g2",
+        (3, 4) => "nlbf_cscan_h3_g4",
+        (4, 1) => "nlbf_cscan_h4_g1",
+        (4, 2) => "nlbf_cscan_h4_g2",
+        (4, 4) => "nlbf_cscan_h4_g4",
+        (5, 1) => "nlbf_cscan_h5_g1",
+        (5, 2) => "nlbf_cscan_h5_g2",
+        (5, 3) => "nlbf_cscan_h5_g3",
+        (5, 4) => "nlbf_cscan_h5_g4",
+        (6, 1) => "nlbf_cscan_h6_g1",
+        (6, 2) => "nlbf_cscan_h6_g2",
+        (6, 4) => "nlbf_cscan_h6_g4",
+        (7, 1) => "nlbf_cscan_h7_g1",
+        (7, 2) => "nlbf_cscan_h7_g2",
+        (7, 4) => "nlbf_cscan_h7_g4",
+        (8, 1) => "nlbf_cscan_h8_g1",
+        (8, 2) => "nlbf_cscan_h8_g2",
+        (8, 4) => "nlbf_cscan_h8_g4",
         _ => return None,
     })
 }
 
-/// C values one thread of the C-scan kernel evaluates together (they share one staged window).
-pub const CSCAN_GROUP: u32 = 4;
 /// Output time samples per block of the C-scan kernel (one thread per sample and C group).
 pub const CSCAN_TIMES: u32 = 64;
 /// Aperture traces staged per batch in the C-scan kernel.

@@ -206,71 +206,114 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
             list.iter().flat_map(|&p| (0..setup.ns).map(move |t| p * setup.ns + t)).map(|o| (c[o], s[o])).unzip()
         };
 
-        // Fast version, every run length: checked against the CPU reference (its subset), then
-        // kernel-only timings (whole launch, and each kernel alone).
-        let mut best: Option<(f64, u32)> = None;
-        let mut fast_all = (Vec::new(), Vec::new());
-        let runs: Vec<u32> = if setup.half == 5 { vec![7, 9, 11, 13] } else {
-            vec![gpu::FastPlan::new(g, &setup, None).map_err(anyhow::Error::msg)?.run]
-        };
-        for l in runs {
-            let plan = match gpu::FastPlan::new(g, &setup, Some(l)) {
+        // Fast version, every variant of each kernel: the sliding (A, D)/(B, E) kernel (run length
+        // L, D/E values per pass G) and the C scan (C values per thread), each checked against the
+        // CPU reference on its subset, then timed alone; the best of each makes gpu-best.
+        let base = gpu::FastPlan::new(g, &setup, None).map_err(anyhow::Error::msg)?;
+        let mut b = base.upload(g, &setup, data)?;
+        let timer = GpuTimer::new(g.stream())?;
+        let (slide_all, _) = fast_evaluations(&setup, &base);
+        let mut best_slide: Option<(f64, (u32, u32))> = None;
+        for &(l, sg) in gpu_kernels::nlbf::slide_variants(setup.half as u32) {
+            let plan = match gpu::FastPlan::tuned(g, &setup, gpu::Tuning { slide: Some((l, sg)), cscan_group: None }) {
                 Ok(p) => p,
                 Err(e) => {
-                    eprintln!("{}: run length {l} skipped: {e}", w.name);
+                    eprintln!("{}: sliding variant L={l} G={sg} skipped: {e}", w.name);
                     continue;
                 }
             };
-            let mut b = plan.upload(g, &setup, data)?;
             plan.launch(g, &setup, &mut b)?;
-            let fc = g.download(&b.code)?;
-            let fs = g.download(&b.sem)?;
+            let (fc, fs) = (g.download(&b.code)?, g.download(&b.sem)?);
             let (sc, ss) = pick_sub(&fc, &fs, &sub);
             let vs_cpu = compare(&setup, data, &sub, (&sc, &ss), (&cpu_res.0, &cpu_res.1));
-            anyhow::ensure!(vs_cpu.passes(), "{}: gpu-fast L={l} disagrees with the CPU reference: {vs_cpu}", w.name);
-            let timer = GpuTimer::new(g.stream())?;
-            let k_stats = timer.measure(1, 5, || plan.launch(g, &setup, &mut b).map_err(to_gpu))?;
-            let s_stats = timer.measure(1, 5, || plan.launch_slide(g, &setup, &mut b).map_err(to_gpu))?;
-            let c_stats = timer.measure(1, 5, || plan.launch_cscan(g, &setup, &mut b).map_err(to_gpu))?;
-            let (slide_ev, cscan_ev) = fast_evaluations(&setup, &plan);
-            let note = format!("L={l}, H={}: slide {:.3} ms ({:.1} % FP32), C scan {:.3} ms ({:.1} % FP32); {:.3e} + {:.3e} \
-                evaluations ({:.1}x fewer than direct); grids {:?} / {:?}, smem {} / {} B", plan.half,
-                s_stats.median_ms, 100.0 * slide_ev * FLOPS_PER_EVAL / (s_stats.median_ms * 1e-3) / peak,
-                c_stats.median_ms, 100.0 * cscan_ev * FLOPS_PER_EVAL / (c_stats.median_ms * 1e-3) / peak,
-                slide_ev, cscan_ev, total_direct / (slide_ev + cscan_ev), plan.slide_cfg.grid_dim, plan.cscan_cfg.grid_dim,
-                plan.slide_cfg.shared_mem_bytes, plan.cscan_cfg.shared_mem_bytes);
-            let check = format!("vs CPU ({} parameter traces): {vs_cpu}", sub.len());
-            let r = row(&w, &format!("gpu-fast-L{l}"), "kernel", k_stats, est, frac(slide_ev + cscan_ev, k_stats.median_ms),
-                &check, note);
+            if !vs_cpu.passes() {
+                eprintln!("REJECTED {}: gpu-fast slide L={l} G={sg} disagrees with the CPU reference: {vs_cpu}", w.name);
+                continue;
+            }
+            let st = timer.measure(1, 5, || plan.launch_slide(g, &setup, &mut b).map_err(to_gpu))?;
+            let (ev, _) = fast_evaluations(&setup, &plan);
+            let r = row(&w, &format!("gpu-fast-slide-L{l}-G{sg}"), "kernel", st, est, frac(ev, st.median_ms),
+                &format!("vs CPU ({} parameter traces): {vs_cpu}", sub.len()),
+                format!("(A, D) + (B, E) scans only: {} ({:.3e} evaluations, {} blocks x {} threads, {} B shared)",
+                    plan.slide_kernel, ev, plan.slide_cfg.grid_dim.0 * 2, plan.slide_cfg.block_dim.0, plan.slide_cfg.shared_mem_bytes));
             print_row(&r);
             rows.push(r);
-            if best.is_none_or(|(ms, _)| k_stats.median_ms < ms) {
-                best = Some((k_stats.median_ms, l));
-                fast_all = (fc, fs);
+            if best_slide.is_none_or(|(ms, _)| st.median_ms < ms) {
+                best_slide = Some((st.median_ms, (l, sg)));
             }
         }
-        let (best_kernel_ms, l) = best.ok_or_else(|| anyhow::anyhow!("{}: no fast variant ran", w.name))?;
+        let (_, slide_best) = best_slide.ok_or_else(|| anyhow::anyhow!("{}: no sliding variant ran", w.name))?;
+        let mut best_cscan: Option<(f64, u32)> = None;
+        for &cg in gpu_kernels::nlbf::CSCAN_GROUPS.iter() {
+            let plan = match gpu::FastPlan::tuned(g, &setup, gpu::Tuning { slide: Some(slide_best), cscan_group: Some(cg) }) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("{}: C-scan group {cg} skipped: {e}", w.name);
+                    continue;
+                }
+            };
+            plan.launch(g, &setup, &mut b)?;
+            let (fc, fs) = (g.download(&b.code)?, g.download(&b.sem)?);
+            let (sc, ss) = pick_sub(&fc, &fs, &sub);
+            let vs_cpu = compare(&setup, data, &sub, (&sc, &ss), (&cpu_res.0, &cpu_res.1));
+            if !vs_cpu.passes() {
+                eprintln!("REJECTED {}: gpu-fast C scan G={cg} disagrees with the CPU reference: {vs_cpu}", w.name);
+                continue;
+            }
+            let ct = timer.measure(1, 5, || plan.launch_cscan(g, &setup, &mut b).map_err(to_gpu))?;
+            let (_, ev) = fast_evaluations(&setup, &plan);
+            let r = row(&w, &format!("gpu-fast-cscan-G{cg}"), "kernel", ct, est, frac(ev, ct.median_ms),
+                &format!("vs CPU ({} parameter traces): {vs_cpu}", sub.len()),
+                format!("C scan only: {} ({:.3e} evaluations, {} blocks x {} threads, {} B shared)", plan.cscan_kernel, ev,
+                    plan.cscan_cfg.grid_dim.0, plan.cscan_cfg.block_dim.0, plan.cscan_cfg.shared_mem_bytes));
+            print_row(&r);
+            rows.push(r);
+            if best_cscan.is_none_or(|(ms, _)| ct.median_ms < ms) {
+                best_cscan = Some((ct.median_ms, cg));
+            }
+        }
+        let (_, cg) = best_cscan.ok_or_else(|| anyhow::anyhow!("{}: no C-scan variant ran", w.name))?;
+        let tuning = gpu::Tuning { slide: Some(slide_best), cscan_group: Some(cg) };
+        let plan = gpu::FastPlan::tuned(g, &setup, tuning).map_err(anyhow::Error::msg)?;
+        plan.launch(g, &setup, &mut b)?;
+        let fast_all = (g.download(&b.code)?, g.download(&b.sem)?);
+        let (sc, ss) = pick_sub(&fast_all.0, &fast_all.1, &sub);
+        let vs_cpu = compare(&setup, data, &sub, (&sc, &ss), (&cpu_res.0, &cpu_res.1));
+        anyhow::ensure!(vs_cpu.passes(), "{}: gpu-best disagrees with the CPU reference: {vs_cpu}", w.name);
+        let k_stats = timer.measure(1, 7, || plan.launch(g, &setup, &mut b).map_err(to_gpu))?;
+        let best_kernel_ms = k_stats.median_ms;
+        let (slide_ev, cscan_ev) = fast_evaluations(&setup, &plan);
+        let _ = slide_all;
+        drop(b);
+        let l = plan.run;
 
         // End to end with the best run length: a warm engine (buffers allocated once, as for a
         // stream of gathers); setup (geometry, apertures) included in every repeat.
-        let mut engine = gpu::FastEngine::new(g, &setup, data, Some(l))?;
+        let mut engine = gpu::FastEngine::with_tuning(g, &setup, data, tuning)?;
         let mut out = (Vec::new(), Vec::new());
         let mut times = Vec::new();
+        let mut parts = Vec::new();
         for i in 0..6 {
             let t0 = Instant::now();
             let s2 = Setup::new(&w.traces, &w.params)?;
+            let t_setup = t0.elapsed().as_secs_f64() * 1e3;
             out = engine.process(g, &s2, data)?;
             if i > 0 {
                 times.push(t0.elapsed().as_secs_f64() * 1e3);
+                let (up, ker, down) = engine.last_breakdown_ms()?;
+                parts.push([t_setup, up, ker, down]);
             }
         }
         let e2e = Stats::from_samples(&times);
+        let part = |q: usize| crate::runtime::timing::median(&parts.iter().map(|p| p[q]).collect::<Vec<_>>());
+        let breakdown = format!("median parts: setup {:.1} ms (host), upload {:.1} ms, kernels {:.1} ms, download {:.1} ms \
+            (GPU events), rest host copies", part(0), part(1), part(2), part(3));
         anyhow::ensure!(out == fast_all, "{}: the engine's result differs from the plan's", w.name);
-        let (slide_ev, cscan_ev) = fast_evaluations(&setup, &engine.plan);
         let r = row(&w, "gpu-best", "end-to-end", e2e, est, frac(slide_ev + cscan_ev, e2e.median_ms),
             "identical to gpu-fast (checked above)",
-            format!("gpu-fast-L{l}, warm engine: setup + upload ({:.0} MB) + kernels + download of packed picks; \
-                {:.1}x the CPU reference", data.len() as f64 * 4e-6, cpu_ms / e2e.median_ms));
+            format!("{} + {}, warm engine: setup + upload ({:.0} MB) + kernels + download of packed picks; \
+                {:.1}x the CPU reference; {breakdown}", plan.slide_kernel, plan.cscan_kernel, data.len() as f64 * 4e-6,
+                cpu_ms / e2e.median_ms));
         print_row(&r);
         rows.push(r);
 
@@ -309,10 +352,11 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
             &check, format!("apertures pre-collected on the device, launches on one stream; 1 run; {which}"));
         print_row(&r);
         rows.push(r);
-        let r = row(&w, "gpu-best", "kernel", Stats::from_samples(&[best_kernel_ms]), est,
+        let r = row(&w, "gpu-best", "kernel", k_stats, est,
             frac(slide_ev + cscan_ev, best_kernel_ms), &check,
-            format!("gpu-fast-L{l}: {:.1}x the paper kernel, {:.1}x the CPU reference; end to end {:.1}x gpu-paper end to end",
-                paper_kernel_ms / best_kernel_ms, cpu_ms / best_kernel_ms, paper_ms / e2e.median_ms));
+            format!("{} + {} (L={l}): {:.1}x the paper kernel, {:.1}x the CPU reference; end to end {:.1}x gpu-paper \
+                end to end", plan.slide_kernel, plan.cscan_kernel, paper_kernel_ms / best_kernel_ms, cpu_ms / best_kernel_ms,
+                paper_ms / e2e.median_ms));
         print_row(&r);
         rows.push(r);
     }

@@ -189,8 +189,10 @@ pub fn estimate_paper_subset(gpu: &Gpu, setup: &Setup, data: &[f32], ptraces: &[
 #[derive(Debug, Clone)]
 pub struct FastPlan {
     pub slide_kernel: &'static str,
-    /// Time samples per lane (L) and half window (H) of the sliding kernel.
+    /// Time samples per lane (L) and half window (H) of the sliding kernel, and values of D (E)
+    /// evaluated per pass (G).
     pub run: u32,
+    pub slide_group: u32,
     pub half: u32,
     pub nchunks: u32,
     pub span: u32,
@@ -198,6 +200,8 @@ pub struct FastPlan {
     pub smax: i32,
     pub slide_cfg: LaunchConfig,
     pub cscan_kernel: &'static str,
+    /// C values per thread of the C-scan kernel.
+    pub cscan_group: u32,
     pub nchunks3: u32,
     pub span3: u32,
     pub smax3: i32,
@@ -207,23 +211,41 @@ pub struct FastPlan {
 impl FastPlan {
     /// Plans the launches; `Err(reason)` where the fast kernels do not apply (window half-length
     /// without a compiled kernel, more than 64 C values, an aperture too large for shared memory).
-    /// `run` forces the sliding kernel's run length L (tuning); otherwise the L that computes the
-    /// fewest padded time samples is taken.
+    /// `run` forces the sliding kernel's run length L (one combination per pass); otherwise the
+    /// variant with the lowest expected time is taken (see [`FastPlan::tuned`]).
     pub fn new(gpu: &Gpu, setup: &Setup, run: Option<u32>) -> std::result::Result<FastPlan, String> {
+        Self::tuned(gpu, setup, Tuning { slide: run.map(|l| (l, 1)), cscan_group: None })
+    }
+
+    /// Plans with the sliding variant (L, G) and the C-scan group forced where given. A group whose
+    /// shifts of one trace could span a sample or more is refused. Unforced, the sliding variant
+    /// minimises computed evaluations x measured cost per evaluation ([`SLIDE_COST`]) and the C
+    /// scan takes the largest valid group.
+    pub fn tuned(gpu: &Gpu, setup: &Setup, tune: Tuning) -> std::result::Result<FastPlan, String> {
         let h = setup.half as u32;
         let ns = setup.ns as u32;
-        let candidates: Vec<u32> = match run {
-            Some(l) => vec![l],
-            None => [7u32, 9, 11, 13].into_iter().filter(|&l| k::slide_kernel_name(l, h).is_some()).collect(),
+        let t = &setup.tables;
+        let step = |v: &[f32]| if v.len() > 1 { (v[1] - v[0]).abs() as f64 * 1.0001 } else { 0.0 };
+        // Span (samples) of the shifts of G adjacent D (E) values on one trace of aperture 1 (2).
+        let slide_span = |g: u32| {
+            let g = (g - 1) as f64;
+            (g * step(t.d()) * setup.max_dx2_ad).max(g * step(t.e()) * setup.max_dy2_be) * setup.inv_dt as f64
         };
-        let work = |l: u32| ns.div_ceil(k::slide_outputs(l, h)) * 32 * l;
-        let l = candidates
-            .iter()
-            .copied()
-            .filter(|&l| k::slide_kernel_name(l, h).is_some())
-            .min_by_key(|&l| (work(l), l))
-            .ok_or_else(|| format!("no sliding kernel for a window of {} samples (run {run:?})", 2 * h + 1))?;
-        let slide_kernel = k::slide_kernel_name(l, h).unwrap();
+        let valid = |&(l, g): &(u32, u32)| k::slide_kernel_name_g(l, h, g).is_some() && (g == 1 || slide_span(g) < 0.99);
+        let computed = |l: u32| ns.div_ceil(k::slide_outputs(l, h)) as f64 * 32.0 * l as f64;
+        let cost = |&(l, g): &(u32, u32)| {
+            computed(l) * SLIDE_COST.iter().find(|c| (c.0, c.1) == (l, g)).map(|c| c.2).unwrap_or(1.0)
+        };
+        let (l, sg) = match tune.slide {
+            Some(v) if valid(&v) => v,
+            Some(v) => return Err(format!("sliding variant {v:?} does not apply (span {:.2} samples or no kernel)",
+                slide_span(v.1))),
+            None => k::slide_variants(h).iter().copied().filter(valid)
+                .min_by(|a, b| cost(a).total_cmp(&cost(b)))
+                .ok_or_else(|| format!("no sliding kernel for a window of {} samples", 2 * h + 1))?,
+        };
+        let slide_kernel = k::slide_kernel_name_g(l, h, sg).unwrap();
+        let group = tune.cscan_group;
         let t_out = k::slide_outputs(l, h);
         let nchunks = ns.div_ceil(t_out);
         let smax = setup.shift_bound[0].max(setup.shift_bound[1]);
@@ -244,12 +266,22 @@ impl FastPlan {
         let slide_cfg = LaunchConfig { grid_dim: ((np * nchunks as u64) as u32, 2, 1), block_dim: (32 * w, 1, 1),
             shared_mem_bytes: smem as u32 };
 
-        let cscan_kernel = k::cscan_kernel_name(h).ok_or_else(|| format!("no C-scan kernel for half window {h}"))?;
-        let groups = (setup.tables.nc as u32).div_ceil(k::CSCAN_GROUP);
+        // C values per thread: the largest compiled group whose shifts of one trace span less than
+        // one sample (the kernel's shared window then covers them all).
+        let c_step = if t.nc > 1 { (t.c()[1] - t.c()[0]).abs() as f64 * 1.0001 } else { 0.0 };
+        let span_of = |g: u32| (g.min(t.nc as u32).max(1) - 1) as f64 * c_step * setup.max_abs_dxdy * setup.inv_dt as f64;
+        let group = match group {
+            Some(g) if span_of(g) < 0.99 && k::cscan_kernel_name(h, g).is_some() => g,
+            Some(g) => return Err(format!("C-scan group {g} does not apply (span {:.2} samples or no kernel)", span_of(g))),
+            None => k::CSCAN_GROUPS.iter().copied().filter(|&g| k::cscan_kernel_name(h, g).is_some() && span_of(g) < 0.99)
+                .next().ok_or_else(|| format!("no C-scan kernel for half window {h}"))?,
+        };
+        let cscan_kernel = k::cscan_kernel_name(h, group).unwrap();
+        let groups = (t.nc as u32).div_ceil(group);
         let threads3 = k::CSCAN_TIMES * groups;
         let cap = max_threads(gpu, cscan_kernel).map_err(|e| e.to_string())?;
         if threads3 > cap {
-            return Err(format!("{} C values: the C-scan kernel takes at most {}", setup.tables.nc, cap / k::CSCAN_TIMES * k::CSCAN_GROUP));
+            return Err(format!("{} C values: the C-scan kernel takes at most {}", t.nc, cap / k::CSCAN_TIMES * group));
         }
         let smax3 = setup.shift_bound[2];
         let span3 = k::CSCAN_TIMES + 2 * h + 2 * smax3 as u32 + 4;
@@ -261,8 +293,8 @@ impl FastPlan {
         let nchunks3 = ns.div_ceil(k::CSCAN_TIMES);
         let cscan_cfg = LaunchConfig { grid_dim: ((np * nchunks3 as u64) as u32, 1, 1), block_dim: (threads3, 1, 1),
             shared_mem_bytes: smem3 as u32 };
-        Ok(FastPlan { slide_kernel, run: l, half: h, nchunks, span, mmax, smax, slide_cfg, cscan_kernel, nchunks3, span3,
-            smax3, cscan_cfg })
+        Ok(FastPlan { slide_kernel, run: l, slide_group: sg, half: h, nchunks, span, mmax, smax, slide_cfg, cscan_kernel, cscan_group: group,
+            nchunks3, span3, smax3, cscan_cfg })
     }
 
     /// Uploads everything (pageable copies) and allocates the outputs.
@@ -323,6 +355,21 @@ impl FastPlan {
     }
 }
 
+/// Forced kernel variants (tuning); `None` = chosen by [`FastPlan::tuned`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tuning {
+    /// (run length L, D/E values per pass G) of the sliding kernel.
+    pub slide: Option<(u32, u32)>,
+    /// C values per thread of the C-scan kernel.
+    pub cscan_group: Option<u32>,
+}
+
+/// Relative cost per computed evaluation of the sliding variants (L, G, cost), from the H100
+/// benchmark (`seisgpu bench nlbf --size paper`); the planner multiplies it by the padded number
+/// of evaluations.
+pub const SLIDE_COST: [(u32, u32, f64); 10] = [(7, 1, 1.0), (9, 1, 0.95), (10, 1, 0.95), (11, 1, 0.92), (13, 1, 0.90),
+    (14, 1, 0.92), (7, 4, 0.80), (9, 4, 0.80), (9, 2, 0.85), (13, 2, 0.82)];
+
 /// Device buffers of the fast variant.
 pub struct FastBuffers {
     pub data: CudaSlice<f32>,
@@ -349,6 +396,8 @@ pub struct FastEngine {
     stage: PinnedHostSlice<f32>,
     out_code: PinnedHostSlice<u32>,
     out_s: PinnedHostSlice<f32>,
+    /// Events at start, after the uploads, after the kernels, after the downloads.
+    events: [cudarc::driver::CudaEvent; 4],
 }
 
 /// Chunks the gather upload is split into (host copy of chunk i+1 overlaps the DMA of chunk i).
@@ -356,11 +405,25 @@ const UPLOAD_CHUNKS: usize = 8;
 
 impl FastEngine {
     pub fn new(gpu: &Gpu, setup: &Setup, data: &[f32], run: Option<u32>) -> Result<FastEngine> {
-        let plan = FastPlan::new(gpu, setup, run).map_err(NlbfError::Invalid)?;
+        Self::with_tuning(gpu, setup, data, Tuning { slide: run.map(|l| (l, 1)), cscan_group: None })
+    }
+
+    /// An engine with forced kernel variants (see [`FastPlan::tuned`]).
+    pub fn with_tuning(gpu: &Gpu, setup: &Setup, data: &[f32], tuning: Tuning) -> Result<FastEngine> {
+        let plan = FastPlan::tuned(gpu, setup, tuning).map_err(NlbfError::Invalid)?;
         let bufs = plan.upload(gpu, setup, data)?;
         let n = setup.estimations();
+        let ev = || gpu.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(drv("creating an event"));
         Ok(FastEngine { plan, bufs, stage: pinned(gpu, data.len(), true)?, out_code: pinned(gpu, n, false)?,
-            out_s: pinned(gpu, n, false)? })
+            out_s: pinned(gpu, n, false)?, events: [ev()?, ev()?, ev()?, ev()?] })
+    }
+
+    /// GPU-side times of the last [`FastEngine::process`] (ms): uploads (including the host's
+    /// staging copies they overlap), kernels, downloads.
+    pub fn last_breakdown_ms(&self) -> Result<(f64, f64, f64)> {
+        let e = &self.events;
+        let ms = |a: &cudarc::driver::CudaEvent, b| a.elapsed_ms(b).map(|v| v as f64).map_err(drv("reading event times"));
+        Ok((ms(&e[0], &e[1])?, ms(&e[1], &e[2])?, ms(&e[2], &e[3])?))
     }
 
     /// One gather end to end: host data -> device -> both kernels -> results in host memory.
@@ -371,6 +434,7 @@ impl FastEngine {
             return Err(NlbfError::Invalid("FastEngine::process: the gather's shape differs from the engine's".into()));
         }
         let st = gpu.stream();
+        self.events[0].record(st).map_err(drv("recording an event"))?;
         let d_data = dptr_mut(&mut self.bufs.data, st);
         let stage = pinned_mut(&mut self.stage)?;
         let chunk = data.len().div_ceil(UPLOAD_CHUNKS).max(1);
@@ -385,13 +449,16 @@ impl FastEngine {
         }
         st.memcpy_htod(setup.apertures.off.as_slice(), &mut self.bufs.ap_off).map_err(drv("uploading apertures"))?;
         st.memcpy_htod(setup.apertures.idx.as_slice(), &mut self.bufs.ap_idx).map_err(drv("uploading apertures"))?;
+        self.events[1].record(st).map_err(drv("recording an event"))?;
         self.plan.launch(gpu, setup, &mut self.bufs)?;
+        self.events[2].record(st).map_err(drv("recording an event"))?;
         let (code_p, s_p) = (dptr(&self.bufs.code, st), dptr(&self.bufs.sem, st));
         let (oc, os) = (pinned_mut(&mut self.out_code)?, pinned_mut(&mut self.out_s)?);
         unsafe {
             dtoh(st, oc, code_p)?;
             dtoh(st, os, s_p)?;
         }
+        self.events[3].record(st).map_err(drv("recording an event"))?;
         st.synchronize().map_err(drv("waiting for the fast kernels (an earlier launch may have faulted)"))?;
         let n = oc.len();
         let mut code = vec![0u32; n];

@@ -335,6 +335,11 @@ pub struct Setup {
     pub tables: Tables,
     /// Bound on |shift| (samples) of any combination in each phase's aperture: stage halos.
     pub shift_bound: [i32; 3],
+    /// Largest |dx dy| (m^2) in any C-scan aperture (how far one C step moves a trace).
+    pub max_abs_dxdy: f64,
+    /// Largest dx^2 in any (A, D) aperture and dy^2 in any (B, E) aperture (m^2).
+    pub max_dx2_ad: f64,
+    pub max_dy2_be: f64,
 }
 
 impl Setup {
@@ -351,10 +356,7 @@ impl Setup {
     /// Validates the parameters against the data and derives the setup. Errors name the parameter,
     /// trace or parameter trace at fault.
     pub fn new(traces: &TraceSet, params: &EstimateParams) -> Result<Setup> {
-        traces.validate("input traces").map_err(NlbfError::Invalid)?;
-        if traces.is_empty() {
-            return invalid("input traces: the gather has no traces");
-        }
+        validate_traces(traces)?;
         let ns = traces.ns;
         validate_params(params, ns)?;
         let (tx64, ty64) = coordinates(&traces.headers, &params.coords)?;
@@ -391,10 +393,33 @@ impl Setup {
         let tables = Tables::new(&params.search);
         let dt = traces.dt;
         let inv_dt = 1.0 / dt;
-        let shift_bound = shift_bounds(&tx, &ty, &px, &py, &apertures, &params.search, inv_dt as f64)?;
+        let (shift_bound, sq) = shift_bounds(&tx, &ty, &px, &py, &apertures, &params.search, inv_dt as f64)?;
         Ok(Setup { ns, dt, inv_dt, half: params.window / 2, tx, ty, origin: (xmin, ymin), grid, px, py, apertures,
-            tables, shift_bound })
+            tables, shift_bound, max_abs_dxdy: sq[2], max_dx2_ad: sq[0], max_dy2_be: sq[1] })
     }
+}
+
+/// `TraceSet::validate`'s checks, with the scan for non-finite samples in parallel (it reads the
+/// whole gather, so it is part of every end-to-end run).
+pub fn validate_traces(t: &TraceSet) -> Result<()> {
+    if t.is_empty() {
+        return invalid("input traces: the gather has no traces");
+    }
+    if t.ns == 0 {
+        return invalid("input traces: traces have zero samples");
+    }
+    if !(t.dt > 0.0) || !t.dt.is_finite() {
+        return invalid(format!("input traces: sample interval {} s is not positive", t.dt));
+    }
+    if t.data.len() != t.headers.len() * t.ns {
+        return invalid(format!("input traces: {} samples for {} traces of {} samples", t.data.len(), t.headers.len(), t.ns));
+    }
+    let bad = t.data.par_chunks(t.ns).enumerate().find_first(|(_, tr)| tr.iter().any(|v| !v.is_finite()));
+    if let Some((i, tr)) = bad {
+        let j = tr.iter().position(|v| !v.is_finite()).unwrap_or(0);
+        return invalid(format!("input traces: trace {i} sample {j} is not finite"));
+    }
+    Ok(())
 }
 
 fn validate_params(p: &EstimateParams, ns: usize) -> Result<()> {
@@ -533,26 +558,38 @@ fn build_apertures(x: &[f64], y: &[f64], origin: (f64, f64), upper: (f64, f64), 
 }
 
 /// Bound (samples) on |shift| for each phase over every aperture entry and every combination the
-/// phase can use, plus a margin of 2 for the floor and the interpolation neighbour.
+/// phase can use, plus a margin of 2 for the floor and the interpolation neighbour; and the largest
+/// dx^2 (phase 0), dy^2 (phase 1), |dx dy| (phase 2) of each phase's apertures.
 fn shift_bounds(tx: &[f32], ty: &[f32], px: &[f32], py: &[f32], ap: &Apertures, s: &SearchSpace, inv_dt: f64)
-    -> Result<[i32; 3]> {
+    -> Result<([i32; 3], [f64; 3])> {
     let amax = |r: &Range| r.min.abs().max(r.max.abs());
     let (a, b, c, d, e) = (amax(&s.a), amax(&s.b), amax(&s.c), amax(&s.d), amax(&s.e));
     let mut out = [0i32; 3];
+    let mut sq = [0.0f64; 3];
     for (phase, o) in out.iter_mut().enumerate() {
-        let mut m = 0.0f64;
-        for p in 0..ap.np {
-            for &t in ap.list(phase, p) {
-                let dx = (tx[t as usize] - px[p]).abs() as f64;
-                let dy = (ty[t as usize] - py[p]).abs() as f64;
-                let dt = match phase {
-                    0 => a * dx + d * dx * dx,
-                    1 => b * dy + e * dy * dy,
-                    _ => a * dx + b * dy + c * dx * dy + d * dx * dx + e * dy * dy,
-                };
-                m = m.max(dt);
-            }
-        }
+        let (m, mxy) = (0..ap.np)
+            .into_par_iter()
+            .map(|p| {
+                let (mut m, mut mxy) = (0.0f64, 0.0f64);
+                for &t in ap.list(phase, p) {
+                    let dx = (tx[t as usize] - px[p]).abs() as f64;
+                    let dy = (ty[t as usize] - py[p]).abs() as f64;
+                    let dt = match phase {
+                        0 => a * dx + d * dx * dx,
+                        1 => b * dy + e * dy * dy,
+                        _ => a * dx + b * dy + c * dx * dy + d * dx * dx + e * dy * dy,
+                    };
+                    m = m.max(dt);
+                    mxy = mxy.max(match phase {
+                        0 => dx * dx,
+                        1 => dy * dy,
+                        _ => dx * dy,
+                    });
+                }
+                (m, mxy)
+            })
+            .reduce(|| (0.0, 0.0), |x, y| (x.0.max(y.0), x.1.max(y.1)));
+        sq[phase] = mxy;
         let sm = m * inv_dt * (1.0 + 1e-5);
         if sm > 1e6 {
             return invalid(format!("the search space shifts traces by up to {sm:.0} samples in the {} scan: \
@@ -560,7 +597,7 @@ fn shift_bounds(tx: &[f32], ty: &[f32], px: &[f32], py: &[f32], ap: &Apertures, 
         }
         *o = sm.ceil() as i32 + 2;
     }
-    Ok(out)
+    Ok((out, sq))
 }
 
 /// The result of the 2+2+1 search: for every parameter trace p (grid order, x fastest) and time
@@ -747,7 +784,7 @@ pub struct EnhanceSetup {
 
 impl EnhanceSetup {
     pub fn new(traces: &TraceSet, coords: &Coordinates, est: &Estimate, params: &EnhanceParams) -> Result<EnhanceSetup> {
-        traces.validate("input traces").map_err(NlbfError::Invalid)?;
+        validate_traces(traces)?;
         if traces.ns != est.ns {
             return invalid(format!("the estimate has {} samples per trace, the data {}", est.ns, traces.ns));
         }
@@ -819,7 +856,7 @@ pub fn vrms_table(p: &NmoParams, ns: usize, dt: f32, t_first: f32) -> Result<Vec
 /// NMO correction with a stretch mute; the offset is the source-receiver distance from the
 /// coordinates, or the header's offset where the coordinates are absent.
 pub fn nmo(backend: &Backend, traces: &TraceSet, params: &NmoParams) -> Result<TraceSet> {
-    traces.validate("input traces").map_err(NlbfError::Invalid)?;
+    validate_traces(traces)?;
     let vrms = vrms_table(params, traces.ns, traces.dt, traces.t0)?;
     let offsets = nmo_offsets(&traces.headers);
     let data = match backend {
