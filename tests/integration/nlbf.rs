@@ -150,6 +150,13 @@ fn gpu_fast_matches_cpu_on_crossspread() {
     let (cc2, cs2) = cpu::estimate(&s, &t2.data);
     let a = compare(&s, &t2.data, &all, (&c2, &s2), (&cc2, &cs2));
     assert!(a.passes(), "second gather: {a}");
+    // The one-pass entry (finiteness checked while staging, geometry built during the copies).
+    let est = engine.estimate(&g, &t2, &p).unwrap();
+    assert_eq!((est.code.as_slice(), est.semblance.as_slice()), (c2.as_slice(), s2.as_slice()));
+    let mut bad = t2.clone();
+    bad.data[7 * bad.ns + 5] = f32::INFINITY;
+    let e = engine.estimate(&g, &bad, &p).unwrap_err().to_string();
+    assert!(e.contains("trace 7 sample 5 is not finite"), "{e}");
 }
 
 /// Windows other than 11 samples use their own compiled kernels.

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PinnedHostSlice};
 use rayon::prelude::*;
 
-use super::{EnhanceSetup, Estimate, NlbfError, Result, Setup};
+use super::{EnhanceSetup, Estimate, EstimateParams, NlbfError, Result, Setup};
+use crate::traces::TraceSet;
 use crate::launch;
 use crate::runtime::{Gpu, GpuError};
 use gpu_kernels::nlbf as k;
@@ -398,6 +399,7 @@ pub struct FastEngine {
     out_s: PinnedHostSlice<f32>,
     /// Events at start, after the uploads, after the kernels, after the downloads.
     events: [cudarc::driver::CudaEvent; 4],
+    tuning: Tuning,
 }
 
 /// Chunks the gather upload is split into (host copy of chunk i+1 overlaps the DMA of chunk i).
@@ -415,7 +417,7 @@ impl FastEngine {
         let n = setup.estimations();
         let ev = || gpu.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(drv("creating an event"));
         Ok(FastEngine { plan, bufs, stage: pinned(gpu, data.len(), true)?, out_code: pinned(gpu, n, false)?,
-            out_s: pinned(gpu, n, false)?, events: [ev()?, ev()?, ev()?, ev()?] })
+            out_s: pinned(gpu, n, false)?, events: [ev()?, ev()?, ev()?, ev()?], tuning })
     }
 
     /// GPU-side times of the last [`FastEngine::process`] (ms): uploads (including the host's
@@ -429,18 +431,61 @@ impl FastEngine {
     /// One gather end to end: host data -> device -> both kernels -> results in host memory.
     /// The setup (geometry, apertures) must have the shape the engine was built for.
     pub fn process(&mut self, gpu: &Gpu, setup: &Setup, data: &[f32]) -> Result<(Vec<u32>, Vec<f32>)> {
-        if data.len() != self.bufs.data.len() || setup.estimations() != self.bufs.code.len()
-            || setup.apertures.idx.len() != self.bufs.ap_idx.len() {
-            return Err(NlbfError::Invalid("FastEngine::process: the gather's shape differs from the engine's".into()));
+        if data.len() != self.bufs.data.len() {
+            return Err(NlbfError::Invalid("FastEngine::process: the gather's size differs from the engine's".into()));
         }
+        self.stage_upload(gpu, data, false)?;
+        self.finish(gpu, setup)
+    }
+
+    /// The whole search for one gather, end to end, in one pass over the samples: they are checked
+    /// for finiteness while being staged for the upload, and the geometry (coordinates, apertures)
+    /// is derived on the host while the copies are in flight.
+    pub fn estimate(&mut self, gpu: &Gpu, traces: &TraceSet, params: &EstimateParams) -> Result<Estimate> {
+        super::validate_shape(traces)?;
+        if traces.data.len() != self.bufs.data.len() {
+            return Err(NlbfError::Invalid(format!("FastEngine: the gather has {} samples, the engine was built for {}",
+                traces.data.len(), self.bufs.data.len())));
+        }
+        let all_finite = self.stage_upload(gpu, &traces.data, true)?;
+        let setup = Setup::from_headers(traces, params)?;
+        if !all_finite {
+            super::validate_traces(traces)?;
+        }
+        self.plan = FastPlan::tuned(gpu, &setup, self.tuning).map_err(NlbfError::Invalid)?;
+        let (code, s) = self.finish(gpu, &setup)?;
+        Ok(Estimate::from_setup(&setup, code, s))
+    }
+
+    /// Copies the gather into page-locked staging in chunks (all cores) and queues each chunk's
+    /// upload as soon as it is staged; optionally checks that every sample is finite on the way.
+    fn stage_upload(&mut self, gpu: &Gpu, data: &[f32], check: bool) -> Result<bool> {
         let st = gpu.stream();
         self.events[0].record(st).map_err(drv("recording an event"))?;
         let d_data = dptr_mut(&mut self.bufs.data, st);
         let stage = pinned_mut(&mut self.stage)?;
         let chunk = data.len().div_ceil(UPLOAD_CHUNKS).max(1);
+        let mut finite = true;
         for (i, (dst, src)) in stage.chunks_mut(chunk).zip(data.chunks(chunk)).enumerate() {
-            dst.par_chunks_mut(1 << 16).zip(src.par_chunks(1 << 16)).for_each(|(d, s)| d.copy_from_slice(s));
+            let ok = dst.par_chunks_mut(1 << 16).zip(src.par_chunks(1 << 16)).map(|(d, s)| {
+                d.copy_from_slice(s);
+                !check || s.iter().fold(true, |a, v| a & v.is_finite())
+            }).reduce(|| true, |a, b| a & b);
+            finite &= ok;
             unsafe { htod(st, d_data + (i * chunk * 4) as u64, dst)? };
+        }
+        Ok(finite)
+    }
+
+    /// Geometry upload, both kernels, download of the packed picks.
+    fn finish(&mut self, gpu: &Gpu, setup: &Setup) -> Result<(Vec<u32>, Vec<f32>)> {
+        let st = gpu.stream();
+        if setup.estimations() != self.bufs.code.len() || setup.ntr() != self.bufs.tx.len() || setup.np() != self.bufs.px.len()
+            || setup.tables.vals.len() != self.bufs.vals.len() || setup.apertures.off.len() != self.bufs.ap_off.len() {
+            return Err(NlbfError::Invalid("FastEngine: the gather's geometry differs from the engine's".into()));
+        }
+        if setup.apertures.idx.len() > self.bufs.ap_idx.len() {
+            self.bufs.ap_idx = gpu.zeros::<u32>(setup.apertures.idx.len())?;
         }
         // Geometry and apertures (small; they change from gather to gather in general).
         for (buf, host) in [(&mut self.bufs.tx, &setup.tx), (&mut self.bufs.ty, &setup.ty), (&mut self.bufs.px, &setup.px),

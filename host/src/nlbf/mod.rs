@@ -357,6 +357,13 @@ impl Setup {
     /// trace or parameter trace at fault.
     pub fn new(traces: &TraceSet, params: &EstimateParams) -> Result<Setup> {
         validate_traces(traces)?;
+        Self::from_headers(traces, params)
+    }
+
+    /// [`Setup::new`] without the scan of the samples for non-finite values (the caller does it,
+    /// e.g. while staging the upload); everything else is validated.
+    pub fn from_headers(traces: &TraceSet, params: &EstimateParams) -> Result<Setup> {
+        validate_shape(traces)?;
         let ns = traces.ns;
         validate_params(params, ns)?;
         let (tx64, ty64) = coordinates(&traces.headers, &params.coords)?;
@@ -402,6 +409,17 @@ impl Setup {
 /// `TraceSet::validate`'s checks, with the scan for non-finite samples in parallel (it reads the
 /// whole gather, so it is part of every end-to-end run).
 pub fn validate_traces(t: &TraceSet) -> Result<()> {
+    validate_shape(t)?;
+    let bad = t.data.par_chunks(t.ns).enumerate().find_first(|(_, tr)| tr.iter().any(|v| !v.is_finite()));
+    if let Some((i, tr)) = bad {
+        let j = tr.iter().position(|v| !v.is_finite()).unwrap_or(0);
+        return invalid(format!("input traces: trace {i} sample {j} is not finite"));
+    }
+    Ok(())
+}
+
+/// Everything [`validate_traces`] checks but the samples themselves.
+pub fn validate_shape(t: &TraceSet) -> Result<()> {
     if t.is_empty() {
         return invalid("input traces: the gather has no traces");
     }
@@ -413,11 +431,6 @@ pub fn validate_traces(t: &TraceSet) -> Result<()> {
     }
     if t.data.len() != t.headers.len() * t.ns {
         return invalid(format!("input traces: {} samples for {} traces of {} samples", t.data.len(), t.headers.len(), t.ns));
-    }
-    let bad = t.data.par_chunks(t.ns).enumerate().find_first(|(_, tr)| tr.iter().any(|v| !v.is_finite()));
-    if let Some((i, tr)) = bad {
-        let j = tr.iter().position(|v| !v.is_finite()).unwrap_or(0);
-        return invalid(format!("input traces: trace {i} sample {j} is not finite"));
     }
     Ok(())
 }
