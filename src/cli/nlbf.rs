@@ -1,9 +1,311 @@
+//! `seisgpu nlbf estimate|enhance` and `seisgpu nmo`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use seisgpu_host::bench::BenchSize;
+use seisgpu_host::nlbf::{self, Aperture, CoordKey, EnhanceParams, EstimateParams, NmoParams, Range, Setup};
+use seisgpu_host::{Backend, TraceSet};
+
 use super::Global;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
-#[derive(clap::Args, Debug)]
-pub struct NmoArgs {}
+#[command(about = "Nonlinear beamforming: the 2+2+1 search for local traveltime operators and the enhancement",
+    long_about = "Nonlinear beamforming (Sun, Silvestrov & Bakulin 2022). The local traveltime operator of an NLBF \
+    parameter trace at (x0, y0) and time t0 is dt = A dx + B dy + C dx dy + D dx^2 + E dy^2 (dx = x - x0, dy = y - y0). \
+    `estimate` finds {A, B, C, D, E} and the semblance S for every parameter trace and time sample with the 2+2+1 \
+    method: scan (A, D) with B = C = E = 0 on aperture 1, scan (B, E) with A = C = D = 0 on aperture 2, then scan C \
+    with the others fixed on aperture 3. `enhance` stacks every trace with its neighbours along the operators.")]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: NlbfCommand,
+}
 
-pub fn run(_args: &Args, _global: &Global) -> anyhow::Result<()> { anyhow::bail!("`nlbf` is not implemented yet") }
-pub fn run_nmo(_args: &NmoArgs, _global: &Global) -> anyhow::Result<()> { anyhow::bail!("`nmo` is not implemented yet") }
+#[derive(clap::Subcommand, Debug)]
+pub enum NlbfCommand {
+    /// 2+2+1 search: {A, B, C, D, E, S} for every parameter trace and time sample (.npy volumes).
+    Estimate(EstimateArgs),
+    /// Search, then stack every trace with its neighbours along the interpolated operators.
+    Enhance(EnhanceArgs),
+}
+
+/// Where the gather comes from.
+#[derive(clap::Args, Debug)]
+pub struct InputArgs {
+    /// Input SEG-Y file (one prestack gather: cross-spread, shot or receiver gather, or a 2D line).
+    #[arg(long, conflicts_with = "synthetic")]
+    pub input: Option<PathBuf>,
+    /// Built-in synthetic gather instead of a file: `synthetic-2d` (2D line, the paper's synthetic
+    /// example), `crossspread-3d` (the paper's field cross-spread shape) or `demo` (small, with
+    /// known clean events). Its preset search parameters apply unless given below.
+    #[arg(long)]
+    pub synthetic: Option<String>,
+    /// Size of the synthetic gather: `small` (seconds on a laptop) or `paper` (the issue's size).
+    #[arg(long, default_value = "small")]
+    pub size: BenchSize,
+}
+
+/// The search parameters. Unset ones come from `--preset` (or the synthetic gather's preset).
+#[derive(clap::Args, Debug)]
+pub struct SearchArgs {
+    /// Preset of every search parameter: `synthetic-2d` (the paper's 2D values: spacing 140 m,
+    /// apertures 400x35, 35x400, 400x400 m, A, B in [-1e-4:1e-5:1e-4] s/m, C, D, E in
+    /// [-1.25e-7:0.25e-7:1.25e-7] s/m^2, window 11, x = receiver-x, y = source-x) or
+    /// `crossspread-3d` (spacing 50 m, apertures 300x35, 35x300, 300x300 m, A, B in
+    /// [-1e-3:1.33e-5:1e-3] s/m, x = receiver-x, y = source-y).
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// Header field giving the operator's x coordinate: receiver-x, receiver-y, source-x, source-y,
+    /// receiver-station, source-station, midpoint-x, midpoint-y, offset, inline, crossline, cdp,
+    /// channel, ffid.
+    #[arg(long)]
+    pub x: Option<CoordKey>,
+    /// Header field giving the operator's y coordinate (same choices as --x).
+    #[arg(long)]
+    pub y: Option<CoordKey>,
+    /// Metres per unit of the x header value (1 for positions; the station spacing in m for
+    /// station numbers).
+    #[arg(long)]
+    pub x_scale: Option<f64>,
+    /// Metres per unit of the y header value.
+    #[arg(long)]
+    pub y_scale: Option<f64>,
+    /// Spacing of the NLBF parameter traces along x (m).
+    #[arg(long)]
+    pub spacing_x: Option<f64>,
+    /// Spacing of the NLBF parameter traces along y (m).
+    #[arg(long)]
+    pub spacing_y: Option<f64>,
+    /// Aperture of the (A, D) scan: x extent by y extent in metres, e.g. `400x35`.
+    #[arg(long)]
+    pub aperture_ad: Option<ApertureArg>,
+    /// Aperture of the (B, E) scan (m), e.g. `35x400`.
+    #[arg(long)]
+    pub aperture_be: Option<ApertureArg>,
+    /// Aperture of the C scan (m), e.g. `400x400`.
+    #[arg(long)]
+    pub aperture_c: Option<ApertureArg>,
+    /// Time window N in samples (odd: t0 - (N-1)/2 .. t0 + (N-1)/2).
+    #[arg(long)]
+    pub window: Option<usize>,
+    /// Search range of A (s/m) as min:step:max.
+    #[arg(long, allow_hyphen_values = true)]
+    pub a: Option<Range>,
+    /// Search range of B (s/m) as min:step:max.
+    #[arg(long, allow_hyphen_values = true)]
+    pub b: Option<Range>,
+    /// Search range of C (s/m^2) as min:step:max.
+    #[arg(long, allow_hyphen_values = true)]
+    pub c: Option<Range>,
+    /// Search range of D (s/m^2) as min:step:max.
+    #[arg(long, allow_hyphen_values = true)]
+    pub d: Option<Range>,
+    /// Search range of E (s/m^2) as min:step:max.
+    #[arg(long, allow_hyphen_values = true)]
+    pub e: Option<Range>,
+    /// Implementation: `auto` (fast GPU version when a GPU is used, else the CPU reference),
+    /// `cpu`, `gpu-paper` (the paper's GPU design) or `gpu-fast`.
+    #[arg(long, default_value = "auto")]
+    pub variant: String,
+}
+
+/// An aperture `XxY` in metres.
+#[derive(Debug, Clone, Copy)]
+pub struct ApertureArg(pub Aperture);
+
+impl std::str::FromStr for ApertureArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (x, y) = s.split_once(['x', 'X']).ok_or_else(|| format!("aperture `{s}` is not <x>x<y> (metres)"))?;
+        let num = |v: &str| v.trim().parse::<f64>().map_err(|e| format!("aperture `{s}`: {e}"));
+        Ok(ApertureArg(Aperture { x: num(x)?, y: num(y)? }))
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct EstimateArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// Output folder: A.npy, B.npy, C.npy, D.npy, E.npy, S.npy (ny x nx x samples), positions.npy,
+    /// nlbf.json.
+    #[arg(long, short)]
+    pub out: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct EnhanceArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// Neighbours stacked with each trace: x extent by y extent in metres (default: the C aperture).
+    #[arg(long)]
+    pub aperture: Option<ApertureArg>,
+    /// Output folder: enhanced.npy (traces x samples), input.npy, and the estimate's volumes.
+    #[arg(long, short)]
+    pub out: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(about = "NMO correction with a stretch mute (as the paper applies before the 2+2+1 search)")]
+pub struct NmoArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// RMS velocity function as time:velocity pairs (s:m/s), comma-separated, times increasing,
+    /// e.g. `0:1500,1.0:2200,2.5:3000`; linear in between, constant beyond the ends.
+    #[arg(long)]
+    pub velocity: String,
+    /// Stretch mute: samples whose stretch (t - t0) / t0 exceeds this are zeroed (0.5 = 50 %).
+    #[arg(long, default_value_t = 0.5)]
+    pub max_stretch: f32,
+    /// Output `.npy` file (traces x samples).
+    #[arg(long, short)]
+    pub out: PathBuf,
+}
+
+/// Reads the gather: a synthetic one, or SEG-Y.
+fn read_input(a: &InputArgs) -> anyhow::Result<(TraceSet, Option<EstimateParams>)> {
+    match (&a.input, &a.synthetic) {
+        (_, Some(name)) => {
+            let (t, p) = match name.as_str() {
+                "synthetic-2d" => nlbf::synth::synthetic_2d(a.size),
+                "crossspread-3d" => nlbf::synth::crossspread_3d(a.size),
+                "demo" => {
+                    let (_, noisy, p) = nlbf::bench::demo_gather();
+                    (noisy, p)
+                }
+                other => bail!("unknown synthetic gather `{other}` (synthetic-2d, crossspread-3d or demo)"),
+            };
+            Ok((t, Some(p)))
+        }
+        (Some(path), None) => Ok((read_segy(path)?, None)),
+        (None, None) => bail!("give an input: --input <SEG-Y file> or --synthetic <name>"),
+    }
+}
+
+/// SEG-Y reading belongs to the I/O module of issue 2, which this build does not contain yet.
+fn read_segy(path: &Path) -> anyhow::Result<TraceSet> {
+    bail!("{}: reading SEG-Y needs seisgpu's I/O module (issue 2), which is not in this build yet; \
+        use --synthetic meanwhile", path.display())
+}
+
+fn params_from(s: &SearchArgs, preset: Option<EstimateParams>) -> anyhow::Result<EstimateParams> {
+    let mut p = match s.preset.as_deref() {
+        Some("synthetic-2d") => nlbf::synth::params_synthetic_2d(),
+        Some("crossspread-3d") => nlbf::synth::params_crossspread_3d(),
+        Some(o) => bail!("unknown preset `{o}` (synthetic-2d or crossspread-3d)"),
+        None => preset.unwrap_or_else(nlbf::synth::params_synthetic_2d),
+    };
+    let c = &mut p.coords;
+    if let Some(v) = s.x { c.x = v; }
+    if let Some(v) = s.y { c.y = v; }
+    if let Some(v) = s.x_scale { c.x_scale = v; }
+    if let Some(v) = s.y_scale { c.y_scale = v; }
+    if let Some(v) = s.spacing_x { p.spacing_x = v; }
+    if let Some(v) = s.spacing_y { p.spacing_y = v; }
+    if let Some(v) = s.aperture_ad { p.aperture_ad = v.0; }
+    if let Some(v) = s.aperture_be { p.aperture_be = v.0; }
+    if let Some(v) = s.aperture_c { p.aperture_c = v.0; }
+    if let Some(v) = s.window { p.window = v; }
+    if let Some(v) = s.a { p.search.a = v; }
+    if let Some(v) = s.b { p.search.b = v; }
+    if let Some(v) = s.c { p.search.c = v; }
+    if let Some(v) = s.d { p.search.d = v; }
+    if let Some(v) = s.e { p.search.e = v; }
+    Ok(p)
+}
+
+/// Runs the search with the requested variant; returns the estimate and the variant's name.
+fn run_estimate(backend: &Backend, t: &TraceSet, p: &EstimateParams, variant: &str) -> anyhow::Result<(nlbf::Estimate, String)> {
+    let v = match (variant, backend) {
+        ("auto", Backend::Cpu) | ("cpu", _) => nlbf::Variant::Cpu,
+        ("auto", Backend::Gpu(_)) | ("gpu-fast", _) => nlbf::Variant::GpuFast,
+        ("gpu-paper", _) => nlbf::Variant::GpuPaper,
+        (o, _) => bail!("unknown variant `{o}` (auto, cpu, gpu-paper, gpu-fast)"),
+    };
+    if v != nlbf::Variant::Cpu && backend.gpu().is_none() {
+        bail!("--variant {variant} needs a GPU (and --device gpu or auto)");
+    }
+    let setup = Setup::new(t, p)?;
+    eprintln!("nlbf: {} traces x {} samples, {} x {} parameter traces, {} (A, D) x {} (B, E) x {} C combinations, {:?}",
+        setup.ntr(), setup.ns, setup.grid.nx, setup.grid.ny, setup.tables.n_ad(), setup.tables.n_be(), setup.tables.nc, v);
+    let (code, s) = match v {
+        nlbf::Variant::GpuFast => {
+            let g = backend.gpu().unwrap();
+            match nlbf::gpu::FastPlan::new(g, &setup, None) {
+                Ok(plan) => plan.run(g, &setup, &t.data)?,
+                Err(why) => {
+                    eprintln!("nlbf: the fast GPU kernels do not apply ({why}); using the paper-faithful kernel");
+                    nlbf::gpu::estimate_paper(g, &setup, &t.data)?
+                }
+            }
+        }
+        other => nlbf::estimate_with(other, backend, &setup, &t.data)?,
+    };
+    Ok((nlbf::Estimate::from_setup(&setup, code, s), format!("{v:?}")))
+}
+
+pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
+    let backend = global.backend()?;
+    match &args.command {
+        NlbfCommand::Estimate(a) => {
+            let (t, preset) = read_input(&a.input)?;
+            let p = params_from(&a.search, preset)?;
+            let t0 = Instant::now();
+            let (est, variant) = run_estimate(&backend, &t, &p, &a.search.variant)?;
+            let secs = t0.elapsed().as_secs_f64();
+            let files = nlbf::output::write_estimate(&a.out, &est,
+                nlbf::output::run_info(&variant, backend.name(), secs, &p))
+                .with_context(|| format!("writing the estimate to {}", a.out.display()))?;
+            let s = &est.semblance;
+            let mean = s.iter().map(|&v| v as f64).sum::<f64>() / s.len().max(1) as f64;
+            println!("2+2+1 search: {} estimations in {secs:.3} s ({variant}); mean S {mean:.3}; wrote {} files to {}",
+                s.len(), files.len(), a.out.display());
+        }
+        NlbfCommand::Enhance(a) => {
+            let (t, preset) = read_input(&a.input)?;
+            let p = params_from(&a.search, preset)?;
+            let t0 = Instant::now();
+            let (est, variant) = run_estimate(&backend, &t, &p, &a.search.variant)?;
+            let ep = EnhanceParams { aperture: a.aperture.map(|x| x.0).unwrap_or(p.aperture_c) };
+            let out = nlbf::enhance(&backend, &t, &p.coords, &est, &ep)?;
+            let secs = t0.elapsed().as_secs_f64();
+            nlbf::output::write_estimate(&a.out, &est,
+                nlbf::output::run_info(&variant, backend.name(), secs, &p))?;
+            nlbf::output::write_npy_f32(&a.out.join("enhanced.npy"), &[out.len(), out.ns], &out.data)?;
+            nlbf::output::write_npy_f32(&a.out.join("input.npy"), &[t.len(), t.ns], &t.data)?;
+            println!("enhanced {} traces in {secs:.3} s (search + enhancement, {variant}); wrote {}",
+                out.len(), a.out.join("enhanced.npy").display());
+        }
+    }
+    Ok(())
+}
+
+/// Parses `t:v,t:v,...`.
+fn parse_velocity(s: &str) -> anyhow::Result<Vec<(f32, f32)>> {
+    s.split(',')
+        .map(|pair| {
+            let (t, v) = pair.split_once(':').with_context(|| format!("velocity pair `{pair}` is not time:velocity"))?;
+            Ok((t.trim().parse().with_context(|| format!("time in `{pair}`"))?,
+                v.trim().parse().with_context(|| format!("velocity in `{pair}`"))?))
+        })
+        .collect()
+}
+
+pub fn run_nmo(args: &NmoArgs, global: &Global) -> anyhow::Result<()> {
+    let backend = global.backend()?;
+    let (t, _) = read_input(&args.input)?;
+    let p = NmoParams { velocity: parse_velocity(&args.velocity)?, max_stretch: args.max_stretch };
+    let t0 = Instant::now();
+    let out = nlbf::nmo(&backend, &t, &p)?;
+    let secs = t0.elapsed().as_secs_f64();
+    nlbf::output::write_npy_f32(&args.out, &[out.len(), out.ns], &out.data)
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    let muted = out.data.iter().filter(|&&v| v == 0.0).count();
+    println!("NMO: {} traces in {secs:.3} s; {:.1} % of samples muted; wrote {}", out.len(),
+        100.0 * muted as f64 / out.data.len().max(1) as f64, args.out.display());
+    Ok(())
+}

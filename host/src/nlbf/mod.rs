@@ -1,3 +1,967 @@
-//! nlbf (placeholder; see its issue). Shape: mod.rs (params, validation, driver), cpu.rs, gpu.rs, bench.rs.
+//! Nonlinear beamforming (NLBF): the 2+2+1 search for local traveltime operators, the enhancement
+//! they drive, and NMO with a stretch mute.
+//!
+//! Paper: Sun, Silvestrov & Bakulin (2022), J. Geophys. Eng. 19, 389-402 (digest section 1).
+//!
+//! - [`EstimateParams`] and [`Setup`]: the user's parameters, validated, and everything derived from
+//!   them and the trace headers: coordinates, the regular grid of NLBF parameter traces, the three
+//!   apertures of every parameter trace as index lists, the search tables, the shift bounds.
+//! - [`estimate`]: the 2+2+1 search (Table 1) on the CPU reference ([`cpu`]) or the GPU ([`gpu`]:
+//!   the paper-faithful kernel or the fast one). Result: [`Estimate`], the picks {A, B, C, D, E}
+//!   (as indices into the search tables) and S for every parameter trace and time sample.
+//! - [`enhance`]: every trace stacked with its neighbours along the operator interpolated between
+//!   the parameter traces.
+//! - [`nmo`]: NMO correction with a stretch mute, as the paper applies before the search.
+//!
+//! Conventions (the same on CPU and GPU, see `gpu_kernels::nlbf`): semblance exactly as eq. (2);
+//! fractional shifts by linear interpolation of the zero-extended trace; a shifted sample outside
+//! the record is zero but its trace still counts in M; a zero denominator gives S = 0; on equal S
+//! the lowest linear parameter index wins ((A, D) index = iA * nD + iD, (B, E) = iB * nE + iE).
 
 pub mod bench;
+pub mod cpu;
+pub mod gpu;
+pub mod output;
+pub mod synth;
+
+use std::fmt;
+use std::str::FromStr;
+
+use rayon::prelude::*;
+
+use crate::backend::Backend;
+use crate::traces::{TraceHeader, TraceSet};
+use gpu_kernels::nlbf as k;
+
+/// Errors with a message that names the parameter, trace or parameter trace at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum NlbfError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Gpu(#[from] crate::runtime::GpuError),
+}
+
+pub type Result<T> = std::result::Result<T, NlbfError>;
+
+fn invalid<T>(msg: impl Into<String>) -> Result<T> { Err(NlbfError::Invalid(msg.into())) }
+
+/// A search range in the paper's `[min : step : max]` form: values min + k * step, k = 0, 1, ...
+/// while the value does not pass max (a step that does not divide the range stops before max, as
+/// with the paper's 1.33e-5 s/m step: 151 values from -1e-3).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Range {
+    pub min: f64,
+    pub step: f64,
+    pub max: f64,
+}
+
+/// Most values one parameter may take (keeps tables and codes small).
+pub const MAX_RANGE_VALUES: usize = 100_000;
+
+impl Range {
+    pub const fn new(min: f64, step: f64, max: f64) -> Self { Range { min, step, max } }
+    /// A single value (step irrelevant).
+    pub const fn fixed(v: f64) -> Self { Range { min: v, step: 1.0, max: v } }
+
+    /// Number of values. Assumes [`Range::validate`] passed.
+    pub fn count(&self) -> usize {
+        // A tolerance of 1e-6 steps keeps [-1e-4 : 1e-5 : 1e-4] at 21 values despite rounding.
+        ((self.max - self.min) / self.step + 1e-6).floor() as usize + 1
+    }
+
+    /// The values as f32 (computed in f64 from min + k * step, then rounded once).
+    pub fn values(&self) -> Vec<f32> { (0..self.count()).map(|k| (self.min + k as f64 * self.step) as f32).collect() }
+
+    /// Checks finiteness, step > 0, max >= min and the value count; `name` names the parameter.
+    pub fn validate(&self, name: &str) -> Result<()> {
+        if !(self.min.is_finite() && self.step.is_finite() && self.max.is_finite()) {
+            return invalid(format!("search range of {name} [{} : {} : {}] is not finite", self.min, self.step, self.max));
+        }
+        if self.max < self.min {
+            return invalid(format!("search range of {name}: max {} is below min {}", self.max, self.min));
+        }
+        if self.step <= 0.0 {
+            return invalid(format!("search range of {name}: step {} must be positive", self.step));
+        }
+        let n = (self.max - self.min) / self.step;
+        if n + 1.0 > MAX_RANGE_VALUES as f64 {
+            return invalid(format!("search range of {name} has {:.0} values (at most {MAX_RANGE_VALUES})", n + 1.0));
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for Range {
+    type Err = String;
+    /// `min:step:max` (brackets and spaces optional), or one number for a fixed value.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let t = s.trim().trim_start_matches('[').trim_end_matches(']');
+        let parts: Vec<&str> = t.split(':').map(str::trim).collect();
+        let num = |p: &str| p.parse::<f64>().map_err(|e| format!("`{p}` in range `{s}`: {e}"));
+        match parts.as_slice() {
+            [v] => Ok(Range::fixed(num(v)?)),
+            [a, b, c] => Ok(Range::new(num(a)?, num(b)?, num(c)?)),
+            _ => Err(format!("range `{s}` is not min:step:max")),
+        }
+    }
+}
+
+impl fmt::Display for Range {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { write!(f, "[{:e} : {:e} : {:e}]", self.min, self.step, self.max) }
+}
+
+/// The search space of the five operator parameters (A, B in s/m; C, D, E in s/m^2).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SearchSpace {
+    pub a: Range,
+    pub b: Range,
+    pub c: Range,
+    pub d: Range,
+    pub e: Range,
+}
+
+/// A trace-header field used as a coordinate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CoordKey {
+    ReceiverX,
+    ReceiverY,
+    SourceX,
+    SourceY,
+    /// Receiver station number (times the station spacing given with it).
+    ReceiverStation,
+    /// Source station number (times the station spacing given with it).
+    SourceStation,
+    MidpointX,
+    MidpointY,
+    Offset,
+    Inline,
+    Crossline,
+    Cdp,
+    Channel,
+    Ffid,
+}
+
+impl CoordKey {
+    pub const ALL: [(&'static str, CoordKey); 14] = [
+        ("receiver-x", CoordKey::ReceiverX),
+        ("receiver-y", CoordKey::ReceiverY),
+        ("source-x", CoordKey::SourceX),
+        ("source-y", CoordKey::SourceY),
+        ("receiver-station", CoordKey::ReceiverStation),
+        ("source-station", CoordKey::SourceStation),
+        ("midpoint-x", CoordKey::MidpointX),
+        ("midpoint-y", CoordKey::MidpointY),
+        ("offset", CoordKey::Offset),
+        ("inline", CoordKey::Inline),
+        ("crossline", CoordKey::Crossline),
+        ("cdp", CoordKey::Cdp),
+        ("channel", CoordKey::Channel),
+        ("ffid", CoordKey::Ffid),
+    ];
+
+    pub fn name(&self) -> &'static str { Self::ALL.iter().find(|(_, k)| k == self).map(|(n, _)| *n).unwrap_or("?") }
+
+    /// The header value (metres for positions, a number for stations and indices).
+    pub fn value(&self, h: &TraceHeader) -> f64 {
+        match self {
+            CoordKey::ReceiverX => h.gx,
+            CoordKey::ReceiverY => h.gy,
+            CoordKey::SourceX => h.sx,
+            CoordKey::SourceY => h.sy,
+            CoordKey::ReceiverStation => h.receiver_station as f64,
+            CoordKey::SourceStation => h.source_station as f64,
+            CoordKey::MidpointX => h.midpoint().0,
+            CoordKey::MidpointY => h.midpoint().1,
+            CoordKey::Offset => h.offset,
+            CoordKey::Inline => h.inline as f64,
+            CoordKey::Crossline => h.crossline as f64,
+            CoordKey::Cdp => h.cdp as f64,
+            CoordKey::Channel => h.channel as f64,
+            CoordKey::Ffid => h.ffid as f64,
+        }
+    }
+}
+
+impl FromStr for CoordKey {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, k)| *k).ok_or_else(|| {
+            format!("unknown coordinate `{s}` (one of: {})", Self::ALL.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))
+        })
+    }
+}
+
+/// Which header fields give the operator's x and y, and the scale to metres (1 for positions,
+/// the station spacing for station numbers: the paper's field example uses station numbers).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Coordinates {
+    pub x: CoordKey,
+    pub y: CoordKey,
+    pub x_scale: f64,
+    pub y_scale: f64,
+}
+
+impl Coordinates {
+    /// x = receiver position, y = source position along the line (the paper's 2D example).
+    pub const LINE_2D: Coordinates = Coordinates { x: CoordKey::ReceiverX, y: CoordKey::SourceX, x_scale: 1.0, y_scale: 1.0 };
+    /// x = receiver x, y = source y (a cross-spread: receiver line along x, source line along y).
+    pub const CROSS_SPREAD: Coordinates =
+        Coordinates { x: CoordKey::ReceiverX, y: CoordKey::SourceY, x_scale: 1.0, y_scale: 1.0 };
+    /// Station numbers times the station spacing (m), as in the paper's field example.
+    pub fn stations(spacing_x: f64, spacing_y: f64) -> Coordinates {
+        Coordinates { x: CoordKey::ReceiverStation, y: CoordKey::SourceStation, x_scale: spacing_x, y_scale: spacing_y }
+    }
+}
+
+/// A rectangular aperture: full extents in x and y (m). A trace is inside when
+/// |x - x0| <= x / 2 and |y - y0| <= y / 2.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Aperture {
+    pub x: f64,
+    pub y: f64,
+}
+
+/// Everything the 2+2+1 search needs besides the data.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EstimateParams {
+    pub coords: Coordinates,
+    /// Parameter-trace spacing in x and y (m).
+    pub spacing_x: f64,
+    pub spacing_y: f64,
+    /// Apertures of the (A, D) scan, the (B, E) scan and the C scan (Figure 1).
+    pub aperture_ad: Aperture,
+    pub aperture_be: Aperture,
+    pub aperture_c: Aperture,
+    /// Time window N in samples (odd, centred on t0: t0 - N/2 .. t0 + N/2).
+    pub window: usize,
+    pub search: SearchSpace,
+}
+
+/// Longest window the CPU reference and the paper kernel accept (samples).
+pub const MAX_WINDOW: usize = 127;
+
+/// The search tables: the values of A, B, C, D, E back to back (the layout the kernels read).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tables {
+    pub vals: Vec<f32>,
+    pub na: usize,
+    pub nb: usize,
+    pub nc: usize,
+    pub nd: usize,
+    pub ne: usize,
+}
+
+impl Tables {
+    pub fn new(s: &SearchSpace) -> Tables {
+        let (a, b, c, d, e) = (s.a.values(), s.b.values(), s.c.values(), s.d.values(), s.e.values());
+        let (na, nb, nc, nd, ne) = (a.len(), b.len(), c.len(), d.len(), e.len());
+        let vals = [a, b, c, d, e].concat();
+        Tables { vals, na, nb, nc, nd, ne }
+    }
+    pub fn a(&self) -> &[f32] { &self.vals[..self.na] }
+    pub fn b(&self) -> &[f32] { &self.vals[self.na..self.na + self.nb] }
+    pub fn c(&self) -> &[f32] { &self.vals[self.na + self.nb..self.na + self.nb + self.nc] }
+    pub fn d(&self) -> &[f32] { let o = self.na + self.nb + self.nc; &self.vals[o..o + self.nd] }
+    pub fn e(&self) -> &[f32] { let o = self.na + self.nb + self.nc + self.nd; &self.vals[o..o + self.ne] }
+    /// Combinations of the (A, D) and (B, E) scans.
+    pub fn n_ad(&self) -> usize { self.na * self.nd }
+    pub fn n_be(&self) -> usize { self.nb * self.ne }
+    /// {A, B, C, D, E} of a packed code.
+    pub fn decode(&self, code: u32) -> [f32; 5] {
+        let (ia, ib, ic, id, ie) = k::decode_indices(code, self.nb as u32, self.nc as u32, self.nd as u32, self.ne as u32);
+        [self.a()[ia as usize], self.b()[ib as usize], self.c()[ic as usize], self.d()[id as usize], self.e()[ie as usize]]
+    }
+    pub fn code(&self, ad: u32, be: u32, c: u32) -> u32 { k::pack_code(ad, be, c, self.n_be() as u32, self.nc as u32) }
+    /// (ad, be, c) of a packed code.
+    pub fn split(&self, code: u32) -> (u32, u32, u32) { k::unpack_code(code, self.n_be() as u32, self.nc as u32) }
+}
+
+/// The three apertures of every parameter trace as index lists (CSR): the traces of aperture
+/// `phase` around parameter trace `p` are `idx[off[phase][p]..off[phase][p + 1]]`, ascending.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Apertures {
+    /// 3 x (np + 1) offsets, phase-major (phase 0 = (A, D), 1 = (B, E), 2 = C).
+    pub off: Vec<u32>,
+    pub idx: Vec<u32>,
+    pub np: usize,
+}
+
+impl Apertures {
+    pub fn list(&self, phase: usize, p: usize) -> &[u32] {
+        let o = phase * (self.np + 1) + p;
+        &self.idx[self.off[o] as usize..self.off[o + 1] as usize]
+    }
+    pub fn max_len(&self, phase: usize) -> usize { (0..self.np).map(|p| self.list(phase, p).len()).max().unwrap_or(0) }
+    /// Total entries of one phase.
+    pub fn total(&self, phase: usize) -> usize {
+        (self.off[phase * (self.np + 1) + self.np] - self.off[phase * (self.np + 1)]) as usize
+    }
+}
+
+/// The regular grid of NLBF parameter traces: nodes origin + (i sx, j sy), i < nx, j < ny,
+/// covering the traces' bounding box from its lower corner; parameter trace p = j * nx + i.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Grid {
+    pub nx: usize,
+    pub ny: usize,
+    pub sx: f64,
+    pub sy: f64,
+}
+
+impl Grid {
+    pub fn len(&self) -> usize { self.nx * self.ny }
+    pub fn is_empty(&self) -> bool { self.len() == 0 }
+}
+
+/// Everything derived from the parameters and the headers, shared by every backend.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub ns: usize,
+    pub dt: f32,
+    pub inv_dt: f32,
+    /// Half window H (window N = 2H + 1).
+    pub half: usize,
+    /// Trace coordinates relative to `origin` (m), in f32 as the kernels use them.
+    pub tx: Vec<f32>,
+    pub ty: Vec<f32>,
+    /// Lower corner of the traces' bounding box in the chosen coordinates (m).
+    pub origin: (f64, f64),
+    pub grid: Grid,
+    /// Parameter-trace positions relative to `origin` (m).
+    pub px: Vec<f32>,
+    pub py: Vec<f32>,
+    pub apertures: Apertures,
+    pub tables: Tables,
+    /// Bound on |shift| (samples) of any combination in each phase's aperture: stage halos.
+    pub shift_bound: [i32; 3],
+    /// Largest |dx dy| (m^2) in any C-scan aperture (how far one C step moves a trace).
+    pub max_abs_dxdy: f64,
+    /// Largest dx^2 in any (A, D) aperture and dy^2 in any (B, E) aperture (m^2).
+    pub max_dx2_ad: f64,
+    pub max_dy2_be: f64,
+}
+
+impl Setup {
+    pub fn np(&self) -> usize { self.grid.len() }
+    pub fn ntr(&self) -> usize { self.tx.len() }
+    /// Number of estimations (parameter traces x time samples).
+    pub fn estimations(&self) -> usize { self.np() * self.ns }
+    /// (dx, dy) of trace `tr` from parameter trace `p` (f32, as every backend computes them).
+    #[inline]
+    pub fn offset(&self, p: usize, tr: u32) -> (f32, f32) {
+        (self.tx[tr as usize] - self.px[p], self.ty[tr as usize] - self.py[p])
+    }
+
+    /// Validates the parameters against the data and derives the setup. Errors name the parameter,
+    /// trace or parameter trace at fault.
+    pub fn new(traces: &TraceSet, params: &EstimateParams) -> Result<Setup> {
+        validate_traces(traces)?;
+        Self::from_headers(traces, params)
+    }
+
+    /// [`Setup::new`] without the scan of the samples for non-finite values (the caller does it,
+    /// e.g. while staging the upload); everything else is validated.
+    pub fn from_headers(traces: &TraceSet, params: &EstimateParams) -> Result<Setup> {
+        validate_shape(traces)?;
+        let ns = traces.ns;
+        validate_params(params, ns)?;
+        let (tx64, ty64) = coordinates(&traces.headers, &params.coords)?;
+        let (xmin, xmax) = min_max(&tx64);
+        let (ymin, ymax) = min_max(&ty64);
+        let nodes = |extent: f64, s: f64| (extent / s + 1e-9).floor() as usize + 1;
+        let grid = Grid { nx: nodes(xmax - xmin, params.spacing_x), ny: nodes(ymax - ymin, params.spacing_y),
+            sx: params.spacing_x, sy: params.spacing_y };
+        if grid.len() > 1 << 24 {
+            return invalid(format!("{} x {} = {} parameter traces (spacing {} x {} m over {:.0} x {:.0} m) is too many",
+                grid.nx, grid.ny, grid.len(), params.spacing_x, params.spacing_y, xmax - xmin, ymax - ymin));
+        }
+        let tx: Vec<f32> = tx64.iter().map(|&x| (x - xmin) as f32).collect();
+        let ty: Vec<f32> = ty64.iter().map(|&y| (y - ymin) as f32).collect();
+        let mut px = Vec::with_capacity(grid.len());
+        let mut py = Vec::with_capacity(grid.len());
+        for j in 0..grid.ny {
+            for i in 0..grid.nx {
+                px.push((i as f64 * grid.sx) as f32);
+                py.push((j as f64 * grid.sy) as f32);
+            }
+        }
+        let aps = [params.aperture_ad, params.aperture_be, params.aperture_c];
+        let apertures = build_apertures(&tx64, &ty64, (xmin, ymin), (xmax, ymax), &grid, &aps)?;
+        let names = ["(A, D)", "(B, E)", "C"];
+        for (phase, ap) in aps.iter().enumerate() {
+            if let Some(p) = (0..grid.len()).find(|&p| apertures.list(phase, p).is_empty()) {
+                return invalid(format!(
+                    "the {} aperture ({} x {} m) of parameter trace {p} at ({:.1}, {:.1}) m contains no trace: \
+                     enlarge the aperture or the parameter-trace spacing",
+                    names[phase], ap.x, ap.y, xmin + px[p] as f64, ymin + py[p] as f64));
+            }
+        }
+        let tables = Tables::new(&params.search);
+        let dt = traces.dt;
+        let inv_dt = 1.0 / dt;
+        let (shift_bound, sq) = shift_bounds(&tx, &ty, &px, &py, &apertures, &params.search, inv_dt as f64)?;
+        Ok(Setup { ns, dt, inv_dt, half: params.window / 2, tx, ty, origin: (xmin, ymin), grid, px, py, apertures,
+            tables, shift_bound, max_abs_dxdy: sq[2], max_dx2_ad: sq[0], max_dy2_be: sq[1] })
+    }
+}
+
+/// `TraceSet::validate`'s checks, with the scan for non-finite samples in parallel (it reads the
+/// whole gather, so it is part of every end-to-end run).
+pub fn validate_traces(t: &TraceSet) -> Result<()> {
+    validate_shape(t)?;
+    let bad = t.data.par_chunks(t.ns).enumerate().find_first(|(_, tr)| tr.iter().any(|v| !v.is_finite()));
+    if let Some((i, tr)) = bad {
+        let j = tr.iter().position(|v| !v.is_finite()).unwrap_or(0);
+        return invalid(format!("input traces: trace {i} sample {j} is not finite"));
+    }
+    Ok(())
+}
+
+/// Everything [`validate_traces`] checks but the samples themselves.
+pub fn validate_shape(t: &TraceSet) -> Result<()> {
+    if t.is_empty() {
+        return invalid("input traces: the gather has no traces");
+    }
+    if t.ns == 0 {
+        return invalid("input traces: traces have zero samples");
+    }
+    if !(t.dt > 0.0) || !t.dt.is_finite() {
+        return invalid(format!("input traces: sample interval {} s is not positive", t.dt));
+    }
+    if t.data.len() != t.headers.len() * t.ns {
+        return invalid(format!("input traces: {} samples for {} traces of {} samples", t.data.len(), t.headers.len(), t.ns));
+    }
+    Ok(())
+}
+
+fn validate_params(p: &EstimateParams, ns: usize) -> Result<()> {
+    for (name, v) in [("parameter-trace spacing in x", p.spacing_x), ("parameter-trace spacing in y", p.spacing_y)] {
+        if !(v.is_finite() && v > 0.0) {
+            return invalid(format!("{name} is {v} m: it must be positive"));
+        }
+    }
+    for (name, ap) in [("(A, D)", p.aperture_ad), ("(B, E)", p.aperture_be), ("C", p.aperture_c)] {
+        if !(ap.x.is_finite() && ap.y.is_finite() && ap.x >= 0.0 && ap.y >= 0.0) {
+            return invalid(format!("the {name} aperture {} x {} m must be finite and non-negative", ap.x, ap.y));
+        }
+    }
+    for (name, s) in [("x", p.coords.x_scale), ("y", p.coords.y_scale)] {
+        if !(s.is_finite() && s != 0.0) {
+            return invalid(format!("the {name} coordinate scale {s} must be finite and non-zero"));
+        }
+    }
+    if p.window == 0 || p.window % 2 == 0 {
+        return invalid(format!("time window of {} samples: it must be odd (centred on t0)", p.window));
+    }
+    if p.window > ns {
+        return invalid(format!("time window of {} samples is longer than the traces ({ns} samples)", p.window));
+    }
+    if p.window > MAX_WINDOW {
+        return invalid(format!("time window of {} samples: at most {MAX_WINDOW}", p.window));
+    }
+    let s = &p.search;
+    for (name, r) in [("A", s.a), ("B", s.b), ("C", s.c), ("D", s.d), ("E", s.e)] {
+        r.validate(name)?;
+    }
+    let n_ad = s.a.count() as u64 * s.d.count() as u64;
+    let n_be = s.b.count() as u64 * s.e.count() as u64;
+    if n_ad * n_be * s.c.count() as u64 > u32::MAX as u64 {
+        return invalid(format!("search space of {n_ad} (A, D) x {n_be} (B, E) x {} C combinations does not fit the \
+            32-bit pick code", s.c.count()));
+    }
+    Ok(())
+}
+
+fn min_max(v: &[f64]) -> (f64, f64) {
+    v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)))
+}
+
+/// Coordinates (m) of every trace from the chosen header fields; errors when a field is missing
+/// (zero on every trace) or not finite.
+pub fn coordinates(headers: &[TraceHeader], c: &Coordinates) -> Result<(Vec<f64>, Vec<f64>)> {
+    let get = |key: CoordKey, scale: f64, axis: &str| -> Result<Vec<f64>> {
+        let v: Vec<f64> = headers.iter().map(|h| key.value(h) * scale).collect();
+        if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+            return invalid(format!("trace {i}: {axis} coordinate ({}) is not finite", key.name()));
+        }
+        if headers.len() > 1 && v.iter().all(|&x| x == 0.0) {
+            return invalid(format!(
+                "the {axis} coordinate ({}) is zero on every trace: the header field is missing; choose another \
+                 field (e.g. --x receiver-station --x-scale <station spacing>)", key.name()));
+        }
+        Ok(v)
+    };
+    Ok((get(c.x, c.x_scale, "x")?, get(c.y, c.y_scale, "y")?))
+}
+
+/// The apertures of every parameter trace, through a bucket grid of the traces (cells of the
+/// parameter-trace spacing), in parallel over parameter traces. Lists are ascending trace indices.
+fn build_apertures(x: &[f64], y: &[f64], origin: (f64, f64), upper: (f64, f64), grid: &Grid, aps: &[Aperture; 3])
+    -> Result<Apertures> {
+    let np = grid.len();
+    let (cx, cy) = (grid.sx, grid.sy);
+    let bx = ((upper.0 - origin.0) / cx).floor() as usize + 1;
+    let by = ((upper.1 - origin.1) / cy).floor() as usize + 1;
+    // Buckets in CSR form (trace indices ascending within a bucket).
+    let cell = |i: usize| -> usize {
+        let ix = (((x[i] - origin.0) / cx).floor() as usize).min(bx - 1);
+        let iy = (((y[i] - origin.1) / cy).floor() as usize).min(by - 1);
+        iy * bx + ix
+    };
+    let mut count = vec![0u32; bx * by + 1];
+    let cells: Vec<usize> = (0..x.len()).map(cell).collect();
+    for &c in &cells {
+        count[c + 1] += 1;
+    }
+    for i in 1..count.len() {
+        count[i] += count[i - 1];
+    }
+    let mut fill = count.clone();
+    let mut bucket = vec![0u32; x.len()];
+    for (i, &c) in cells.iter().enumerate() {
+        bucket[fill[c] as usize] = i as u32;
+        fill[c] += 1;
+    }
+    let mut off = Vec::with_capacity(3 * (np + 1));
+    let mut idx = Vec::new();
+    for ap in aps {
+        // Half extents with a relative slack of 1e-9 so that traces exactly on the edge are in.
+        let (hx, hy) = (ap.x / 2.0 * (1.0 + 1e-9) + 1e-9, ap.y / 2.0 * (1.0 + 1e-9) + 1e-9);
+        let lists: Vec<Vec<u32>> = (0..np)
+            .into_par_iter()
+            .map(|p| {
+                let (x0, y0) = (origin.0 + (p % grid.nx) as f64 * grid.sx, origin.1 + (p / grid.nx) as f64 * grid.sy);
+                let ix0 = (((x0 - hx - origin.0) / cx).floor().max(0.0)) as usize;
+                let ix1 = ((((x0 + hx - origin.0) / cx).floor().max(0.0)) as usize).min(bx - 1);
+                let iy0 = (((y0 - hy - origin.1) / cy).floor().max(0.0)) as usize;
+                let iy1 = ((((y0 + hy - origin.1) / cy).floor().max(0.0)) as usize).min(by - 1);
+                let mut l = Vec::new();
+                for iy in iy0..=iy1 {
+                    for ix in ix0..=ix1.max(ix0) {
+                        let b = iy * bx + ix;
+                        for &t in &bucket[count[b] as usize..count[b + 1] as usize] {
+                            if (x[t as usize] - x0).abs() <= hx && (y[t as usize] - y0).abs() <= hy {
+                                l.push(t);
+                            }
+                        }
+                    }
+                }
+                l.sort_unstable();
+                l
+            })
+            .collect();
+        let base = idx.len() as u64;
+        off.push(base as u32);
+        let mut total = base;
+        for l in &lists {
+            total += l.len() as u64;
+            if total > u32::MAX as u64 {
+                return invalid("aperture lists exceed 2^32 entries: reduce the apertures or the number of parameter traces");
+            }
+            off.push(total as u32);
+        }
+        for l in lists {
+            idx.extend_from_slice(&l);
+        }
+    }
+    // Offsets are per phase with np + 1 entries each (the pushes above give exactly that).
+    debug_assert_eq!(off.len(), 3 * (np + 1));
+    Ok(Apertures { off, idx, np })
+}
+
+/// Bound (samples) on |shift| for each phase over every aperture entry and every combination the
+/// phase can use, plus a margin of 2 for the floor and the interpolation neighbour; and the largest
+/// dx^2 (phase 0), dy^2 (phase 1), |dx dy| (phase 2) of each phase's apertures.
+fn shift_bounds(tx: &[f32], ty: &[f32], px: &[f32], py: &[f32], ap: &Apertures, s: &SearchSpace, inv_dt: f64)
+    -> Result<([i32; 3], [f64; 3])> {
+    let amax = |r: &Range| r.min.abs().max(r.max.abs());
+    let (a, b, c, d, e) = (amax(&s.a), amax(&s.b), amax(&s.c), amax(&s.d), amax(&s.e));
+    let mut out = [0i32; 3];
+    let mut sq = [0.0f64; 3];
+    for (phase, o) in out.iter_mut().enumerate() {
+        let (m, mxy) = (0..ap.np)
+            .into_par_iter()
+            .map(|p| {
+                let (mut m, mut mxy) = (0.0f64, 0.0f64);
+                for &t in ap.list(phase, p) {
+                    let dx = (tx[t as usize] - px[p]).abs() as f64;
+                    let dy = (ty[t as usize] - py[p]).abs() as f64;
+                    let dt = match phase {
+                        0 => a * dx + d * dx * dx,
+                        1 => b * dy + e * dy * dy,
+                        _ => a * dx + b * dy + c * dx * dy + d * dx * dx + e * dy * dy,
+                    };
+                    m = m.max(dt);
+                    mxy = mxy.max(match phase {
+                        0 => dx * dx,
+                        1 => dy * dy,
+                        _ => dx * dy,
+                    });
+                }
+                (m, mxy)
+            })
+            .reduce(|| (0.0, 0.0), |x, y| (x.0.max(y.0), x.1.max(y.1)));
+        sq[phase] = mxy;
+        let sm = m * inv_dt * (1.0 + 1e-5);
+        if sm > 1e6 {
+            return invalid(format!("the search space shifts traces by up to {sm:.0} samples in the {} scan: \
+                the ranges of A..E or the apertures are far too large", ["(A, D)", "(B, E)", "C"][phase]));
+        }
+        *o = sm.ceil() as i32 + 2;
+    }
+    Ok((out, sq))
+}
+
+/// The result of the 2+2+1 search: for every parameter trace p (grid order, x fastest) and time
+/// sample t, the packed pick (indices of A..E in the search tables) and the semblance S.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    pub grid: Grid,
+    pub ns: usize,
+    pub dt: f32,
+    /// Lower corner of the grid in the chosen coordinates (m).
+    pub origin: (f64, f64),
+    pub tables: Tables,
+    /// `code[p * ns + t]`, see `gpu_kernels::nlbf::pack_code`.
+    pub code: Vec<u32>,
+    /// `semblance[p * ns + t]`.
+    pub semblance: Vec<f32>,
+}
+
+/// One of the six output volumes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Param {
+    A,
+    B,
+    C,
+    D,
+    E,
+    S,
+}
+
+impl Param {
+    pub const ALL: [Param; 6] = [Param::A, Param::B, Param::C, Param::D, Param::E, Param::S];
+    pub fn name(&self) -> &'static str { ["A", "B", "C", "D", "E", "S"][*self as usize] }
+    /// Units of the volume.
+    pub fn unit(&self) -> &'static str { ["s/m", "s/m", "s/m^2", "s/m^2", "s/m^2", "1"][*self as usize] }
+}
+
+impl Estimate {
+    pub fn from_setup(setup: &Setup, code: Vec<u32>, semblance: Vec<f32>) -> Estimate {
+        Estimate { grid: setup.grid, ns: setup.ns, dt: setup.dt, origin: setup.origin, tables: setup.tables.clone(), code,
+            semblance }
+    }
+    /// {A, B, C, D, E} at parameter trace p, sample t.
+    pub fn operator(&self, p: usize, t: usize) -> [f32; 5] { self.tables.decode(self.code[p * self.ns + t]) }
+    /// One output volume, `[p * ns + t]`.
+    pub fn volume(&self, which: Param) -> Vec<f32> {
+        if which == Param::S {
+            return self.semblance.clone();
+        }
+        let q = which as usize;
+        self.code.par_iter().map(|&c| self.tables.decode(c)[q]).collect()
+    }
+    /// Positions (x, y) of the parameter traces in the chosen coordinates (m).
+    pub fn positions(&self) -> Vec<(f64, f64)> {
+        (0..self.grid.len())
+            .map(|p| (self.origin.0 + (p % self.grid.nx) as f64 * self.grid.sx, self.origin.1 + (p / self.grid.nx) as f64 * self.grid.sy))
+            .collect()
+    }
+}
+
+/// Which implementation runs the search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// The CPU reference (Table 1, rayon over parameter traces and time samples).
+    Cpu,
+    /// The paper's GPU design (Tables 2-4).
+    GpuPaper,
+    /// The fast GPU version (resident gather, sliding windows, C-scan kernel).
+    GpuFast,
+}
+
+/// The 2+2+1 search on `backend`: the fast GPU version on a GPU (the paper-faithful kernel where
+/// the fast one does not apply, with a note on stderr), the CPU reference otherwise.
+pub fn estimate(backend: &Backend, traces: &TraceSet, params: &EstimateParams) -> Result<Estimate> {
+    let setup = Setup::new(traces, params)?;
+    let (code, s) = match backend {
+        Backend::Cpu => cpu::estimate(&setup, &traces.data),
+        Backend::Gpu(g) => match gpu::FastPlan::new(g, &setup, None) {
+            Ok(plan) => plan.run(g, &setup, &traces.data)?,
+            Err(why) => {
+                eprintln!("nlbf: the fast GPU kernels do not apply ({why}); using the paper-faithful kernel");
+                gpu::estimate_paper(g, &setup, &traces.data)?
+            }
+        },
+    };
+    Ok(Estimate::from_setup(&setup, code, s))
+}
+
+/// Runs one named variant (tests and benchmarks).
+pub fn estimate_with(variant: Variant, backend: &Backend, setup: &Setup, data: &[f32]) -> Result<(Vec<u32>, Vec<f32>)> {
+    match (variant, backend) {
+        (Variant::Cpu, _) => Ok(cpu::estimate(setup, data)),
+        (Variant::GpuPaper, Backend::Gpu(g)) => gpu::estimate_paper(g, setup, data),
+        (Variant::GpuFast, Backend::Gpu(g)) => {
+            let plan = gpu::FastPlan::new(g, setup, None).map_err(NlbfError::Invalid)?;
+            plan.run(g, setup, data)
+        }
+        (v, Backend::Cpu) => invalid(format!("{v:?} needs a GPU")),
+    }
+}
+
+/// Parameters of the enhancement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EnhanceParams {
+    /// Neighbours stacked with each trace: |x - x_n| <= x/2 and |y - y_n| <= y/2 (m).
+    pub aperture: Aperture,
+}
+
+/// Neighbour lists of every trace (CSR, ascending), through the same bucket search.
+pub fn neighbours(tx: &[f32], ty: &[f32], ap: Aperture) -> Result<(Vec<u32>, Vec<u32>)> {
+    if !(ap.x.is_finite() && ap.y.is_finite() && ap.x >= 0.0 && ap.y >= 0.0) {
+        return invalid(format!("the enhancement aperture {} x {} m must be finite and non-negative", ap.x, ap.y));
+    }
+    let n = tx.len();
+    let (hx, hy) = ((ap.x / 2.0) as f32 * (1.0 + 1e-6) + 1e-6, (ap.y / 2.0) as f32 * (1.0 + 1e-6) + 1e-6);
+    let cs = (ap.x.max(ap.y) / 2.0).max(1.0) as f32;
+    let (xmax, ymax) = (tx.iter().cloned().fold(0.0, f32::max), ty.iter().cloned().fold(0.0, f32::max));
+    let (bx, by) = ((xmax / cs) as usize + 1, (ymax / cs) as usize + 1);
+    if bx.saturating_mul(by) > 1 << 26 {
+        return invalid(format!("enhancement aperture {} x {} m is too small for the survey extent", ap.x, ap.y));
+    }
+    let cell = |i: usize| ((ty[i] / cs) as usize).min(by - 1) * bx + ((tx[i] / cs) as usize).min(bx - 1);
+    let mut count = vec![0u32; bx * by + 1];
+    for i in 0..n {
+        count[cell(i) + 1] += 1;
+    }
+    for i in 1..count.len() {
+        count[i] += count[i - 1];
+    }
+    let mut fill = count.clone();
+    let mut bucket = vec![0u32; n];
+    for i in 0..n {
+        let c = cell(i);
+        bucket[fill[c] as usize] = i as u32;
+        fill[c] += 1;
+    }
+    let lists: Vec<Vec<u32>> = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let (x0, y0) = (tx[i], ty[i]);
+            let ix0 = ((x0 - hx).max(0.0) / cs) as usize;
+            let ix1 = (((x0 + hx) / cs) as usize).min(bx - 1);
+            let iy0 = ((y0 - hy).max(0.0) / cs) as usize;
+            let iy1 = (((y0 + hy) / cs) as usize).min(by - 1);
+            let mut l = Vec::new();
+            for iy in iy0..=iy1 {
+                for ix in ix0..=ix1 {
+                    let b = iy * bx + ix;
+                    for &t in &bucket[count[b] as usize..count[b + 1] as usize] {
+                        if (tx[t as usize] - x0).abs() <= hx && (ty[t as usize] - y0).abs() <= hy {
+                            l.push(t);
+                        }
+                    }
+                }
+            }
+            l.sort_unstable();
+            l
+        })
+        .collect();
+    let mut off = Vec::with_capacity(n + 1);
+    off.push(0u32);
+    let mut idx = Vec::new();
+    for l in lists {
+        idx.extend_from_slice(&l);
+        if idx.len() > u32::MAX as usize {
+            return invalid("enhancement neighbour lists exceed 2^32 entries: reduce the aperture");
+        }
+        off.push(idx.len() as u32);
+    }
+    Ok((off, idx))
+}
+
+/// Everything the enhancement needs besides the data and the estimate.
+#[derive(Debug, Clone)]
+pub struct EnhanceSetup {
+    pub ns: usize,
+    pub inv_dt: f32,
+    pub tx: Vec<f32>,
+    pub ty: Vec<f32>,
+    pub nb_off: Vec<u32>,
+    pub nb_idx: Vec<u32>,
+    /// Trace coordinates relative to the estimate's grid origin: node (i, j) at (i sx, j sy).
+    pub grid: Grid,
+}
+
+impl EnhanceSetup {
+    pub fn new(traces: &TraceSet, coords: &Coordinates, est: &Estimate, params: &EnhanceParams) -> Result<EnhanceSetup> {
+        validate_traces(traces)?;
+        if traces.ns != est.ns {
+            return invalid(format!("the estimate has {} samples per trace, the data {}", est.ns, traces.ns));
+        }
+        if est.code.len() != est.grid.len() * est.ns {
+            return invalid("the estimate's volumes do not match its grid");
+        }
+        let (x, y) = coordinates(&traces.headers, coords)?;
+        let tx: Vec<f32> = x.iter().map(|&v| (v - est.origin.0) as f32).collect();
+        let ty: Vec<f32> = y.iter().map(|&v| (v - est.origin.1) as f32).collect();
+        let (nb_off, nb_idx) = neighbours(&tx, &ty, params.aperture)?;
+        Ok(EnhanceSetup { ns: traces.ns, inv_dt: 1.0 / traces.dt, tx, ty, nb_off, nb_idx, grid: est.grid })
+    }
+}
+
+/// Enhancement: every trace replaced by the mean of its neighbours shifted along the local
+/// operator, the operator interpolated bilinearly between the parameter traces.
+pub fn enhance(backend: &Backend, traces: &TraceSet, coords: &Coordinates, est: &Estimate, params: &EnhanceParams)
+    -> Result<TraceSet> {
+    let setup = EnhanceSetup::new(traces, coords, est, params)?;
+    let data = match backend {
+        Backend::Cpu => cpu::enhance(&setup, est, &traces.data),
+        Backend::Gpu(g) => gpu::enhance(g, &setup, est, &traces.data)?,
+    };
+    Ok(TraceSet { headers: traces.headers.clone(), data, ns: traces.ns, dt: traces.dt, t0: traces.t0 })
+}
+
+/// NMO parameters: an RMS velocity function and the stretch mute.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NmoParams {
+    /// (two-way time s, RMS velocity m/s) pairs, times increasing; linear in between, constant
+    /// beyond the ends.
+    pub velocity: Vec<(f32, f32)>,
+    /// Largest stretch (t - t0) / t0 kept; beyond it samples are muted (e.g. 0.5 = 50 %).
+    pub max_stretch: f32,
+}
+
+/// The velocity function sampled at every output time.
+pub fn vrms_table(p: &NmoParams, ns: usize, dt: f32, t_first: f32) -> Result<Vec<f32>> {
+    if p.velocity.is_empty() {
+        return invalid("NMO: no velocity given");
+    }
+    for (i, &(t, v)) in p.velocity.iter().enumerate() {
+        if !(t.is_finite() && v.is_finite() && v > 0.0) {
+            return invalid(format!("NMO velocity pair {i} ({t} s, {v} m/s): time must be finite, velocity positive"));
+        }
+        if i > 0 && t <= p.velocity[i - 1].0 {
+            return invalid(format!("NMO velocity times must increase (pair {i} at {t} s)"));
+        }
+    }
+    if !(p.max_stretch.is_finite() && p.max_stretch > 0.0) {
+        return invalid(format!("NMO stretch mute {} must be positive", p.max_stretch));
+    }
+    let v = &p.velocity;
+    Ok((0..ns)
+        .map(|i| {
+            let t = t_first + i as f32 * dt;
+            match v.iter().position(|&(tv, _)| tv >= t) {
+                None => v[v.len() - 1].1,
+                Some(0) => v[0].1,
+                Some(j) => {
+                    let ((t0, v0), (t1, v1)) = (v[j - 1], v[j]);
+                    v0 + (v1 - v0) * (t - t0) / (t1 - t0)
+                }
+            }
+        })
+        .collect())
+}
+
+/// NMO correction with a stretch mute; the offset is the source-receiver distance from the
+/// coordinates, or the header's offset where the coordinates are absent.
+pub fn nmo(backend: &Backend, traces: &TraceSet, params: &NmoParams) -> Result<TraceSet> {
+    validate_traces(traces)?;
+    let vrms = vrms_table(params, traces.ns, traces.dt, traces.t0)?;
+    let offsets = nmo_offsets(&traces.headers);
+    let data = match backend {
+        Backend::Cpu => cpu::nmo(&traces.data, traces.ns, traces.dt, traces.t0, &offsets, &vrms, params.max_stretch),
+        Backend::Gpu(g) => gpu::nmo(g, &traces.data, traces.ns, traces.dt, traces.t0, &offsets, &vrms, params.max_stretch)?,
+    };
+    Ok(TraceSet { headers: traces.headers.clone(), data, ns: traces.ns, dt: traces.dt, t0: traces.t0 })
+}
+
+/// |offset| per trace: the coordinates' distance, else the header's offset.
+pub fn nmo_offsets(h: &[TraceHeader]) -> Vec<f32> {
+    h.iter().map(|t| { let d = t.distance(); if d > 0.0 { d as f32 } else { t.offset.abs() as f32 } }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::geometry;
+
+    pub(crate) fn params_2d() -> EstimateParams {
+        EstimateParams {
+            coords: Coordinates::LINE_2D,
+            spacing_x: 140.0,
+            spacing_y: 140.0,
+            aperture_ad: Aperture { x: 400.0, y: 35.0 },
+            aperture_be: Aperture { x: 35.0, y: 400.0 },
+            aperture_c: Aperture { x: 400.0, y: 400.0 },
+            window: 11,
+            search: SearchSpace {
+                a: Range::new(-1e-4, 1e-5, 1e-4),
+                b: Range::new(-1e-4, 1e-5, 1e-4),
+                c: Range::new(-1.25e-7, 0.25e-7, 1.25e-7),
+                d: Range::new(-1.25e-7, 0.25e-7, 1.25e-7),
+                e: Range::new(-1.25e-7, 0.25e-7, 1.25e-7),
+            },
+        }
+    }
+
+    #[test]
+    fn range_counts_match_the_paper() {
+        assert_eq!(Range::new(-1e-4, 1e-5, 1e-4).count(), 21);
+        assert_eq!(Range::new(-1.25e-7, 0.25e-7, 1.25e-7).count(), 11);
+        assert_eq!(Range::new(-1e-3, 1.33e-5, 1e-3).count(), 151);
+        assert_eq!("[-1e-3:1.33e-5:1e-3]".parse::<Range>().unwrap().count(), 151);
+        assert_eq!("0".parse::<Range>().unwrap().count(), 1);
+        assert!("1:2".parse::<Range>().is_err());
+    }
+
+    #[test]
+    fn apertures_on_the_paper_2d_line() {
+        let tr = crate::synth::noise_traces(geometry::line_2d(41, 25.0, 41, 25.0), 50, 0.004, 1);
+        let s = Setup::new(&tr, &params_2d()).unwrap();
+        assert_eq!((s.grid.nx, s.grid.ny), (8, 8)); // 1000 m / 140 m -> 0..7
+        // (A, D) aperture at the corner node: 9 receivers (0..200 m) x 1 source.
+        assert_eq!(s.apertures.list(0, 0).len(), 9);
+        // At node (1, 1) = (140, 140): receivers 0..340 (14) x sources 125, 150 (2).
+        assert_eq!(s.apertures.list(0, 8 + 1).len(), 14 * 2);
+        assert_eq!(s.apertures.list(2, 8 + 1).len(), 14 * 14);
+        for p in 0..s.np() {
+            for ph in 0..3 {
+                let l = s.apertures.list(ph, p);
+                assert!(l.windows(2).all(|w| w[0] < w[1]));
+            }
+        }
+        assert_eq!(s.shift_bound[0], (1e-4f64 * 200.0 / 0.004 + 1.25e-7 * 40000.0 / 0.004).ceil() as i32 + 2);
+    }
+
+    #[test]
+    fn bad_input_gives_clear_errors() {
+        let tr = crate::synth::noise_traces(geometry::line_2d(9, 25.0, 9, 25.0), 40, 0.004, 2);
+        let err = |p: EstimateParams| Setup::new(&tr, &p).unwrap_err().to_string();
+        let mut p = params_2d();
+        p.search.a.step = 0.0;
+        assert!(err(p).contains("step 0 must be positive"), "{}", err(p));
+        let mut p = params_2d();
+        p.search.d = Range::new(1.0, 0.1, -1.0);
+        assert!(err(p).contains("max -1 is below min 1"));
+        let mut p = params_2d();
+        p.window = 41;
+        assert!(err(p).contains("longer than the traces"));
+        let mut p = params_2d();
+        p.window = 10;
+        assert!(err(p).contains("must be odd"));
+        let mut p = params_2d();
+        p.aperture_ad = Aperture { x: 10.0, y: 10.0 };
+        p.spacing_x = 30.0;
+        assert!(err(p).contains("contains no trace"), "{}", err(p));
+        let mut p = params_2d();
+        p.spacing_y = -5.0;
+        assert!(err(p).contains("spacing in y is -5"));
+        let mut p = params_2d();
+        p.coords.y = CoordKey::ReceiverY;
+        assert!(err(p).contains("zero on every trace"), "{}", err(p));
+    }
+}

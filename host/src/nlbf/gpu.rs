@@ -1,0 +1,598 @@
+//! GPU drivers: the paper-faithful 2+2+1 design, the fast version, enhancement and NMO.
+//!
+//! Paper-faithful (Tables 2-4): for every parameter trace a stream is taken from the pool, the
+//! traces of its three apertures are collected on the host into that stream's page-locked buffer,
+//! copied asynchronously, and one `nlbf_paper` launch (grid = Nt, block = Table 3) computes all its
+//! time samples. Kernels get raw device pointers so that cudarc's per-buffer event tracking does
+//! not serialise the pool (every stream writes its own rows of the shared output).
+//!
+//! Fast: the whole gather, the trace coordinates and the three apertures (index lists) are
+//! resident on the device; `nlbf_slide_*` runs the (A, D) and (B, E) scans of every parameter
+//! trace in one launch, `nlbf_cscan_*` the C scan; picks come back packed (one u32 + S per
+//! estimation). [`FastEngine`] keeps page-locked staging and device buffers between gathers, so
+//! the next gather's upload is a chunked, overlapped copy.
+
+use std::sync::Arc;
+
+use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PinnedHostSlice};
+use rayon::prelude::*;
+
+use super::{EnhanceSetup, Estimate, EstimateParams, NlbfError, Result, Setup};
+use crate::traces::TraceSet;
+use crate::launch;
+use crate::runtime::{Gpu, GpuError};
+use gpu_kernels::nlbf as k;
+
+fn drv(what: impl Into<String>) -> impl FnOnce(cudarc::driver::DriverError) -> NlbfError {
+    let what = what.into();
+    move |e| NlbfError::Gpu(GpuError::driver(what)(e))
+}
+
+/// Raw device address of a buffer (the caller orders the streams that use it).
+pub(crate) fn dptr<T>(s: &CudaSlice<T>, stream: &Arc<CudaStream>) -> u64 {
+    let (p, _sync) = s.device_ptr(stream);
+    p
+}
+
+fn dptr_mut<T>(s: &mut CudaSlice<T>, stream: &Arc<CudaStream>) -> u64 {
+    let (p, _sync) = s.device_ptr_mut(stream);
+    p
+}
+
+/// Page-locked host memory; `write_combined` for buffers the host only writes (uploads).
+fn pinned<T: cudarc::driver::DeviceRepr>(gpu: &Gpu, len: usize, write_combined: bool) -> Result<PinnedHostSlice<T>> {
+    let flags = if write_combined { sys::CU_MEMHOSTALLOC_WRITECOMBINED } else { 0 };
+    unsafe { gpu.context().alloc_pinned_with_flags::<T>(len.max(1), flags) }
+        .map_err(drv(format!("allocating {len} elements of page-locked memory")))
+}
+
+/// Host slice of a page-locked buffer (waits for the buffer's last recorded use).
+fn pinned_mut<T: cudarc::driver::ValidAsZeroBits>(p: &mut PinnedHostSlice<T>) -> Result<&mut [T]> {
+    p.as_mut_slice().map_err(drv("mapping page-locked memory"))
+}
+
+/// Asynchronous host-to-device copy of `src` to device address `dst` on `stream`.
+///
+/// # Safety
+/// `dst` must be valid for `src.len()` elements; `src` must stay alive and unchanged until the
+/// copy completes (page-locked for a truly asynchronous copy).
+unsafe fn htod<T>(stream: &CudaStream, dst: u64, src: &[T]) -> Result<()> {
+    unsafe { cudarc::driver::result::memcpy_htod_async(dst, src, stream.cu_stream()) }
+        .map_err(drv(format!("copying {} elements to the GPU", src.len())))
+}
+
+/// Asynchronous device-to-host copy; same safety rules as [`htod`].
+unsafe fn dtoh<T>(stream: &CudaStream, dst: &mut [T], src: u64) -> Result<()> {
+    unsafe { cudarc::driver::result::memcpy_dtoh_async(dst, src, stream.cu_stream()) }
+        .map_err(drv(format!("copying {} elements from the GPU", dst.len())))
+}
+
+// -------------------------------------------------------------------------------------------------
+// Paper-faithful variant.
+// -------------------------------------------------------------------------------------------------
+
+/// An attribute of a kernel of the embedded module (e.g. the most threads per block its register
+/// use allows once the driver has compiled it for this GPU).
+pub fn kernel_attribute(gpu: &Gpu, kernel: &str, attr: sys::CUfunction_attribute) -> Result<i32> {
+    let f = gpu.function(kernel)?;
+    let mut v = 0i32;
+    unsafe { sys::cuFuncGetAttribute(&mut v, attr, f.cu_function()) }
+        .result()
+        .map_err(drv(format!("reading an attribute of `{kernel}`")))?;
+    Ok(v)
+}
+
+/// (registers per thread, local memory bytes per thread, most threads per block) of `kernel` as
+/// the driver compiled it for this GPU.
+pub fn kernel_resources(gpu: &Gpu, kernel: &str) -> Result<(i32, i32, i32)> {
+    use sys::CUfunction_attribute as A;
+    Ok((kernel_attribute(gpu, kernel, A::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+        kernel_attribute(gpu, kernel, A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+        kernel_attribute(gpu, kernel, A::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?))
+}
+
+/// The most threads per block `kernel` can run with on this GPU.
+pub fn max_threads(gpu: &Gpu, kernel: &str) -> Result<u32> {
+    Ok(kernel_attribute(gpu, kernel, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as u32)
+}
+
+/// Table 3's block size, lowered to what the compiled kernel allows (a register-heavy build of
+/// `nlbf_paper` cannot run 1024 threads; the stride loop covers the rest).
+pub fn paper_block(gpu: &Gpu, setup: &Setup) -> Result<u32> {
+    let t = &setup.tables;
+    let bd = k::paper_block_size(t.n_ad() as u32, t.n_be() as u32, t.nc as u32);
+    Ok(bd.min(max_threads(gpu, "nlbf_paper")? / 32 * 32).max(32))
+}
+
+/// Bytes of dynamic shared memory of `nlbf_paper` with block size `bd` (carver alignment included).
+pub fn paper_shared(bd: u32) -> u32 { (bd * 4).next_multiple_of(16) * 2 + 16 }
+
+/// The 2+2+1 search as the paper runs it (Tables 2-4). Returns (codes, semblance), `[p * ns + t]`.
+pub fn estimate_paper(gpu: &Gpu, setup: &Setup, data: &[f32]) -> Result<(Vec<u32>, Vec<f32>)> {
+    estimate_paper_subset(gpu, setup, data, &(0..setup.np()).collect::<Vec<_>>())
+}
+
+/// The paper-faithful search for the listed parameter traces (results `[i * ns + t]`).
+pub fn estimate_paper_subset(gpu: &Gpu, setup: &Setup, data: &[f32], ptraces: &[usize]) -> Result<(Vec<u32>, Vec<f32>)> {
+    let ns = setup.ns;
+    let ap = &setup.apertures;
+    let t = &setup.tables;
+    let cap_rows = ap.max_len(0) + ap.max_len(1) + ap.max_len(2);
+    let streams = gpu.streams();
+    let main = gpu.stream();
+    gpu.ensure_fits("the paper kernel's staging buffers", streams.len() * cap_rows * (ns + 2) * 4 + ptraces.len() * ns * 8)?;
+    // Per stream: page-locked rows + geometry on the host, and their device twins.
+    let mut h_rows = Vec::new();
+    let mut h_geom = Vec::new();
+    let mut d_rows = Vec::new();
+    let mut d_geom = Vec::new();
+    for _ in streams {
+        h_rows.push(pinned::<f32>(gpu, cap_rows * ns, true)?);
+        h_geom.push(pinned::<f32>(gpu, 2 * cap_rows, true)?);
+        d_rows.push(gpu.zeros::<f32>(cap_rows * ns)?);
+        d_geom.push(gpu.zeros::<f32>(2 * cap_rows)?);
+    }
+    let vals = gpu.upload(&t.vals)?;
+    let mut out_code = gpu.zeros::<u32>(ptraces.len() * ns)?;
+    let mut out_s = gpu.zeros::<f32>(ptraces.len() * ns)?;
+    gpu.synchronize()?;
+    let vals_p = dptr(&vals, main);
+    let code_p = dptr_mut(&mut out_code, main);
+    let s_p = dptr_mut(&mut out_s, main);
+    let d_rows_p: Vec<u64> = d_rows.iter_mut().map(|b| dptr_mut(b, main)).collect();
+    let d_geom_p: Vec<u64> = d_geom.iter_mut().map(|b| dptr_mut(b, main)).collect();
+
+    // Table 3: grid = Nt, block = largest phase rounded up to a warp, capped at 1024.
+    let bd = paper_block(gpu, setup)?;
+    let cfg = LaunchConfig { grid_dim: (ns as u32, 1, 1), block_dim: (bd, 1, 1), shared_mem_bytes: paper_shared(bd) };
+    let (ns32, h32, inv_dt) = (ns as u32, setup.half as u32, setup.inv_dt);
+    let (na, nb, nc, nd, ne) = (t.na as u32, t.nb as u32, t.nc as u32, t.nd as u32, t.ne as u32);
+    for (i, &p) in ptraces.iter().enumerate() {
+        let slot = i % streams.len();
+        let st = &streams[slot];
+        // Fetch an available stream (Table 2, line 10): its previous copy and kernel are done.
+        st.synchronize().map_err(drv("waiting for a pool stream"))?;
+        let (rows, geom) = (pinned_mut(&mut h_rows[slot])?, pinned_mut(&mut h_geom[slot])?);
+        let mut m = [0u32; 3];
+        let mut r = 0usize;
+        for (phase, mp) in m.iter_mut().enumerate() {
+            // Lines 11-16: collect the traces of each aperture.
+            for &tr in ap.list(phase, p) {
+                rows[r * ns..(r + 1) * ns].copy_from_slice(&data[tr as usize * ns..(tr as usize + 1) * ns]);
+                let (dx, dy) = setup.offset(p, tr);
+                geom[2 * r] = dx;
+                geom[2 * r + 1] = dy;
+                r += 1;
+            }
+            *mp = ap.list(phase, p).len() as u32;
+        }
+        unsafe {
+            htod(st, d_rows_p[slot], &rows[..r * ns])?;
+            htod(st, d_geom_p[slot], &geom[..2 * r])?;
+        }
+        let (rows_p, geom_p) = (d_rows_p[slot], d_geom_p[slot]);
+        let pi = i as u32;
+        launch!(on st, gpu, "nlbf_paper", cfg, &ns32, &h32, &inv_dt, &rows_p, &geom_p, &m[0], &m[1], &m[2], &vals_p, &na,
+            &nb, &nc, &nd, &ne, &pi, &code_p, &s_p)?;
+    }
+    gpu.synchronize()?;
+    let code = main.clone_dtoh(&out_code).map_err(drv("downloading picks"))?;
+    let s = main.clone_dtoh(&out_s).map_err(drv("downloading semblance"))?;
+    drop((d_rows, d_geom, vals));
+    Ok((code, s))
+}
+
+// -------------------------------------------------------------------------------------------------
+// Fast variant.
+// -------------------------------------------------------------------------------------------------
+
+/// Launch shapes of the fast kernels for one setup.
+#[derive(Debug, Clone)]
+pub struct FastPlan {
+    pub slide_kernel: &'static str,
+    /// Time samples per lane (L) and half window (H) of the sliding kernel, and values of D (E)
+    /// evaluated per pass (G).
+    pub run: u32,
+    pub slide_group: u32,
+    pub half: u32,
+    pub nchunks: u32,
+    pub span: u32,
+    pub mmax: u32,
+    pub smax: i32,
+    pub slide_cfg: LaunchConfig,
+    pub cscan_kernel: &'static str,
+    /// C values per thread of the C-scan kernel.
+    pub cscan_group: u32,
+    pub nchunks3: u32,
+    pub span3: u32,
+    pub smax3: i32,
+    pub cscan_cfg: LaunchConfig,
+}
+
+impl FastPlan {
+    /// Plans the launches; `Err(reason)` where the fast kernels do not apply (window half-length
+    /// without a compiled kernel, more than 64 C values, an aperture too large for shared memory).
+    /// `run` forces the sliding kernel's run length L (one combination per pass); otherwise the
+    /// variant with the lowest expected time is taken (see [`FastPlan::tuned`]).
+    pub fn new(gpu: &Gpu, setup: &Setup, run: Option<u32>) -> std::result::Result<FastPlan, String> {
+        Self::tuned(gpu, setup, Tuning { slide: run.map(|l| (l, 1)), cscan_group: None })
+    }
+
+    /// Plans with the sliding variant (L, G) and the C-scan group forced where given. A group whose
+    /// shifts of one trace could span a sample or more is refused. Unforced, the sliding variant
+    /// minimises computed evaluations x measured cost per evaluation ([`SLIDE_COST`]) and the C
+    /// scan takes the largest valid group.
+    pub fn tuned(gpu: &Gpu, setup: &Setup, tune: Tuning) -> std::result::Result<FastPlan, String> {
+        let h = setup.half as u32;
+        let ns = setup.ns as u32;
+        let t = &setup.tables;
+        let step = |v: &[f32]| if v.len() > 1 { (v[1] - v[0]).abs() as f64 * 1.0001 } else { 0.0 };
+        // Span (samples) of the shifts of G adjacent D (E) values on one trace of aperture 1 (2).
+        let slide_span = |g: u32| {
+            let g = (g - 1) as f64;
+            (g * step(t.d()) * setup.max_dx2_ad).max(g * step(t.e()) * setup.max_dy2_be) * setup.inv_dt as f64
+        };
+        let valid = |&(l, g): &(u32, u32)| k::slide_kernel_name_g(l, h, g).is_some() && (g == 1 || slide_span(g) < 0.99);
+        let computed = |l: u32| ns.div_ceil(k::slide_outputs(l, h)) as f64 * 32.0 * l as f64;
+        let cost = |&(l, g): &(u32, u32)| {
+            computed(l) * SLIDE_COST.iter().find(|c| (c.0, c.1) == (l, g)).map(|c| c.2).unwrap_or(1.0)
+        };
+        let (l, sg) = match tune.slide {
+            Some(v) if valid(&v) => v,
+            Some(v) => return Err(format!("sliding variant {v:?} does not apply (span {:.2} samples or no kernel)",
+                slide_span(v.1))),
+            None => k::slide_variants(h).iter().copied().filter(valid)
+                .min_by(|a, b| cost(a).total_cmp(&cost(b)))
+                .ok_or_else(|| format!("no sliding kernel for a window of {} samples", 2 * h + 1))?,
+        };
+        let slide_kernel = k::slide_kernel_name_g(l, h, sg).unwrap();
+        let group = tune.cscan_group;
+        let t_out = k::slide_outputs(l, h);
+        let nchunks = ns.div_ceil(t_out);
+        let smax = setup.shift_bound[0].max(setup.shift_bound[1]);
+        let span = 32 * l + 2 * smax as u32 + 2;
+        let mmax = setup.apertures.max_len(0).max(setup.apertures.max_len(1)) as u32;
+        let w = k::SLIDE_WARPS;
+        let rows_bytes = ((mmax * span * 4) as usize).max((w * 32 * l * 8) as usize).next_multiple_of(16);
+        let smem = rows_bytes + (2 * mmax as usize * 4).next_multiple_of(16);
+        let limit = gpu.info().max_shared_per_block_optin as usize;
+        if smem > limit {
+            return Err(format!("the (A, D)/(B, E) apertures ({mmax} traces x {span} staged samples) need {} KiB of \
+                shared memory, {} KiB available", smem / 1024, limit / 1024));
+        }
+        let np = setup.np() as u64;
+        if np * nchunks as u64 >= i32::MAX as u64 {
+            return Err("too many parameter traces for one launch".into());
+        }
+        let slide_cfg = LaunchConfig { grid_dim: ((np * nchunks as u64) as u32, 2, 1), block_dim: (32 * w, 1, 1),
+            shared_mem_bytes: smem as u32 };
+
+        // C values per thread: the largest compiled group whose shifts of one trace span less than
+        // one sample (the kernel's shared window then covers them all).
+        let c_step = if t.nc > 1 { (t.c()[1] - t.c()[0]).abs() as f64 * 1.0001 } else { 0.0 };
+        let span_of = |g: u32| (g.min(t.nc as u32).max(1) - 1) as f64 * c_step * setup.max_abs_dxdy * setup.inv_dt as f64;
+        let group = match group {
+            Some(g) if span_of(g) < 0.99 && k::cscan_kernel_name(h, g).is_some() => g,
+            Some(g) => return Err(format!("C-scan group {g} does not apply (span {:.2} samples or no kernel)", span_of(g))),
+            None => k::CSCAN_GROUPS.iter().copied().filter(|&g| k::cscan_kernel_name(h, g).is_some() && span_of(g) < 0.99)
+                .next().ok_or_else(|| format!("no C-scan kernel for half window {h}"))?,
+        };
+        let cscan_kernel = k::cscan_kernel_name(h, group).unwrap();
+        let groups = (t.nc as u32).div_ceil(group);
+        let threads3 = k::CSCAN_TIMES * groups;
+        let cap = max_threads(gpu, cscan_kernel).map_err(|e| e.to_string())?;
+        if threads3 > cap {
+            return Err(format!("{} C values: the C-scan kernel takes at most {}", t.nc, cap / k::CSCAN_TIMES * group));
+        }
+        let smax3 = setup.shift_bound[2];
+        let span3 = k::CSCAN_TIMES + 2 * h + 2 * smax3 as u32 + 4;
+        let rows3 = ((k::CSCAN_BATCH * span3 * 4) as usize).max(threads3 as usize * 8).next_multiple_of(16);
+        let smem3 = rows3 + (2 * k::CSCAN_BATCH as usize * 4).next_multiple_of(16);
+        if smem3 > limit {
+            return Err(format!("the C scan's shift range ({smax3} samples) needs {} KiB of shared memory", smem3 / 1024));
+        }
+        let nchunks3 = ns.div_ceil(k::CSCAN_TIMES);
+        let cscan_cfg = LaunchConfig { grid_dim: ((np * nchunks3 as u64) as u32, 1, 1), block_dim: (threads3, 1, 1),
+            shared_mem_bytes: smem3 as u32 };
+        Ok(FastPlan { slide_kernel, run: l, slide_group: sg, half: h, nchunks, span, mmax, smax, slide_cfg, cscan_kernel, cscan_group: group,
+            nchunks3, span3, smax3, cscan_cfg })
+    }
+
+    /// Uploads everything (pageable copies) and allocates the outputs.
+    pub fn upload(&self, gpu: &Gpu, setup: &Setup, data: &[f32]) -> Result<FastBuffers> {
+        let np = setup.np();
+        let ns = setup.ns;
+        gpu.ensure_fits("the gather and the fast kernels' buffers", data.len() * 4 + np * ns * 24 + setup.apertures.idx.len() * 4)?;
+        Ok(FastBuffers {
+            data: gpu.upload(data)?,
+            tx: gpu.upload(&setup.tx)?,
+            ty: gpu.upload(&setup.ty)?,
+            px: gpu.upload(&setup.px)?,
+            py: gpu.upload(&setup.py)?,
+            ap_off: gpu.upload(&setup.apertures.off)?,
+            ap_idx: gpu.upload(&setup.apertures.idx)?,
+            vals: gpu.upload(&setup.tables.vals)?,
+            picks: gpu.zeros::<u32>(2 * np * ns)?,
+            pick_s: gpu.zeros::<f32>(2 * np * ns)?,
+            code: gpu.zeros::<u32>(np * ns)?,
+            sem: gpu.zeros::<f32>(np * ns)?,
+        })
+    }
+
+    /// The (A, D) + (B, E) launch (phase-1/2 picks and their S / M in `picks`, `pick_s`).
+    pub fn launch_slide(&self, gpu: &Gpu, setup: &Setup, b: &mut FastBuffers) -> Result<()> {
+        let t = &setup.tables;
+        let (ns, np) = (setup.ns as u32, setup.np() as u32);
+        let (na, nb, nc, nd, ne) = (t.na as u32, t.nb as u32, t.nc as u32, t.nd as u32, t.ne as u32);
+        launch!(gpu, self.slide_kernel, self.slide_cfg, &ns, &np, &self.nchunks, &setup.inv_dt, &self.smax, &self.span,
+            &self.mmax, &b.data, &b.tx, &b.ty, &b.px, &b.py, &b.ap_off, &b.ap_idx, &b.vals, &na, &nb, &nc, &nd, &ne,
+            &mut b.picks, &mut b.pick_s)?;
+        Ok(())
+    }
+
+    /// The C-scan launch (final codes and S).
+    pub fn launch_cscan(&self, gpu: &Gpu, setup: &Setup, b: &mut FastBuffers) -> Result<()> {
+        let t = &setup.tables;
+        let (ns, np) = (setup.ns as u32, setup.np() as u32);
+        let (na, nb, nc, nd, ne) = (t.na as u32, t.nb as u32, t.nc as u32, t.nd as u32, t.ne as u32);
+        let off3 = b.ap_off.slice(2 * (setup.np() + 1)..);
+        launch!(gpu, self.cscan_kernel, self.cscan_cfg, &ns, &np, &self.nchunks3, &setup.inv_dt, &self.smax3, &self.span3,
+            &b.data, &b.tx, &b.ty, &b.px, &b.py, &off3, &b.ap_idx, &b.vals, &na, &nb, &nc, &nd, &ne, &b.picks,
+            &mut b.code, &mut b.sem)?;
+        Ok(())
+    }
+
+    /// Both launches (kernel-only timing).
+    pub fn launch(&self, gpu: &Gpu, setup: &Setup, b: &mut FastBuffers) -> Result<()> {
+        self.launch_slide(gpu, setup, b)?;
+        self.launch_cscan(gpu, setup, b)
+    }
+
+    /// Upload, kernels, download (pageable copies; see [`FastEngine`] for the reusable version).
+    pub fn run(&self, gpu: &Gpu, setup: &Setup, data: &[f32]) -> Result<(Vec<u32>, Vec<f32>)> {
+        let mut b = self.upload(gpu, setup, data)?;
+        self.launch(gpu, setup, &mut b)?;
+        Ok((gpu.download(&b.code)?, gpu.download(&b.sem)?))
+    }
+}
+
+/// Forced kernel variants (tuning); `None` = chosen by [`FastPlan::tuned`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tuning {
+    /// (run length L, D/E values per pass G) of the sliding kernel.
+    pub slide: Option<(u32, u32)>,
+    /// C values per thread of the C-scan kernel.
+    pub cscan_group: Option<u32>,
+}
+
+/// Relative cost per computed evaluation of the sliding variants (L, G, cost); the planner
+/// multiplies it by the padded number of evaluations. G = 1 entries are the H100 measurements at
+/// paper size (docs/notes/nlbf.md: time per evaluation relative to L = 7, the same on both
+/// workloads to 0.2 %). The grouped (G > 1) and even-L variants have not been timed at paper size
+/// yet: they carry a neutral 1.0 so that the default stays on measured ground; `seisgpu bench
+/// nlbf` times every variant and reports the best.
+pub const SLIDE_COST: [(u32, u32, f64); 10] = [(7, 1, 1.0), (9, 1, 0.927), (10, 1, 1.0), (11, 1, 0.905), (13, 1, 0.869),
+    (14, 1, 1.0), (7, 4, 1.0), (9, 4, 1.0), (9, 2, 1.0), (13, 2, 1.0)];
+
+/// Device buffers of the fast variant.
+pub struct FastBuffers {
+    pub data: CudaSlice<f32>,
+    pub tx: CudaSlice<f32>,
+    pub ty: CudaSlice<f32>,
+    pub px: CudaSlice<f32>,
+    pub py: CudaSlice<f32>,
+    pub ap_off: CudaSlice<u32>,
+    pub ap_idx: CudaSlice<u32>,
+    pub vals: CudaSlice<f32>,
+    /// Phase-1 and phase-2 picks, `[(phase * np + p) * ns + t]`, and their S (from the slide kernel).
+    pub picks: CudaSlice<u32>,
+    pub pick_s: CudaSlice<f32>,
+    pub code: CudaSlice<u32>,
+    pub sem: CudaSlice<f32>,
+}
+
+/// The fast variant as a reusable engine for a stream of gathers of one shape: page-locked
+/// staging for the gather (filled in chunks by all cores while earlier chunks are on their way),
+/// page-locked result buffers, device buffers allocated once.
+pub struct FastEngine {
+    pub plan: FastPlan,
+    pub bufs: FastBuffers,
+    stage: PinnedHostSlice<f32>,
+    out_code: PinnedHostSlice<u32>,
+    out_s: PinnedHostSlice<f32>,
+    /// Events at start, after the uploads, after the kernels, after the downloads.
+    events: [cudarc::driver::CudaEvent; 4],
+    tuning: Tuning,
+}
+
+/// Chunks the gather upload is split into (host copy of chunk i+1 overlaps the DMA of chunk i).
+const UPLOAD_CHUNKS: usize = 8;
+
+impl FastEngine {
+    pub fn new(gpu: &Gpu, setup: &Setup, data: &[f32], run: Option<u32>) -> Result<FastEngine> {
+        Self::with_tuning(gpu, setup, data, Tuning { slide: run.map(|l| (l, 1)), cscan_group: None })
+    }
+
+    /// An engine with forced kernel variants (see [`FastPlan::tuned`]).
+    pub fn with_tuning(gpu: &Gpu, setup: &Setup, data: &[f32], tuning: Tuning) -> Result<FastEngine> {
+        let plan = FastPlan::tuned(gpu, setup, tuning).map_err(NlbfError::Invalid)?;
+        let bufs = plan.upload(gpu, setup, data)?;
+        let n = setup.estimations();
+        let ev = || gpu.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(drv("creating an event"));
+        Ok(FastEngine { plan, bufs, stage: pinned(gpu, data.len(), true)?, out_code: pinned(gpu, n, false)?,
+            out_s: pinned(gpu, n, false)?, events: [ev()?, ev()?, ev()?, ev()?], tuning })
+    }
+
+    /// GPU-side times of the last [`FastEngine::process`] (ms): uploads (including the host's
+    /// staging copies they overlap), kernels, downloads.
+    pub fn last_breakdown_ms(&self) -> Result<(f64, f64, f64)> {
+        let e = &self.events;
+        let ms = |a: &cudarc::driver::CudaEvent, b| a.elapsed_ms(b).map(|v| v as f64).map_err(drv("reading event times"));
+        Ok((ms(&e[0], &e[1])?, ms(&e[1], &e[2])?, ms(&e[2], &e[3])?))
+    }
+
+    /// One gather end to end: host data -> device -> both kernels -> results in host memory.
+    /// The setup (geometry, apertures) must have the shape the engine was built for.
+    pub fn process(&mut self, gpu: &Gpu, setup: &Setup, data: &[f32]) -> Result<(Vec<u32>, Vec<f32>)> {
+        if data.len() != self.bufs.data.len() {
+            return Err(NlbfError::Invalid("FastEngine::process: the gather's size differs from the engine's".into()));
+        }
+        self.stage_upload(gpu, data, false)?;
+        self.finish(gpu, setup)
+    }
+
+    /// The whole search for one gather, end to end, in one pass over the samples: they are checked
+    /// for finiteness while being staged for the upload, and the geometry (coordinates, apertures)
+    /// is derived on the host while the copies are in flight.
+    pub fn estimate(&mut self, gpu: &Gpu, traces: &TraceSet, params: &EstimateParams) -> Result<Estimate> {
+        super::validate_shape(traces)?;
+        if traces.data.len() != self.bufs.data.len() {
+            return Err(NlbfError::Invalid(format!("FastEngine: the gather has {} samples, the engine was built for {}",
+                traces.data.len(), self.bufs.data.len())));
+        }
+        let all_finite = self.stage_upload(gpu, &traces.data, true)?;
+        let setup = Setup::from_headers(traces, params)?;
+        if !all_finite {
+            super::validate_traces(traces)?;
+        }
+        self.plan = FastPlan::tuned(gpu, &setup, self.tuning).map_err(NlbfError::Invalid)?;
+        let (code, s) = self.finish(gpu, &setup)?;
+        Ok(Estimate::from_setup(&setup, code, s))
+    }
+
+    /// Copies the gather into page-locked staging in chunks (all cores) and queues each chunk's
+    /// upload as soon as it is staged; optionally checks that every sample is finite on the way.
+    fn stage_upload(&mut self, gpu: &Gpu, data: &[f32], check: bool) -> Result<bool> {
+        let st = gpu.stream();
+        self.events[0].record(st).map_err(drv("recording an event"))?;
+        let d_data = dptr_mut(&mut self.bufs.data, st);
+        let stage = pinned_mut(&mut self.stage)?;
+        let chunk = data.len().div_ceil(UPLOAD_CHUNKS).max(1);
+        let mut finite = true;
+        for (i, (dst, src)) in stage.chunks_mut(chunk).zip(data.chunks(chunk)).enumerate() {
+            let ok = dst.par_chunks_mut(1 << 16).zip(src.par_chunks(1 << 16)).map(|(d, s)| {
+                d.copy_from_slice(s);
+                !check || s.iter().fold(true, |a, v| a & v.is_finite())
+            }).reduce(|| true, |a, b| a & b);
+            finite &= ok;
+            unsafe { htod(st, d_data + (i * chunk * 4) as u64, dst)? };
+        }
+        Ok(finite)
+    }
+
+    /// Geometry upload, both kernels, download of the packed picks.
+    fn finish(&mut self, gpu: &Gpu, setup: &Setup) -> Result<(Vec<u32>, Vec<f32>)> {
+        let st = gpu.stream();
+        if setup.estimations() != self.bufs.code.len() || setup.ntr() != self.bufs.tx.len() || setup.np() != self.bufs.px.len()
+            || setup.tables.vals.len() != self.bufs.vals.len() || setup.apertures.off.len() != self.bufs.ap_off.len() {
+            return Err(NlbfError::Invalid("FastEngine: the gather's geometry differs from the engine's".into()));
+        }
+        if setup.apertures.idx.len() > self.bufs.ap_idx.len() {
+            self.bufs.ap_idx = gpu.zeros::<u32>(setup.apertures.idx.len())?;
+        }
+        // Geometry and apertures (small; they change from gather to gather in general).
+        for (buf, host) in [(&mut self.bufs.tx, &setup.tx), (&mut self.bufs.ty, &setup.ty), (&mut self.bufs.px, &setup.px),
+            (&mut self.bufs.py, &setup.py), (&mut self.bufs.vals, &setup.tables.vals)] {
+            st.memcpy_htod(host.as_slice(), buf).map_err(drv("uploading geometry"))?;
+        }
+        st.memcpy_htod(setup.apertures.off.as_slice(), &mut self.bufs.ap_off).map_err(drv("uploading apertures"))?;
+        st.memcpy_htod(setup.apertures.idx.as_slice(), &mut self.bufs.ap_idx).map_err(drv("uploading apertures"))?;
+        self.events[1].record(st).map_err(drv("recording an event"))?;
+        self.plan.launch(gpu, setup, &mut self.bufs)?;
+        self.events[2].record(st).map_err(drv("recording an event"))?;
+        let (code_p, s_p) = (dptr(&self.bufs.code, st), dptr(&self.bufs.sem, st));
+        let (oc, os) = (pinned_mut(&mut self.out_code)?, pinned_mut(&mut self.out_s)?);
+        unsafe {
+            dtoh(st, oc, code_p)?;
+            dtoh(st, os, s_p)?;
+        }
+        self.events[3].record(st).map_err(drv("recording an event"))?;
+        st.synchronize().map_err(drv("waiting for the fast kernels (an earlier launch may have faulted)"))?;
+        let n = oc.len();
+        let mut code = vec![0u32; n];
+        let mut s = vec![0f32; n];
+        code.par_chunks_mut(1 << 16).zip(oc.par_chunks(1 << 16)).for_each(|(d, x)| d.copy_from_slice(x));
+        s.par_chunks_mut(1 << 16).zip(os.par_chunks(1 << 16)).for_each(|(d, x)| d.copy_from_slice(x));
+        Ok((code, s))
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Enhancement and NMO.
+// -------------------------------------------------------------------------------------------------
+
+const ENHANCE_BLOCK: u32 = 128;
+
+/// Enhancement on the GPU (see `nlbf_enhance`); the same arithmetic as [`super::cpu::enhance`].
+pub fn enhance(gpu: &Gpu, setup: &EnhanceSetup, est: &Estimate, data: &[f32]) -> Result<Vec<f32>> {
+    let b = EnhanceBuffers::upload(gpu, setup, est, data)?;
+    let mut out = gpu.zeros::<f32>(data.len())?;
+    enhance_launch(gpu, setup, est, &b, &mut out)?;
+    Ok(gpu.download(&out)?)
+}
+
+/// Device copies of what the enhancement reads.
+pub struct EnhanceBuffers {
+    pub data: CudaSlice<f32>,
+    pub tx: CudaSlice<f32>,
+    pub ty: CudaSlice<f32>,
+    pub nb_off: CudaSlice<u32>,
+    pub nb_idx: CudaSlice<u32>,
+    pub code: CudaSlice<u32>,
+    pub vals: CudaSlice<f32>,
+}
+
+impl EnhanceBuffers {
+    pub fn upload(gpu: &Gpu, setup: &EnhanceSetup, est: &Estimate, data: &[f32]) -> Result<EnhanceBuffers> {
+        gpu.ensure_fits("the enhancement's buffers", data.len() * 8 + setup.nb_idx.len() * 4 + est.code.len() * 4)?;
+        Ok(EnhanceBuffers {
+            data: gpu.upload(data)?,
+            tx: gpu.upload(&setup.tx)?,
+            ty: gpu.upload(&setup.ty)?,
+            nb_off: gpu.upload(&setup.nb_off)?,
+            nb_idx: gpu.upload(&setup.nb_idx)?,
+            code: gpu.upload(&est.code)?,
+            vals: gpu.upload(&est.tables.vals)?,
+        })
+    }
+}
+
+/// The enhancement launch alone.
+pub fn enhance_launch(gpu: &Gpu, setup: &EnhanceSetup, est: &Estimate, b: &EnhanceBuffers, out: &mut CudaSlice<f32>)
+    -> Result<()> {
+    let ns = setup.ns as u32;
+    let ntr = setup.tx.len() as u64;
+    let tchunks = ns.div_ceil(ENHANCE_BLOCK);
+    if ntr * tchunks as u64 >= i32::MAX as u64 {
+        return Err(NlbfError::Invalid("too many traces for one enhancement launch".into()));
+    }
+    let cfg = LaunchConfig { grid_dim: ((ntr * tchunks as u64) as u32, 1, 1), block_dim: (ENHANCE_BLOCK, 1, 1),
+        shared_mem_bytes: 0 };
+    let t = &est.tables;
+    let (na, nb, nc, nd, ne) = (t.na as u32, t.nb as u32, t.nc as u32, t.nd as u32, t.ne as u32);
+    let (gnx, gny) = (est.grid.nx as u32, est.grid.ny as u32);
+    let (isx, isy) = ((1.0 / est.grid.sx) as f32, (1.0 / est.grid.sy) as f32);
+    launch!(gpu, "nlbf_enhance", cfg, &ns, &tchunks, &setup.inv_dt, &b.data, &b.tx, &b.ty, &b.nb_off, &b.nb_idx, &gnx,
+        &gny, &isx, &isy, &b.code, &b.vals, &na, &nb, &nc, &nd, &ne, out)?;
+    Ok(())
+}
+
+/// NMO with a stretch mute on the GPU (see `nlbf_nmo`); the same arithmetic as the CPU's.
+#[allow(clippy::too_many_arguments)]
+pub fn nmo(gpu: &Gpu, data: &[f32], ns: usize, dt: f32, t_first: f32, offsets: &[f32], vrms: &[f32], max_stretch: f32)
+    -> Result<Vec<f32>> {
+    gpu.ensure_fits("NMO buffers", data.len() * 8)?;
+    let d = gpu.upload(data)?;
+    let off = gpu.upload(offsets)?;
+    let v = gpu.upload(vrms)?;
+    let mut out = gpu.zeros::<f32>(data.len())?;
+    let ns32 = ns as u32;
+    let tchunks = ns32.div_ceil(128);
+    let ntr = (data.len() / ns.max(1)) as u64;
+    if ntr * tchunks as u64 >= i32::MAX as u64 {
+        return Err(NlbfError::Invalid("too many traces for one NMO launch".into()));
+    }
+    let cfg = LaunchConfig { grid_dim: ((ntr * tchunks as u64).max(1) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+    launch!(gpu, "nlbf_nmo", cfg, &ns32, &tchunks, &dt, &t_first, &max_stretch, &d, &off, &v, &mut out)?;
+    Ok(gpu.download(&out)?)
+}

@@ -1,0 +1,112 @@
+//! Writing the estimate: one `.npy` volume per parameter (shape ny x nx x ns, C order), the
+//! parameter-trace positions and a JSON description, every file through [`AtomicFile`].
+
+use std::io::Write;
+use std::path::Path;
+
+use super::{Aperture, Estimate, EstimateParams, Param, Range};
+use crate::io::AtomicFile;
+
+/// Writes a little-endian `.npy` (format 1.0) of `descr` (`<f4`, `<f8`, `<u4`) and `shape`.
+fn write_npy(path: &Path, descr: &str, shape: &[usize], bytes: &[u8]) -> std::io::Result<()> {
+    let dims = match shape.len() {
+        1 => format!("({},)", shape[0]),
+        _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+    };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {dims}, }}");
+    // Magic (6) + version (2) + length (2) + header + '\n' padded to a multiple of 64.
+    let total = (10 + header.len() + 1).next_multiple_of(64);
+    header.push_str(&" ".repeat(total - 10 - header.len() - 1));
+    header.push('\n');
+    let mut f = AtomicFile::create(path)?;
+    f.write_all(b"\x93NUMPY\x01\x00")?;
+    f.write_all(&(header.len() as u16).to_le_bytes())?;
+    f.write_all(header.as_bytes())?;
+    f.write_all(bytes)?;
+    f.commit()
+}
+
+/// `.npy` of f32 values.
+pub fn write_npy_f32(path: &Path, shape: &[usize], data: &[f32]) -> std::io::Result<()> {
+    assert_eq!(shape.iter().product::<usize>(), data.len(), "npy shape does not match the data");
+    let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+    write_npy(path, "<f4", shape, &bytes)
+}
+
+/// `.npy` of f64 values.
+pub fn write_npy_f64(path: &Path, shape: &[usize], data: &[f64]) -> std::io::Result<()> {
+    assert_eq!(shape.iter().product::<usize>(), data.len(), "npy shape does not match the data");
+    let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+    write_npy(path, "<f8", shape, &bytes)
+}
+
+/// Writes A.npy .. E.npy and S.npy (ny x nx x ns), positions.npy (ny x nx x 2: x, y in m) and
+/// nlbf.json (grid, sampling, units, `extra` fields) into `dir`. Returns the files written.
+pub fn write_estimate(dir: &Path, est: &Estimate, extra: serde_json::Value) -> std::io::Result<Vec<std::path::PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let shape = [est.grid.ny, est.grid.nx, est.ns];
+    let mut files = Vec::new();
+    for p in Param::ALL {
+        let path = dir.join(format!("{}.npy", p.name()));
+        write_npy_f32(&path, &shape, &est.volume(p))?;
+        files.push(path);
+    }
+    let pos: Vec<f64> = est.positions().into_iter().flat_map(|(x, y)| [x, y]).collect();
+    let path = dir.join("positions.npy");
+    write_npy_f64(&path, &[est.grid.ny, est.grid.nx, 2], &pos)?;
+    files.push(path);
+    let meta = serde_json::json!({
+        "grid": { "nx": est.grid.nx, "ny": est.grid.ny, "spacing_x_m": est.grid.sx, "spacing_y_m": est.grid.sy,
+                  "origin_x_m": est.origin.0, "origin_y_m": est.origin.1 },
+        "samples": est.ns, "sample_interval_s": est.dt,
+        "volumes": Param::ALL.iter().map(|p| serde_json::json!({"file": format!("{}.npy", p.name()), "unit": p.unit()}))
+            .collect::<Vec<_>>(),
+        "layout": "volume[iy][ix][t]; parameter trace (ix, iy) at origin + (ix * spacing_x, iy * spacing_y)",
+        "run": extra,
+    });
+    let path = dir.join("nlbf.json");
+    let mut f = AtomicFile::create(&path)?;
+    f.write_all(serde_json::to_string_pretty(&meta)?.as_bytes())?;
+    f.commit()?;
+    files.push(path);
+    Ok(files)
+}
+
+/// The run's description for nlbf.json: variant, backend, seconds and every search parameter.
+pub fn run_info(variant: &str, backend: &str, seconds: f64, p: &EstimateParams) -> serde_json::Value {
+    let r = |r: &Range| serde_json::json!([r.min, r.step, r.max]);
+    let ap = |a: &Aperture| serde_json::json!([a.x, a.y]);
+    serde_json::json!({
+        "variant": variant, "backend": backend, "seconds": seconds,
+        "params": {
+            "x": p.coords.x.name(), "y": p.coords.y.name(), "x_scale": p.coords.x_scale, "y_scale": p.coords.y_scale,
+            "spacing_x_m": p.spacing_x, "spacing_y_m": p.spacing_y,
+            "aperture_ad_m": ap(&p.aperture_ad), "aperture_be_m": ap(&p.aperture_be), "aperture_c_m": ap(&p.aperture_c),
+            "window_samples": p.window,
+            "a_s_per_m": r(&p.search.a), "b_s_per_m": r(&p.search.b), "c_s_per_m2": r(&p.search.c),
+            "d_s_per_m2": r(&p.search.d), "e_s_per_m2": r(&p.search.e),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn npy_header_is_aligned_and_parsable() {
+        let dir = std::env::temp_dir().join(format!("seisgpu-nlbf-npy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("x.npy");
+        write_npy_f32(&p, &[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+        let b = std::fs::read(&p).unwrap();
+        assert_eq!(&b[..8], b"\x93NUMPY\x01\x00");
+        let hl = u16::from_le_bytes([b[8], b[9]]) as usize;
+        assert_eq!((10 + hl) % 64, 0);
+        let h = std::str::from_utf8(&b[10..10 + hl]).unwrap();
+        assert!(h.contains("'shape': (2, 3)") && h.ends_with('\n'));
+        assert_eq!(f32::from_le_bytes(b[10 + hl..14 + hl].try_into().unwrap()), 1.0);
+        assert_eq!(b.len(), 10 + hl + 24);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
