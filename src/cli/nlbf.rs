@@ -186,10 +186,10 @@ fn read_input(a: &InputArgs) -> anyhow::Result<(TraceSet, Option<EstimateParams>
     }
 }
 
-/// SEG-Y reading belongs to the I/O module of issue 2, which this build does not contain yet.
+/// Reads prestack traces from SEG-Y (coordinates come from the trace headers).
 fn read_segy(path: &Path) -> anyhow::Result<TraceSet> {
-    bail!("{}: reading SEG-Y needs seisgpu's I/O module (issue 2), which is not in this build yet; \
-        use --synthetic meanwhile", path.display())
+    let (_, traces) = seisgpu_host::io::segy::read_segy(path)?;
+    Ok(traces)
 }
 
 fn params_from(s: &SearchArgs, preset: Option<EstimateParams>) -> anyhow::Result<EstimateParams> {
