@@ -1,8 +1,13 @@
 //! Trace preprocessing for migration, and its adjoint for modelling.
 //!
-//! - rho filter: the half-derivative, (-i omega)^(1/2) in the e^{+i omega t} convention of the
-//!   geophysics literature ((i omega)^(1/2) with rustfft's e^{-i omega t} forward transform),
-//!   applied by FFT with zero padding to twice the trace length. It runs on the CPU (rayon +
+//! - rho filter: the anticausal half-derivative, (-i omega)^(1/2) with rustfft's e^{-i omega t}
+//!   forward transform ((i omega)^(1/2) in the e^{+i omega t} convention). Anticausal because
+//!   migration sums the data along curves that lie at later times than the image time: in 2-D
+//!   that summation is an anticausal half-integration (stationary phase), which the filter undoes
+//!   (the dipping-reflector test checks the image is zero-phase; the causal filter leaves a 90
+//!   degree rotation). Over an areal 3-D aperture the summation is a full integration, so a 3-D
+//!   image keeps a 45 degree rotation (the full derivative would remove it). Applied by FFT with
+//!   zero padding to twice the trace length. It runs on the CPU (rayon +
 //!   rustfft) for both backends; the GPU path uploads the filtered traces (the filter is O(n log n)
 //!   per trace against the migration's O(n * image samples), under 1 % of the run).
 //! - anti-aliasing: the trace is integrated causally then anticausally (Lumley, Claerbout and
@@ -201,9 +206,9 @@ impl RhoFilter {
             .map(|k| {
                 let kk = if k <= nfft / 2 { k as f64 } else { k as f64 - nfft as f64 };
                 let w = 2.0 * std::f64::consts::PI * kk / (nfft as f64 * dt as f64);
-                // (i w)^(1/2) = sqrt|w| e^{i pi/4 sgn w}.
+                // (-i w)^(1/2) = sqrt|w| e^{-i pi/4 sgn w}.
                 let a = w.abs().sqrt() / nfft as f64;
-                let phase = std::f64::consts::FRAC_PI_4 * w.signum();
+                let phase = -std::f64::consts::FRAC_PI_4 * w.signum();
                 Complex32::new((a * phase.cos()) as f32, (a * phase.sin()) as f32)
             })
             .collect();
@@ -259,7 +264,7 @@ mod tests {
 
     #[test]
     fn rho_filter_is_a_half_derivative() {
-        // Twice the half-derivative of a smooth pulse is its derivative.
+        // Twice the anticausal half-derivative of a smooth pulse is minus its derivative.
         let (n, dt) = (512, 0.002f32);
         let r = RhoFilter::new(n, dt);
         let mut b = r.buffers();
@@ -267,7 +272,7 @@ mod tests {
         let mut h = g.clone();
         r.apply(&mut h, false, &mut b);
         r.apply(&mut h, false, &mut b);
-        let deriv: Vec<f32> = (0..n).map(|i| if i == 0 || i == n - 1 { 0.0 } else { (g[i + 1] - g[i - 1]) / (2.0 * dt) }).collect();
+        let deriv: Vec<f32> = (0..n).map(|i| if i == 0 || i == n - 1 { 0.0 } else { (g[i - 1] - g[i + 1]) / (2.0 * dt) }).collect();
         let err: f64 = h[100..400].iter().zip(&deriv[100..400]).map(|(a, b)| ((a - b) as f64).powi(2)).sum::<f64>().sqrt();
         let norm: f64 = deriv[100..400].iter().map(|&b| (b as f64).powi(2)).sum::<f64>().sqrt();
         assert!(err < 0.02 * norm, "relative error {}", err / norm);
