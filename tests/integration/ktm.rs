@@ -310,3 +310,16 @@ fn bad_input_gives_clear_errors() {
     nan.data[77] = f32::NAN;
     assert!(err_of(&nan, &ok).contains("trace 1 sample 17"));
 }
+
+/// The benchmark workloads at the small size run end to end (CPU, and GPU when present) with the
+/// GPU checked against the CPU inside; the paper size is `seisgpu ktm bench --size paper`.
+#[test]
+fn bench_small_runs_and_checks() {
+    let backend = gpu_or_skip("bench_small_runs_and_checks (GPU rows)").map(Backend::Gpu).unwrap_or(Backend::Cpu);
+    let rows = ktm::bench::bench(&backend, seisgpu_host::bench::BenchSize::Small, &Default::default()).unwrap();
+    for r in &rows {
+        println!("{:20} {:34} {:10} {:10.4} s {:10.3e}/s {} | {}", r.workload, r.variant, r.scope, r.stats.median_ms * 1e-3,
+            r.throughput(), r.check, r.note);
+    }
+    assert!(rows.iter().any(|r| r.variant == "cpu-reference"));
+}

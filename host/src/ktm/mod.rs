@@ -13,6 +13,7 @@
 pub mod bench;
 pub mod cpu;
 pub mod gpu;
+pub mod output;
 pub mod prep;
 
 use std::ops::Range;
