@@ -313,7 +313,9 @@ unsafe fn mig_image<const AA: bool, const CORR: bool>(c: &KtmConsts, geom: *cons
 
 // ---- (c) columns: one warp per column, K image times per lane (register tiling) -----------------
 
-/// blockIdx.x = group of COL_WARPS columns (one per warp), blockIdx.y = 32 K image times; lane l
+/// blockIdx.x = group of COL_WARPS columns (one per warp), blockIdx.y = 32 K image times,
+/// blockIdx.z = segment of the traces (more than one only for small images, which would not fill
+/// the GPU otherwise; the segments then add into the image atomically); lane l
 /// owns times l, l + 32, ..., l + 32 (K - 1) of the segment, so the 32 lanes of a warp read 32
 /// neighbouring times of the same trace: one or two cache lines per load. The block's warps are
 /// neighbouring columns and walk the traces in step (coordinates staged in shared memory, one
@@ -339,9 +341,11 @@ unsafe fn mig_columns<const K: usize, const AA: bool, const CORR: bool>(c: &KtmC
         q[k] = unsafe { sample_at(c, vel, col_l, it0 + 32 * k as u32) };
     });
     let coords = dynamic_shared::<[f32; 4]>();
-    let mut base = 0u32;
-    while base < c.ntraces {
-        let n = min_u32(nthreads, c.ntraces - base);
+    let seg = c.ntraces.div_ceil(grid_dim_z());
+    let mut base = block_idx_z() * seg;
+    let end = min_u32(base + seg, c.ntraces);
+    while base < end {
+        let n = min_u32(nthreads, end - base);
         if tid < n {
             unsafe { *coords.add(tid as usize) = ldg_quad(geom.add((base + tid) as usize)) };
         }
@@ -371,7 +375,12 @@ unsafe fn mig_columns<const K: usize, const AA: bool, const CORR: bool>(c: &KtmC
         unroll!(k < K, {
             let it = it0 + 32 * k as u32;
             if it < c.ntau {
-                unsafe { *image.add(col_l as usize * c.ntau as usize + it as usize) += acc[k] + acc_b[k] };
+                let dst = unsafe { image.add(col_l as usize * c.ntau as usize + it as usize) };
+                if grid_dim_z() == 1 {
+                    unsafe { *dst += acc[k] + acc_b[k] };
+                } else {
+                    unsafe { atomic_add_f32(dst, acc[k] + acc_b[k]) };
+                }
             }
         });
     }

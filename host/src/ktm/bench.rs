@@ -25,8 +25,8 @@ use crate::runtime::{Gpu, GpuTimer, Stats};
 use crate::traces::{TraceHeader, TraceSet};
 
 /// SASS instructions per contribution of the bare columns kernel (sm_90, from the disassembly of
-/// its inner loop: 210 instructions for 8 image times of one trace; docs/notes/ktm.md).
-pub const COLUMNS_INSTR_PER_CONTRIBUTION: f64 = 26.25;
+/// its inner loop: 221 instructions for 8 image times of one trace; docs/notes/ktm.md).
+pub const COLUMNS_INSTR_PER_CONTRIBUTION: f64 = 27.6;
 
 /// One workload: a geometry, a grid, the traces.
 pub struct Workload {

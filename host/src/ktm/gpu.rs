@@ -45,8 +45,12 @@ fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool, consts: K
     let cfg = match variant {
         Variant::Columns => {
             let k = if corr || aa { COL_K_CORR } else { COL_K_BARE } as u32;
+            let (gx, gy) = (ncols.div_ceil(COL_WARPS), ntau.div_ceil(32 * k));
+            // Small images: split the traces over blockIdx.z until about 8 blocks per SM exist.
+            let target = 8 * gpu.info().multiprocessors.max(1) as u32;
+            let splits = target.div_ceil(gx * gy).clamp(1, consts.ntraces.div_ceil(32 * COL_WARPS).max(1)).min(65535);
             LaunchConfig {
-                grid_dim: (ncols.div_ceil(COL_WARPS), ntau.div_ceil(32 * k), 1),
+                grid_dim: (gx, gy, splits),
                 block_dim: (32, COL_WARPS, 1),
                 shared_mem_bytes: 32 * COL_WARPS * 16,
             }
