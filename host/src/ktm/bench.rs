@@ -147,10 +147,10 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
     let mut rows = Vec::new();
     let n = wl.traces.len();
     let full_work = n as f64 * wl.params.grid.len() as f64;
-    // CPU reference: all traces at the small size, a subset of 64 (scaled) at the paper's.
+    // CPU reference: all traces at the small size, a subset of 32 (scaled) at the paper's.
     let n_cpu = match size {
         BenchSize::Small => n,
-        BenchSize::Paper => 64.min(n),
+        BenchSize::Paper => 32.min(n),
     };
     let sub = subset(&wl.traces, n_cpu);
     let mut cpu_image = None;
@@ -192,7 +192,7 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
         anyhow::ensure!(err < 1e-5, "{} {}: GPU differs from the CPU reference (rel L2 {err:.2e})", wl.name, variant.name());
         let check = format!("rel L2 {err:.1e} vs CPU on {n_cpu} traces");
         // A probe on a few hundred traces sizes the timed run: the default kernel runs on every
-        // trace unless one launch would take over 8 s, the others on as many as 1.5 s allows
+        // trace unless one launch would take over 6 s, the others on as many as 0.75 s allows
         // (scaled, and said in the note), so the whole benchmark fits a few minutes.
         let probe = subset(&wl.traces, 512.min(n));
         let probe_plan = Plan::new(&probe.headers, probe.ns, probe.dt, probe.t0, &params)?;
@@ -201,7 +201,7 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
         let p = time_gpu(gpu, 1, 1, || res.run(gpu, variant))?;
         drop(res);
         let traces_per_s = probe.len() as f64 / (p.median_ms * 1e-3);
-        let budget_s = if variant == Variant::Columns { 8.0 } else { 1.5 };
+        let budget_s = if variant == Variant::Columns { 6.0 } else { 0.75 };
         let n_gpu = n.min(((traces_per_s * budget_s) as usize).max(probe.len()));
         let traces = subset(&wl.traces, n_gpu);
         let f = n as f64 / n_gpu as f64;
