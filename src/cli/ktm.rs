@@ -195,10 +195,19 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         Cmd::Bench(a) => {
             let backend = global.backend()?;
             let rows = ktm::bench::bench(&backend, a.size, &Ceilings::default())?;
-            println!("{:22} {:36} {:10} {:>12} {:>12}  check / note", "workload", "variant", "scope", "median s", "contrib/s");
+            println!("{:18} {:33} {:10} {:>10} {:>10}  check | note", "workload", "variant", "scope", "median s", "contrib/s");
             for r in &rows {
-                println!("{:22} {:36} {:10} {:>12.4} {:>12.3e}  {} | {}{}", r.workload, r.variant, r.scope, r.stats.median_ms * 1e-3,
-                    r.throughput(), r.check, r.note, r.paper.as_ref().map(|p| format!(" | paper: {p}")).unwrap_or_default());
+                // The paper's figure once per workload (on the CPU row).
+                let paper = match (&r.paper, r.variant.as_str()) {
+                    (Some(p), "cpu-reference") => format!(" | paper: {p}"),
+                    _ => String::new(),
+                };
+                let ceiling = match (&r.ceiling, r.fraction_of_ceiling) {
+                    (Some(c), Some(f)) => format!(" | {:.0} % of {c}", 100.0 * f),
+                    _ => String::new(),
+                };
+                println!("{:18} {:33} {:10} {:>10.4} {:>10.3e}  {} | {}{ceiling}{paper}", r.workload, r.variant, r.scope,
+                    r.stats.median_ms * 1e-3, r.throughput(), r.check, r.note);
             }
             Ok(())
         }
