@@ -234,7 +234,7 @@ impl Params {
         }
         self.grid.validate()?;
         let a = &self.aperture;
-        ensure!(!(a.max_distance <= 0.0) && !a.max_distance.is_nan(),
+        ensure!(a.max_distance > 0.0,
             "empty aperture: maximum distance {} m must be positive", a.max_distance);
         ensure!(a.max_angle_deg > 0.0 && a.max_angle_deg.is_finite(),
             "empty aperture: maximum angle {} degrees must be in (0, 90]", a.max_angle_deg);
@@ -339,12 +339,9 @@ impl Plan {
         ensure!(!keyed.is_empty(), "ktm: no trace falls in any offset class ({:?})", params.offset_classes);
         keyed.sort_by_key(|&(k, _)| k);
         let order: Vec<usize> = keyed.iter().map(|&(_, i)| i).collect();
-        let mut class_ranges = vec![0..0; classes];
-        for k in 0..classes {
-            let start = keyed.partition_point(|&(c, _)| c < k);
-            let end = keyed.partition_point(|&(c, _)| c <= k);
-            class_ranges[k] = start..end;
-        }
+        let class_ranges: Vec<Range<usize>> = (0..classes)
+            .map(|k| keyed.partition_point(|&(c, _)| c < k)..keyed.partition_point(|&(c, _)| c <= k))
+            .collect();
         let geom: Vec<[f32; 4]> = order.iter().map(|&i| geom[i]).collect();
 
         // An aperture that no trace midpoint reaches is an input error, not an empty image.
@@ -445,7 +442,7 @@ impl Plan {
 pub fn velocity_on_grid(vel: &Velocity, grid: &ImageGrid) -> anyhow::Result<Vec<f32>> {
     let (tau_first, tau_last) = (grid.tau0, grid.tau_last());
     let check_v = |v: &[f32], what: &str| -> anyhow::Result<()> {
-        if let Some(i) = v.iter().position(|&x| !(x > 0.0) || !x.is_finite()) {
+        if let Some(i) = v.iter().position(|&x| x.is_nan() || x <= 0.0 || x.is_infinite()) {
             bail!("velocity model: {what} value {i} is {} m/s; RMS velocities must be positive and finite", v[i]);
         }
         Ok(())
