@@ -1,8 +1,378 @@
+//! `seisgpu ktm`: Kirchhoff prestack time migration (paper 2), its adjoint (modelling), and the
+//! algorithm's benchmark and demo.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use seisgpu_host::bench::{BenchSize, Ceilings};
+use seisgpu_host::ktm::{
+    self, AntiAlias, Aperture, GpuLimits, Image, ImageGrid, OffsetClasses, Params, Variant, Velocity, VelocityVolume,
+};
+use seisgpu_host::pstm::{TraveltimeMode, TraveltimeModel};
+use seisgpu_host::traces::{TraceHeader, TraceSet};
+
 use super::Global;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
-
-pub fn run(_args: &Args, _global: &Global) -> anyhow::Result<()> {
-    anyhow::bail!("`ktm` is not implemented yet")
+#[command(about = "Kirchhoff prestack time migration into an (inline x, crossline y, two-way time tau) image",
+    long_about = "Kirchhoff prestack time migration (paper 2) with exact double-square-root traveltimes in RMS velocity.\n\
+    The image time axis tau is TWO-WAY vertical time (as in production PSTM; the paper's equation writes one-way tau).\n\
+    `migrate` images traces, `model` is its exact adjoint (demigration), `bench` and `demo` run the built-in workloads.")]
+pub struct Args {
+    #[command(subcommand)]
+    pub cmd: Cmd,
 }
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Cmd {
+    /// Migrate traces into an image (.npy, shape [classes, nx, ny, ntau], tau fastest).
+    Migrate(MigrateArgs),
+    /// Kirchhoff modelling (the adjoint): traces from an image .npy, into the input's geometry.
+    Model(ModelArgs),
+    /// The ktm benchmark workloads (paper Tables 1 and 2): CPU reference and every GPU kernel.
+    Bench(BenchArgs),
+    /// Migrate a built-in synthetic diffractor with every correction on; prints the focus.
+    Demo(DemoArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct InputArgs {
+    /// Built-in synthetic input: `diffractor` (3-D areal survey over a point diffractor at the
+    /// image centre, tau = 0.4 s), `reflector` (2-D zero-offset line over a 30-degree dipping
+    /// reflector) or `random` (noise traces scattered over the image area).
+    #[arg(long, default_value = "diffractor")]
+    pub synthetic: String,
+    /// Prestack SEG-Y input (source and receiver coordinates in the headers).
+    #[arg(long)]
+    pub input: Option<PathBuf>,
+    /// Traces of the `random` input.
+    #[arg(long, default_value_t = 1000)]
+    pub traces: usize,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct GridArgs {
+    /// Image origin, inline x (m, in the traces' coordinate frame).
+    #[arg(long, default_value_t = 0.0)]
+    pub x0: f64,
+    /// Inline bin spacing (m).
+    #[arg(long, default_value_t = 20.0)]
+    pub dx: f64,
+    /// Inline bins.
+    #[arg(long, default_value_t = 21)]
+    pub nx: usize,
+    /// Image origin, crossline y (m).
+    #[arg(long, default_value_t = 0.0)]
+    pub y0: f64,
+    /// Crossline bin spacing (m).
+    #[arg(long, default_value_t = 20.0)]
+    pub dy: f64,
+    /// Crossline bins.
+    #[arg(long, default_value_t = 21)]
+    pub ny: usize,
+    /// First image time (s, two-way vertical time).
+    #[arg(long, default_value_t = 0.0)]
+    pub tau0: f32,
+    /// Image time step (s, two-way).
+    #[arg(long, default_value_t = 0.004)]
+    pub dtau: f32,
+    /// Image time samples.
+    #[arg(long, default_value_t = 150)]
+    pub ntau: usize,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct MigrationOptions {
+    #[command(flatten)]
+    pub grid: GridArgs,
+    /// Constant RMS velocity (m/s); ignored when --vrms or --velocity-npy is given.
+    #[arg(long, default_value_t = 2000.0)]
+    pub velocity: f32,
+    /// RMS velocity function v_rms(tau) as `t:v,t:v,...` (s two-way : m/s), equally spaced times,
+    /// linearly interpolated; it must cover the image times.
+    #[arg(long)]
+    pub vrms: Option<String>,
+    /// Laterally varying RMS velocity: .npy of shape [nx, ny, nt] (m/s, t fastest), on the grid
+    /// given by --velocity-grid; trilinearly interpolated onto the image, which it must cover.
+    #[arg(long)]
+    pub velocity_npy: Option<PathBuf>,
+    /// Grid of --velocity-npy: `x0,dx,y0,dy,t0,dt` (m, m, m, m, s, s).
+    #[arg(long)]
+    pub velocity_grid: Option<String>,
+    /// Maximum distance from the image point to a trace midpoint (m); default: no limit.
+    #[arg(long)]
+    pub aperture: Option<f64>,
+    /// Maximum angle from the vertical at the image point to the midpoint (degrees, up to 90).
+    #[arg(long, default_value_t = 90.0)]
+    pub max_angle: f64,
+    /// Cosine taper over this outer fraction of the aperture radius.
+    #[arg(long, default_value_t = 0.1)]
+    pub taper: f64,
+    /// Skip the rho (anticausal half-derivative) filter on the traces.
+    #[arg(long)]
+    pub no_rho: bool,
+    /// Skip the amplitude weights (cos / sqrt(v r)).
+    #[arg(long)]
+    pub no_weights: bool,
+    /// Skip the anti-aliasing triangle filter.
+    #[arg(long)]
+    pub no_antialias: bool,
+    /// Longest anti-aliasing triangle half-length (samples).
+    #[arg(long, default_value_t = 8.0)]
+    pub aa_max: f32,
+    /// Trace spacing for the anti-alias limit, `dx,dy` (m); default: the bin size.
+    #[arg(long)]
+    pub aa_spacing: Option<String>,
+    /// Stretch mute: drop contributions stretched by more than this fraction (0..1).
+    #[arg(long)]
+    pub mute_stretch: Option<f32>,
+    /// Common-offset image gathers: `first,width,count` (m, m, classes) of |offset|.
+    #[arg(long)]
+    pub offset_classes: Option<String>,
+    /// Traveltime computation: exact (this engine), static8 or dynamic (the PSTM engine, `seisgpu pstm`).
+    #[arg(long, default_value = "exact")]
+    pub traveltime: String,
+    /// Traveltime model: dsr (this engine) or vti (the PSTM engine, `seisgpu pstm`).
+    #[arg(long, default_value = "dsr")]
+    pub traveltime_model: String,
+    /// GPU kernel: columns (fastest, default), image (image-domain) or paper (data-domain).
+    #[arg(long, default_value = "columns")]
+    pub kernel: String,
+    /// Block shape of the paper kernel, `XxY` (threads per trace loop x image-time loop).
+    #[arg(long, default_value = "128x1")]
+    pub paper_block: String,
+    /// Cap on traces per GPU chunk (normally planned from free GPU memory).
+    #[arg(long)]
+    pub max_traces_per_chunk: Option<usize>,
+    /// Cap on image columns per GPU tile (rounded to whole inline rows).
+    #[arg(long)]
+    pub max_columns_per_tile: Option<usize>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct MigrateArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub opts: MigrationOptions,
+    /// Output image (.npy, float32, shape [classes, nx, ny, ntau]).
+    #[arg(long, short, default_value = "ktm-image.npy")]
+    pub output: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ModelArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub opts: MigrationOptions,
+    /// Image to model from (.npy, float32, shape [classes, nx, ny, ntau] or [nx, ny, ntau]).
+    #[arg(long)]
+    pub image: PathBuf,
+    /// Output traces (.npy, float32, shape [traces, samples]).
+    #[arg(long, short, default_value = "ktm-model.npy")]
+    pub output: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// `small` (seconds on a 2-core CPU) or `paper` (the paper's sizes).
+    #[arg(long, default_value = "small")]
+    pub size: BenchSize,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DemoArgs {
+    /// Folder for the demo's images.
+    #[arg(long, default_value = "out/demo")]
+    pub out_dir: PathBuf,
+}
+
+pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
+    match &args.cmd {
+        Cmd::Migrate(a) => run_migrate(a, global),
+        Cmd::Model(a) => run_model(a, global),
+        Cmd::Bench(a) => {
+            let backend = global.backend()?;
+            let rows = ktm::bench::bench(&backend, a.size, &Ceilings::default())?;
+            println!("{:18} {:33} {:10} {:>10} {:>10}  check | note", "workload", "variant", "scope", "median s", "contrib/s");
+            for r in &rows {
+                // The paper's figure once per workload (on the CPU row).
+                let paper = match (&r.paper, r.variant.as_str()) {
+                    (Some(p), "cpu-reference") => format!(" | paper: {p}"),
+                    _ => String::new(),
+                };
+                let ceiling = match (&r.ceiling, r.fraction_of_ceiling) {
+                    (Some(c), Some(f)) => format!(" | {:.0} % of {c}", 100.0 * f),
+                    _ => String::new(),
+                };
+                println!("{:18} {:33} {:10} {:>10.4} {:>10.3e}  {} | {}{ceiling}{paper}", r.workload, r.variant, r.scope,
+                    r.stats.median_ms * 1e-3, r.throughput(), r.check, r.note);
+            }
+            Ok(())
+        }
+        Cmd::Demo(a) => {
+            let backend = global.backend()?;
+            let row = ktm::bench::demo(&backend, &a.out_dir)?;
+            println!("ktm demo on {} in {:.2} s: {}", row.backend, row.seconds, row.quality);
+            Ok(())
+        }
+    }
+}
+
+fn parse_list(s: &str, n: usize, what: &str) -> anyhow::Result<Vec<f64>> {
+    let v: Vec<f64> = s.split(',').map(|x| x.trim().parse::<f64>()).collect::<Result<_, _>>()
+        .with_context(|| format!("{what}: `{s}` is not a comma-separated list of numbers"))?;
+    if v.len() != n {
+        bail!("{what}: expected {n} numbers, got {} in `{s}`", v.len());
+    }
+    Ok(v)
+}
+
+/// Builds the parameters from the options (errors name the option).
+pub fn params(o: &MigrationOptions) -> anyhow::Result<Params> {
+    let g = &o.grid;
+    let grid = ImageGrid { x0: g.x0, dx: g.dx, nx: g.nx, y0: g.y0, dy: g.dy, ny: g.ny, tau0: g.tau0, dtau: g.dtau, ntau: g.ntau };
+    let velocity = if let Some(path) = &o.velocity_npy {
+        let vg = parse_list(o.velocity_grid.as_deref().context("--velocity-npy needs --velocity-grid x0,dx,y0,dy,t0,dt")?, 6,
+            "--velocity-grid")?;
+        let (shape, v) = ktm::output::read_npy(path)?;
+        if shape.len() != 3 {
+            bail!("--velocity-npy {}: shape {shape:?}, expected [nx, ny, nt]", path.display());
+        }
+        Velocity::Volume(VelocityVolume { x0: vg[0], dx: vg[1], nx: shape[0], y0: vg[2], dy: vg[3], ny: shape[1], t0: vg[4] as f32,
+            dt: vg[5] as f32, nt: shape[2], v })
+    } else if let Some(s) = &o.vrms {
+        let mut t = Vec::new();
+        let mut v = Vec::new();
+        for pair in s.split(',') {
+            let (a, b) = pair.split_once(':').with_context(|| format!("--vrms: `{pair}` is not `time:velocity`"))?;
+            t.push(a.trim().parse::<f32>().with_context(|| format!("--vrms: time `{a}`"))?);
+            v.push(b.trim().parse::<f32>().with_context(|| format!("--vrms: velocity `{b}`"))?);
+        }
+        let dt = if t.len() > 1 { t[1] - t[0] } else { 1.0 };
+        for k in 1..t.len() {
+            if ((t[k] - t[k - 1]) - dt).abs() > 1e-4 * dt.abs().max(1e-6) || dt <= 0.0 {
+                bail!("--vrms: times must be increasing and equally spaced ({} then {})", t[k - 1], t[k]);
+            }
+        }
+        Velocity::Function { t0: t[0], dt, v }
+    } else {
+        Velocity::Constant(o.velocity)
+    };
+    let mut p = Params::full(grid, velocity);
+    p.rho_filter = !o.no_rho;
+    p.weights = !o.no_weights;
+    p.antialias = if o.no_antialias {
+        None
+    } else {
+        let (dx, dy) = match &o.aa_spacing {
+            Some(s) => {
+                let v = parse_list(s, 2, "--aa-spacing")?;
+                (v[0], v[1])
+            }
+            None => (g.dx, g.dy),
+        };
+        Some(AntiAlias { dx, dy, max_half_length: o.aa_max })
+    };
+    p.aperture = Aperture { max_distance: o.aperture.unwrap_or(f64::INFINITY), max_angle_deg: o.max_angle, taper: o.taper };
+    p.mute_stretch = o.mute_stretch;
+    if let Some(s) = &o.offset_classes {
+        let v = parse_list(s, 3, "--offset-classes")?;
+        p.offset_classes = Some(OffsetClasses { first: v[0], width: v[1], count: v[2] as usize });
+    }
+    p.traveltime = match o.traveltime.as_str() {
+        "exact" => TraveltimeMode::Exact,
+        "static8" => TraveltimeMode::Static8,
+        "dynamic" => TraveltimeMode::Dynamic { tolerance: 1e-4 },
+        other => bail!("--traveltime `{other}`: expected exact, static8 or dynamic"),
+    };
+    p.traveltime_model = match o.traveltime_model.as_str() {
+        "dsr" => TraveltimeModel::Dsr,
+        "vti" => TraveltimeModel::Vti,
+        other => bail!("--traveltime-model `{other}`: expected dsr or vti"),
+    };
+    p.variant = match o.kernel.as_str() {
+        "paper" => {
+            let (x, y) = o.paper_block.split_once('x').context("--paper-block: expected XxY, e.g. 128x1")?;
+            Variant::Paper { block_x: x.parse().context("--paper-block x")?, block_y: y.parse().context("--paper-block y")? }
+        }
+        other => other.parse::<Variant>().map_err(anyhow::Error::msg)?,
+    };
+    p.limits = GpuLimits { max_traces_per_chunk: o.max_traces_per_chunk, max_columns_per_tile: o.max_columns_per_tile };
+    Ok(p)
+}
+
+/// The input traces: SEG-Y (after the io work lands) or a built-in synthetic on the image grid.
+pub fn input(i: &InputArgs, grid: &ImageGrid) -> anyhow::Result<TraceSet> {
+    if let Some(p) = &i.input {
+        bail!("{}: SEG-Y input for `ktm` is wired when the SEG-Y reader lands; use --synthetic for now", p.display());
+    }
+    let (cx, cy) = (grid.x(grid.nx / 2), grid.y(grid.ny / 2));
+    match i.synthetic.as_str() {
+        "diffractor" => {
+            let mut h = Vec::new();
+            for s in 0..16 {
+                for r in 0..64 {
+                    let (sx, sy) = (cx + (s / 4) as f64 * 120.0 - 180.0, cy + (s % 4) as f64 * 120.0 - 180.0);
+                    let (gx, gy) = (cx + (r / 8) as f64 * 80.0 - 280.0, cy + (r % 8) as f64 * 80.0 - 280.0);
+                    h.push(TraceHeader { sx, sy, gx, gy, ..Default::default() });
+                }
+            }
+            let mut t = TraceSet::zeros(h, 250, 0.004);
+            seisgpu_host::synth::events::diffractor(&mut t, cx, cy, 400.0, 2000.0, 25.0);
+            Ok(t)
+        }
+        "reflector" => {
+            let (v, theta, z0) = (2000.0f64, 30f64.to_radians(), 300.0f64);
+            let h: Vec<TraceHeader> = (0..241).map(|k| {
+                let x = grid.x0 - 400.0 + k as f64 * 5.0;
+                TraceHeader { sx: x, gx: x, sy: cy, gy: cy, ..Default::default() }
+            }).collect();
+            let mut t = TraceSet::zeros(h, 400, 0.004);
+            for k in 0..t.len() {
+                let x = t.headers[k].sx - grid.x0;
+                let tt = 2.0 * (z0 + x * theta.tan()) * theta.cos() / v;
+                if tt > 0.05 {
+                    seisgpu_host::synth::add_ricker(t.trace_mut(k), 0.004, tt as f32, 25.0, 1.0);
+                }
+            }
+            Ok(t)
+        }
+        "random" => Ok(ktm::bench::scattered_traces(i.traces, 500, 0.004, grid, 2000.0, 7)),
+        other => bail!("--synthetic `{other}`: expected diffractor, reflector or random"),
+    }
+}
+
+fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
+    let p = params(&a.opts)?;
+    let traces = input(&a.input, &p.grid)?;
+    let backend = global.backend()?;
+    let t = std::time::Instant::now();
+    let img = ktm::migrate(&traces, &p, &backend)?;
+    eprintln!("ktm: {} traces into {} x {} x {} x {} (classes x inline x crossline x time) in {:.3} s{}", traces.len(), img.classes,
+        p.grid.nx, p.grid.ny, p.grid.ntau, t.elapsed().as_secs_f64(),
+        if img.skipped_traces > 0 { format!("; {} traces in no offset class", img.skipped_traces) } else { String::new() });
+    ktm::output::write_image(&a.output, &img)?;
+    eprintln!("ktm: wrote {}", a.output.display());
+    Ok(())
+}
+
+fn run_model(a: &ModelArgs, global: &Global) -> anyhow::Result<()> {
+    let p = params(&a.opts)?;
+    let geometry = input(&a.input, &p.grid)?;
+    let (shape, data) = ktm::output::read_npy(&a.image)?;
+    let g = p.grid;
+    let classes = match shape.as_slice() {
+        [nx, ny, nt] if (*nx, *ny, *nt) == (g.nx, g.ny, g.ntau) => 1,
+        [c, nx, ny, nt] if (*nx, *ny, *nt) == (g.nx, g.ny, g.ntau) => *c,
+        _ => bail!("--image {}: shape {shape:?} does not match the grid {} x {} x {}", a.image.display(), g.nx, g.ny, g.ntau),
+    };
+    let img = Image { grid: g, classes, class_offsets: vec![], data, skipped_traces: 0 };
+    let backend = global.backend()?;
+    let out = ktm::model(&img, &geometry.headers, geometry.ns, geometry.dt, geometry.t0, &p, &backend)?;
+    ktm::output::write_traces(&a.output, &out)?;
+    eprintln!("ktm: modelled {} traces of {} samples into {}", out.len(), out.ns, a.output.display());
+    Ok(())
+}
+

@@ -1,16 +1,338 @@
-//! ktm benchmark workloads (placeholder).
+//! ktm benchmark workloads (paper 2, Tables 1 and 2) and the demo.
+//!
+//! - `ktm-table2`: N traces of 1024 samples at 4 ms, sources and receivers scattered over the
+//!   image area (3-D geometry, offsets up to ~4 km), migrated into a 255 x 255 x 1024 image with full
+//!   aperture, N = 4096, 8192, 40960, 83968 (paper: CPU 2096..49663 s on 4 Nehalem threads, GPU
+//!   100..2616 s on a Tesla C1060).
+//! - `ktm-table1`: 6727 traces x 640 samples into a 1 x 255 x 1248 image (paper: 0.9 s), with the
+//!   paper's block-shape sweep for its kernel.
+//!
+//! Every workload: the CPU reference on all cores (on a subset of the traces, scaled, for the
+//! big ones: the note says which), each GPU variant checked against the CPU on that subset, then
+//! timed kernel-only (CUDA events, traces and image resident) and end to end (host traces in, host
+//! image out, including the CPU preprocessing and transfers). `--size small` shrinks everything to
+//! seconds on a 2-core CPU.
 
 use std::path::Path;
 
-use crate::backend::Backend;
-use crate::bench::{BenchRow, BenchSize, Ceilings, DemoRow};
+use rayon::prelude::*;
 
-/// Runs this algorithm's benchmark workloads on `backend` (and the CPU reference beside it).
-pub fn bench(_backend: &Backend, _size: BenchSize, _ceilings: &Ceilings) -> anyhow::Result<Vec<BenchRow>> {
-    anyhow::bail!("ktm benchmarks are not implemented yet")
+use super::{migrate, Image, ImageGrid, Params, Plan, Variant, Velocity};
+use crate::backend::Backend;
+use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow};
+use crate::runtime::timing::measure_cpu;
+use crate::runtime::{Gpu, GpuTimer, Stats};
+use crate::traces::{TraceHeader, TraceSet};
+
+/// SASS instructions per contribution of the bare columns kernel (sm_90, from the disassembly of
+/// its inner loop: 205 instructions for 8 image times of one trace; docs/notes/ktm.md).
+pub const COLUMNS_INSTR_PER_CONTRIBUTION: f64 = 25.6;
+
+/// One workload: a geometry, a grid, the traces.
+pub struct Workload {
+    pub name: String,
+    pub traces: TraceSet,
+    pub params: Params,
+    /// The paper's figure, for the table.
+    pub paper: Option<String>,
 }
 
-/// The demo step: run on built-in synthetic data, write PNGs under `out_dir`, return the table row.
-pub fn demo(_backend: &Backend, _out_dir: &Path) -> anyhow::Result<DemoRow> {
-    anyhow::bail!("ktm demo is not implemented yet")
+/// Traces scattered over the image area: random sources, receivers within `max_offset` of them,
+/// Gaussian noise samples (seeded; the migration's cost does not depend on the data).
+pub fn scattered_traces(n: usize, ns: usize, dt: f32, g: &ImageGrid, max_offset: f64, seed: u64) -> TraceSet {
+    use rand::RngExt;
+    let mut r = crate::synth::rng(seed);
+    let (wx, wy) = ((g.nx.max(2) - 1) as f64 * g.dx, (g.ny.max(2) - 1) as f64 * g.dy);
+    let headers: Vec<TraceHeader> = (0..n)
+        .map(|_| {
+            let (sx, sy) = (g.x0 + r.random_range(0.0..1.0) * wx, g.y0 + r.random_range(0.0..1.0) * wy);
+            let (a, h): (f64, f64) = (r.random_range(0.0..std::f64::consts::TAU), r.random_range(0.0..max_offset));
+            let mut t = TraceHeader { sx, sy, gx: sx + h * a.cos(), gy: sy + h * a.sin(), ..Default::default() };
+            t.offset = t.distance();
+            t
+        })
+        .collect();
+    let mut t = TraceSet::zeros(headers, ns, dt);
+    t.data.par_chunks_mut(ns).enumerate().for_each(|(i, tr)| crate::synth::add_noise(tr, 1.0, seed ^ (i as u64 + 1)));
+    t
+}
+
+fn table2_grid(size: BenchSize) -> ImageGrid {
+    match size {
+        BenchSize::Paper => ImageGrid { x0: 0.0, dx: 25.0, nx: 255, y0: 0.0, dy: 25.0, ny: 255, tau0: 0.0, dtau: 0.004, ntau: 1024 },
+        BenchSize::Small => ImageGrid { x0: 0.0, dx: 25.0, nx: 31, y0: 0.0, dy: 25.0, ny: 29, tau0: 0.0, dtau: 0.008, ntau: 128 },
+    }
+}
+
+fn vrms() -> Velocity { Velocity::Function { t0: 0.0, dt: 0.5, v: (0..12).map(|k| 1500.0 + 250.0 * k as f32).collect() } }
+
+/// The workloads of the issue at `size`.
+pub fn workloads(size: BenchSize) -> Vec<Workload> {
+    let mut w = Vec::new();
+    let g2 = table2_grid(size);
+    let paper2 = [(4096, 2096, 100), (8192, 4343, 200), (40960, 24124, 1243), (83968, 49663, 2616)];
+    let (ns2, dt2) = match size {
+        BenchSize::Paper => (1024, 0.004),
+        BenchSize::Small => (256, 0.004),
+    };
+    for (k, &(n, cpu, gpu)) in paper2.iter().enumerate() {
+        let n = match size {
+            BenchSize::Paper => n,
+            BenchSize::Small => n / 32,
+        };
+        if size == BenchSize::Small && k >= 2 {
+            break;
+        }
+        w.push(Workload {
+            name: format!("ktm-table2-{n}"),
+            traces: scattered_traces(n, ns2, dt2, &g2, 4000.0, 20 + k as u64),
+            params: Params::bare(g2, vrms()),
+            paper: Some(format!("CPU {cpu} s (4 threads), GPU {gpu} s (C1060)")),
+        });
+    }
+    let g1 = match size {
+        BenchSize::Paper => ImageGrid { x0: 0.0, dx: 12.5, nx: 1, y0: 0.0, dy: 12.5, ny: 255, tau0: 0.0, dtau: 0.004, ntau: 1248 },
+        BenchSize::Small => ImageGrid { x0: 0.0, dx: 12.5, nx: 1, y0: 0.0, dy: 12.5, ny: 63, tau0: 0.0, dtau: 0.004, ntau: 160 },
+    };
+    let (n1, ns1) = match size {
+        BenchSize::Paper => (6727, 640),
+        BenchSize::Small => (400, 128),
+    };
+    w.push(Workload {
+        name: "ktm-table1".into(),
+        traces: scattered_traces(n1, ns1, 0.008, &g1, 3000.0, 11),
+        params: Params::bare(g1, vrms()),
+        paper: Some("0.9 s (C1060, block 128 x 1)".into()),
+    });
+    w
+}
+
+/// The first `n` traces of a set.
+fn subset(t: &TraceSet, n: usize) -> TraceSet {
+    let n = n.min(t.len());
+    TraceSet { headers: t.headers[..n].to_vec(), data: t.data[..n * t.ns].to_vec(), ns: t.ns, dt: t.dt, t0: t.t0 }
+}
+
+fn scale(s: Stats, f: f64) -> Stats {
+    Stats { median_ms: s.median_ms * f, min_ms: s.min_ms * f, max_ms: s.max_ms * f, repeats: s.repeats }
+}
+
+/// CUDA-event timing of `f` on the GPU's default stream: warm-up, then the median of repeats.
+fn time_gpu(gpu: &Gpu, warmup: usize, repeats: usize, mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<Stats> {
+    let timer = GpuTimer::new(gpu.stream())?;
+    for _ in 0..warmup {
+        f()?;
+    }
+    gpu.synchronize()?;
+    let mut v = Vec::with_capacity(repeats);
+    for _ in 0..repeats.max(1) {
+        timer.start()?;
+        f()?;
+        v.push(timer.stop_ms()?);
+    }
+    Ok(Stats::from_samples(&v))
+}
+
+/// Runs every workload on the CPU reference and (when `backend` is a GPU) every GPU variant.
+pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow::Result<Vec<BenchRow>> {
+    let mut rows = Vec::new();
+    for wl in workloads(size) {
+        rows.extend(bench_workload(backend, size, ceilings, &wl)?);
+    }
+    Ok(rows)
+}
+
+/// The rows of one workload.
+pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, wl: &Workload) -> anyhow::Result<Vec<BenchRow>> {
+    let mut rows = Vec::new();
+    let n = wl.traces.len();
+    let full_work = n as f64 * wl.params.grid.len() as f64;
+    // CPU reference: all traces at the small size, a subset of 32 (scaled) at the paper's.
+    let n_cpu = match size {
+        BenchSize::Small => n,
+        BenchSize::Paper => 32.min(n),
+    };
+    let sub = subset(&wl.traces, n_cpu);
+    let mut cpu_image = None;
+    let cpu_stats = measure_cpu(0, if size == BenchSize::Small { 3 } else { 2 }, || {
+        cpu_image = Some(migrate(&sub, &wl.params, &Backend::Cpu).expect("CPU migration"));
+    });
+    let cpu_image: Image = cpu_image.expect("measured at least once");
+    let scaled = n as f64 / n_cpu as f64;
+    let cpu_row = BenchRow {
+        workload: wl.name.clone(),
+        variant: "cpu-reference".into(),
+        scope: "end-to-end".into(),
+        stats: scale(cpu_stats, scaled),
+        work: full_work,
+        work_unit: "contributions".into(),
+        ceiling: None,
+        fraction_of_ceiling: None,
+        check: "reference".into(),
+        paper: wl.paper.clone(),
+        note: format!("{} threads; {}", rayon::current_num_threads(),
+            if n_cpu < n { format!("timed on the first {n_cpu} of {n} traces, scaled by {scaled:.0}") } else { "all traces".into() }),
+    };
+    let cpu_rate = cpu_row.throughput();
+    rows.push(cpu_row);
+    let Some(gpu) = backend.gpu() else { return Ok(rows) };
+
+    let mut variants = vec![Variant::Columns, Variant::ImageDomain, Variant::PAPER];
+    if wl.name == "ktm-table1" {
+        // The paper's Table 1 sweep of its kernel's block shape.
+        variants.extend([(64, 1), (256, 1), (512, 1), (64, 2), (128, 2), (256, 2), (64, 4), (128, 4), (64, 8)]
+            .map(|(x, y)| Variant::Paper { block_x: x, block_y: y }));
+    }
+    let peak_issue = if ceilings.fp32 > 0.0 { ceilings.fp32 / 2.0 } else { gpu.info().peak_fp32() / 2.0 };
+    for variant in variants {
+        let params = Params { variant, ..wl.params.clone() };
+        // Check against the CPU on the CPU's subset first.
+        let check_img = migrate(&sub, &params, backend)?;
+        let err = rel_l2(&check_img.data, &cpu_image.data);
+        anyhow::ensure!(err < 1e-5, "{} {}: GPU differs from the CPU reference (rel L2 {err:.2e})", wl.name, variant.name());
+        let check = format!("rel L2 {err:.1e} vs CPU on {n_cpu} traces");
+        // A probe on a few hundred traces sizes the timed run: the default kernel runs on every
+        // trace unless one launch would take over 6 s, the others on as many as 0.75 s allows
+        // (scaled, and said in the note), so the whole benchmark fits a few minutes.
+        let probe = subset(&wl.traces, 512.min(n));
+        let probe_plan = Plan::new(&probe.headers, probe.ns, probe.dt, probe.t0, &params)?;
+        let probe_prep = super::prep::prepare(&probe, &probe_plan, &params);
+        let mut res = super::gpu::Resident::new(gpu, &probe_plan, &probe_prep)?;
+        let p = time_gpu(gpu, 1, 1, || res.run(gpu, variant))?;
+        drop(res);
+        let traces_per_s = probe.len() as f64 / (p.median_ms * 1e-3);
+        let budget_s = if variant == Variant::Columns { 6.0 } else { 0.75 };
+        let n_gpu = n.min(((traces_per_s * budget_s) as usize).max(probe.len()));
+        let traces = subset(&wl.traces, n_gpu);
+        let f = n as f64 / n_gpu as f64;
+        let note_sub = if n_gpu < n { format!("timed on {n_gpu} of {n} traces, scaled by {f:.2}; ") } else { String::new() };
+        let plan = Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, &params)?;
+        let prep = super::prep::prepare(&traces, &plan, &params);
+        let mut res = super::gpu::Resident::new(gpu, &plan, &prep)?;
+        let est_s = n_gpu as f64 / traces_per_s;
+        let (warm, reps) = if est_s > 2.0 { (1, 2) } else if est_s > 0.5 { (1, 3) } else { (2, 5) };
+        let k = time_gpu(gpu, warm, reps, || res.run(gpu, variant))?;
+        drop(res);
+        let mut kernel_row = BenchRow {
+            workload: wl.name.clone(),
+            variant: variant.name(),
+            scope: "kernel".into(),
+            stats: scale(k, f),
+            work: full_work,
+            work_unit: "contributions".into(),
+            ceiling: None,
+            fraction_of_ceiling: None,
+            check: check.clone(),
+            paper: wl.paper.clone(),
+            note: String::new(),
+        };
+        let rate = kernel_row.throughput();
+        kernel_row.note = format!("{note_sub}{:.2e} contributions/s, {:.1}x the CPU reference", rate, rate / cpu_rate);
+        if variant == Variant::Columns {
+            let ceiling = peak_issue / COLUMNS_INSTR_PER_CONTRIBUTION;
+            kernel_row.ceiling = Some(format!("issue limit ({COLUMNS_INSTR_PER_CONTRIBUTION} SASS instr/contribution) {ceiling:.2e}/s"));
+            kernel_row.fraction_of_ceiling = Some(rate / ceiling);
+        }
+        rows.push(kernel_row);
+        // End to end: host traces in, host image out (preprocessing, uploads, launches, download).
+        let e2e = measure_cpu(if est_s > 0.5 { 0 } else { 1 }, if est_s > 0.5 { 1 } else { 3 }, || {
+            migrate(&traces, &params, backend).expect("GPU migration");
+        });
+        let mut row = BenchRow {
+            workload: wl.name.clone(),
+            variant: variant.name(),
+            scope: "end-to-end".into(),
+            stats: scale(e2e, f),
+            work: full_work,
+            work_unit: "contributions".into(),
+            ceiling: None,
+            fraction_of_ceiling: None,
+            check,
+            paper: wl.paper.clone(),
+            note: String::new(),
+        };
+        row.note = format!("{note_sub}{:.1}x the CPU reference", row.throughput() / cpu_rate);
+        rows.push(row);
+    }
+    // The production configuration (rho filter, weights, anti-aliasing) with the default kernel.
+    if wl.name.starts_with("ktm-table2") && n <= 8192 {
+        let params = Params::full(wl.params.grid, vrms());
+        let check_cpu = migrate(&subset(&sub, 16), &params, &Backend::Cpu)?;
+        let check_gpu = migrate(&subset(&sub, 16), &params, backend)?;
+        let err = rel_l2(&check_gpu.data, &check_cpu.data);
+        anyhow::ensure!(err < 1e-5, "{} full corrections: GPU differs from the CPU (rel L2 {err:.2e})", wl.name);
+        let plan = Plan::new(&wl.traces.headers, wl.traces.ns, wl.traces.dt, wl.traces.t0, &params)?;
+        let prep = super::prep::prepare(&wl.traces, &plan, &params);
+        let mut res = super::gpu::Resident::new(gpu, &plan, &prep)?;
+        let k = time_gpu(gpu, 1, 3, || res.run(gpu, Variant::Columns))?;
+        let mut row = BenchRow {
+            workload: wl.name.clone(),
+            variant: "gpu-columns+rho+weights+antialias".into(),
+            scope: "kernel".into(),
+            stats: k,
+            work: full_work,
+            work_unit: "contributions".into(),
+            ceiling: None,
+            fraction_of_ceiling: None,
+            check: format!("rel L2 {err:.1e} vs CPU on 16 traces"),
+            paper: None,
+            note: String::new(),
+        };
+        row.note = format!("{:.2e} contributions/s", row.throughput());
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// A small 3-D survey over a point diffractor, migrated with every correction on: how well it
+/// focuses is the quality figure. Seconds on a 2-core CPU.
+pub fn demo(backend: &Backend, out_dir: &Path) -> anyhow::Result<DemoRow> {
+    let g = ImageGrid { x0: 0.0, dx: 20.0, nx: 21, y0: 0.0, dy: 20.0, ny: 21, tau0: 0.0, dtau: 0.004, ntau: 150 };
+    let (x, y, tau0, v) = (200.0, 200.0, 0.4f64, 2000.0f64);
+    let mut headers = Vec::new();
+    for i in 0..16 {
+        for j in 0..64 {
+            let (sx, sy) = (x + (i / 4) as f64 * 120.0 - 180.0, y + (i % 4) as f64 * 120.0 - 180.0);
+            let (gx, gy) = (x + (j / 8) as f64 * 80.0 - 280.0, y + (j % 8) as f64 * 80.0 - 280.0);
+            headers.push(TraceHeader { sx, sy, gx, gy, ..Default::default() });
+        }
+    }
+    let mut traces = TraceSet::zeros(headers, 250, 0.004);
+    for i in 0..traces.len() {
+        let h = traces.headers[i];
+        let leg = |px: f64, py: f64| (tau0 * tau0 / 4.0 + ((px - x).powi(2) + (py - y).powi(2)) / (v * v)).sqrt();
+        crate::synth::add_ricker(traces.trace_mut(i), 0.004, (leg(h.sx, h.sy) + leg(h.gx, h.gy)) as f32, 25.0, 1.0);
+    }
+    crate::synth::add_noise(&mut traces.data, 0.5, 5);
+    let params = Params::full(g, Velocity::Constant(v as f32));
+    let t = std::time::Instant::now();
+    let img = migrate(&traces, &params, backend)?;
+    let seconds = t.elapsed().as_secs_f64();
+    // Envelope peak (local energy over +-2 samples).
+    let mut best = (0.0f64, (0, 0, 0));
+    for ix in 0..g.nx {
+        for iy in 0..g.ny {
+            for it in 2..g.ntau - 2 {
+                let e: f64 = (it - 2..=it + 2).map(|k| (img.at(0, ix, iy, k) as f64).powi(2)).sum();
+                if e > best.0 {
+                    best = (e, (ix, iy, it));
+                }
+            }
+        }
+    }
+    let (ix, iy, it) = best.1;
+    let rms = crate::synth::rms(&img.data) as f64;
+    let peak = img.data.iter().fold(0.0f32, |a, &b| a.max(b.abs())) as f64;
+    std::fs::create_dir_all(out_dir)?;
+    let path = out_dir.join("ktm-diffractor-inline.png");
+    let section: Vec<f32> = (0..g.nx).flat_map(|kx| (0..g.ntau).map(move |kt| (kx, kt))).map(|(kx, kt)| img.at(0, kx, 10, kt)).collect();
+    crate::plot::section_png(&path, &section, g.nx, g.ntau, crate::plot::Style::Density, "ktm: migrated diffractor, inline 10")?;
+    Ok(DemoRow {
+        algorithm: "ktm".into(),
+        backend: backend.name().into(),
+        seconds,
+        quality: format!("diffractor focused at bin ({ix}, {iy}), sample {it} (true (10, 10), 100): off by {} bins, {} samples; \
+            peak/rms {:.0} (noisy input, S/N 2)", ix.abs_diff(10).max(iy.abs_diff(10)), it.abs_diff(100), peak / rms),
+        images: if path.exists() { vec![path] } else { vec![] },
+    })
 }

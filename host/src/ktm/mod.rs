@@ -1,3 +1,567 @@
-//! ktm (placeholder; see its issue). Shape: mod.rs (params, validation, driver), cpu.rs, gpu.rs, bench.rs.
+//! Kirchhoff prestack time migration (paper 2) and its adjoint, Kirchhoff modelling.
+//!
+//! `migrate(traces, params, backend)` images prestack traces (source and receiver coordinates in
+//! the headers) into a time image: inline x, crossline y, two-way vertical time tau (tau fastest),
+//! optionally one image per offset class (common-offset image gathers). `model` is its exact
+//! adjoint (demigration), for least-squares migration; the dot-product test ties the two.
+//!
+//! Pipeline: validate -> [`Plan`] (geometry relative to the image origin, offset classes, the
+//! velocity on the image grid, the launch constants) -> [`prep`] (rho filter, anti-alias
+//! integration, the padded pair layout the kernels read) -> [`cpu`] or [`gpu`] migration.
+//! The per-contribution math is `gpu_kernels::ktm`, shared by both.
 
 pub mod bench;
+pub mod cpu;
+pub mod gpu;
+pub mod output;
+pub mod prep;
+
+use std::ops::Range;
+
+use anyhow::{bail, ensure, Context};
+use gpu_kernels::ktm::{KtmConsts, APERTURE, MUTE, WEIGHTS};
+use rayon::prelude::*;
+
+use crate::backend::Backend;
+use crate::pstm::{TraveltimeMode, TraveltimeModel};
+use crate::traces::{TraceHeader, TraceSet};
+
+/// The output grid: inline x, crossline y (m, in the trace coordinates' frame, axis-aligned) and
+/// two-way vertical time tau (s).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ImageGrid {
+    pub x0: f64,
+    pub dx: f64,
+    pub nx: usize,
+    pub y0: f64,
+    pub dy: f64,
+    pub ny: usize,
+    pub tau0: f32,
+    pub dtau: f32,
+    pub ntau: usize,
+}
+
+impl ImageGrid {
+    /// Image columns (x, y bins); column `ix * ny + iy`.
+    pub fn ncols(&self) -> usize { self.nx * self.ny }
+    /// Samples of one image (one offset class).
+    pub fn len(&self) -> usize { self.ncols() * self.ntau }
+    pub fn is_empty(&self) -> bool { self.len() == 0 }
+    pub fn x(&self, ix: usize) -> f64 { self.x0 + ix as f64 * self.dx }
+    pub fn y(&self, iy: usize) -> f64 { self.y0 + iy as f64 * self.dy }
+    pub fn tau(&self, it: usize) -> f32 { self.tau0 + it as f32 * self.dtau }
+    pub fn tau_last(&self) -> f32 { self.tau(self.ntau.saturating_sub(1)) }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        ensure!(self.nx >= 1 && self.ny >= 1 && self.ntau >= 1,
+            "image grid: {} x {} x {} bins (inline x crossline x time); every count must be at least 1", self.nx, self.ny, self.ntau);
+        ensure!(self.dx > 0.0 && self.dx.is_finite(), "image grid: inline spacing dx = {} m must be positive", self.dx);
+        ensure!(self.dy > 0.0 && self.dy.is_finite(), "image grid: crossline spacing dy = {} m must be positive", self.dy);
+        ensure!(self.dtau > 0.0 && self.dtau.is_finite(), "image grid: time step dtau = {} s must be positive", self.dtau);
+        ensure!(self.tau0 >= 0.0 && self.tau0.is_finite(), "image grid: first time tau0 = {} s must be >= 0", self.tau0);
+        ensure!(self.x0.is_finite() && self.y0.is_finite(), "image grid: origin ({}, {}) is not finite", self.x0, self.y0);
+        ensure!(self.ntau <= u32::MAX as usize && self.ncols() <= u32::MAX as usize,
+            "image grid: {} columns x {} samples exceeds the 2^32 limit per axis", self.ncols(), self.ntau);
+        Ok(())
+    }
+}
+
+/// RMS velocity model (m/s). Interpolated onto the image grid once, on the host.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Velocity {
+    Constant(f32),
+    /// v_rms(tau) sampled at `t0 + i * dt` (two-way time, s).
+    Function { t0: f32, dt: f32, v: Vec<f32> },
+    /// v_rms(x, y, tau) on a regular grid (tau fastest, then y, then x), any size.
+    Volume(VelocityVolume),
+}
+
+/// A laterally varying RMS velocity volume.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VelocityVolume {
+    pub x0: f64,
+    pub dx: f64,
+    pub nx: usize,
+    pub y0: f64,
+    pub dy: f64,
+    pub ny: usize,
+    pub t0: f32,
+    pub dt: f32,
+    pub nt: usize,
+    /// `v[(ix * ny + iy) * nt + it]`.
+    pub v: Vec<f32>,
+}
+
+/// Migration aperture: maximum horizontal distance from the image point to the trace midpoint,
+/// maximum angle from the vertical (tan = distance / (v tau / 2)), cosine taper over the outer
+/// `taper` fraction of the radius.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Aperture {
+    /// m; `f64::INFINITY` for no limit.
+    pub max_distance: f64,
+    /// Degrees in (0, 90]; 90 for no limit.
+    pub max_angle_deg: f64,
+    /// Fraction of the radius, in [0, 1].
+    pub taper: f64,
+}
+
+impl Aperture {
+    /// Full aperture (the paper's choice): every trace contributes to every image point.
+    pub const FULL: Aperture = Aperture { max_distance: f64::INFINITY, max_angle_deg: 90.0, taper: 0.1 };
+    pub fn is_full(&self) -> bool { self.max_distance == f64::INFINITY && self.max_angle_deg >= 90.0 }
+}
+
+/// Anti-aliasing with a triangle filter of dip-dependent length (Lumley, Claerbout and Bevc 1994).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AntiAlias {
+    /// Trace (midpoint) spacing in x and y (m) that sets the alias limit; usually the bin size.
+    pub dx: f64,
+    pub dy: f64,
+    /// Longest triangle half-length (samples), >= 1.
+    pub max_half_length: f32,
+}
+
+/// Common-offset image gathers: class k holds traces with `first + k * width <= |offset| <
+/// first + (k + 1) * width` (offset from the coordinates); traces outside every class are skipped.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetClasses {
+    pub first: f64,
+    pub width: f64,
+    pub count: usize,
+}
+
+/// Which GPU kernel migrates (all are kept for the benchmark; see docs/notes/ktm.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Variant {
+    /// The paper's data-domain kernel: one block per image column, one thread per input trace,
+    /// shared-memory tree reduction (warp shuffles for the last 32), one write per image sample.
+    Paper { block_x: u32, block_y: u32 },
+    /// Image-domain: one thread per image sample, a block per tile of columns, trace coordinates
+    /// and the trace samples the tile needs staged through shared memory in chunks.
+    ImageDomain,
+    /// One warp per image column, each lane owning several image times (register tiling), traces'
+    /// coordinates staged in shared memory, samples read through L1. The fastest; the default.
+    #[default]
+    Columns,
+}
+
+impl Variant {
+    pub const PAPER: Variant = Variant::Paper { block_x: 128, block_y: 1 };
+    pub fn name(&self) -> String {
+        match self {
+            Variant::Paper { block_x, block_y } => format!("gpu-paper-{block_x}x{block_y}"),
+            Variant::ImageDomain => "gpu-image-domain".into(),
+            Variant::Columns => "gpu-columns".into(),
+        }
+    }
+}
+
+impl std::str::FromStr for Variant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "paper" => Ok(Variant::PAPER),
+            "image" | "image-domain" => Ok(Variant::ImageDomain),
+            "columns" => Ok(Variant::Columns),
+            o => Err(format!("unknown kernel `{o}` (expected columns, image or paper)")),
+        }
+    }
+}
+
+/// Caps on the GPU's work units, normally planned from free device memory; tests force them small
+/// to exercise the chunking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GpuLimits {
+    pub max_traces_per_chunk: Option<usize>,
+    pub max_columns_per_tile: Option<usize>,
+}
+
+/// Everything the migration needs besides the traces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params {
+    pub grid: ImageGrid,
+    pub velocity: Velocity,
+    pub aperture: Aperture,
+    /// Half-derivative (rho) filter on the traces before migration.
+    pub rho_filter: bool,
+    /// Amplitude weights (`gpu_kernels::ktm::weight`).
+    pub weights: bool,
+    pub antialias: Option<AntiAlias>,
+    /// Stretch mute: drop contributions stretched more than this fraction (0..1).
+    pub mute_stretch: Option<f32>,
+    pub offset_classes: Option<OffsetClasses>,
+    pub traveltime: TraveltimeMode,
+    pub traveltime_model: TraveltimeModel,
+    pub variant: Variant,
+    pub limits: GpuLimits,
+}
+
+impl Params {
+    /// The paper's migration: full aperture, no filter, weights, anti-aliasing or mute.
+    pub fn bare(grid: ImageGrid, velocity: Velocity) -> Params {
+        Params {
+            grid,
+            velocity,
+            aperture: Aperture::FULL,
+            rho_filter: false,
+            weights: false,
+            antialias: None,
+            mute_stretch: None,
+            offset_classes: None,
+            traveltime: TraveltimeMode::Exact,
+            traveltime_model: TraveltimeModel::Dsr,
+            variant: Variant::default(),
+            limits: GpuLimits::default(),
+        }
+    }
+    /// A production migration: rho filter, weights, anti-aliasing at the bin size, full aperture.
+    pub fn full(grid: ImageGrid, velocity: Velocity) -> Params {
+        Params {
+            rho_filter: true,
+            weights: true,
+            antialias: Some(AntiAlias { dx: grid.dx, dy: grid.dy, max_half_length: 8.0 }),
+            ..Params::bare(grid, velocity)
+        }
+    }
+    /// Whether any per-contribution correction is on (selects the kernels with corrections).
+    pub fn corrections(&self) -> bool { self.weights || self.mute_stretch.is_some() || !self.aperture.is_full() }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.traveltime != TraveltimeMode::Exact || self.traveltime_model != TraveltimeModel::Dsr {
+            bail!("traveltime {:?} with model {:?}: the Kirchhoff engine (`seisgpu ktm`) computes exact DSR traveltimes \
+                   only; interpolated (static8, dynamic) and VTI traveltimes run in the PSTM engine (`seisgpu pstm`)",
+                self.traveltime, self.traveltime_model);
+        }
+        self.grid.validate()?;
+        let a = &self.aperture;
+        ensure!(a.max_distance > 0.0,
+            "empty aperture: maximum distance {} m must be positive", a.max_distance);
+        ensure!(a.max_angle_deg > 0.0 && a.max_angle_deg.is_finite(),
+            "empty aperture: maximum angle {} degrees must be in (0, 90]", a.max_angle_deg);
+        ensure!((0.0..=1.0).contains(&a.taper), "aperture taper {} must be a fraction in [0, 1]", a.taper);
+        if let Some(aa) = &self.antialias {
+            ensure!(aa.dx > 0.0 && aa.dy > 0.0 && aa.dx.is_finite() && aa.dy.is_finite(),
+                "anti-aliasing: trace spacing ({}, {}) m must be positive", aa.dx, aa.dy);
+            ensure!(aa.max_half_length >= 1.0 && aa.max_half_length <= 256.0,
+                "anti-aliasing: maximum half-length {} samples must be in [1, 256]", aa.max_half_length);
+        }
+        if let Some(m) = self.mute_stretch {
+            ensure!(m > 0.0 && m < 1.0, "stretch mute {m} must be a fraction in (0, 1)");
+        }
+        if let Some(oc) = &self.offset_classes {
+            ensure!(oc.count >= 1, "offset classes: count must be at least 1");
+            ensure!(oc.width > 0.0 && oc.width.is_finite(), "offset classes: width {} m must be positive", oc.width);
+            ensure!(oc.first.is_finite(), "offset classes: first offset {} m is not finite", oc.first);
+        }
+        Ok(())
+    }
+
+    /// Offset classes of the output (1 when no gathers are asked for).
+    pub fn classes(&self) -> usize { self.offset_classes.map_or(1, |c| c.count) }
+}
+
+/// A migrated image: `classes` images of `grid`, `data[(class * ncols + col) * ntau + it]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Image {
+    pub grid: ImageGrid,
+    pub classes: usize,
+    /// Centre offset (m) of each class (0 without classes).
+    pub class_offsets: Vec<f64>,
+    pub data: Vec<f32>,
+    /// Input traces that fell in no offset class.
+    pub skipped_traces: usize,
+}
+
+impl Image {
+    /// One offset class as a (ncols * ntau) slice.
+    pub fn class(&self, k: usize) -> &[f32] { &self.data[k * self.grid.len()..(k + 1) * self.grid.len()] }
+    /// Sample at (class, ix, iy, it).
+    pub fn at(&self, k: usize, ix: usize, iy: usize, it: usize) -> f32 {
+        self.data[(k * self.grid.ncols() + ix * self.grid.ny + iy) * self.grid.ntau + it]
+    }
+}
+
+/// What the CPU and GPU paths share: geometry, classes, velocity on the grid, launch constants.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Launch constants (per-launch fields `col0`, `ncols`, `ntraces` are set by the drivers).
+    pub consts: KtmConsts,
+    /// `[sx, sy, gx, gy]` relative to the image origin (m), in plan order (sorted by class).
+    pub geom: Vec<[f32; 4]>,
+    /// Input trace index of each plan position.
+    pub order: Vec<usize>,
+    /// Plan positions of each offset class.
+    pub class_ranges: Vec<Range<usize>>,
+    /// Velocity on the image grid: `ntau` values (v_rms(tau)) or `ncols * ntau` (a volume).
+    pub vel: Vec<f32>,
+    pub grid: ImageGrid,
+    pub antialias: bool,
+    pub corrections: bool,
+    pub ns: usize,
+    pub skipped_traces: usize,
+}
+
+impl Plan {
+    /// Validates everything (naming the parameter or trace at fault) and builds the plan.
+    pub fn new(headers: &[TraceHeader], ns: usize, dt: f32, t0: f32, params: &Params) -> anyhow::Result<Plan> {
+        params.validate()?;
+        let grid = params.grid;
+        ensure!(!headers.is_empty(), "ktm: no input traces");
+        ensure!(ns >= 1, "ktm: traces have zero samples");
+        ensure!(dt > 0.0 && dt.is_finite(), "ktm: trace sample interval {dt} s must be positive");
+        ensure!(t0.is_finite(), "ktm: trace start time {t0} s is not finite");
+        ensure!(ns + 2 * prep::pad_for(params) + 1 < u32::MAX as usize, "ktm: {ns} samples per trace is too many");
+        if headers.iter().all(|h| h.sx == 0.0 && h.sy == 0.0 && h.gx == 0.0 && h.gy == 0.0) {
+            bail!("ktm: the {} trace headers carry no source/receiver coordinates (all zero); \
+                   Kirchhoff migration needs sx, sy, gx, gy", headers.len());
+        }
+        let mut geom = Vec::with_capacity(headers.len());
+        for (i, h) in headers.iter().enumerate() {
+            let c = [h.sx - grid.x0, h.sy - grid.y0, h.gx - grid.x0, h.gy - grid.y0];
+            ensure!(c.iter().all(|v| v.is_finite() && v.abs() < 1e9),
+                "ktm: trace {i} has non-finite or absurd coordinates (source ({}, {}), receiver ({}, {}))", h.sx, h.sy, h.gx, h.gy);
+            geom.push(c.map(|v| v as f32));
+        }
+
+        // Offset classes: a stable sort of the traces by class.
+        let classes = params.classes();
+        let class_of = |h: &TraceHeader| -> Option<usize> {
+            match &params.offset_classes {
+                None => Some(0),
+                Some(oc) => {
+                    let k = ((h.distance() - oc.first) / oc.width).floor();
+                    (k >= 0.0 && k < oc.count as f64).then_some(k as usize)
+                }
+            }
+        };
+        let mut keyed: Vec<(usize, usize)> = headers.iter().enumerate().filter_map(|(i, h)| class_of(h).map(|k| (k, i))).collect();
+        let skipped_traces = headers.len() - keyed.len();
+        ensure!(!keyed.is_empty(), "ktm: no trace falls in any offset class ({:?})", params.offset_classes);
+        keyed.sort_by_key(|&(k, _)| k);
+        let order: Vec<usize> = keyed.iter().map(|&(_, i)| i).collect();
+        let class_ranges: Vec<Range<usize>> = (0..classes)
+            .map(|k| keyed.partition_point(|&(c, _)| c < k)..keyed.partition_point(|&(c, _)| c <= k))
+            .collect();
+        let geom: Vec<[f32; 4]> = order.iter().map(|&i| geom[i]).collect();
+
+        // An aperture that no trace midpoint reaches is an input error, not an empty image.
+        let a = &params.aperture;
+        if a.max_distance.is_finite() {
+            let (xl, xh) = (0.0, (grid.nx - 1) as f64 * grid.dx);
+            let (yl, yh) = (0.0, (grid.ny - 1) as f64 * grid.dy);
+            let nearest = geom.iter().map(|g| {
+                let (mx, my) = (0.5 * (g[0] + g[2]) as f64, 0.5 * (g[1] + g[3]) as f64);
+                let ex = (xl - mx).max(0.0).max(mx - xh);
+                let ey = (yl - my).max(0.0).max(my - yh);
+                (ex * ex + ey * ey).sqrt()
+            }).fold(f64::INFINITY, f64::min);
+            ensure!(nearest < a.max_distance,
+                "empty aperture: the nearest trace midpoint is {nearest:.1} m from the image area, beyond the maximum \
+                 distance {} m", a.max_distance);
+        }
+
+        let vel = velocity_on_grid(&params.velocity, &grid)?;
+        let vel_stride = if vel.len() == grid.ntau { 0 } else { grid.ntau as u32 };
+        let antialias = params.antialias.is_some();
+        let pad = prep::pad_for(params);
+        let mut flags = 0;
+        if params.weights {
+            flags |= WEIGHTS;
+        }
+        if !a.is_full() {
+            flags |= APERTURE;
+        }
+        if params.mute_stretch.is_some() {
+            flags |= MUTE;
+        }
+        let aa = params.antialias.unwrap_or(AntiAlias { dx: grid.dx, dy: grid.dy, max_half_length: 1.0 });
+        let consts = KtmConsts {
+            dx: grid.dx as f32,
+            dy: grid.dy as f32,
+            tau0: grid.tau0,
+            dtau: grid.dtau,
+            ny: grid.ny as u32,
+            ntau: grid.ntau as u32,
+            col0: 0,
+            ncols: grid.ncols() as u32,
+            ntraces: 0,
+            stride: prep::stride_for(params, ns) as u32,
+            pad: pad as u32,
+            ns: ns as u32,
+            t0,
+            dt,
+            inv_dt: 1.0 / dt,
+            s_off: pad as f32 - t0 / dt,
+            vel_stride,
+            flags,
+            ap_dist: if a.max_distance.is_finite() { a.max_distance as f32 } else { f32::INFINITY },
+            ap_tan: if a.max_angle_deg >= 90.0 { f32::INFINITY } else { a.max_angle_deg.to_radians().tan() as f32 },
+            ap_taper: a.taper as f32,
+            mute_cos: params.mute_stretch.map_or(0.0, |m| 1.0 - m),
+            aa_dx: aa.dx as f32,
+            aa_dy: aa.dy as f32,
+            aa_max: aa.max_half_length,
+        };
+        Ok(Plan {
+            consts,
+            geom,
+            order,
+            class_ranges,
+            vel,
+            grid,
+            antialias,
+            corrections: params.corrections(),
+            ns,
+            skipped_traces,
+        })
+    }
+
+    /// Image columns whose velocity differs (1 for v_rms(tau)).
+    pub fn vel_columns(&self) -> usize { if self.consts.vel_stride == 0 { 1 } else { self.grid.ncols() } }
+    pub fn stride(&self) -> usize { self.consts.stride as usize }
+    pub fn classes(&self) -> usize { self.class_ranges.len() }
+    /// Traces that take part (all classes).
+    pub fn ntraces(&self) -> usize { self.geom.len() }
+    /// Trace-sample contributions of one migration (traces x image samples).
+    pub fn contributions(&self) -> f64 { self.ntraces() as f64 * self.grid.len() as f64 }
+    /// Image x and y (relative to the origin, m) of column `col`.
+    pub fn column_xy(&self, col: usize) -> (f32, f32) {
+        let (ix, iy) = (col / self.grid.ny, col % self.grid.ny);
+        (ix as f32 * self.consts.dx, iy as f32 * self.consts.dy)
+    }
+    fn class_offsets(&self, params: &Params) -> Vec<f64> {
+        match &params.offset_classes {
+            None => vec![0.0],
+            Some(oc) => (0..oc.count).map(|k| oc.first + (k as f64 + 0.5) * oc.width).collect(),
+        }
+    }
+}
+
+/// RMS velocity at every image time (v_rms(tau): `ntau` values) or image sample (volume).
+/// Errors when the model does not cover the image or holds a non-positive value.
+pub fn velocity_on_grid(vel: &Velocity, grid: &ImageGrid) -> anyhow::Result<Vec<f32>> {
+    let (tau_first, tau_last) = (grid.tau0, grid.tau_last());
+    let check_v = |v: &[f32], what: &str| -> anyhow::Result<()> {
+        if let Some(i) = v.iter().position(|&x| x.is_nan() || x <= 0.0 || x.is_infinite()) {
+            bail!("velocity model: {what} value {i} is {} m/s; RMS velocities must be positive and finite", v[i]);
+        }
+        Ok(())
+    };
+    let covers = |t0: f32, dt: f32, n: usize, what: &str| -> anyhow::Result<()> {
+        let last = t0 + (n.max(1) - 1) as f32 * dt;
+        let eps = 1e-4 * grid.dtau;
+        ensure!(t0 <= tau_first + eps && last >= tau_last - eps,
+            "velocity model does not cover the image: {what} spans {t0}..{last} s, the image {tau_first}..{tau_last} s");
+        Ok(())
+    };
+    match vel {
+        Velocity::Constant(v) => {
+            check_v(&[*v], "the constant")?;
+            Ok(vec![*v; grid.ntau])
+        }
+        Velocity::Function { t0, dt, v } => {
+            ensure!(!v.is_empty(), "velocity model: v_rms(tau) has no samples");
+            ensure!(*dt > 0.0 || v.len() == 1, "velocity model: time step {dt} s must be positive");
+            check_v(v, "v_rms(tau)")?;
+            covers(*t0, *dt, v.len(), "v_rms(tau)")?;
+            Ok((0..grid.ntau).map(|it| interp1(v, *t0, *dt, grid.tau(it))).collect())
+        }
+        Velocity::Volume(vol) => {
+            ensure!(vol.nx >= 1 && vol.ny >= 1 && vol.nt >= 1 && vol.v.len() == vol.nx * vol.ny * vol.nt,
+                "velocity volume: {} values for {} x {} x {} samples", vol.v.len(), vol.nx, vol.ny, vol.nt);
+            ensure!(vol.dt > 0.0 || vol.nt == 1, "velocity volume: time step {} s must be positive", vol.dt);
+            check_v(&vol.v, "volume")?;
+            covers(vol.t0, vol.dt, vol.nt, "the velocity volume")?;
+            let axis = |o: f64, d: f64, n: usize, lo: f64, hi: f64, name: &str| -> anyhow::Result<()> {
+                let tol = 1e-3;
+                if n == 1 {
+                    ensure!((lo - o).abs() <= tol && (hi - o).abs() <= tol,
+                        "velocity model does not cover the image: one {name} position {o} m, the image spans {lo}..{hi} m");
+                } else {
+                    ensure!(d > 0.0, "velocity volume: {name} spacing {d} m must be positive");
+                    let last = o + (n - 1) as f64 * d;
+                    ensure!(o <= lo + tol && last >= hi - tol,
+                        "velocity model does not cover the image: {name} spans {o}..{last} m, the image {lo}..{hi} m");
+                }
+                Ok(())
+            };
+            axis(vol.x0, vol.dx, vol.nx, grid.x0, grid.x(grid.nx - 1), "inline x")?;
+            axis(vol.y0, vol.dy, vol.ny, grid.y0, grid.y(grid.ny - 1), "crossline y")?;
+            let mut out = vec![0.0f32; grid.len()];
+            out.par_chunks_mut(grid.ntau).enumerate().for_each(|(col, column)| {
+                let (ix, iy) = (col / grid.ny, col % grid.ny);
+                let (fx, ix0) = frac_index(grid.x(ix), vol.x0, vol.dx, vol.nx);
+                let (fy, iy0) = frac_index(grid.y(iy), vol.y0, vol.dy, vol.ny);
+                let ix1 = (ix0 + 1).min(vol.nx - 1);
+                let iy1 = (iy0 + 1).min(vol.ny - 1);
+                let tr = |a: usize, b: usize| &vol.v[(a * vol.ny + b) * vol.nt..(a * vol.ny + b + 1) * vol.nt];
+                let (v00, v01, v10, v11) = (tr(ix0, iy0), tr(ix0, iy1), tr(ix1, iy0), tr(ix1, iy1));
+                for (it, out) in column.iter_mut().enumerate() {
+                    let t = grid.tau(it);
+                    let g = |v: &[f32]| interp1(v, vol.t0, vol.dt, t) as f64;
+                    let v = (1.0 - fx) * ((1.0 - fy) * g(v00) + fy * g(v01)) + fx * ((1.0 - fy) * g(v10) + fy * g(v11));
+                    *out = v as f32;
+                }
+            });
+            Ok(out)
+        }
+    }
+}
+
+/// Fractional position of `x` on an axis (clamped into it): (fraction, lower index).
+fn frac_index(x: f64, o: f64, d: f64, n: usize) -> (f64, usize) {
+    if n == 1 {
+        return (0.0, 0);
+    }
+    let p = ((x - o) / d).clamp(0.0, (n - 1) as f64);
+    let i = (p.floor() as usize).min(n - 2);
+    (p - i as f64, i)
+}
+
+/// Linear interpolation of `v` (sampled at `t0 + i dt`) at `t`, clamped at the ends.
+fn interp1(v: &[f32], t0: f32, dt: f32, t: f32) -> f32 {
+    if v.len() == 1 {
+        return v[0];
+    }
+    let (f, i) = frac_index(t as f64, t0 as f64, dt as f64, v.len());
+    ((1.0 - f) * v[i] as f64 + f * v[i + 1] as f64) as f32
+}
+
+/// Migrates `traces` into an image: the entry point (CPU reference or GPU, by `backend`).
+pub fn migrate(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow::Result<Image> {
+    traces.validate("ktm input").map_err(anyhow::Error::msg)?;
+    let plan = Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, params)?;
+    let prepared = prep::prepare(traces, &plan, params);
+    let data = match backend {
+        Backend::Cpu => cpu::migrate(&plan, &prepared),
+        Backend::Gpu(gpu) => gpu::migrate(gpu, &plan, &prepared, params.variant, &params.limits).context("GPU migration")?,
+    };
+    Ok(Image {
+        grid: plan.grid,
+        classes: plan.classes(),
+        class_offsets: plan.class_offsets(params),
+        data,
+        skipped_traces: plan.skipped_traces,
+    })
+}
+
+/// Kirchhoff modelling, the exact adjoint of [`migrate`]: traces with `headers`, `ns` samples at
+/// `dt` (first at `t0`) from `image`. Traces in no offset class come back as zeros.
+pub fn model(image: &Image, headers: &[TraceHeader], ns: usize, dt: f32, t0: f32, params: &Params, backend: &Backend)
+    -> anyhow::Result<TraceSet> {
+    let plan = Plan::new(headers, ns, dt, t0, params)?;
+    ensure!(image.grid == plan.grid && image.classes == plan.classes() && image.data.len() == plan.classes() * plan.grid.len(),
+        "modelling: the image ({} classes of {:?}) does not match the parameters ({} classes of {:?})",
+        image.classes, image.grid, plan.classes(), plan.grid);
+    if let Some(i) = image.data.iter().position(|v| !v.is_finite()) {
+        bail!("modelling: image sample {i} is not finite");
+    }
+    let padded = match backend {
+        Backend::Cpu => cpu::model(&plan, &image.data),
+        Backend::Gpu(gpu) => gpu::model(gpu, &plan, &image.data, &params.limits).context("GPU modelling")?,
+    };
+    let mut out = TraceSet::zeros(headers.to_vec(), ns, dt);
+    out.t0 = t0;
+    prep::finish_adjoint(&padded, &plan, params, &mut out);
+    Ok(out)
+}

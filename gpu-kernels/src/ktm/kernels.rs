@@ -1,0 +1,504 @@
+//! Kirchhoff time migration kernels: three migration variants and the modelling (adjoint) kernel.
+//! Each comes in three flavours: `_bare` (the paper's: traveltime and read only), `_corr`
+//! (weights, aperture, mute as `KtmConsts::flags` asks) and `_aa` (corrections plus the
+//! anti-aliasing triangle filter). All call the shared math in `super`, so the positions they
+//! read agree with the CPU reference bit for bit.
+//!
+//! Launch contract (checked by the host): `image` and `vel` point at the launch's first column
+//! (image tiles are whole inline rows, so `col0` is a multiple of `ny`); `geom` and `data` at the
+//! launch's first trace; `ncols`, `ntraces >= 1`.
+
+use core::arch::asm;
+
+use super::*;
+use crate::device::*;
+
+/// `for $k in 0..$n { $body }` written out for `$n <= 8` (LLVM does not unroll the columns
+/// kernel's time loop by itself, and a rolled loop puts the per-lane arrays in local memory).
+macro_rules! unroll {
+    ($k:ident < $n:expr, $body:block) => {{
+        { let $k: usize = 0; if $k < $n $body }
+        { let $k: usize = 1; if $k < $n $body }
+        { let $k: usize = 2; if $k < $n $body }
+        { let $k: usize = 3; if $k < $n $body }
+        { let $k: usize = 4; if $k < $n $body }
+        { let $k: usize = 5; if $k < $n $body }
+        { let $k: usize = 6; if $k < $n $body }
+        { let $k: usize = 7; if $k < $n $body }
+    }};
+}
+
+#[inline(always)]
+fn min_u32(a: u32, b: u32) -> u32 { if a < b { a } else { b } }
+
+/// Read-only 8-byte load through the non-coherent (L1/texture) path.
+#[inline(always)]
+unsafe fn ldg_pair(p: *const [f32; 2]) -> [f32; 2] {
+    let (a, b): (f32, f32);
+    unsafe {
+        asm!("ld.global.nc.v2.f32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, p = in(reg64) p,
+             options(readonly, nostack, pure))
+    };
+    [a, b]
+}
+
+/// Read-only 16-byte load.
+#[inline(always)]
+unsafe fn ldg_quad(p: *const [f32; 4]) -> [f32; 4] {
+    let (a, b, c, d): (f32, f32, f32, f32);
+    unsafe {
+        asm!("ld.global.nc.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b,
+             c = out(reg32) c, d = out(reg32) d, p = in(reg64) p, options(readonly, nostack, pure))
+    };
+    [a, b, c, d]
+}
+
+/// [`lerp_pair`] through `ld.global.nc` (same arithmetic).
+#[inline(always)]
+unsafe fn lerp_nc(p: *const [f32; 2], len: u32, s: f32) -> f32 {
+    let (i, f) = split_index(s, len);
+    let [a, d] = unsafe { ldg_pair(p.add(i as usize)) };
+    a + f * d
+}
+
+/// [`antialias_read`] through `ld.global.nc` (same arithmetic).
+#[inline(always)]
+unsafe fn aa_nc(p: *const [f32; 2], len: u32, s: f32, m: f32) -> f32 {
+    unsafe {
+        let c0 = lerp_nc(p, len, s);
+        let cm = lerp_nc(p, len, s - m);
+        let cp = lerp_nc(p, len, s + m);
+        (c0 + c0 - cm - cp) * rcp_amp(m * m)
+    }
+}
+
+/// Image x, y (relative to the origin) of launch column `col_l`.
+#[inline(always)]
+fn column_xy(c: &KtmConsts, col_l: u32) -> (f32, f32) {
+    let col = c.col0 + col_l;
+    ((col / c.ny) as f32 * c.dx, (col % c.ny) as f32 * c.dy)
+}
+
+/// Sample geometry of launch column `col_l`, image time `it` (clamped into the column).
+#[inline(always)]
+unsafe fn sample_at(c: &KtmConsts, vel: *const f32, col_l: u32, it: u32) -> SampleGeom {
+    let it = min_u32(it, c.ntau - 1);
+    let v = unsafe { *vel.add(col_l as usize * c.vel_stride as usize + it as usize) };
+    sample_geom(c, c.tau0 + it as f32 * c.dtau, v)
+}
+
+/// One contribution read from global memory, weighted, 0 when it does not count.
+#[inline(always)]
+unsafe fn read_global<const AA: bool, const CORR: bool>(c: &KtmConsts, pairs: *const [f32; 2], k: &Contribution) -> f32 {
+    unsafe {
+        if AA {
+            if k.w != 0.0 && antialias_valid(c, k.s) { k.w * aa_nc(pairs, c.stride, k.s, k.m) } else { 0.0 }
+        } else if CORR {
+            if k.w != 0.0 { k.w * lerp_nc(pairs, c.stride, k.s) } else { 0.0 }
+        } else {
+            lerp_nc(pairs, c.stride, k.s)
+        }
+    }
+}
+
+// ---- (a) the paper's data-domain kernel ----------------------------------------------------------
+
+/// One block per image column; thread x = input trace (looping over trace records with stride
+/// blockDim.x), thread y = image time (looping with stride blockDim.y). Per image time, the
+/// partial sums go through a shared-memory tree reduction down to 32 and warp shuffles for the
+/// last 32, and one thread adds the sample to the image (paper 2, Algorithm 1). blockDim.x is a
+/// power of two >= 32; shared memory: blockDim.x * blockDim.y floats.
+#[inline(always)]
+unsafe fn mig_paper<const AA: bool, const CORR: bool>(c: &KtmConsts, geom: *const [f32; 4], data: *const [f32; 2],
+    vel: *const f32, image: *mut f32) {
+    let (tx, ty, bx, by) = (thread_idx_x(), thread_idx_y(), block_dim_x(), block_dim_y());
+    let col_l = block_idx_x();
+    let (x, y) = column_xy(c, col_l);
+    let row = unsafe { dynamic_shared::<f32>().add((ty * bx) as usize) };
+    let mut it0 = 0;
+    while it0 < c.ntau {
+        let it = it0 + ty;
+        let q = unsafe { sample_at(c, vel, col_l, it) };
+        let mut sum = 0.0f32;
+        let mut j = tx;
+        while j < c.ntraces {
+            let g = unsafe { ldg_quad(geom.add(j as usize)) };
+            let pg = pair_geom(x, y, g);
+            let k = contribution::<AA, CORR>(c, &pg, &q);
+            sum += unsafe { read_global::<AA, CORR>(c, data.add(j as usize * c.stride as usize), &k) };
+            j += bx;
+        }
+        unsafe { *row.add(tx as usize) = sum };
+        sync_threads();
+        let mut s = bx / 2;
+        while s >= 32 {
+            if tx < s {
+                unsafe { *row.add(tx as usize) += *row.add((tx + s) as usize) };
+            }
+            sync_threads();
+            s /= 2;
+        }
+        if tx < 32 {
+            let v = warp_sum_f32(unsafe { *row.add(tx as usize) });
+            if tx == 0 && it < c.ntau {
+                unsafe { *image.add(col_l as usize * c.ntau as usize + it as usize) += v };
+            }
+        }
+        sync_threads();
+        it0 += by;
+    }
+}
+
+// ---- (b) image-domain kernel: one thread per image sample, traces staged in shared memory ------
+
+/// Pair geometry as stored in shared memory (8 floats, 32 bytes).
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct PairSm {
+    g: PairGeom,
+    _pad: f32,
+}
+
+/// blockIdx.x = column tile (IMG_TX x IMG_TY columns of the launch's inline rows), blockIdx.y =
+/// 32 image times; warp = column of the tile, lane = image time. Per chunk of IMG_CHUNK traces:
+/// coordinates and the window of each trace's samples that the tile can reach (bounded from the
+/// tile's corners and velocity range) are copied to shared memory; every thread then sums its
+/// sample over the chunk, reading the window (or global memory when a position falls outside it).
+#[inline(always)]
+unsafe fn mig_image<const AA: bool, const CORR: bool>(c: &KtmConsts, geom: *const [f32; 4], data: *const [f32; 2],
+    vel: *const f32, image: *mut f32) {
+    let lane = thread_idx_x();
+    let warp = thread_idx_y();
+    let tid = warp * 32 + lane;
+    let nx_l = c.ncols / c.ny;
+    let tiles_y = c.ny.div_ceil(IMG_TY);
+    let (tile_x, tile_y) = (block_idx_x() / tiles_y, block_idx_x() % tiles_y);
+    let (ix_lo, iy_lo) = (tile_x * IMG_TX, tile_y * IMG_TY);
+    let (ix_hi, iy_hi) = (min_u32(ix_lo + IMG_TX, nx_l) - 1, min_u32(iy_lo + IMG_TY, c.ny) - 1);
+    let (ixl, iyl) = (ix_lo + warp / IMG_TY, iy_lo + warp % IMG_TY);
+    let active_col = ixl <= ix_hi && iyl <= iy_hi;
+    let col_l = if active_col { ixl * c.ny + iyl } else { ix_hi * c.ny + iy_hi };
+    let (x, y) = column_xy(c, col_l);
+    let it = block_idx_y() * 32 + lane;
+    let q = unsafe { sample_at(c, vel, col_l, it) };
+
+    let mut sm = SharedCarver::new();
+    let coords = sm.take::<[f32; 4]>(IMG_CHUNK as usize);
+    let windows = sm.take::<[f32; 2]>((IMG_CHUNK * IMG_WINDOW) as usize);
+    let win_lo = sm.take::<u32>(IMG_CHUNK as usize);
+    let win_len = sm.take::<u32>(IMG_CHUNK as usize);
+    let pgs = sm.take::<PairSm>((IMG_TX * IMG_TY * IMG_CHUNK) as usize);
+    let vrange = sm.take::<u32>(2);
+
+    // Range of 1/(v dt)^2 over the tile (positive floats order like their bit patterns).
+    if tid == 0 {
+        unsafe {
+            *vrange = 0;
+            *vrange.add(1) = 0;
+        }
+    }
+    sync_threads();
+    let vbits = q.ivs.to_bits();
+    unsafe {
+        atomic_max_u32(vrange, vbits);
+        atomic_max_u32(vrange.add(1), !vbits);
+    }
+    sync_threads();
+    let (ivs_max, ivs_min) = unsafe { (f32::from_bits(*vrange), f32::from_bits(!*vrange.add(1))) };
+    let it_lo = block_idx_y() * 32;
+    let it_hi = min_u32(it_lo + 31, c.ntau - 1);
+    let (h_lo, h_hi) = (
+        0.5 * (c.tau0 + it_lo as f32 * c.dtau) * c.inv_dt,
+        0.5 * (c.tau0 + it_hi as f32 * c.dtau) * c.inv_dt,
+    );
+    let (h2_lo, h2_hi) = (h_lo * h_lo, h_hi * h_hi);
+    let (rx_lo, rx_hi) = (column_xy(c, ix_lo * c.ny).0, column_xy(c, ix_hi * c.ny).0);
+    let (ry_lo, ry_hi) = (iy_lo as f32 * c.dy, iy_hi as f32 * c.dy);
+    let margin = if AA { c.aa_max + 3.0 } else { 3.0 };
+
+    let mut acc = 0.0f32;
+    let mut base = 0u32;
+    while base < c.ntraces {
+        let n = min_u32(IMG_CHUNK, c.ntraces - base);
+        // Phase 1: coordinates and the reachable window of each trace of the chunk.
+        if tid < n {
+            let g = unsafe { ldg_quad(geom.add((base + tid) as usize)) };
+            unsafe { *coords.add(tid as usize) = g };
+            // Nearest and farthest squared distances from the tile rectangle to source, receiver.
+            let near = |px: f32, py: f32| {
+                let ex = if px < rx_lo { rx_lo - px } else if px > rx_hi { px - rx_hi } else { 0.0 };
+                let ey = if py < ry_lo { ry_lo - py } else if py > ry_hi { py - ry_hi } else { 0.0 };
+                ex * ex + ey * ey
+            };
+            let far = |px: f32, py: f32| {
+                let ex = if px - rx_lo > rx_hi - px { px - rx_lo } else { rx_hi - px };
+                let ey = if py - ry_lo > ry_hi - py { py - ry_lo } else { ry_hi - py };
+                ex * ex + ey * ey
+            };
+            // Bounds of the traveltime (samples) over the tile: each DSR term grows with tau,
+            // distance and 1/v^2 separately.
+            let t_min = sqrt_amp(h2_lo + near(g[0], g[1]) * ivs_min) + sqrt_amp(h2_lo + near(g[2], g[3]) * ivs_min);
+            let t_max = sqrt_amp(h2_hi + far(g[0], g[1]) * ivs_max) + sqrt_amp(h2_hi + far(g[2], g[3]) * ivs_max);
+            let s_lo = c.sample_index(t_min) - margin;
+            let s_hi = c.sample_index(t_max) + margin;
+            let lo = split_index(s_lo, c.stride).0;
+            let hi = split_index(s_hi, c.stride).0;
+            let wl = hi - lo + 1;
+            unsafe {
+                *win_lo.add(tid as usize) = lo;
+                *win_len.add(tid as usize) = if wl <= IMG_WINDOW { wl } else { 0 };
+            }
+        }
+        sync_threads();
+        // Phase 2: pair geometries (one per thread) and the windows (one warp per trace).
+        {
+            let (pc, pj) = (tid / IMG_CHUNK, tid % IMG_CHUNK);
+            if pj < n {
+                let (pix, piy) = (ix_lo + pc / IMG_TY, iy_lo + pc % IMG_TY);
+                let pcol = min_u32(pix, ix_hi) * c.ny + min_u32(piy, iy_hi);
+                let (px, py) = column_xy(c, pcol);
+                let g = unsafe { *coords.add(pj as usize) };
+                unsafe { *pgs.add(tid as usize) = PairSm { g: pair_geom(px, py, g), _pad: 0.0 } };
+            }
+            let mut j = warp;
+            while j < n {
+                let (lo, wl) = unsafe { (*win_lo.add(j as usize), *win_len.add(j as usize)) };
+                let src = unsafe { data.add((base + j) as usize * c.stride as usize + lo as usize) };
+                let mut o = lane;
+                while o < wl {
+                    unsafe { *windows.add((j * IMG_WINDOW + o) as usize) = ldg_pair(src.add(o as usize)) };
+                    o += 32;
+                }
+                j += 8;
+            }
+        }
+        sync_threads();
+        // Phase 3: this thread's sample over the chunk.
+        for j in 0..n {
+            let pg = unsafe { (*pgs.add((warp * IMG_CHUNK + j) as usize)).g };
+            let k = contribution::<AA, CORR>(c, &pg, &q);
+            let pairs = unsafe { data.add((base + j) as usize * c.stride as usize) };
+            let (lo, wl) = unsafe { (*win_lo.add(j as usize), *win_len.add(j as usize)) };
+            let win = unsafe { windows.add((j * IMG_WINDOW) as usize) };
+            // A read from the window when the pair is in it, from global memory otherwise.
+            let read = |s: f32| -> f32 {
+                let (i, f) = split_index(s, c.stride);
+                let [a, d] = if i >= lo && i - lo < wl {
+                    unsafe { *win.add((i - lo) as usize) }
+                } else {
+                    unsafe { ldg_pair(pairs.add(i as usize)) }
+                };
+                a + f * d
+            };
+            if AA {
+                if k.w != 0.0 && antialias_valid(c, k.s) {
+                    let (c0, cm, cp) = (read(k.s), read(k.s - k.m), read(k.s + k.m));
+                    acc += k.w * ((c0 + c0 - cm - cp) * rcp_amp(k.m * k.m));
+                }
+            } else if CORR {
+                if k.w != 0.0 {
+                    acc += k.w * read(k.s);
+                }
+            } else {
+                acc += read(k.s);
+            }
+        }
+        sync_threads();
+        base += IMG_CHUNK;
+    }
+    if active_col && it < c.ntau {
+        unsafe { *image.add(col_l as usize * c.ntau as usize + it as usize) += acc };
+    }
+}
+
+// ---- (c) columns: one warp per column, K image times per lane (register tiling) -----------------
+
+/// blockIdx.x = group of COL_WARPS columns (one per warp), blockIdx.y = 32 K image times,
+/// blockIdx.z = segment of the traces (more than one only for small images, which would not fill
+/// the GPU otherwise; the segments then add into the image atomically); lane l
+/// owns times l, l + 32, ..., l + 32 (K - 1) of the segment, so the 32 lanes of a warp read 32
+/// neighbouring times of the same trace: one or two cache lines per load. The block's warps are
+/// neighbouring columns and walk the traces in step (coordinates staged in shared memory, one
+/// barrier per 256 traces), so a trace's samples are fetched into L1 once for all of them.
+#[inline(always)]
+unsafe fn mig_columns<const K: usize, const AA: bool, const CORR: bool>(c: &KtmConsts, geom: *const [f32; 4],
+    data: *const [f32; 2], vel: *const f32, image: *mut f32) {
+    let lane = thread_idx_x();
+    let warp = thread_idx_y();
+    let tid = warp * 32 + lane;
+    let nthreads = 32 * COL_WARPS;
+    let col_req = block_idx_x() * COL_WARPS + warp;
+    let active = col_req < c.ncols;
+    let col_l = if active { col_req } else { c.ncols - 1 };
+    let (x, y) = column_xy(c, col_l);
+    let it0 = block_idx_y() * 32 * K as u32 + lane;
+    let mut q = [SampleGeom::default(); K];
+    let mut acc = [0.0f32; K];
+    // The bare kernel sums the two halves of the interpolation a + f d separately (an add and an
+    // FMA instead of a multiply and two adds).
+    let mut acc_b = [0.0f32; K];
+    unroll!(k < K, {
+        q[k] = unsafe { sample_at(c, vel, col_l, it0 + 32 * k as u32) };
+    });
+    let coords = dynamic_shared::<[f32; 4]>();
+    let seg = c.ntraces.div_ceil(grid_dim_z());
+    let mut base = block_idx_z() * seg;
+    let end = min_u32(base + seg, c.ntraces);
+    while base < end {
+        let n = min_u32(nthreads, end - base);
+        if tid < n {
+            unsafe { *coords.add(tid as usize) = ldg_quad(geom.add((base + tid) as usize)) };
+        }
+        sync_threads();
+        for j in 0..n {
+            let pg = pair_geom(x, y, unsafe { *coords.add(j as usize) });
+            if CORR && c.flags & APERTURE != 0 && pg.dm >= c.ap_dist {
+                continue; // outside the distance aperture at every time (uniform in the warp)
+            }
+            let pairs = unsafe { data.add((base + j) as usize * c.stride as usize) };
+            unroll!(k < K, {
+                let kk = contribution::<AA, CORR>(c, &pg, &q[k]);
+                if !CORR {
+                    let (i, f) = split_index(kk.s, c.stride);
+                    let [a, d] = unsafe { ldg_pair(pairs.add(i as usize)) };
+                    acc[k] += a;
+                    acc_b[k] = crate::math::mul_add(f, d, acc_b[k]);
+                } else {
+                    acc[k] += unsafe { read_global::<AA, CORR>(c, pairs, &kk) };
+                }
+            });
+        }
+        sync_threads();
+        base += nthreads;
+    }
+    if active {
+        unroll!(k < K, {
+            let it = it0 + 32 * k as u32;
+            if it < c.ntau {
+                let dst = unsafe { image.add(col_l as usize * c.ntau as usize + it as usize) };
+                if grid_dim_z() == 1 {
+                    unsafe { *dst += acc[k] + acc_b[k] };
+                } else {
+                    unsafe { atomic_add_f32(dst, acc[k] + acc_b[k]) };
+                }
+            }
+        });
+    }
+}
+
+
+// ---- modelling (the adjoint) ---------------------------------------------------------------------
+
+/// blockIdx.x = group of `tb` traces, blockIdx.y = tile of `cols_per_block` columns. Warps take
+/// columns, lanes image times; every contribution is scattered (the adjoint of the interpolated
+/// read) into the group's traces held in shared memory (`tb * (stride + 1)` floats, shared-memory
+/// atomics), which are then added to `out` with one global atomic per nonzero sample.
+#[inline(always)]
+unsafe fn model<const AA: bool, const CORR: bool>(c: &KtmConsts, geom: *const [f32; 4], image: *const f32, vel: *const f32,
+    out: *mut f32, tb: u32, cols_per_block: u32) {
+    let lane = thread_idx_x();
+    let warp = thread_idx_y();
+    let tid = warp * 32 + lane;
+    let acc_len = c.stride + 1;
+    let tr0 = block_idx_x() * tb;
+    let nb = min_u32(tb, c.ntraces - tr0);
+    let mut sm = SharedCarver::new();
+    let coords = sm.take::<[f32; 4]>(tb as usize);
+    let acc = sm.take::<f32>((tb * acc_len) as usize);
+    let mut i = tid;
+    while i < tb * acc_len {
+        unsafe { *acc.add(i as usize) = 0.0 };
+        i += 256;
+    }
+    if tid < nb {
+        unsafe { *coords.add(tid as usize) = ldg_quad(geom.add((tr0 + tid) as usize)) };
+    }
+    sync_threads();
+    let col_start = block_idx_y() * cols_per_block;
+    let col_end = min_u32(col_start + cols_per_block, c.ncols);
+    let mut col_l = col_start + warp;
+    while col_l < col_end {
+        let (x, y) = column_xy(c, col_l);
+        let mut itb = 0;
+        while itb < c.ntau {
+            let it = itb + lane;
+            let q = unsafe { sample_at(c, vel, col_l, it) };
+            let v_img = if it < c.ntau { unsafe { *image.add(col_l as usize * c.ntau as usize + it as usize) } } else { 0.0 };
+            if v_img != 0.0 {
+                for b in 0..nb {
+                    let pg = pair_geom(x, y, unsafe { *coords.add(b as usize) });
+                    let k = contribution::<AA, CORR>(c, &pg, &q);
+                    if k.w == 0.0 {
+                        continue;
+                    }
+                    let v = k.w * v_img;
+                    let trace = unsafe { acc.add((b * acc_len) as usize) };
+                    let scatter = |s: f32, v: f32| {
+                        let (i, a, bb) = scatter_weights(s, c.stride, v);
+                        unsafe {
+                            atomic_add_f32(trace.add(i as usize), a);
+                            atomic_add_f32(trace.add(i as usize + 1), bb);
+                        }
+                    };
+                    if AA {
+                        if antialias_valid(c, k.s) {
+                            let v = v * rcp_amp(k.m * k.m);
+                            scatter(k.s, v + v);
+                            scatter(k.s - k.m, -v);
+                            scatter(k.s + k.m, -v);
+                        }
+                    } else {
+                        scatter(k.s, v);
+                    }
+                }
+            }
+            itb += 32;
+        }
+        col_l += 8;
+    }
+    sync_threads();
+    let mut i = tid;
+    while i < nb * acc_len {
+        let v = unsafe { *acc.add(i as usize) };
+        if v != 0.0 {
+            unsafe { atomic_add_f32(out.add((tr0 * acc_len + i) as usize), v) };
+        }
+        i += 256;
+    }
+}
+
+// ---- entry points --------------------------------------------------------------------------------
+
+macro_rules! migration_entry {
+    ($name:ident, $body:ident :: < $($g:tt),* >) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(c: KtmConsts, geom: *const [f32; 4], data: *const [f32; 2], vel: *const f32,
+            image: *mut f32) {
+            unsafe { $body::<$($g),*>(&c, geom, data, vel, image) }
+        }
+    };
+}
+
+migration_entry!(ktm_mig_paper_bare, mig_paper::<false, false>);
+migration_entry!(ktm_mig_paper_corr, mig_paper::<false, true>);
+migration_entry!(ktm_mig_paper_aa, mig_paper::<true, true>);
+migration_entry!(ktm_mig_image_bare, mig_image::<false, false>);
+migration_entry!(ktm_mig_image_corr, mig_image::<false, true>);
+migration_entry!(ktm_mig_image_aa, mig_image::<true, true>);
+migration_entry!(ktm_mig_columns_bare, mig_columns::<COL_K_BARE, false, false>);
+migration_entry!(ktm_mig_columns_corr, mig_columns::<COL_K_CORR, false, true>);
+migration_entry!(ktm_mig_columns_aa, mig_columns::<COL_K_CORR, true, true>);
+
+macro_rules! model_entry {
+    ($name:ident, $aa:expr, $corr:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(c: KtmConsts, geom: *const [f32; 4], image: *const f32, vel: *const f32,
+            out: *mut f32, tb: u32, cols_per_block: u32) {
+            unsafe { model::<$aa, $corr>(&c, geom, image, vel, out, tb, cols_per_block) }
+        }
+    };
+}
+
+model_entry!(ktm_model_bare, false, false);
+model_entry!(ktm_model_corr, false, true);
+model_entry!(ktm_model_aa, true, true);

@@ -1,0 +1,265 @@
+//! GPU driver: uploads, launches and downloads for migration and modelling.
+//!
+//! Memory plan: the image stays resident in tiles of whole inline rows (one tile when it fits,
+//! which is every realistic case on an 80 GB GPU), and the traces of each offset class stream
+//! through in chunks, each launch adding into the resident tile. Chunk and tile sizes come from
+//! the free device memory (`Gpu::memory`), or from `GpuLimits` (tests force tiny ones). Uploads are
+//! not overlapped with compute: a trace costs ~4 KB over PCIe (~0.2 us) against ~60 us of
+//! migration into a 255 x 255 x 1024 image, so overlap would gain well under 1 %.
+
+use std::sync::Arc;
+
+use anyhow::{bail, ensure};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr, LaunchConfig};
+use gpu_kernels::ktm::{KtmConsts, COL_K_BARE, COL_K_CORR, COL_WARPS, IMG_SHARED_BYTES, IMG_TX, IMG_TY};
+
+use super::prep::Prepared;
+use super::{GpuLimits, Plan, Variant};
+use crate::launch;
+use crate::runtime::{Gpu, GpuError};
+
+/// The launch constants as a kernel argument (passed by value, 92 bytes).
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+struct DevConsts(KtmConsts);
+// SAFETY: KtmConsts is repr(C), Copy, plain f32/u32 fields: the kernel reads it as the same struct.
+unsafe impl DeviceRepr for DevConsts {}
+
+/// Kernel name of a migration variant with or without corrections / anti-aliasing.
+pub fn migration_kernel(variant: Variant, aa: bool, corr: bool) -> String {
+    let base = match variant {
+        Variant::Paper { .. } => "ktm_mig_paper",
+        Variant::ImageDomain => "ktm_mig_image",
+        Variant::Columns => "ktm_mig_columns",
+    };
+    let flavour = if aa { "aa" } else if corr { "corr" } else { "bare" };
+    format!("{base}_{flavour}")
+}
+
+/// Launches one migration of `consts.ntraces` traces into `consts.ncols` columns.
+#[allow(clippy::too_many_arguments)]
+fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool, consts: KtmConsts, geom: &CudaView<f32>,
+    pairs: &CudaView<f32>, vel: &CudaView<f32>, image: &mut CudaViewMut<f32>) -> anyhow::Result<()> {
+    let ncols = consts.ncols;
+    let ntau = consts.ntau;
+    let cfg = match variant {
+        Variant::Columns => {
+            let k = if corr || aa { COL_K_CORR } else { COL_K_BARE } as u32;
+            let (gx, gy) = (ncols.div_ceil(COL_WARPS), ntau.div_ceil(32 * k));
+            // Small images: split the traces over blockIdx.z until about 8 blocks per SM exist.
+            let target = 8 * gpu.info().multiprocessors.max(1) as u32;
+            let splits = target.div_ceil(gx * gy).clamp(1, consts.ntraces.div_ceil(32 * COL_WARPS).max(1)).min(65535);
+            LaunchConfig {
+                grid_dim: (gx, gy, splits),
+                block_dim: (32, COL_WARPS, 1),
+                shared_mem_bytes: 32 * COL_WARPS * 16,
+            }
+        }
+        Variant::Paper { block_x, block_y } => {
+            ensure!(block_x.is_power_of_two() && block_x >= 32 && block_x * block_y <= 1024 && block_y >= 1,
+                "paper kernel: block {block_x} x {block_y} must have a power-of-two x >= 32 and at most 1024 threads");
+            LaunchConfig { grid_dim: (ncols, 1, 1), block_dim: (block_x, block_y, 1), shared_mem_bytes: block_x * block_y * 4 }
+        }
+        Variant::ImageDomain => {
+            let nx_l = ncols / consts.ny;
+            LaunchConfig {
+                grid_dim: (nx_l.div_ceil(IMG_TX) * consts.ny.div_ceil(IMG_TY), ntau.div_ceil(32), 1),
+                block_dim: (32, IMG_TX * IMG_TY, 1),
+                shared_mem_bytes: IMG_SHARED_BYTES,
+            }
+        }
+    };
+    ensure!(cfg.grid_dim.1 <= 65535, "{} image times exceed the kernel's grid limit", ntau);
+    let name = migration_kernel(variant, aa, corr);
+    let c = DevConsts(consts);
+    launch!(gpu, &name, cfg, &c, geom, pairs, vel, image)?;
+    Ok(())
+}
+
+/// Work-unit sizes for one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub traces_per_chunk: usize,
+    /// A multiple of `ny` (tiles are whole inline rows).
+    pub cols_per_tile: usize,
+}
+
+/// Plans chunk and tile sizes from free device memory; `per_trace` is the device bytes a trace
+/// needs, `per_col` those of an image column (image + velocity + anything else).
+fn layout(gpu: &Gpu, plan: &Plan, limits: &GpuLimits, per_trace: usize, per_col: usize) -> anyhow::Result<Layout> {
+    let (free, _) = gpu.memory()?;
+    let budget = (free as f64 * 0.8) as usize;
+    let ny = plan.grid.ny;
+    let ncols = plan.grid.ncols();
+    let mut cols = ncols.min(budget / 2 / per_col.max(1)) / ny * ny;
+    ensure!(cols >= ny, "ktm: one inline row of the image ({} columns x {} samples) does not fit in {} MB of free GPU memory",
+        ny, plan.grid.ntau, free >> 20);
+    if let Some(m) = limits.max_columns_per_tile {
+        cols = cols.min((m / ny).max(1) * ny);
+    }
+    let biggest_class = plan.class_ranges.iter().map(|r| r.len()).max().unwrap_or(1).max(1);
+    let mut traces = biggest_class.min(budget.saturating_sub(cols * per_col) / per_trace.max(1));
+    ensure!(traces >= 1, "ktm: no room on the GPU for even one trace of {} samples next to the image tile", plan.ns);
+    if let Some(t) = limits.max_traces_per_chunk {
+        traces = traces.min(t.max(1));
+    }
+    gpu.ensure_fits("ktm image tile and trace chunk", cols * per_col + traces * per_trace)?;
+    Ok(Layout { traces_per_chunk: traces, cols_per_tile: cols })
+}
+
+fn htod(gpu: &Gpu, src: &[f32], dst: &mut CudaSlice<f32>) -> Result<(), GpuError> {
+    gpu.stream()
+        .memcpy_htod(src, &mut dst.slice_mut(0..src.len()))
+        .map_err(GpuError::driver(format!("uploading {} floats", src.len())))
+}
+
+fn flat4(g: &[[f32; 4]]) -> &[f32] {
+    // SAFETY: [f32; 4] is four contiguous f32s.
+    unsafe { std::slice::from_raw_parts(g.as_ptr() as *const f32, g.len() * 4) }
+}
+
+/// Migration of every class (`classes * ncols * ntau` samples), chunked and tiled as memory allows.
+pub fn migrate(gpu: &Arc<Gpu>, plan: &Plan, prep: &Prepared, variant: Variant, limits: &GpuLimits) -> anyhow::Result<Vec<f32>> {
+    let ntau = plan.grid.ntau;
+    let ncols = plan.grid.ncols();
+    let stride = plan.stride();
+    let vol = plan.consts.vel_stride != 0;
+    let per_col = ntau * 4 * if vol { 2 } else { 1 };
+    let lay = layout(gpu, plan, limits, 16 + stride * 8, per_col)?;
+    let mut d_geom = gpu.zeros::<f32>(4 * lay.traces_per_chunk)?;
+    let mut d_pairs = gpu.zeros::<f32>(2 * stride * lay.traces_per_chunk)?;
+    let mut d_vel = gpu.zeros::<f32>(if vol { lay.cols_per_tile * ntau } else { ntau })?;
+    let mut d_image = gpu.zeros::<f32>(lay.cols_per_tile * ntau)?;
+    if !vol {
+        htod(gpu, &plan.vel, &mut d_vel)?;
+    }
+    // NaN until a tile is downloaded over it: a gap in the tiling shows.
+    let mut image = vec![f32::NAN; plan.classes() * ncols * ntau];
+    for (k, range) in plan.class_ranges.iter().enumerate() {
+        let mut col0 = 0;
+        while col0 < ncols {
+            let cols = lay.cols_per_tile.min(ncols - col0);
+            if vol {
+                htod(gpu, &plan.vel[col0 * ntau..(col0 + cols) * ntau], &mut d_vel)?;
+            }
+            gpu.stream().memset_zeros(&mut d_image).map_err(GpuError::driver("clearing the image tile"))?;
+            let mut t0 = range.start;
+            while t0 < range.end {
+                let n = lay.traces_per_chunk.min(range.end - t0);
+                htod(gpu, flat4(&plan.geom[t0..t0 + n]), &mut d_geom)?;
+                htod(gpu, prep.flat(stride, t0..t0 + n), &mut d_pairs)?;
+                let consts = KtmConsts { col0: col0 as u32, ncols: cols as u32, ntraces: n as u32, ..plan.consts };
+                launch_migration(gpu, variant, plan.antialias, plan.corrections, consts, &d_geom.slice(..), &d_pairs.slice(..),
+                    &d_vel.slice(..), &mut d_image.slice_mut(0..cols * ntau))?;
+                t0 += n;
+            }
+            let dst = &mut image[(k * ncols + col0) * ntau..(k * ncols + col0 + cols) * ntau];
+            gpu.stream()
+                .memcpy_dtoh(&d_image.slice(0..cols * ntau), dst)
+                .map_err(GpuError::driver("downloading the image tile"))?;
+            col0 += cols;
+        }
+    }
+    gpu.synchronize()?;
+    Ok(image)
+}
+
+/// One class's traces and the whole image resident on the GPU, for kernel-only timing.
+pub struct Resident {
+    consts: KtmConsts,
+    antialias: bool,
+    corrections: bool,
+    geom: CudaSlice<f32>,
+    pairs: CudaSlice<f32>,
+    vel: CudaSlice<f32>,
+    pub image: CudaSlice<f32>,
+}
+
+impl Resident {
+    /// Uploads class 0 (all traces when there are no classes) and a zeroed image.
+    pub fn new(gpu: &Gpu, plan: &Plan, prep: &Prepared) -> anyhow::Result<Resident> {
+        let range = plan.class_ranges[0].clone();
+        ensure!(!range.is_empty(), "ktm: class 0 has no traces");
+        let stride = plan.stride();
+        let need = plan.grid.len() * 4 + plan.vel.len() * 4 + range.len() * (16 + 8 * stride);
+        gpu.ensure_fits("ktm resident benchmark data", need)?;
+        Ok(Resident {
+            consts: KtmConsts { ntraces: range.len() as u32, ..plan.consts },
+            antialias: plan.antialias,
+            corrections: plan.corrections,
+            geom: gpu.upload(flat4(&plan.geom[range.clone()]))?,
+            pairs: gpu.upload(prep.flat(stride, range))?,
+            vel: gpu.upload(&plan.vel)?,
+            image: gpu.zeros(plan.grid.len())?,
+        })
+    }
+    /// Zeroes the image.
+    pub fn clear(&mut self, gpu: &Gpu) -> anyhow::Result<()> {
+        gpu.stream().memset_zeros(&mut self.image).map_err(GpuError::driver("clearing the image"))?;
+        Ok(())
+    }
+    /// One migration launch (adds into the image).
+    pub fn run(&mut self, gpu: &Gpu, variant: Variant) -> anyhow::Result<()> {
+        launch_migration(gpu, variant, self.antialias, self.corrections, self.consts, &self.geom.slice(..),
+            &self.pairs.slice(..), &self.vel.slice(..), &mut self.image.slice_mut(..))
+    }
+    pub fn download(&self, gpu: &Gpu) -> anyhow::Result<Vec<f32>> { Ok(gpu.download(&self.image)?) }
+}
+
+/// Kirchhoff modelling (adjoint): `stride + 1` padded-domain values per plan position.
+pub fn model(gpu: &Arc<Gpu>, plan: &Plan, image: &[f32], limits: &GpuLimits) -> anyhow::Result<Vec<f32>> {
+    let ntau = plan.grid.ntau;
+    let ncols = plan.grid.ncols();
+    let acc_len = plan.stride() + 1;
+    let vol = plan.consts.vel_stride != 0;
+    // Traces per block: their accumulators live in shared memory.
+    let smem_max = gpu.info().max_shared_per_block_optin as usize - 1024;
+    let tb = (smem_max / (acc_len * 4 + 16)).min(8);
+    if tb == 0 {
+        bail!("ktm modelling: traces of {} samples do not fit in shared memory ({} KB per block) on this GPU", plan.ns,
+            smem_max >> 10);
+    }
+    let per_col = ntau * 4 * if vol { 2 } else { 1 };
+    let lay = layout(gpu, plan, limits, 16 + acc_len * 4, per_col)?;
+    let mut d_geom = gpu.zeros::<f32>(4 * lay.traces_per_chunk)?;
+    let mut d_out = gpu.zeros::<f32>(acc_len * lay.traces_per_chunk)?;
+    let mut d_vel = gpu.zeros::<f32>(if vol { lay.cols_per_tile * ntau } else { ntau })?;
+    let mut d_image = gpu.zeros::<f32>(lay.cols_per_tile * ntau)?;
+    if !vol {
+        htod(gpu, &plan.vel, &mut d_vel)?;
+    }
+    let name = migration_kernel(Variant::Columns, plan.antialias, plan.corrections).replace("mig_columns", "model");
+    let mut out = vec![f32::NAN; plan.ntraces() * acc_len];
+    for (k, range) in plan.class_ranges.iter().enumerate() {
+        let mut t0 = range.start;
+        while t0 < range.end {
+            let n = lay.traces_per_chunk.min(range.end - t0);
+            htod(gpu, flat4(&plan.geom[t0..t0 + n]), &mut d_geom)?;
+            gpu.stream().memset_zeros(&mut d_out).map_err(GpuError::driver("clearing the modelled traces"))?;
+            let mut col0 = 0;
+            while col0 < ncols {
+                let cols = lay.cols_per_tile.min(ncols - col0);
+                if vol {
+                    htod(gpu, &plan.vel[col0 * ntau..(col0 + cols) * ntau], &mut d_vel)?;
+                }
+                htod(gpu, &image[(k * ncols + col0) * ntau..(k * ncols + col0 + cols) * ntau], &mut d_image)?;
+                let consts = KtmConsts { col0: col0 as u32, ncols: cols as u32, ntraces: n as u32, ..plan.consts };
+                let cols_per_block = 64u32.max(cols.div_ceil(65535) as u32);
+                let cfg = LaunchConfig {
+                    grid_dim: ((n as u32).div_ceil(tb as u32), (cols as u32).div_ceil(cols_per_block), 1),
+                    block_dim: (32, 8, 1),
+                    shared_mem_bytes: (tb * 16 + 16 + tb * acc_len * 4) as u32,
+                };
+                let (c, tb32) = (DevConsts(consts), tb as u32);
+                launch!(gpu, &name, cfg, &c, &d_geom, &d_image, &d_vel, &mut d_out, &tb32, &cols_per_block)?;
+                col0 += cols;
+            }
+            gpu.stream()
+                .memcpy_dtoh(&d_out.slice(0..n * acc_len), &mut out[t0 * acc_len..(t0 + n) * acc_len])
+                .map_err(GpuError::driver("downloading modelled traces"))?;
+            t0 += n;
+        }
+    }
+    gpu.synchronize()?;
+    Ok(out)
+}
