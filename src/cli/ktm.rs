@@ -25,7 +25,7 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Cmd {
-    /// Migrate traces into an image (.npy, shape [classes, nx, ny, ntau], tau fastest).
+    /// Migrate traces into an image (.npy, shape [classes, nx, ny, ntau], tau fastest; or SEG-Y by extension).
     Migrate(MigrateArgs),
     /// Kirchhoff modelling (the adjoint): traces from an image .npy, into the input's geometry.
     Model(ModelArgs),
@@ -155,7 +155,8 @@ pub struct MigrateArgs {
     pub input: InputArgs,
     #[command(flatten)]
     pub opts: MigrationOptions,
-    /// Output image (.npy, float32, shape [classes, nx, ny, ntau]).
+    /// Output image: .npy (float32, shape [classes, nx, ny, ntau]) or .sgy/.segy (one trace per class and
+    /// image column, two-way vertical time).
     #[arg(long, short, default_value = "ktm-image.npy")]
     pub output: PathBuf,
 }
@@ -303,10 +304,12 @@ pub fn params(o: &MigrationOptions) -> anyhow::Result<Params> {
     Ok(p)
 }
 
-/// The input traces: SEG-Y (after the io work lands) or a built-in synthetic on the image grid.
+/// The input traces: SEG-Y (source and receiver coordinates from the trace headers) or a built-in
+/// synthetic on the image grid.
 pub fn input(i: &InputArgs, grid: &ImageGrid) -> anyhow::Result<TraceSet> {
     if let Some(p) = &i.input {
-        bail!("{}: SEG-Y input for `ktm` is wired when the SEG-Y reader lands; use --synthetic for now", p.display());
+        let (_, traces) = seisgpu_host::io::segy::read_segy(p)?;
+        return Ok(traces);
     }
     let (cx, cy) = (grid.x(grid.nx / 2), grid.y(grid.ny / 2));
     match i.synthetic.as_str() {
