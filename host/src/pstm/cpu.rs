@@ -1,0 +1,237 @@
+//! The CPU reference: rayon over image columns, each column walking its traces (midpoint bins, then
+//! the aperture test) in the same order as the GPU, computing the trace sample position of every
+//! image sample with the mode's scheme (shared functions of `gpu_kernels::pstm`), then gathering
+//! and accumulating. Same decisions and same floating-point operations as the kernels.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use gpu_kernels::pstm::traveltime::{Dsr, Model, Vti};
+use gpu_kernels::pstm::{
+    checked, classify, distances, dynamic_segment, exact_pos, interp, lerp_packed, pack_trace, step_sample,
+    step_slope, Ctx, KParams, STEP,
+};
+use rayon::prelude::*;
+
+use super::{Batch, Coefs, MigrationStats, Plan, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel};
+use crate::traces::TraceSet;
+
+/// Calls `g(batch trace, ds2, dr2)` for every trace of class `k` of `batch` whose midpoint is
+/// within the aperture of the column at (x, y) (image-relative m), in batch (sorted) order.
+pub(crate) fn for_each_trace<G: FnMut(usize, f32, f32)>(kp: &KParams, batch: &Batch, k: u32, x: f32, y: f32, mut g: G) {
+    let ((bx0, bx1), (by0, by1)) = kp.bins.around(x, y, kp.aperture);
+    for by in by0..=by1 {
+        let row = ((k * kp.bins.ny + by) * kp.bins.nx) as usize;
+        let (r0, r1) = (batch.bin_start[row + bx0 as usize] as usize, batch.bin_start[row + bx1 as usize + 1] as usize);
+        for t in r0..r1 {
+            let h = batch.headers[t];
+            let (ds2, dr2, md2) = distances(h[0], h[1], h[2], h[3], x, y);
+            if md2 <= kp.aperture2 {
+                g(t, ds2, dr2);
+            }
+        }
+    }
+}
+
+/// Packs the traces of a batch: row t is `packed_len` (a, d) entries.
+pub(crate) fn pack_batch(traces: &TraceSet, batch: &Batch, packed_len: usize) -> Vec<[f32; 2]> {
+    let mut out = vec![[0.0f32; 2]; batch.index.len() * packed_len];
+    out.par_chunks_mut(packed_len.max(1)).zip(batch.index.par_iter()).for_each(|(row, &i)| {
+        pack_trace(traces.trace(i as usize), row);
+    });
+    out
+}
+
+/// Fills `pos[0..nz_pad]` with the trace sample position read for every image sample of one
+/// (trace, column) pair (dead samples get `DEAD`); returns the exact evaluations made.
+/// `iv2`, `eta`: the column's coefficients at samples 0..=nz_pad; `pts`: scratch.
+#[allow(clippy::too_many_arguments)]
+pub fn positions<M: Model>(mode: TraveltimeMode, kp: &KParams, c: &Ctx, iv2: &[f32], eta: &[f32], pos: &mut [f32],
+    pts: &mut Vec<f32>) -> u64 {
+    let nz_pad = kp.nz_pad as usize;
+    match mode {
+        TraveltimeMode::Exact => {
+            for (z, ((p, &v), &e)) in pos[..nz_pad].iter_mut().zip(iv2).zip(eta).enumerate() {
+                let z = z as u32;
+                *p = checked(exact_pos::<M>(z, c, v, e), z, c);
+            }
+            nz_pad as u64
+        }
+        TraveltimeMode::Static8 => {
+            let n = nz_pad / STEP as usize;
+            pts.clear();
+            pts.extend((0..=n).map(|k| exact_pos::<M>(STEP * k as u32, c, iv2[8 * k], eta[8 * k])));
+            for q in 0..n {
+                let (sa, sb) = (pts[q], pts[q + 1]);
+                let za = STEP * q as u32;
+                let cls = classify(sa, za, sb, za + STEP, c);
+                let slope = step_slope(sa, sb, STEP);
+                for (r, p) in pos[8 * q..8 * q + 8].iter_mut().enumerate() {
+                    *p = step_sample(cls, interp(r as f32, slope, sa), za + r as u32, c);
+                }
+            }
+            (n + 1) as u64
+        }
+        TraveltimeMode::Dynamic { .. } => {
+            let exact = |z: u32| exact_pos::<M>(z, c, iv2[z as usize], eta[z as usize]);
+            let mut s0 = exact(0);
+            let mut evals = 1u64;
+            for seg in 0..nz_pad / 32 {
+                let zs = 32 * seg as u32;
+                let s32 = exact(zs + 32);
+                evals += 1;
+                evals += dynamic_segment(zs, s0, s32, kp.tol, kp.max_step, c, |o| exact(zs + o), |o, len, base, slope, cls| {
+                    let z0 = (zs + o) as usize;
+                    for (r, p) in pos[z0..z0 + len as usize].iter_mut().enumerate() {
+                        *p = step_sample(cls, interp(r as f32, slope, base), (z0 + r) as u32, c);
+                    }
+                }) as u64;
+                s0 = s32;
+            }
+            evals
+        }
+    }
+}
+
+/// The CPU migration (see the module docs). `plan` comes from [`super::plan`].
+pub fn migrate(traces: &TraceSet, p: &PstmParams, plan: &Plan, mode: TraveltimeMode, model: TraveltimeModel) -> PstmImage {
+    match model {
+        TraveltimeModel::Dsr => run::<Dsr>(traces, p, plan, mode),
+        TraveltimeModel::Vti => run::<Vti>(traces, p, plan, mode),
+    }
+}
+
+fn run<M: Model>(traces: &TraceSet, p: &PstmParams, plan: &Plan, mode: TraveltimeMode) -> PstmImage {
+    let kp = &plan.kp;
+    let coefs = Coefs::new(p, kp);
+    let (nz_pad, noff, plen) = (kp.nz_pad as usize, p.noff, plan.packed_len());
+    let mut data = vec![0.0f32; p.columns() * noff * nz_pad];
+    let (evals, pairs) = (AtomicU64::new(0), AtomicU64::new(0));
+    for (bi, batch) in plan.batches.iter().enumerate() {
+        let packed = pack_batch(traces, batch, plen);
+        data.par_chunks_mut(noff * nz_pad).enumerate().for_each(|(col, out)| {
+            let (x, y) = ((col / p.ny) as f32 * kp.dx, (col % p.ny) as f32 * kp.dy);
+            let (iv2, eta) = coefs.column(col);
+            let (mut acc, mut pos, mut pts) = (vec![0.0f32; nz_pad], vec![0.0f32; nz_pad], Vec::new());
+            let (mut my_evals, mut my_pairs) = (0u64, 0u64);
+            for k in 0..noff {
+                acc.fill(0.0);
+                for_each_trace(kp, batch, k as u32, x, y, |t, ds2, dr2| {
+                    let c = kp.ctx(ds2, dr2);
+                    my_evals += positions::<M>(mode, kp, &c, iv2, eta, &mut pos, &mut pts);
+                    my_pairs += 1;
+                    let tr = &packed[t * plen..(t + 1) * plen];
+                    for (a, &s) in acc.iter_mut().zip(&pos) {
+                        *a += lerp_packed(tr, s);
+                    }
+                });
+                let o = &mut out[k * nz_pad..(k + 1) * nz_pad];
+                if bi == 0 {
+                    o.copy_from_slice(&acc);
+                } else {
+                    for (o, a) in o.iter_mut().zip(&acc) {
+                        *o += a;
+                    }
+                }
+            }
+            evals.fetch_add(my_evals, Ordering::Relaxed);
+            pairs.fetch_add(my_pairs, Ordering::Relaxed);
+        });
+    }
+    let pairs = pairs.into_inner();
+    PstmImage {
+        nx: p.nx,
+        ny: p.ny,
+        noff,
+        nz: p.nz,
+        nz_pad,
+        data,
+        stats: MigrationStats {
+            traces_used: plan.traces_used,
+            pairs,
+            contributions: pairs * p.nz as u64,
+            exact_evals: evals.into_inner(),
+        },
+    }
+}
+
+/// Sample positions of every (trace, column) pair of a run, for error statistics: calls
+/// `g(positions)` per pair with one vector of nz_pad positions per entry of `modes` (dead samples
+/// hold `DEAD`). `plan` must come from the last mode (its dynamic tolerance is used).
+pub fn for_each_pair_positions<M: Model, G: FnMut(&[Vec<f32>]) + Send + Clone>(p: &PstmParams, plan: &Plan,
+    modes: &[TraveltimeMode], g: G) {
+    let kp = &plan.kp;
+    let coefs = Coefs::new(p, kp);
+    let nz_pad = kp.nz_pad as usize;
+    (0..p.columns()).into_par_iter().for_each_with(g, |g, col| {
+        let (x, y) = ((col / p.ny) as f32 * kp.dx, (col % p.ny) as f32 * kp.dy);
+        let (iv2, eta) = coefs.column(col);
+        let mut pos = vec![vec![0.0f32; nz_pad]; modes.len()];
+        let mut pts = Vec::new();
+        for batch in &plan.batches {
+            for k in 0..p.noff as u32 {
+                for_each_trace(kp, batch, k, x, y, |_, ds2, dr2| {
+                    let c = kp.ctx(ds2, dr2);
+                    for (m, v) in modes.iter().zip(pos.iter_mut()) {
+                        positions::<M>(*m, kp, &c, iv2, eta, v, &mut pts);
+                    }
+                    g(&pos);
+                });
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::small_params;
+    use super::super::*;
+    use super::*;
+    use crate::synth;
+
+    fn data(nz: usize) -> (TraceSet, PstmParams) {
+        let p = small_params(nz);
+        let mut h = synth::geometry::cross_spread(9, 50.0, 11, 50.0);
+        for t in &mut h {
+            t.sx += 130.0;
+            t.gx += 130.0;
+            t.sy += 240.0;
+            t.gy += 240.0;
+        }
+        (synth::noise_traces(h, 2 * nz, 0.004, 3), p)
+    }
+
+    #[test]
+    fn static8_equals_exact_on_the_8_sample_grid() {
+        let (tr, p) = data(77);
+        let ex = migrate_cpu(&tr, &p, TraveltimeMode::Exact, TraveltimeModel::Vti);
+        let s8 = migrate_cpu(&tr, &p, TraveltimeMode::Static8, TraveltimeModel::Vti);
+        assert!(ex.stats.pairs > 0);
+        let mut nonzero = 0;
+        for (i, (a, b)) in ex.data.iter().zip(&s8.data).enumerate() {
+            if (i % ex.nz_pad) % 8 == 0 {
+                assert_eq!(a, b, "sample {i}");
+                nonzero += (*a != 0.0) as usize;
+            }
+        }
+        assert!(nonzero > 20);
+        let d = crate::bench::rel_l2(&s8.data, &ex.data);
+        assert!(d > 0.0 && d < 0.5, "{d}");
+        assert!(ex.data.chunks(ex.nz_pad).all(|c| c[77..].iter().all(|&v| v == 0.0)));
+    }
+
+    #[test]
+    fn dynamic_with_step_8_is_static8_and_saves_evaluations_with_32() {
+        let (tr, mut p) = data(200);
+        let s8 = migrate_cpu(&tr, &p, TraveltimeMode::Static8, TraveltimeModel::Dsr);
+        p.dynamic_max_step = 8;
+        let d8 = migrate_cpu(&tr, &p, TraveltimeMode::Dynamic { tolerance: 1.0 }, TraveltimeModel::Dsr);
+        assert_eq!(s8.data, d8.data);
+        p.dynamic_max_step = 32;
+        let d32 = migrate_cpu(&tr, &p, TraveltimeMode::Dynamic { tolerance: 1e-3 }, TraveltimeModel::Dsr);
+        assert!(d32.stats.exact_evals < s8.stats.exact_evals, "{} vs {}", d32.stats.exact_evals, s8.stats.exact_evals);
+    }
+
+    fn migrate_cpu(tr: &TraceSet, p: &PstmParams, m: TraveltimeMode, model: TraveltimeModel) -> PstmImage {
+        super::super::migrate(tr, p, m, model, &crate::Backend::Cpu).unwrap()
+    }
+}
