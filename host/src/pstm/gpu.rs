@@ -110,6 +110,8 @@ pub struct Prepared {
     eta: CudaSlice<f32>,
     batches: Vec<DevBatch>,
     image: CudaSlice<f32>,
+    /// Whether the traces are in textures.
+    pub texture: bool,
     pub nx: usize,
     pub ny: usize,
     pub noff: usize,
@@ -132,22 +134,8 @@ impl Prepared {
     pub fn new(gpu: &Arc<Gpu>, traces: &TraceSet, p: &PstmParams, plan: &Plan, mode: TraveltimeMode,
         model: TraveltimeModel, poison: bool) -> anyhow::Result<Prepared> {
         let kp = &plan.kp;
-        let t = &p.gpu;
-        let texture = t.texture && mode == TraveltimeMode::Static8;
-        let name = kernel_name(mode, model, t.texture);
-        let func = module(gpu, t.max_regs)?
-            .load_function(&name)
-            .map_err(|_| GpuError::UnknownKernel(name.clone(), "pstm_*".into()))?;
-        let grid_y = p.ny.div_ceil(t.warps as usize);
-        let grid_z = chunks(kp.nz_pad) as usize * p.noff;
-        ensure!(grid_y <= 65535, "ny = {} needs {grid_y} blocks along y (at most 65535): use more warps per block", p.ny);
-        ensure!(grid_z <= 65535, "{} offset classes x {} time chunks exceed the 65535 grid limit", p.noff, chunks(kp.nz_pad));
-        ensure!(p.nx <= i32::MAX as usize, "nx = {} too large", p.nx);
-        let cfg = LaunchConfig {
-            grid_dim: (p.nx as u32, grid_y as u32, grid_z as u32),
-            block_dim: (32, t.warps, 1),
-            shared_mem_bytes: t.warps * table_bytes(mode),
-        };
+        let texture = p.gpu.texture && mode == TraveltimeMode::Static8;
+        let (name, func, cfg) = launch_shape(gpu, p, kp.nz_pad, mode, model)?;
 
         let words: Vec<u32> = {
             let n = std::mem::size_of::<KParams>() / 4;
@@ -191,12 +179,21 @@ impl Prepared {
             eta: gpu.upload(eta)?,
             batches,
             image,
+            texture,
             nx: p.nx,
             ny: p.ny,
             noff: p.noff,
             nz: p.nz,
             nz_pad: kp.nz_pad as usize,
         })
+    }
+
+    /// Switches to another launch shape / register cap (same device data; not to or from textures).
+    pub fn retune(&mut self, p: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel) -> anyhow::Result<()> {
+        ensure!(!self.texture && !(p.gpu.texture && mode == TraveltimeMode::Static8), "retune cannot change the trace path");
+        let (name, func, cfg) = launch_shape(&self.gpu, p, self.nz_pad as u32, mode, model)?;
+        (self.name, self.func, self.cfg) = (name, func, cfg);
+        Ok(())
     }
 
     /// Launches every batch (asynchronously on the default stream).
@@ -232,6 +229,27 @@ impl Prepared {
 
     /// Downloads the image (synchronises).
     pub fn download(&self) -> Result<Vec<f32>, GpuError> { self.gpu.download(&self.image) }
+}
+
+/// Kernel name, function (from the capped module) and launch configuration.
+fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, mode: TraveltimeMode, model: TraveltimeModel)
+    -> anyhow::Result<(String, CudaFunction, LaunchConfig)> {
+    let t = &p.gpu;
+    let name = kernel_name(mode, model, t.texture);
+    let func = module(gpu, t.max_regs)?
+        .load_function(&name)
+        .map_err(|_| GpuError::UnknownKernel(name.clone(), "pstm_*".into()))?;
+    let grid_y = p.ny.div_ceil(t.warps as usize);
+    let grid_z = chunks(nz_pad) as usize * p.noff;
+    ensure!(grid_y <= 65535, "ny = {} needs {grid_y} blocks along y (at most 65535): use more warps per block", p.ny);
+    ensure!(grid_z <= 65535, "{} offset classes x {} time chunks exceed the 65535 grid limit", p.noff, chunks(nz_pad));
+    ensure!(p.nx <= 65535 * 32768, "nx = {} too large", p.nx);
+    let cfg = LaunchConfig {
+        grid_dim: (p.nx as u32, grid_y as u32, grid_z as u32),
+        block_dim: (32, t.warps, 1),
+        shared_mem_bytes: t.warps * table_bytes(mode),
+    };
+    Ok((name, func, cfg))
 }
 
 /// The GPU migration: prepare, run, download.
