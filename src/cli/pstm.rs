@@ -133,6 +133,9 @@ pub struct BenchArgs {
     /// GPU trace count (default: 450,000 for `paper`, as in the paper).
     #[arg(long)]
     pub traces: Option<usize>,
+    /// Skip the remaining GPU measurements after this many seconds.
+    #[arg(long)]
+    pub budget_s: Option<f64>,
     /// Also write the rows as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -159,7 +162,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         }
         Command::Bench(a) => {
             let backend = global.backend()?;
-            let rows = pb::bench_traces(&backend, a.size, a.traces)?;
+            let rows = pb::bench_traces(&backend, a.size, a.traces, a.budget_s)?;
             println!("{:<14} {:<52} {:<11} {:>11} {:>14}  check", "workload", "variant", "scope", "median s", "contrib/s");
             for r in &rows {
                 println!("{:<14} {:<52} {:<11} {:>11.4} {:>14.3e}  {}", r.workload, r.variant, r.scope, r.stats.median_ms * 1e-3,

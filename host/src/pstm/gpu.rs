@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::{bail, ensure, Context};
 use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, LaunchConfig, PushKernelArg};
+// (KParams crosses to the kernels by value; see `KpArg`.)
 use cudarc::nvrtc::Ptx;
 use gpu_kernels::pstm::{chunks, KParams, CHUNK_LAYERS};
 
@@ -20,8 +21,9 @@ use super::{count_pairs, Coefs, MigrationStats, Plan, PstmImage, PstmParams, Tra
 use crate::runtime::{AddressMode, Filter, Gpu, GpuError, Texture, TextureFormat};
 use crate::traces::TraceSet;
 
-/// The pstm entry points of `ptx` as a module of their own, each capped at `max_regs` registers.
-pub fn pstm_ptx(ptx: &str, max_regs: u32) -> anyhow::Result<String> {
+/// The pstm entry points of `ptx` (all, or only `only`) as a module of their own, each capped at
+/// `max_regs` registers.
+pub fn pstm_ptx(ptx: &str, only: Option<&str>, max_regs: u32) -> anyhow::Result<String> {
     let mut out = String::new();
     for l in ptx.lines() {
         let t = l.trim_start();
@@ -43,6 +45,10 @@ pub fn pstm_ptx(ptx: &str, max_regs: u32) -> anyhow::Result<String> {
                 j += 1;
             }
             let end = (j..lines.len()).find(|&k| lines[k] == "}").with_context(|| format!("PTX of `{name}` has no end"))?;
+            if only.is_some_and(|o| o != name) {
+                i = end + 1;
+                continue;
+            }
             for (k, l) in lines.iter().enumerate().take(end + 1).skip(i) {
                 if l.trim_start().starts_with("call") {
                     bail!("PTX kernel `{name}` calls a function; it cannot be moved to its own module");
@@ -59,28 +65,40 @@ pub fn pstm_ptx(ptx: &str, max_regs: u32) -> anyhow::Result<String> {
             i += 1;
         }
     }
-    ensure!(n > 0, "the embedded PTX has no pstm kernels (built with SEISGPU_SKIP_PTX=1?)");
+    ensure!(n > 0, "the embedded PTX has no pstm kernel{} (built with SEISGPU_SKIP_PTX=1?)",
+        only.map(|o| format!(" `{o}`")).unwrap_or_default());
     Ok(out)
 }
 
-type ModuleKey = (usize, u32);
+type ModuleKey = (usize, String, u32);
 static MODULES: OnceLock<Mutex<HashMap<ModuleKey, Arc<CudaModule>>>> = OnceLock::new();
 
-/// The capped pstm module for `gpu`'s context (the primary context of its device), loaded once.
-fn module(gpu: &Gpu, max_regs: u32) -> anyhow::Result<Arc<CudaModule>> {
-    let key = (gpu.context().cu_ctx() as usize, max_regs);
+/// Kernel `name` with a `max_regs` cap, in a module of its own for `gpu`'s context (the primary
+/// context of its device), JIT-compiled once per process (and cached by the driver across runs).
+fn kernel(gpu: &Gpu, name: &str, max_regs: u32) -> anyhow::Result<CudaFunction> {
+    let key = (gpu.context().cu_ctx() as usize, name.to_string(), max_regs);
     let mut cache = MODULES.get_or_init(Default::default).lock().unwrap();
-    if let Some(m) = cache.get(&key) {
-        return Ok(m.clone());
-    }
-    let src = pstm_ptx(crate::runtime::PTX, max_regs)?;
-    let m = gpu
-        .context()
-        .load_module(Ptx::from_src(src))
-        .map_err(GpuError::driver(format!("JIT-compiling the pstm kernels with .maxnreg {max_regs}")))?;
-    cache.insert(key, m.clone());
-    Ok(m)
+    let m = match cache.get(&key) {
+        Some(m) => m.clone(),
+        None => {
+            let src = pstm_ptx(crate::runtime::PTX, Some(name), max_regs)?;
+            let m = gpu
+                .context()
+                .load_module(Ptx::from_src(src))
+                .map_err(GpuError::driver(format!("JIT-compiling `{name}` with .maxnreg {max_regs}")))?;
+            cache.insert(key, m.clone());
+            m
+        }
+    };
+    Ok(m.load_function(name).map_err(|_| GpuError::UnknownKernel(name.to_string(), "pstm_*".into()))?)
 }
+
+/// The kernels' first parameter, passed by value (it lands in the constant bank: no registers).
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+struct KpArg(KParams);
+// SAFETY: KParams is repr(C) plain old data (u32/f32 only), the layout the kernels declare.
+unsafe impl cudarc::driver::DeviceRepr for KpArg {}
 
 /// Kernel name for a mode, model and trace path.
 pub fn kernel_name(mode: TraveltimeMode, model: TraveltimeModel, texture: bool) -> String {
@@ -105,7 +123,7 @@ pub struct Prepared {
     func: CudaFunction,
     name: String,
     cfg: LaunchConfig,
-    params: CudaSlice<u32>,
+    params: KpArg,
     iv2: CudaSlice<f32>,
     eta: CudaSlice<f32>,
     batches: Vec<DevBatch>,
@@ -137,11 +155,6 @@ impl Prepared {
         let texture = p.gpu.texture && mode == TraveltimeMode::Static8;
         let (name, func, cfg) = launch_shape(gpu, p, kp.nz_pad, mode, model)?;
 
-        let words: Vec<u32> = {
-            let n = std::mem::size_of::<KParams>() / 4;
-            // SAFETY: KParams is repr(C), only u32/f32 fields (no padding), 4-byte aligned.
-            unsafe { std::slice::from_raw_parts(kp as *const KParams as *const u32, n) }.to_vec()
-        };
         let coefs = Coefs::new(p, kp);
         let (iv2, eta) = match mode {
             TraveltimeMode::Static8 => (&coefs.iv2_8, &coefs.eta_8),
@@ -174,7 +187,7 @@ impl Prepared {
             func,
             name,
             cfg,
-            params: gpu.upload(&words)?,
+            params: KpArg(*kp),
             iv2: gpu.upload(iv2)?,
             eta: gpu.upload(eta)?,
             batches,
@@ -236,9 +249,7 @@ fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, mode: TraveltimeMod
     -> anyhow::Result<(String, CudaFunction, LaunchConfig)> {
     let t = &p.gpu;
     let name = kernel_name(mode, model, t.texture);
-    let func = module(gpu, t.max_regs)?
-        .load_function(&name)
-        .map_err(|_| GpuError::UnknownKernel(name.clone(), "pstm_*".into()))?;
+    let func = kernel(gpu, &name, t.max_regs)?;
     let grid_y = p.ny.div_ceil(t.warps as usize);
     let grid_z = chunks(nz_pad) as usize * p.noff;
     ensure!(grid_y <= 65535, "ny = {} needs {grid_y} blocks along y (at most 65535): use more warps per block", p.ny);
@@ -249,6 +260,14 @@ fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, mode: TraveltimeMod
         block_dim: (32, t.warps, 1),
         shared_mem_bytes: t.warps * table_bytes(mode),
     };
+    let max_shared = gpu.info().max_shared_per_block_optin as u32;
+    ensure!(cfg.shared_mem_bytes <= max_shared, "{} warps per block need {} B of shared memory ({max_shared} B allowed)",
+        t.warps, cfg.shared_mem_bytes);
+    if cfg.shared_mem_bytes > 48 * 1024 {
+        func.set_attribute(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            cfg.shared_mem_bytes as i32)
+            .map_err(GpuError::driver(format!("raising the shared-memory limit of `{name}`")))?;
+    }
     Ok((name, func, cfg))
 }
 
@@ -279,12 +298,19 @@ mod tests {
         if crate::runtime::PTX.trim().is_empty() {
             return;
         }
-        let m = pstm_ptx(crate::runtime::PTX, 80).unwrap();
+        let m = pstm_ptx(crate::runtime::PTX, None, 80).unwrap();
+        if let Ok(path) = std::env::var("SEISGPU_PSTM_DUMP_PTX") {
+            std::fs::write(path, &m).unwrap(); // for `ptxas -v` by hand
+        }
         for k in ["pstm_exact_dsr", "pstm_static8_vti", "pstm_static8_dsr_tex", "pstm_dynamic_vti"] {
             assert!(m.contains(&format!(".visible .entry {k}(")), "{k}");
         }
         assert_eq!(m.matches(".maxnreg 80").count(), m.matches(".visible .entry").count());
         assert!(!m.contains("saxpy") && m.contains(".target") && m.contains("gpu_launch_sized_workgroup_mem"));
         assert!(!m.contains("call"));
+        let one = pstm_ptx(crate::runtime::PTX, Some("pstm_static8_vti"), 96).unwrap();
+        assert_eq!(one.matches(".visible .entry").count(), 1);
+        assert!(one.contains(".visible .entry pstm_static8_vti(\n") && one.contains(".maxnreg 96"));
+        assert!(pstm_ptx(crate::runtime::PTX, Some("pstm_nope"), 96).is_err());
     }
 }
