@@ -14,7 +14,7 @@ fn traveltimes(c: &mut Criterion) {
     for (name, mode) in modes {
         let pl = plan(&traces, &p, mode).unwrap();
         let kp = pl.kp;
-        let coefs = Coefs::new(&p, &kp);
+        let coefs = Coefs::new(&p, &kp, 1);
         let (iv2, eta) = coefs.column(0);
         let ctx = kp.ctx(400.0 * 400.0, 900.0 * 900.0);
         let (mut pos, mut pts) = (vec![0.0; kp.nz_pad as usize], Vec::new());

@@ -87,6 +87,7 @@ fn gpu_handles_long_columns_and_many_batches() {
     let (mut p, t) = random_case(1601, 400);
     p.nx = 2;
     p.ny = 7;
+    pb::smooth_model(&mut p, true); // (per-column fields for the new size)
     p.gpu.batch_traces = 97;
     for mode in MODES {
         let c = migrate(&t, &p, mode, TraveltimeModel::Vti, &Backend::Cpu).unwrap();

@@ -414,11 +414,12 @@ pub fn accuracy_setup(cfg: &AccuracyConfig) -> (PstmParams, TraceSet) {
 pub fn count_evals(traces: &TraceSet, p: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel) -> anyhow::Result<u64> {
     let pl = plan(traces, p, mode)?;
     let n = std::sync::atomic::AtomicU64::new(0);
-    let coefs = super::Coefs::new(p, &pl.kp);
     let kp = &pl.kp;
+    let coefs = super::shared_coefs(p, kp);
     (0..p.columns()).into_par_iter().for_each(|col| {
         let (x, y) = ((col / p.ny) as f32 * kp.dx, (col % p.ny) as f32 * kp.dy);
-        let (iv2, eta) = coefs.column(col);
+        let mut scratch = (Vec::new(), Vec::new());
+        let (iv2, eta) = super::column_coefs(p, &coefs, col, &mut scratch, kp.nz_pad as usize);
         let (mut pos, mut pts, mut e) = (vec![0.0; kp.nz_pad as usize], Vec::new(), 0u64);
         for b in &pl.batches {
             for k in 0..p.noff as u32 {

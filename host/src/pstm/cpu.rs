@@ -12,7 +12,7 @@ use gpu_kernels::pstm::{
 };
 use rayon::prelude::*;
 
-use super::{Batch, Coefs, MigrationStats, Plan, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel};
+use super::{column_coefs, shared_coefs, Batch, MigrationStats, Plan, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel};
 use crate::traces::TraceSet;
 
 /// Calls `g(batch trace, ds2, dr2)` for every trace of class `k` of `batch` whose midpoint is
@@ -102,7 +102,7 @@ pub fn migrate(traces: &TraceSet, p: &PstmParams, plan: &Plan, mode: TraveltimeM
 
 fn run<M: Model>(traces: &TraceSet, p: &PstmParams, plan: &Plan, mode: TraveltimeMode) -> PstmImage {
     let kp = &plan.kp;
-    let coefs = Coefs::new(p, kp);
+    let coefs = shared_coefs(p, kp);
     let (nz_pad, noff, plen) = (kp.nz_pad as usize, p.noff, plan.packed_len());
     let mut data = vec![0.0f32; p.columns() * noff * nz_pad];
     let (evals, pairs) = (AtomicU64::new(0), AtomicU64::new(0));
@@ -110,7 +110,8 @@ fn run<M: Model>(traces: &TraceSet, p: &PstmParams, plan: &Plan, mode: Traveltim
         let packed = pack_batch(traces, batch, plen);
         data.par_chunks_mut(noff * nz_pad).enumerate().for_each(|(col, out)| {
             let (x, y) = ((col / p.ny) as f32 * kp.dx, (col % p.ny) as f32 * kp.dy);
-            let (iv2, eta) = coefs.column(col);
+            let mut scratch = (Vec::new(), Vec::new());
+            let (iv2, eta) = column_coefs(p, &coefs, col, &mut scratch, nz_pad);
             let (mut acc, mut pos, mut pts) = (vec![0.0f32; nz_pad], vec![0.0f32; nz_pad], Vec::new());
             let (mut my_evals, mut my_pairs) = (0u64, 0u64);
             for k in 0..noff {
@@ -160,11 +161,12 @@ fn run<M: Model>(traces: &TraceSet, p: &PstmParams, plan: &Plan, mode: Traveltim
 pub fn for_each_pair_positions<M: Model, G: FnMut(&[Vec<f32>]) + Send + Clone>(p: &PstmParams, plan: &Plan,
     modes: &[TraveltimeMode], g: G) {
     let kp = &plan.kp;
-    let coefs = Coefs::new(p, kp);
+    let coefs = shared_coefs(p, kp);
     let nz_pad = kp.nz_pad as usize;
     (0..p.columns()).into_par_iter().for_each_with(g, |g, col| {
         let (x, y) = ((col / p.ny) as f32 * kp.dx, (col % p.ny) as f32 * kp.dy);
-        let (iv2, eta) = coefs.column(col);
+        let mut scratch = (Vec::new(), Vec::new());
+        let (iv2, eta) = column_coefs(p, &coefs, col, &mut scratch, nz_pad);
         let mut pos = vec![vec![0.0f32; nz_pad]; modes.len()];
         let mut pts = Vec::new();
         for batch in &plan.batches {

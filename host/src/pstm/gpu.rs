@@ -155,12 +155,9 @@ impl Prepared {
         let texture = p.gpu.texture && mode == TraveltimeMode::Static8;
         let (name, func, cfg) = launch_shape(gpu, p, kp.nz_pad, mode, model)?;
 
-        let coefs = Coefs::new(p, kp);
-        let (iv2, eta) = match mode {
-            TraveltimeMode::Static8 => (&coefs.iv2_8, &coefs.eta_8),
-            _ => (&coefs.iv2, &coefs.eta),
-        };
-        let eta: &[f32] = if model == TraveltimeModel::Vti { eta } else { &eta[..1] };
+        let coefs = Coefs::new(p, kp, if mode == TraveltimeMode::Static8 { 8 } else { 1 });
+        let iv2 = &coefs.iv2;
+        let eta: &[f32] = if model == TraveltimeModel::Vti { &coefs.eta } else { &coefs.eta[..1] };
         let image_len = p.columns() * p.noff * kp.nz_pad as usize;
         let plen = plan.packed_len();
         let trace_bytes: usize = plan.batches.iter().map(|b| b.index.len() * plen * 8 + b.headers.len() * 16).sum();

@@ -368,48 +368,69 @@ pub fn plan(traces: &TraceSet, p: &PstmParams, mode: TraveltimeMode) -> anyhow::
     Ok(Plan { kp, batches, traces_used, ns: traces.ns })
 }
 
-/// Per-column coefficients at image samples 0..=nz_pad (clamped beyond nz): 1/v^2 and eta,
-/// full resolution and every 8th sample. One set when nothing varies laterally.
+/// Per-column coefficients 1/v^2 and eta at image samples 0, step, 2 step, ..., nz_pad (clamped
+/// beyond nz), `step` = 1 (exact, dynamic, CPU) or 8 (the static8 grid). One column when nothing
+/// varies laterally, else every column (built in parallel).
 #[derive(Debug, Clone)]
 pub struct Coefs {
     pub iv2: Vec<f32>,
     pub eta: Vec<f32>,
-    pub iv2_8: Vec<f32>,
-    pub eta_8: Vec<f32>,
+    /// Values per column: nz_pad / step + 1.
     pub stride: usize,
-    pub stride8: usize,
+    pub lateral: bool,
 }
 
 impl Coefs {
-    pub fn new(p: &PstmParams, kp: &KParams) -> Coefs {
-        let nz_pad = kp.nz_pad as usize;
+    pub fn new(p: &PstmParams, kp: &KParams, step: usize) -> Coefs {
+        use rayon::prelude::*;
         let lateral = kp.coef_stride != 0;
         let ncol = if lateral { p.columns() } else { 1 };
-        let (stride, stride8) = (nz_pad + 1, nz_pad / 8 + 1);
-        let field = |f: &[f32], col: usize, z: usize| -> f32 {
+        let stride = kp.nz_pad as usize / step + 1;
+        let mut c = Coefs { iv2: vec![0.0; ncol * stride], eta: vec![0.0; ncol * stride], stride, lateral };
+        c.iv2.par_chunks_mut(stride).zip(c.eta.par_chunks_mut(stride)).enumerate().for_each(|(col, (v, e))| {
+            Self::fill(p, col, step, v, e);
+        });
+        c
+    }
+
+    /// Column `col`'s values (`stride` of each).
+    pub fn column(&self, col: usize) -> (&[f32], &[f32]) {
+        let o = if self.lateral { col * self.stride } else { 0 };
+        (&self.iv2[o..o + self.stride], &self.eta[o..o + self.stride])
+    }
+
+    /// Fills column `col`'s values at samples 0, step, ... into `iv2` and `eta` (their length).
+    pub fn fill(p: &PstmParams, col: usize, step: usize, iv2: &mut [f32], eta: &mut [f32]) {
+        let field = |f: &[f32], z: usize| -> f32 {
             let z = z.min(p.nz - 1);
             if f.len() == p.nz { f[z] } else { f[col * p.nz + z] }
         };
-        let mut c = Coefs { iv2: vec![0.0; ncol * stride], eta: vec![0.0; ncol * stride], iv2_8: vec![0.0; ncol * stride8],
-            eta_8: vec![0.0; ncol * stride8], stride, stride8 };
-        for col in 0..ncol {
-            for z in 0..stride {
-                let v = field(&p.vrms, col, z);
-                c.iv2[col * stride + z] = 1.0 / (v * v);
-                c.eta[col * stride + z] = if p.eta.is_empty() { 0.0 } else { field(&p.eta, col, z) };
-            }
-            for k in 0..stride8 {
-                c.iv2_8[col * stride8 + k] = c.iv2[col * stride + 8 * k];
-                c.eta_8[col * stride8 + k] = c.eta[col * stride + 8 * k];
-            }
+        for (k, (v, e)) in iv2.iter_mut().zip(eta.iter_mut()).enumerate() {
+            let vz = field(&p.vrms, step * k);
+            *v = 1.0 / (vz * vz);
+            *e = if p.eta.is_empty() { 0.0 } else { field(&p.eta, step * k) };
         }
-        c
     }
-    /// Column `col`'s full-resolution 1/v^2 and eta (nz_pad + 1 values).
-    pub fn column(&self, col: usize) -> (&[f32], &[f32]) {
-        let o = if self.iv2.len() == self.stride { 0 } else { col * self.stride };
-        (&self.iv2[o..o + self.stride], &self.eta[o..o + self.stride])
+}
+
+/// Full-resolution coefficients of one column for the CPU: the shared set when nothing varies
+/// laterally, else filled into `scratch` (a few microseconds; no array for every column).
+pub(crate) fn column_coefs<'a>(p: &PstmParams, shared: &'a Option<Coefs>, col: usize,
+    scratch: &'a mut (Vec<f32>, Vec<f32>), nz_pad: usize) -> (&'a [f32], &'a [f32]) {
+    match shared {
+        Some(c) => c.column(0),
+        None => {
+            scratch.0.resize(nz_pad + 1, 0.0);
+            scratch.1.resize(nz_pad + 1, 0.0);
+            Coefs::fill(p, col, 1, &mut scratch.0, &mut scratch.1);
+            (&scratch.0, &scratch.1)
+        }
     }
+}
+
+/// The shared coefficient set when the fields do not vary laterally (for [`column_coefs`]).
+pub(crate) fn shared_coefs(p: &PstmParams, kp: &KParams) -> Option<Coefs> {
+    (kp.coef_stride == 0).then(|| Coefs::new(p, kp, 1))
 }
 
 /// Migrates `traces` into the (x, y, offset class, time) image with the given traveltimes, on the
