@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use gpu_kernels::pstm::traveltime::{Dsr, Model, Vti};
 use gpu_kernels::pstm::{
-    checked, classify, distances, dynamic_segment, exact_pos, interp, lerp_packed, pack_trace, step_sample,
-    step_slope, Ctx, KParams, STEP,
+    checked, classify, distances, dynamic_segment, exact_pos, interp, pack_trace, split, step_slope, Ctx, KParams, DEAD,
+    DEAD_STEP, FAST, PAD, STEP,
 };
+use gpu_kernels::math::mul_add;
 use rayon::prelude::*;
 
 use super::{column_coefs, shared_coefs, Batch, MigrationStats, Plan, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel};
@@ -17,6 +18,7 @@ use crate::traces::TraceSet;
 
 /// Calls `g(batch trace, ds2, dr2)` for every trace of class `k` of `batch` whose midpoint is
 /// within the aperture of the column at (x, y) (image-relative m), in batch (sorted) order.
+#[inline(always)]
 pub(crate) fn for_each_trace<G: FnMut(usize, f32, f32)>(kp: &KParams, batch: &Batch, k: u32, x: f32, y: f32, mut g: G) {
     let ((bx0, bx1), (by0, by1)) = kp.bins.around(x, y, kp.aperture);
     for by in by0..=by1 {
@@ -45,6 +47,7 @@ pub(crate) fn pack_batch(traces: &TraceSet, batch: &Batch, packed_len: usize) ->
 /// (trace, column) pair (dead samples get `DEAD`); returns the exact evaluations made.
 /// `iv2`, `eta`: the column's coefficients at samples 0..=nz_pad; `pts`: scratch.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 pub fn positions<M: Model>(mode: TraveltimeMode, kp: &KParams, c: &Ctx, iv2: &[f32], eta: &[f32], pos: &mut [f32],
     pts: &mut Vec<f32>) -> u64 {
     let nz_pad = kp.nz_pad as usize;
@@ -58,16 +61,15 @@ pub fn positions<M: Model>(mode: TraveltimeMode, kp: &KParams, c: &Ctx, iv2: &[f
         }
         TraveltimeMode::Static8 => {
             let n = nz_pad / STEP as usize;
-            pts.clear();
-            pts.extend((0..=n).map(|k| exact_pos::<M>(STEP * k as u32, c, iv2[8 * k], eta[8 * k])));
+            pts.resize(n + 1, 0.0);
+            for (k, p) in pts.iter_mut().enumerate() {
+                *p = exact_pos::<M>(STEP * k as u32, c, iv2[8 * k], eta[8 * k]);
+            }
             for q in 0..n {
                 let (sa, sb) = (pts[q], pts[q + 1]);
                 let za = STEP * q as u32;
                 let cls = classify(sa, za, sb, za + STEP, c);
-                let slope = step_slope(sa, sb, STEP);
-                for (r, p) in pos[8 * q..8 * q + 8].iter_mut().enumerate() {
-                    *p = step_sample(cls, interp(r as f32, slope, sa), za + r as u32, c);
-                }
+                fill_step(&mut pos[8 * q..8 * q + 8], cls, za, sa, step_slope(sa, sb, STEP), c);
             }
             (n + 1) as u64
         }
@@ -81,13 +83,111 @@ pub fn positions<M: Model>(mode: TraveltimeMode, kp: &KParams, c: &Ctx, iv2: &[f
                 evals += 1;
                 evals += dynamic_segment(zs, s0, s32, kp.tol, kp.max_step, c, |o| exact(zs + o), |o, len, base, slope, cls| {
                     let z0 = (zs + o) as usize;
-                    for (r, p) in pos[z0..z0 + len as usize].iter_mut().enumerate() {
-                        *p = step_sample(cls, interp(r as f32, slope, base), (z0 + r) as u32, c);
-                    }
+                    fill_step(&mut pos[z0..z0 + len as usize], cls, z0 as u32, base, slope, c);
                 }) as u64;
                 s0 = s32;
             }
             evals
+        }
+    }
+}
+
+struct ColumnArgs<'a> {
+    p: &'a PstmParams,
+    kp: &'a KParams,
+    batch: &'a Batch,
+    packed: &'a [[f32; 2]],
+    plen: usize,
+    mode: TraveltimeMode,
+    iv2: &'a [f32],
+    eta: &'a [f32],
+    first: bool,
+}
+
+/// Whether this CPU has FMA (and AVX2): `mul_add` is then one instruction, inlined and vectorised,
+/// instead of a call into libm; the results are the same (both round once).
+fn has_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn column_fma<M: Model>(a: &ColumnArgs, col: usize, out: &mut [f32]) -> (u64, u64) { column::<M>(a, col, out) }
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn column_fma<M: Model>(a: &ColumnArgs, col: usize, out: &mut [f32]) -> (u64, u64) { column::<M>(a, col, out) }
+
+/// One image column (all offset classes) for one batch: returns (exact evaluations, pairs).
+#[inline(always)]
+fn column<M: Model>(a: &ColumnArgs, col: usize, out: &mut [f32]) -> (u64, u64) {
+    let (p, kp) = (a.p, a.kp);
+    let nz_pad = kp.nz_pad as usize;
+    let (x, y) = ((col / p.ny) as f32 * kp.dx, (col % p.ny) as f32 * kp.dy);
+    let (mut acc, mut pos, mut pts) = (vec![0.0f32; nz_pad], vec![0.0f32; nz_pad], Vec::new());
+    let (mut evals, mut pairs) = (0u64, 0u64);
+    let mut list = Vec::new();
+    for k in 0..p.noff {
+        acc.fill(0.0);
+        // The pairs first, then the work in a plain loop (a closure would not inherit the
+        // caller's target features, and `mul_add` would become a libm call again).
+        list.clear();
+        for_each_trace(kp, a.batch, k as u32, x, y, |t, ds2, dr2| list.push((t, ds2, dr2)));
+        for &(t, ds2, dr2) in &list {
+            let c = kp.ctx(ds2, dr2);
+            evals += positions::<M>(a.mode, kp, &c, a.iv2, a.eta, &mut pos, &mut pts);
+            pairs += 1;
+            gather(&mut acc, &pos, &a.packed[t * a.plen..(t + 1) * a.plen]);
+        }
+        let o = &mut out[k * nz_pad..(k + 1) * nz_pad];
+        if a.first {
+            o.copy_from_slice(&acc);
+        } else {
+            for (o, v) in o.iter_mut().zip(&acc) {
+                *o += v;
+            }
+        }
+    }
+    (evals, pairs)
+}
+
+/// acc[z] += the packed trace's lerp at pos[z]: `lerp_packed` with the entry index clamped into the
+/// trace (it always is: positions are DEAD or within the record up to rounding) so the loop has no
+/// bounds checks and vectorises (AVX2 gathers).
+#[inline(always)]
+fn gather(acc: &mut [f32], pos: &[f32], tr: &[[f32; 2]]) {
+    let last = tr.len() as i32 - 1;
+    for (a, &s) in acc.iter_mut().zip(pos) {
+        let (i, f) = split(s);
+        let e = (i + PAD as i32).clamp(0, last);
+        debug_assert_eq!(e, i + PAD as i32, "position {s} outside the packed trace");
+        // SAFETY: 0 <= e <= last < tr.len().
+        let [v, d] = unsafe { *tr.get_unchecked(e as usize) };
+        *a += mul_add(f, d, v);
+    }
+}
+
+/// Positions of one step's samples (`out[r]` for image sample z0 + r) by its class; the class test
+/// is outside the loops so the FAST loop vectorises. Same values as `step_sample(cls, interp(..))`.
+#[inline(always)]
+fn fill_step(out: &mut [f32], cls: u32, z0: u32, base: f32, slope: f32, c: &Ctx) {
+    match cls {
+        FAST => {
+            for (r, p) in out.iter_mut().enumerate() {
+                *p = interp(r as f32, slope, base);
+            }
+        }
+        DEAD_STEP => out.fill(DEAD),
+        _ => {
+            for (r, p) in out.iter_mut().enumerate() {
+                *p = checked(interp(r as f32, slope, base), z0 + r as u32, c);
+            }
         }
     }
 }
@@ -108,34 +208,15 @@ fn run<M: Model>(traces: &TraceSet, p: &PstmParams, plan: &Plan, mode: Traveltim
     let (evals, pairs) = (AtomicU64::new(0), AtomicU64::new(0));
     for (bi, batch) in plan.batches.iter().enumerate() {
         let packed = pack_batch(traces, batch, plen);
+        let fma = has_fma();
         data.par_chunks_mut(noff * nz_pad).enumerate().for_each(|(col, out)| {
-            let (x, y) = ((col / p.ny) as f32 * kp.dx, (col % p.ny) as f32 * kp.dy);
             let mut scratch = (Vec::new(), Vec::new());
             let (iv2, eta) = column_coefs(p, &coefs, col, &mut scratch, nz_pad);
-            let (mut acc, mut pos, mut pts) = (vec![0.0f32; nz_pad], vec![0.0f32; nz_pad], Vec::new());
-            let (mut my_evals, mut my_pairs) = (0u64, 0u64);
-            for k in 0..noff {
-                acc.fill(0.0);
-                for_each_trace(kp, batch, k as u32, x, y, |t, ds2, dr2| {
-                    let c = kp.ctx(ds2, dr2);
-                    my_evals += positions::<M>(mode, kp, &c, iv2, eta, &mut pos, &mut pts);
-                    my_pairs += 1;
-                    let tr = &packed[t * plen..(t + 1) * plen];
-                    for (a, &s) in acc.iter_mut().zip(&pos) {
-                        *a += lerp_packed(tr, s);
-                    }
-                });
-                let o = &mut out[k * nz_pad..(k + 1) * nz_pad];
-                if bi == 0 {
-                    o.copy_from_slice(&acc);
-                } else {
-                    for (o, a) in o.iter_mut().zip(&acc) {
-                        *o += a;
-                    }
-                }
-            }
-            evals.fetch_add(my_evals, Ordering::Relaxed);
-            pairs.fetch_add(my_pairs, Ordering::Relaxed);
+            let args = ColumnArgs { p, kp, batch, packed: &packed, plen, mode, iv2, eta, first: bi == 0 };
+            // SAFETY: column_fma only runs where the CPU has AVX2 and FMA.
+            let (e, n) = if fma { unsafe { column_fma::<M>(&args, col, out) } } else { column::<M>(&args, col, out) };
+            evals.fetch_add(e, Ordering::Relaxed);
+            pairs.fetch_add(n, Ordering::Relaxed);
         });
     }
     let pairs = pairs.into_inner();
