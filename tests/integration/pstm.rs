@@ -65,6 +65,8 @@ fn gpu_matches_cpu_for_every_mode_and_model() {
             let mut tunings = vec![GpuTuning::default(), GpuTuning { warps: 4, max_regs: 128, ..GpuTuning::default() }];
             if mode == TraveltimeMode::Static8 {
                 tunings.push(GpuTuning::paper());
+                tunings.push(GpuTuning { batched_units: true, ..GpuTuning::default() });
+                tunings.push(GpuTuning { batched_units: true, ..GpuTuning::paper() });
             }
             for tu in tunings {
                 let mut pt = p.clone();
@@ -91,9 +93,13 @@ fn gpu_handles_long_columns_and_many_batches() {
     p.gpu.batch_traces = 97;
     for mode in MODES {
         let c = migrate(&t, &p, mode, TraveltimeModel::Vti, &Backend::Cpu).unwrap();
-        let g = gpu_image(&gpu, &t, &p, mode, TraveltimeModel::Vti);
-        let e = rel_l2(&g, &c.data);
-        assert!(g.iter().all(|v| v.is_finite()) && e < 1e-5, "{mode:?}: rel L2 {e}");
+        for batched in [false, true] {
+            let mut pt = p.clone();
+            pt.gpu.batched_units = batched;
+            let g = gpu_image(&gpu, &t, &pt, mode, TraveltimeModel::Vti);
+            let e = rel_l2(&g, &c.data);
+            assert!(g.iter().all(|v| v.is_finite()) && e < 1e-5, "{mode:?} batched {batched}: rel L2 {e}");
+        }
     }
 }
 

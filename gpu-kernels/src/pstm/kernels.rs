@@ -181,26 +181,48 @@ fn column(p: &KParams) -> Option<Column> {
     })
 }
 
-/// Calls `g(trace, ctx)` for every batch trace of the column's offset class within the aperture,
-/// in the sorted order the CPU reference also uses.
-#[inline(always)]
-unsafe fn for_each_trace<G: FnMut(u32, &Ctx)>(p: &KParams, col: &Column, bin_start: *const u32, headers: *const f32, mut g: G) {
-    let ((bx0, bx1), (by0, by1)) = p.bins.around(col.x, col.y, p.aperture);
-    let mut by = by0;
-    while by <= by1 {
-        let row = (col.k * p.bins.ny + by) * p.bins.nx;
-        let r0 = unsafe { ldg_u32(bin_start.add((row + bx0) as usize)) };
-        let r1 = unsafe { ldg_u32(bin_start.add((row + bx1 + 1) as usize)) };
-        let mut tr = r0;
-        while tr < r1 {
-            let h = unsafe { ldg_f32x4(headers.add(4 * tr as usize)) };
-            let (ds2, dr2, md2) = distances(h[0], h[1], h[2], h[3], col.x, col.y);
-            if md2 <= p.aperture2 {
-                g(tr, &p.ctx(ds2, dr2));
+/// The batch traces of the column's offset class within the aperture, in the sorted order the
+/// CPU reference also uses. An explicit iterator rather than a closure: the per-trace body then
+/// stays in the kernel function (a large closure is not always inlined, and a call is not allowed
+/// in the capped-register module).
+struct Traces {
+    /// Next bin row to open, last row, bin column range.
+    next_by: u32,
+    by1: u32,
+    bx0: u32,
+    bx1: u32,
+    /// Current trace and end of the current run.
+    tr: u32,
+    r1: u32,
+}
+
+impl Traces {
+    #[inline(always)]
+    fn new(p: &KParams, col: &Column) -> Traces {
+        let ((bx0, bx1), (by0, by1)) = p.bins.around(col.x, col.y, p.aperture);
+        Traces { next_by: by0, by1, bx0, bx1, tr: 0, r1: 0 }
+    }
+
+    #[inline(always)]
+    unsafe fn next(&mut self, p: &KParams, col: &Column, bin_start: *const u32, headers: *const f32) -> Option<(u32, Ctx)> {
+        loop {
+            while self.tr < self.r1 {
+                let tr = self.tr;
+                self.tr += 1;
+                let h = unsafe { ldg_f32x4(headers.add(4 * tr as usize)) };
+                let (ds2, dr2, md2) = distances(h[0], h[1], h[2], h[3], col.x, col.y);
+                if md2 <= p.aperture2 {
+                    return Some((tr, p.ctx(ds2, dr2)));
+                }
             }
-            tr += 1;
+            if self.next_by > self.by1 {
+                return None;
+            }
+            let row = (col.k * p.bins.ny + self.next_by) * p.bins.nx;
+            self.tr = unsafe { ldg_u32(bin_start.add((row + self.bx0) as usize)) };
+            self.r1 = unsafe { ldg_u32(bin_start.add((row + self.bx1 + 1) as usize)) };
+            self.next_by += 1;
         }
-        by += 1;
     }
 }
 
@@ -223,13 +245,12 @@ unsafe fn coef(arr: *const f32, col: u32, stride: u32, i: u32) -> f32 {
 
 // ---- exact ---------------------------------------------------------------------------------------
 
+/// One trace's contributions to a column chunk (exact traveltimes).
 #[inline(always)]
-unsafe fn exact<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32, bin_start: *const u32,
-    iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
-    let Some(col) = column(p) else { return };
-    let mut acc = [0.0f32; 48];
+#[allow(clippy::too_many_arguments)]
+unsafe fn exact_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F, iv2: *const f32, eta: *const f32, tr: u32,
+    c: &Ctx, acc: &mut [f32; 48]) {
     unsafe {
-        for_each_trace(p, &col, bin_start, headers, |tr, c| {
             let row = fetch.row(tr);
             let lane = lane_fresh();
             let z0 = fresh(col.z0);
@@ -239,34 +260,33 @@ unsafe fn exact<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32, 
                     let v2 = coef(iv2, col.col, p.coef_stride, z);
                     let e = if M::NEEDS_ETA { coef(eta, col.col, p.coef_stride, z) } else { 0.0 };
                     let s = checked(exact_pos::<M>(z, c, v2, e), z, c);
-                    acc[L] += contrib(&fetch, row, s);
+                    acc[L] += contrib(fetch, row, s);
                 }
-            });
-        });
+            });    }
+}
+
+#[inline(always)]
+unsafe fn exact<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32, bin_start: *const u32,
+    iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
+    let Some(col) = column(p) else { return };
+    let mut acc = [0.0f32; 48];
+    unsafe {
+        let mut it = Traces::new(p, &col);
+        while let Some((tr, c)) = it.next(p, &col, bin_start, headers) {
+            exact_trace::<M, F>(p, &col, &fetch, iv2, eta, tr, &c, &mut acc);
+        }
         store(image, &col, &acc, first);
     }
 }
 
 // ---- static 8-point ----------------------------------------------------------------------------
 
+/// One trace's contributions to a column chunk (static8 traveltimes).
 #[inline(always)]
-unsafe fn static8<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32, bin_start: *const u32,
-    iv2_8: *const f32, eta_8: *const f32, image: *mut f32, first: u32) {
-    let Some(col) = column(p) else { return };
-    let lane = thread_idx_x();
-    // One unit's 32 steps of (position, slope), 16 float4 laid out so that the float4 at
-    // (lh/2)*4 + g holds step g of layer lh (even) and of layer lh + 1.
-    let tbl = unsafe { dynamic_shared::<F4>().add(thread_idx_y() as usize * 16) };
-    let n_units = col.n_layers.div_ceil(8);
-    let last_full = col.n_layers % 8 == 0;
-    let kmax = p.nz_pad / STEP;
-    let kx = col.z0 / STEP + 32 * n_units;
-    let kx = if kx < kmax { kx } else { kmax };
-    let xiv2 = unsafe { coef(iv2_8, col.col, p.coef8_stride, kx) };
-    let xeta = if M::NEEDS_ETA { unsafe { coef(eta_8, col.col, p.coef8_stride, kx) } } else { 0.0 };
-    let mut acc = [0.0f32; 48];
+#[allow(clippy::too_many_arguments)]
+unsafe fn static8_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F, tbl: *mut F4, n_units: u32, last_full: bool,
+    kmax: u32, xiv2: f32, xeta: f32, iv2_8: *const f32, eta_8: *const f32, tr: u32, c: &Ctx, acc: &mut [f32; 48]) {
     unsafe {
-        for_each_trace(p, &col, bin_start, headers, |tr, c| {
             let row = fetch.row(tr);
             let lane = lane_fresh();
             let z0 = fresh(col.z0);
@@ -301,12 +321,31 @@ unsafe fn static8<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32
                     let fm = vote_ballot(cls == FAST);
                     let dm = vote_ballot(cls == DEAD_STEP);
                     let lh = (lane >> 2) as usize;
+                    let mut continue_unit = true;
                     sync_warp(); // the previous unit's table reads are done
                     let slot = tbl.add((lh >> 1) * 4 + (lane & 3) as usize) as *mut F2;
                     *slot.add(lh & 1) = F2([pa, step_slope(pa, pb, STEP)]);
                     sync_warp();
+                    let full = (U as u32 + 1) * 8 <= col.n_layers;
+                    if p.batched_units != 0 && full && fm == u32::MAX {
+                        // Every step FAST, all 8 layers inside the chunk: no tests, no branches, so
+                        // the 8 trace loads are issued together (memory-level parallelism).
+                        let q = [*tbl.add(g), *tbl.add(4 + g), *tbl.add(8 + g), *tbl.add(12 + g)];
+                        let mut v = [(0.0f32, 0.0f32, 0.0f32); 8];
+                        unroll!(LH in [0,1,2,3,4,5,6,7] {
+                            let e = q[LH >> 1].0;
+                            let (base, slope) = if LH % 2 == 0 { (e[0], e[1]) } else { (e[2], e[3]) };
+                            let (i, f) = split(interp(wj, slope, base));
+                            let (a, d) = fetch.load(row, i + PAD as i32);
+                            v[LH] = (f, d, a);
+                        });
+                        unroll!(LH in [0,1,2,3,4,5,6,7] {
+                            acc[U * 8 + LH] += mul_add(v[LH].0, v[LH].1, v[LH].2);
+                        });
+                        continue_unit = false;
+                    }
                     let mut pair = F4([0.0; 4]);
-                    unroll!(LH in [0,1,2,3,4,5,6,7] {
+                    if continue_unit { unroll!(LH in [0,1,2,3,4,5,6,7] {
                         let l = U * 8 + LH;
                         if (l as u32) < col.n_layers {
                             if LH % 2 == 0 {
@@ -322,25 +361,46 @@ unsafe fn static8<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32
                                     let cls = if (f4 >> g) & 1 != 0 { FAST } else if (d4 >> g) & 1 != 0 { DEAD_STEP } else { MIXED };
                                     s = step_sample(cls, s, z, c);
                                 }
-                                acc[l] += contrib(&fetch, row, s);
+                                acc[l] += contrib(fetch, row, s);
                             }
                         }
-                    });
+                    }); }
                 }
-            });
-        });
+            });    }
+}
+
+#[inline(always)]
+unsafe fn static8<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32, bin_start: *const u32,
+    iv2_8: *const f32, eta_8: *const f32, image: *mut f32, first: u32) {
+    let Some(col) = column(p) else { return };
+    let lane = thread_idx_x();
+    // One unit's 32 steps of (position, slope), 16 float4 laid out so that the float4 at
+    // (lh/2)*4 + g holds step g of layer lh (even) and of layer lh + 1.
+    let tbl = unsafe { dynamic_shared::<F4>().add(thread_idx_y() as usize * 16) };
+    let n_units = col.n_layers.div_ceil(8);
+    let last_full = col.n_layers % 8 == 0;
+    let kmax = p.nz_pad / STEP;
+    let kx = col.z0 / STEP + 32 * n_units;
+    let kx = if kx < kmax { kx } else { kmax };
+    let xiv2 = unsafe { coef(iv2_8, col.col, p.coef8_stride, kx) };
+    let xeta = if M::NEEDS_ETA { unsafe { coef(eta_8, col.col, p.coef8_stride, kx) } } else { 0.0 };
+    let mut acc = [0.0f32; 48];
+    unsafe {
+        let mut it = Traces::new(p, &col);
+        while let Some((tr, c)) = it.next(p, &col, bin_start, headers) {
+            static8_trace::<M, F>(p, &col, &fetch, tbl, n_units, last_full, kmax, xiv2, xeta, iv2_8, eta_8, tr, &c, &mut acc);
+        }
         store(image, &col, &acc, first);
     }
 }
 
 // ---- dynamic -------------------------------------------------------------------------------------
 
+/// One trace's contributions to a column chunk (dynamic traveltimes).
 #[inline(always)]
-unsafe fn dynamic<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32, bin_start: *const u32,
-    iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
-    let Some(col) = column(p) else { return };
-    // 48 segments x 4 quarters of (base, slope, step offset, class).
-    let tbl = unsafe { dynamic_shared::<F4>().add(thread_idx_y() as usize * (CHUNK_LAYERS as usize * 4)) };
+#[allow(clippy::too_many_arguments)]
+unsafe fn dynamic_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F, tbl: *mut F4, iv2: *const f32, eta: *const f32,
+    tr: u32, c: &Ctx, acc: &mut [f32; 48]) {
     let zmax = p.nz_pad;
     let eval = |z: u32, c: &Ctx| {
         let zc = if z < zmax { z } else { zmax };
@@ -348,9 +408,7 @@ unsafe fn dynamic<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32
         let e = if M::NEEDS_ETA { unsafe { coef(eta, col.col, p.coef_stride, zc) } } else { 0.0 };
         exact_pos::<M>(z, c, v2, e)
     };
-    let mut acc = [0.0f32; 48];
     unsafe {
-        for_each_trace(p, &col, bin_start, headers, |tr, c| {
             let row = fetch.row(tr);
             let lane = lane_fresh();
             let z0 = fresh(col.z0);
@@ -395,10 +453,23 @@ unsafe fn dynamic<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32
                     if (fm[L / 32] >> (L % 32)) & 1 == 0 {
                         s = step_sample(e.0[3] as u32, s, z0 + 32 * L as u32 + lane, c);
                     }
-                    acc[L] += contrib(&fetch, row, s);
+                    acc[L] += contrib(fetch, row, s);
                 }
-            });
-        });
+            });    }
+}
+
+#[inline(always)]
+unsafe fn dynamic<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32, bin_start: *const u32,
+    iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
+    let Some(col) = column(p) else { return };
+    // 48 segments x 4 quarters of (base, slope, step offset, class).
+    let tbl = unsafe { dynamic_shared::<F4>().add(thread_idx_y() as usize * (CHUNK_LAYERS as usize * 4)) };
+    let mut acc = [0.0f32; 48];
+    unsafe {
+        let mut it = Traces::new(p, &col);
+        while let Some((tr, c)) = it.next(p, &col, bin_start, headers) {
+            dynamic_trace::<M, F>(p, &col, &fetch, tbl, iv2, eta, tr, &c, &mut acc);
+        }
         store(image, &col, &acc, first);
     }
 }

@@ -376,6 +376,9 @@ pub struct KParams {
     /// Dynamic mode: tolerance (samples) and largest step.
     pub tol: f32,
     pub max_step: u32,
+    /// static8 on the GPU: take the branch-free 8-layer path for units whose 32 steps are all FAST
+    /// (same values; the 8 trace loads are then in flight together). 0 = off.
+    pub batched_units: u32,
     pub bins: Bins,
 }
 

@@ -222,8 +222,11 @@ pub fn bench_traces(backend: &Backend, size: BenchSize, n_traces: Option<usize>,
             // then `gpu-best` for every other mode. The paper's shape (textures) is measured too.
             let tune = |w: u32, r: u32| GpuTuning { warps: w, max_regs: r, ..p.gpu };
             let variants: Vec<(String, GpuTuning)> = if mode == TraveltimeMode::Static8 && model == TraveltimeModel::Dsr {
+                let batched = |t: GpuTuning| GpuTuning { batched_units: true, ..t };
                 vec![("gpu-w10-r96".into(), tune(10, 96)), ("gpu-w8-r80".into(), tune(8, 80)), ("gpu-w4-r128".into(), tune(4, 128)),
-                    ("gpu-w20-r96".into(), tune(20, 96)), ("gpu-paper (block 32x10, textures)".into(), GpuTuning::paper())]
+                    ("gpu-w20-r96".into(), tune(20, 96)), ("gpu-w10-r96-batched".into(), batched(tune(10, 96))),
+                    ("gpu-w8-r80-batched".into(), batched(tune(8, 80))), ("gpu-w4-r128-batched".into(), batched(tune(4, 128))),
+                    ("gpu-paper (block 32x10, textures)".into(), GpuTuning::paper())]
             } else if mode == TraveltimeMode::Static8 {
                 vec![("gpu-best".into(), best.0), ("gpu-paper (block 32x10, textures)".into(), GpuTuning::paper())]
             } else {

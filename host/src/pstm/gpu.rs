@@ -184,7 +184,7 @@ impl Prepared {
             func,
             name,
             cfg,
-            params: KpArg(*kp),
+            params: KpArg(KParams { batched_units: p.gpu.batched_units as u32, ..*kp }),
             iv2: gpu.upload(iv2)?,
             eta: gpu.upload(eta)?,
             batches,
@@ -203,6 +203,7 @@ impl Prepared {
         ensure!(!self.texture && !(p.gpu.texture && mode == TraveltimeMode::Static8), "retune cannot change the trace path");
         let (name, func, cfg) = launch_shape(&self.gpu, p, self.nz_pad as u32, mode, model)?;
         (self.name, self.func, self.cfg) = (name, func, cfg);
+        self.params.0.batched_units = p.gpu.batched_units as u32;
         Ok(())
     }
 

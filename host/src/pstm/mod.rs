@@ -98,10 +98,13 @@ pub struct GpuTuning {
     pub texture: bool,
     /// Traces per batch (one launch each); at most 65536 (texture height).
     pub batch_traces: usize,
+    /// static8: branch-free 8-layer path for all-FAST units (loads in flight together). Same
+    /// results; off by default until measured on a GPU (see docs/notes/pstm.md).
+    pub batched_units: bool,
 }
 
 impl Default for GpuTuning {
-    fn default() -> Self { Self { warps: 10, max_regs: 96, texture: false, batch_traces: 65536 } }
+    fn default() -> Self { Self { warps: 10, max_regs: 96, texture: false, batch_traces: 65536, batched_units: false } }
 }
 
 impl GpuTuning {
@@ -363,6 +366,7 @@ pub fn plan(traces: &TraceSet, p: &PstmParams, mode: TraveltimeMode) -> anyhow::
         aperture2: a * a,
         tol,
         max_step,
+        batched_units: p.gpu.batched_units as u32,
         bins,
     };
     Ok(Plan { kp, batches, traces_used, ns: traces.ns })
