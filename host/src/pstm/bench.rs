@@ -362,7 +362,7 @@ impl std::fmt::Display for AccuracyReport {
         line(f, "relative L2 vs exact", &|c| format!("{:.3e}", c.rel_l2))?;
         line(f, "max traveltime error (samples)", &|c| format!("{:.4}", c.max_dt_samples))?;
         line(f, "exact evaluations", &|c| c.exact_evals.to_string())?;
-        line(f, "CPU seconds", &|c| format!("{:.2}", c.seconds))?;
+        line(f, "seconds (migration)", &|c| format!("{:.2}", c.seconds))?;
         write!(f, "(exact mode: {} evaluations)", self.exact_evals)
     }
 }
