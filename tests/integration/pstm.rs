@@ -62,11 +62,14 @@ fn gpu_matches_cpu_for_every_mode_and_model() {
         for mode in MODES {
             let c = migrate(&t, &p, mode, model, &Backend::Cpu).unwrap();
             assert!(c.stats.pairs > 1000, "{}", c.stats.pairs);
-            let mut tunings = vec![GpuTuning::default(), GpuTuning { warps: 4, max_regs: 128, ..GpuTuning::default() }];
+            let lockstep = GpuTuning { lockstep: true, ..GpuTuning::default() };
+            let mut tunings = vec![GpuTuning::default(), GpuTuning { warps: 4, max_regs: 128, ..GpuTuning::default() }, lockstep,
+                GpuTuning { warps: 8, max_regs: 80, ..lockstep }];
             if mode == TraveltimeMode::Static8 {
                 tunings.push(GpuTuning::paper());
                 tunings.push(GpuTuning { batched_units: true, ..GpuTuning::default() });
                 tunings.push(GpuTuning { batched_units: true, ..GpuTuning::paper() });
+                tunings.push(GpuTuning { batched_units: true, ..lockstep });
             }
             for tu in tunings {
                 let mut pt = p.clone();
@@ -93,12 +96,12 @@ fn gpu_handles_long_columns_and_many_batches() {
     p.gpu.batch_traces = 97;
     for mode in MODES {
         let c = migrate(&t, &p, mode, TraveltimeModel::Vti, &Backend::Cpu).unwrap();
-        for batched in [false, true] {
+        for (batched, lockstep) in [(false, false), (true, false), (true, true)] {
             let mut pt = p.clone();
-            pt.gpu.batched_units = batched;
+            (pt.gpu.batched_units, pt.gpu.lockstep) = (batched, lockstep);
             let g = gpu_image(&gpu, &t, &pt, mode, TraveltimeModel::Vti);
             let e = rel_l2(&g, &c.data);
-            assert!(g.iter().all(|v| v.is_finite()) && e < 1e-5, "{mode:?} batched {batched}: rel L2 {e}");
+            assert!(g.iter().all(|v| v.is_finite()) && e < 1e-5, "{mode:?} batched {batched} lockstep {lockstep}: rel L2 {e}");
         }
     }
 }

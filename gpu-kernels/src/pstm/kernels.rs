@@ -153,15 +153,25 @@ struct Column {
     /// First image sample of the chunk, and its number of layers.
     z0: u32,
     n_layers: u32,
+    /// False for the padding warps of the last block along y (lockstep mode keeps them in the
+    /// trace walk for the block barriers; they contribute nothing and store nothing).
+    active: bool,
+    /// y of the block's first and last real columns (lockstep bins).
+    y_lo: f32,
+    y_hi: f32,
 }
 
 #[inline(always)]
 fn column(p: &KParams) -> Option<Column> {
     let ix = block_idx_x();
-    let iy = block_idx_y() * block_dim_y() + thread_idx_y();
-    if iy >= p.ny {
+    let iy0 = block_idx_y() * block_dim_y();
+    let iy_last = if iy0 + block_dim_y() < p.ny { iy0 + block_dim_y() - 1 } else { p.ny - 1 };
+    let iy = iy0 + thread_idx_y();
+    let active = iy < p.ny;
+    if !active && p.lockstep == 0 {
         return None;
     }
+    let iy = if active { iy } else { iy_last };
     let noff = if p.noff == 0 { 1 } else { p.noff }; // (the host checks; this keeps `%` panic-free)
     let k = block_idx_z() % noff;
     let chunk = block_idx_z() / noff;
@@ -178,6 +188,9 @@ fn column(p: &KParams) -> Option<Column> {
         col,
         z0,
         n_layers,
+        active,
+        y_lo: iy0 as f32 * p.dy,
+        y_hi: iy_last as f32 * p.dy,
     })
 }
 
@@ -194,13 +207,20 @@ struct Traces {
     /// Current trace and end of the current run.
     tr: u32,
     r1: u32,
+    lockstep: bool,
 }
 
 impl Traces {
     #[inline(always)]
     fn new(p: &KParams, col: &Column) -> Traces {
+        if p.lockstep != 0 {
+            // The union of the block's columns' bins: one candidate sequence for every warp.
+            let ((bx0, bx1), (by0, _)) = p.bins.around(col.x, col.y_lo, p.aperture);
+            let (_, (_, by1)) = p.bins.around(col.x, col.y_hi, p.aperture);
+            return Traces { next_by: by0, by1, bx0, bx1, tr: 0, r1: 0, lockstep: true };
+        }
         let ((bx0, bx1), (by0, by1)) = p.bins.around(col.x, col.y, p.aperture);
-        Traces { next_by: by0, by1, bx0, bx1, tr: 0, r1: 0 }
+        Traces { next_by: by0, by1, bx0, bx1, tr: 0, r1: 0, lockstep: false }
     }
 
     #[inline(always)]
@@ -209,9 +229,13 @@ impl Traces {
             while self.tr < self.r1 {
                 let tr = self.tr;
                 self.tr += 1;
+                if self.lockstep && tr % 2 == 0 {
+                    // Every warp visits every candidate in the same order, so all reach this.
+                    sync_threads();
+                }
                 let h = unsafe { ldg_f32x4(headers.add(4 * tr as usize)) };
                 let (ds2, dr2, md2) = distances(h[0], h[1], h[2], h[3], col.x, col.y);
-                if md2 <= p.aperture2 {
+                if md2 <= p.aperture2 && col.active {
                     return Some((tr, p.ctx(ds2, dr2)));
                 }
             }
@@ -229,6 +253,9 @@ impl Traces {
 /// Writes (first batch) or adds the accumulators of a chunk.
 #[inline(always)]
 unsafe fn store(image: *mut f32, col: &Column, acc: &[f32; 48], first: u32) {
+    if !col.active {
+        return;
+    }
     let lane = thread_idx_x() as usize;
     unroll!(L in [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47] {
         if (L as u32) < col.n_layers {

@@ -379,6 +379,10 @@ pub struct KParams {
     /// static8 on the GPU: take the branch-free 8-layer path for units whose 32 steps are all FAST
     /// (same values; the 8 trace loads are then in flight together). 0 = off.
     pub batched_units: u32,
+    /// GPU: the warps of a block walk the union of their trace lists together, with a block barrier
+    /// every 2 candidate traces, so each packed trace is read from L2 once per block and then hit
+    /// in L1 by the other warps (same per-column order, same results). 0 = off.
+    pub lockstep: u32,
     pub bins: Bins,
 }
 

@@ -223,9 +223,12 @@ pub fn bench_traces(backend: &Backend, size: BenchSize, n_traces: Option<usize>,
             let tune = |w: u32, r: u32| GpuTuning { warps: w, max_regs: r, ..p.gpu };
             let variants: Vec<(String, GpuTuning)> = if mode == TraveltimeMode::Static8 && model == TraveltimeModel::Dsr {
                 let batched = |t: GpuTuning| GpuTuning { batched_units: true, ..t };
+                let lockstep = |t: GpuTuning| GpuTuning { lockstep: true, ..t };
                 vec![("gpu-w10-r96".into(), tune(10, 96)), ("gpu-w8-r80".into(), tune(8, 80)), ("gpu-w4-r128".into(), tune(4, 128)),
-                    ("gpu-w20-r96".into(), tune(20, 96)), ("gpu-w10-r96-batched".into(), batched(tune(10, 96))),
-                    ("gpu-w8-r80-batched".into(), batched(tune(8, 80))), ("gpu-w4-r128-batched".into(), batched(tune(4, 128))),
+                    ("gpu-w8-r80-batched".into(), batched(tune(8, 80))), ("gpu-w8-r80-lockstep".into(), lockstep(tune(8, 80))),
+                    ("gpu-w8-r80-lockstep-batched".into(), lockstep(batched(tune(8, 80)))),
+                    ("gpu-w16-r80-lockstep-batched".into(), lockstep(batched(tune(16, 80)))),
+                    ("gpu-w10-r96-lockstep-batched".into(), lockstep(batched(tune(10, 96)))),
                     ("gpu-paper (block 32x10, textures)".into(), GpuTuning::paper())]
             } else if mode == TraveltimeMode::Static8 {
                 vec![("gpu-best".into(), best.0), ("gpu-paper (block 32x10, textures)".into(), GpuTuning::paper())]
@@ -236,6 +239,11 @@ pub fn bench_traces(backend: &Backend, size: BenchSize, n_traces: Option<usize>,
             for (vname, tuning) in variants {
                 let mut pt = p.clone();
                 pt.gpu = tuning;
+                // Each launch shape is checked against the CPU on the subset before it is timed.
+                let gv = super::gpu::migrate(gpu, &cpu_traces, &pt, &pl, mode, model)?;
+                let ev = rel_l2(&gv.data, &cpu_img.data);
+                anyhow::ensure!(ev < 1e-5, "GPU {vname} {label} differs from the CPU reference: rel L2 {ev:.1e}");
+                let check = format!("rel L2 vs CPU on {} traces = {ev:.1e}", cpu_traces.len());
                 // Same data on the device: only the launch shape / register cap changes.
                 let reuse = prep.as_ref().is_some_and(|pr| !pr.texture && !tuning.texture);
                 if reuse {

@@ -184,7 +184,7 @@ impl Prepared {
             func,
             name,
             cfg,
-            params: KpArg(KParams { batched_units: p.gpu.batched_units as u32, ..*kp }),
+            params: KpArg(KParams { batched_units: p.gpu.batched_units as u32, lockstep: p.gpu.lockstep as u32, ..*kp }),
             iv2: gpu.upload(iv2)?,
             eta: gpu.upload(eta)?,
             batches,
@@ -204,6 +204,7 @@ impl Prepared {
         let (name, func, cfg) = launch_shape(&self.gpu, p, self.nz_pad as u32, mode, model)?;
         (self.name, self.func, self.cfg) = (name, func, cfg);
         self.params.0.batched_units = p.gpu.batched_units as u32;
+        self.params.0.lockstep = p.gpu.lockstep as u32;
         Ok(())
     }
 

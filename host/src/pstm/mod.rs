@@ -101,10 +101,13 @@ pub struct GpuTuning {
     /// static8: branch-free 8-layer path for all-FAST units (loads in flight together). Same
     /// results; off by default until measured on a GPU (see docs/notes/pstm.md).
     pub batched_units: bool,
+    /// All kernels: the warps of a block walk one trace list together (block barriers), so a trace
+    /// is fetched from L2 once per block. Same results; off by default until measured.
+    pub lockstep: bool,
 }
 
 impl Default for GpuTuning {
-    fn default() -> Self { Self { warps: 10, max_regs: 96, texture: false, batch_traces: 65536, batched_units: false } }
+    fn default() -> Self { Self { warps: 10, max_regs: 96, texture: false, batch_traces: 65536, batched_units: false, lockstep: false } }
 }
 
 impl GpuTuning {
@@ -367,6 +370,7 @@ pub fn plan(traces: &TraceSet, p: &PstmParams, mode: TraveltimeMode) -> anyhow::
         tol,
         max_step,
         batched_units: p.gpu.batched_units as u32,
+        lockstep: p.gpu.lockstep as u32,
         bins,
     };
     Ok(Plan { kp, batches, traces_used, ns: traces.ns })
