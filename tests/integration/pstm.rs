@@ -114,7 +114,7 @@ fn static8_equals_exact_every_8th_sample() {
         let s8 = migrate(&t, &p, TraveltimeMode::Static8, model, &Backend::Cpu).unwrap();
         let mut checked = 0;
         for (i, (a, b)) in ex.data.iter().zip(&s8.data).enumerate() {
-            if i % ex.nz_pad % 8 == 0 {
+            if (i % ex.nz_pad).is_multiple_of(8) {
                 assert_eq!(a, b, "{model:?} sample {}", i % ex.nz_pad);
                 checked += (*a != 0.0) as usize;
             }

@@ -242,6 +242,7 @@ impl Bins {
 }
 
 #[inline(always)]
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN goes to bin 0
 fn clamp_bin(b: f32, n: u32) -> u32 {
     if !(b >= 0.0) {
         0
@@ -309,6 +310,7 @@ impl Memo {
 /// `eval(off)` returns the exact position at z0 + off; `emit(o, len, base, slope, class)` receives
 /// every step. Returns the number of exact evaluations made (not counting `s0`, `s32`).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub fn dynamic_segment<F: FnMut(u32) -> f32, E: FnMut(u32, u32, f32, f32, u32)>(
     z0: u32, s0: f32, s32: f32, tol: f32, max_step: u32, c: &Ctx, mut eval: F, mut emit: E,
 ) -> u32 {

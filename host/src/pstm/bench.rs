@@ -146,6 +146,7 @@ fn subset(t: &TraceSet, n: usize) -> TraceSet {
     s
 }
 
+#[allow(clippy::too_many_arguments)]
 fn row(workload: &str, variant: &str, scope: &str, stats: Stats, work: f64, check: String, paper: Option<String>,
     note: String) -> BenchRow {
     BenchRow {
@@ -274,13 +275,11 @@ pub fn bench_traces(backend: &Backend, size: BenchSize, n_traces: Option<usize>,
                 }
                 rows.push(r);
             }
-            if mode == TraveltimeMode::Static8 && model == TraveltimeModel::Dsr {
-                if let Some(b) = &best.1 {
-                    let mut r = b.clone();
-                    r.note = format!("gpu-best = {}; {}", r.variant, r.note);
-                    r.variant = format!("gpu-best {label}");
-                    rows.push(r);
-                }
+            if let (TraveltimeMode::Static8, TraveltimeModel::Dsr, Some(b)) = (mode, model, &best.1) {
+                let mut r = b.clone();
+                r.note = format!("gpu-best = {}; {}", r.variant, r.note);
+                r.variant = format!("gpu-best {label}");
+                rows.push(r);
             }
             drop(prep);
             // End to end (plan, pack, upload, kernels, download, pair count) for the production mode.

@@ -291,7 +291,7 @@ mod tests {
         assert!(ex.stats.pairs > 0);
         let mut nonzero = 0;
         for (i, (a, b)) in ex.data.iter().zip(&s8.data).enumerate() {
-            if (i % ex.nz_pad) % 8 == 0 {
+            if (i % ex.nz_pad).is_multiple_of(8) {
                 assert_eq!(a, b, "sample {i}");
                 nonzero += (*a != 0.0) as usize;
             }
