@@ -1,8 +1,230 @@
+//! `seisgpu pstm`: paper 5's PSTM engine with exact, static 8-point or dynamic traveltimes (DSR or
+//! VTI), its accuracy table (paper Table 1) and its speed table (paper Tables 2-3).
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use seisgpu_host::bench::BenchSize;
+use seisgpu_host::io::AtomicFile;
+use seisgpu_host::pstm::bench::{self as pb, AccuracyConfig};
+use seisgpu_host::pstm::{migrate, GpuTuning, PstmParams, TraveltimeMode, TraveltimeModel, DEFAULT_DYNAMIC_TOLERANCE};
+
 use super::Global;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Command,
+}
 
-pub fn run(_args: &Args, _global: &Global) -> anyhow::Result<()> {
-    anyhow::bail!("`pstm` is not implemented yet")
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Migrate built-in synthetic data (3D survey, point diffractors) and write the image as .npy.
+    Migrate(MigrateArgs),
+    /// The accuracy table (paper Table 1): static8 and dynamic against exact, per-sample
+    /// relative-error bands, relative L2, largest traveltime error.
+    Accuracy(AccuracyArgs),
+    /// The speed table (`pstm-table2`): every mode and model, CPU reference and GPU variants.
+    Bench(BenchArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct TraveltimeArgs {
+    /// Traveltime scheme: exact (every image sample), static8 (exact every 8th sample, linear
+    /// between; paper 5) or dynamic (steps of 8-32 samples chosen by an error test).
+    #[arg(long, default_value = "static8")]
+    pub traveltime: String,
+    /// Traveltime formula: dsr (straight-ray double square root) or vti (non-hyperbolic, eta).
+    #[arg(long = "traveltime-model", default_value = "dsr")]
+    pub model: TraveltimeModel,
+    /// Dynamic mode: largest midpoint interpolation error accepted (s).
+    #[arg(long, default_value_t = DEFAULT_DYNAMIC_TOLERANCE)]
+    pub tolerance: f32,
+    /// Dynamic mode: largest step (samples): 8, 16, 24 or 32.
+    #[arg(long, default_value_t = 32)]
+    pub max_step: u32,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct MigrateArgs {
+    #[command(flatten)]
+    pub tt: TraveltimeArgs,
+    /// Image columns along x and y.
+    #[arg(long, default_value_t = 40)]
+    pub nx: usize,
+    #[arg(long, default_value_t = 40)]
+    pub ny: usize,
+    /// Image column spacing along x and y (m).
+    #[arg(long, default_value_t = 25.0)]
+    pub dx: f64,
+    #[arg(long, default_value_t = 25.0)]
+    pub dy: f64,
+    /// Image time samples and their interval (s).
+    #[arg(long, default_value_t = 500)]
+    pub nz: usize,
+    #[arg(long, default_value_t = 0.004)]
+    pub dtau: f32,
+    /// Offset classes: count, first class start and class width (m).
+    #[arg(long, default_value_t = 1)]
+    pub noff: usize,
+    #[arg(long, default_value_t = 0.0)]
+    pub offset0: f32,
+    #[arg(long, default_value_t = 1.0e6)]
+    pub doffset: f32,
+    /// RMS velocity at tau = 0 (m/s) and its increase per second of image time (m/s/s).
+    #[arg(long, default_value_t = 2000.0)]
+    pub velocity: f32,
+    #[arg(long, default_value_t = 0.0)]
+    pub velocity_gradient: f32,
+    /// Effective eta for the VTI traveltime (dimensionless, >= 0).
+    #[arg(long, default_value_t = 0.08)]
+    pub eta: f32,
+    /// Migration aperture: largest midpoint-to-column distance (m).
+    #[arg(long, default_value_t = 800.0)]
+    pub aperture: f32,
+    /// Stretch mute: samples with traveltime above (1 + stretch) x image time are muted.
+    #[arg(long, default_value_t = 0.5)]
+    pub stretch: f32,
+    /// Synthetic traces (3D survey, offsets to 2000 m) and their length (samples of 4 ms).
+    #[arg(long, default_value_t = 20000)]
+    pub traces: usize,
+    #[arg(long, default_value_t = 600)]
+    pub ns: usize,
+    /// GPU: columns (warps) per block, register cap, traces through a texture.
+    #[arg(long, default_value_t = GpuTuning::default().warps)]
+    pub warps: u32,
+    #[arg(long, default_value_t = GpuTuning::default().max_regs)]
+    pub max_regs: u32,
+    #[arg(long)]
+    pub texture: bool,
+    /// Output image, (nx, ny, noff, nz) float32 .npy.
+    #[arg(long, short)]
+    pub output: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct AccuracyArgs {
+    /// Traveltime formula: dsr or vti.
+    #[arg(long = "traveltime-model", default_value = "dsr")]
+    pub model: TraveltimeModel,
+    /// Input traces (the paper used 1000).
+    #[arg(long, default_value_t = 1000)]
+    pub traces: usize,
+    /// White noise instead of band-limited (Ricker) data.
+    #[arg(long)]
+    pub white_noise: bool,
+    /// Ricker peak frequency of the band-limited data (Hz).
+    #[arg(long, default_value_t = 25.0)]
+    pub ricker_hz: f32,
+    /// Dynamic tolerance (s); default: the smallest that is as fast as static8.
+    #[arg(long)]
+    pub tolerance: Option<f32>,
+    /// Also write the report as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// small (seconds on a CPU) or paper (NX 50, NY 1097, NZ 1504, 450,000 traces).
+    #[arg(long, default_value = "small")]
+    pub size: BenchSize,
+    /// GPU trace count (default: 450,000 for `paper`, as in the paper).
+    #[arg(long)]
+    pub traces: Option<usize>,
+    /// Skip the remaining GPU measurements after this many seconds.
+    #[arg(long)]
+    pub budget_s: Option<f64>,
+    /// Also write the rows as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
+    match &args.command {
+        Command::Migrate(a) => run_migrate(a, global),
+        Command::Accuracy(a) => {
+            let backend = global.backend()?;
+            let cfg = AccuracyConfig {
+                traces: a.traces,
+                white_noise: a.white_noise,
+                model: a.model,
+                tolerance: a.tolerance,
+                ricker_hz: a.ricker_hz,
+            };
+            let r = pb::accuracy(&backend, &cfg)?;
+            println!("{r}");
+            if let Some(path) = &a.json {
+                pb::write_json(path, &r)?;
+            }
+            Ok(())
+        }
+        Command::Bench(a) => {
+            let backend = global.backend()?;
+            let rows = pb::bench_traces(&backend, a.size, a.traces, a.budget_s)?;
+            println!("{:<14} {:<52} {:<11} {:>11} {:>14}  check", "workload", "variant", "scope", "median s", "contrib/s");
+            for r in &rows {
+                println!("{:<14} {:<52} {:<11} {:>11.4} {:>14.3e}  {}", r.workload, r.variant, r.scope, r.stats.median_ms * 1e-3,
+                    r.throughput(), r.check);
+            }
+            if let Some(path) = &a.json {
+                pb::write_json(path, &rows)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
+    let mode = TraveltimeMode::parse(&a.tt.traveltime, a.tt.tolerance)?;
+    let model = a.tt.model;
+    let p = PstmParams {
+        nx: a.nx,
+        ny: a.ny,
+        x0: 0.0,
+        y0: 0.0,
+        dx: a.dx,
+        dy: a.dy,
+        nz: a.nz,
+        tau0: 0.0,
+        dtau: a.dtau,
+        noff: a.noff,
+        offset0: a.offset0,
+        doffset: a.doffset,
+        vrms: (0..a.nz).map(|z| a.velocity + a.velocity_gradient * z as f32 * a.dtau).collect(),
+        eta: if model == TraveltimeModel::Vti { vec![a.eta; a.nz] } else { vec![] },
+        aperture: a.aperture,
+        stretch: a.stretch,
+        dynamic_max_step: a.tt.max_step,
+        gpu: GpuTuning { warps: a.warps, max_regs: a.max_regs, texture: a.texture, ..GpuTuning::default() },
+    };
+    p.validate(mode, model)?;
+    let h = pb::survey(a.traces, &p, a.aperture as f64 * 0.5, 2000.0, 41);
+    let traces = pb::band_limited(h, a.ns, 0.004, 25.0, &p);
+    let backend = global.backend()?;
+    let t = std::time::Instant::now();
+    let img = migrate(&traces, &p, mode, model, &backend)?;
+    let secs = t.elapsed().as_secs_f64();
+    eprintln!("pstm: {} traces used, {} contributions in {secs:.2} s ({:.3e}/s), {} {} traveltimes",
+        img.stats.traces_used, img.stats.contributions, img.stats.contributions as f64 / secs, mode.name(), model.name());
+    write_npy(&a.output, &img.unpadded(), &[img.nx, img.ny, img.noff, img.nz])
+}
+
+/// Writes a little-endian float32 C-order .npy file (format version 1.0) atomically.
+fn write_npy(path: &PathBuf, data: &[f32], shape: &[usize]) -> anyhow::Result<()> {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({},), }}", dims.join(", "));
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut f = AtomicFile::create(path).with_context(|| format!("creating {}", path.display()))?;
+    f.write_all(b"\x93NUMPY\x01\x00")?;
+    f.write_all(&(header.len() as u16).to_le_bytes())?;
+    f.write_all(header.as_bytes())?;
+    for v in data {
+        f.write_all(&v.to_le_bytes())?;
+    }
+    f.commit().with_context(|| format!("writing {}", path.display()))
 }

@@ -1,0 +1,315 @@
+//! The GPU driver: uploads (kernel parameters, per-column coefficients, per batch the sorted trace
+//! headers, bin offsets and packed traces), one launch per batch (the first writes the image, the
+//! others add), download.
+//!
+//! Register cap: ptxas gives these fully unrolled kernels 160-250 registers when unconstrained (it
+//! hoists for latency), which leaves one block per SM; with a cap of 80 they need no spills at all
+//! (`scripts/ptx-report.sh` with `--maxrregcount`). Rust cannot emit `.maxnreg`, so the pstm entry
+//! points are copied out of the embedded PTX (they call no functions and share only the dynamic
+//! shared-memory symbol) into a module of their own with the cap, JIT-compiled once per context.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use anyhow::{bail, ensure, Context};
+use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, LaunchConfig, PushKernelArg};
+// (KParams crosses to the kernels by value; see `KpArg`.)
+use cudarc::nvrtc::Ptx;
+use gpu_kernels::pstm::{chunks, KParams, CHUNK_LAYERS};
+
+use super::{count_pairs, Coefs, MigrationStats, Plan, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel};
+use crate::runtime::{AddressMode, Filter, Gpu, GpuError, Texture, TextureFormat};
+use crate::traces::TraceSet;
+
+/// The pstm entry points of `ptx` (all, or only `only`) as a module of their own, each capped at
+/// `max_regs` registers.
+pub fn pstm_ptx(ptx: &str, only: Option<&str>, max_regs: u32) -> anyhow::Result<String> {
+    let mut out = String::new();
+    for l in ptx.lines() {
+        let t = l.trim_start();
+        if t.starts_with(".version") || t.starts_with(".target") || t.starts_with(".address_size")
+            || t.starts_with(".extern .shared")
+        {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    let lines: Vec<&str> = ptx.lines().collect();
+    let mut i = 0;
+    let mut n = 0;
+    while i < lines.len() {
+        if lines[i].starts_with(".visible .entry pstm_") {
+            let name = lines[i].trim_start_matches(".visible .entry ").trim_end_matches('(');
+            let mut j = i;
+            while j < lines.len() && lines[j] != ")" {
+                j += 1;
+            }
+            let end = (j..lines.len()).find(|&k| lines[k] == "}").with_context(|| format!("PTX of `{name}` has no end"))?;
+            if only.is_some_and(|o| o != name) {
+                i = end + 1;
+                continue;
+            }
+            for (k, l) in lines.iter().enumerate().take(end + 1).skip(i) {
+                if l.trim_start().starts_with("call") {
+                    bail!("PTX kernel `{name}` calls a function; it cannot be moved to its own module");
+                }
+                out.push_str(l);
+                out.push('\n');
+                if k == j {
+                    out.push_str(&format!(".maxnreg {max_regs}\n"));
+                }
+            }
+            n += 1;
+            i = end + 1;
+        } else {
+            i += 1;
+        }
+    }
+    ensure!(n > 0, "the embedded PTX has no pstm kernel{} (built with SEISGPU_SKIP_PTX=1?)",
+        only.map(|o| format!(" `{o}`")).unwrap_or_default());
+    Ok(out)
+}
+
+type ModuleKey = (usize, String, u32);
+static MODULES: OnceLock<Mutex<HashMap<ModuleKey, Arc<CudaModule>>>> = OnceLock::new();
+
+/// Kernel `name` with a `max_regs` cap, in a module of its own for `gpu`'s context (the primary
+/// context of its device), JIT-compiled once per process (and cached by the driver across runs).
+fn kernel(gpu: &Gpu, name: &str, max_regs: u32) -> anyhow::Result<CudaFunction> {
+    let key = (gpu.context().cu_ctx() as usize, name.to_string(), max_regs);
+    let mut cache = MODULES.get_or_init(Default::default).lock().unwrap();
+    let m = match cache.get(&key) {
+        Some(m) => m.clone(),
+        None => {
+            let src = pstm_ptx(crate::runtime::PTX, Some(name), max_regs)?;
+            let m = gpu
+                .context()
+                .load_module(Ptx::from_src(src))
+                .map_err(GpuError::driver(format!("JIT-compiling `{name}` with .maxnreg {max_regs}")))?;
+            cache.insert(key, m.clone());
+            m
+        }
+    };
+    Ok(m.load_function(name).map_err(|_| GpuError::UnknownKernel(name.to_string(), "pstm_*".into()))?)
+}
+
+/// The kernels' first parameter, passed by value (it lands in the constant bank: no registers).
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+struct KpArg(KParams);
+// SAFETY: KParams is repr(C) plain old data (u32/f32 only), the layout the kernels declare.
+unsafe impl cudarc::driver::DeviceRepr for KpArg {}
+
+/// Kernel name for a mode, model and trace path.
+pub fn kernel_name(mode: TraveltimeMode, model: TraveltimeModel, texture: bool) -> String {
+    let tex = if texture && mode == TraveltimeMode::Static8 { "_tex" } else { "" };
+    format!("pstm_{}_{}{tex}", mode.name(), model.name())
+}
+
+enum DevTraces {
+    Global(CudaSlice<f32>),
+    Tex(Texture),
+}
+
+struct DevBatch {
+    headers: CudaSlice<f32>,
+    bin_start: CudaSlice<u32>,
+    traces: DevTraces,
+}
+
+/// Everything a migration needs on the device; [`Prepared::run`] launches it (kernel-only timing).
+pub struct Prepared {
+    gpu: Arc<Gpu>,
+    func: CudaFunction,
+    name: String,
+    cfg: LaunchConfig,
+    params: KpArg,
+    iv2: CudaSlice<f32>,
+    eta: CudaSlice<f32>,
+    batches: Vec<DevBatch>,
+    image: CudaSlice<f32>,
+    /// Whether the traces are in textures.
+    pub texture: bool,
+    pub nx: usize,
+    pub ny: usize,
+    pub noff: usize,
+    pub nz: usize,
+    pub nz_pad: usize,
+}
+
+/// Bytes of shared memory per warp.
+fn table_bytes(mode: TraveltimeMode) -> u32 {
+    match mode {
+        TraveltimeMode::Exact => 0,
+        TraveltimeMode::Static8 => 16 * 16,
+        TraveltimeMode::Dynamic { .. } => CHUNK_LAYERS * 4 * 16,
+    }
+}
+
+impl Prepared {
+    /// Packs and uploads everything. `poison` fills the image with NaN first (tests: every sample
+    /// must then be written by the kernels).
+    pub fn new(gpu: &Arc<Gpu>, traces: &TraceSet, p: &PstmParams, plan: &Plan, mode: TraveltimeMode,
+        model: TraveltimeModel, poison: bool) -> anyhow::Result<Prepared> {
+        let kp = &plan.kp;
+        let texture = p.gpu.texture && mode == TraveltimeMode::Static8;
+        let (name, func, cfg) = launch_shape(gpu, p, kp.nz_pad, mode, model)?;
+
+        let coefs = Coefs::new(p, kp, if mode == TraveltimeMode::Static8 { 8 } else { 1 });
+        let iv2 = &coefs.iv2;
+        let eta: &[f32] = if model == TraveltimeModel::Vti { &coefs.eta } else { &coefs.eta[..1] };
+        let image_len = p.columns() * p.noff * kp.nz_pad as usize;
+        let plen = plan.packed_len();
+        let trace_bytes: usize = plan.batches.iter().map(|b| b.index.len() * plen * 8 + b.headers.len() * 16).sum();
+        gpu.ensure_fits("the PSTM image, coefficients and traces", image_len * 4 + (iv2.len() + eta.len()) * 4 + trace_bytes)?;
+
+        let mut batches = Vec::with_capacity(plan.batches.len());
+        for b in &plan.batches {
+            let packed = super::cpu::pack_batch(traces, b, plen);
+            let traces = if texture {
+                let rows = b.index.len().max(1);
+                let data = if packed.is_empty() { vec![[0.0f32; 2]; plen] } else { packed };
+                DevTraces::Tex(Texture::new(gpu, data.as_flattened(), (plen, rows, 1), TextureFormat::Float2, Filter::Point,
+                    AddressMode::Clamp)?)
+            } else {
+                let data = if packed.is_empty() { vec![[0.0f32; 2]; 1] } else { packed };
+                DevTraces::Global(gpu.upload(data.as_flattened())?)
+            };
+            let headers = if b.headers.is_empty() { vec![[0.0f32; 4]] } else { b.headers.clone() };
+            batches.push(DevBatch { headers: gpu.upload(headers.as_flattened())?, bin_start: gpu.upload(&b.bin_start)?, traces });
+        }
+        let image = if poison { gpu.poisoned(image_len)? } else { gpu.zeros(image_len)? };
+        Ok(Prepared {
+            gpu: gpu.clone(),
+            func,
+            name,
+            cfg,
+            params: KpArg(KParams { batched_units: p.gpu.batched_units as u32, lockstep: p.gpu.lockstep as u32, ..*kp }),
+            iv2: gpu.upload(iv2)?,
+            eta: gpu.upload(eta)?,
+            batches,
+            image,
+            texture,
+            nx: p.nx,
+            ny: p.ny,
+            noff: p.noff,
+            nz: p.nz,
+            nz_pad: kp.nz_pad as usize,
+        })
+    }
+
+    /// Switches to another launch shape / register cap (same device data; not to or from textures).
+    pub fn retune(&mut self, p: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel) -> anyhow::Result<()> {
+        ensure!(!self.texture && !(p.gpu.texture && mode == TraveltimeMode::Static8), "retune cannot change the trace path");
+        let (name, func, cfg) = launch_shape(&self.gpu, p, self.nz_pad as u32, mode, model)?;
+        (self.name, self.func, self.cfg) = (name, func, cfg);
+        self.params.0.batched_units = p.gpu.batched_units as u32;
+        self.params.0.lockstep = p.gpu.lockstep as u32;
+        Ok(())
+    }
+
+    /// Launches every batch (asynchronously on the default stream).
+    pub fn run(&mut self) -> Result<(), GpuError> {
+        for i in 0..self.batches.len() {
+            let first = (i == 0) as u32;
+            let b = &self.batches[i];
+            let stream = self.gpu.stream().clone();
+            let mut l = stream.launch_builder(&self.func);
+            l.arg(&self.params);
+            let handle;
+            match &b.traces {
+                DevTraces::Global(s) => {
+                    l.arg(s);
+                }
+                DevTraces::Tex(t) => {
+                    handle = t.handle();
+                    l.arg(&handle);
+                }
+            }
+            l.arg(&b.headers).arg(&b.bin_start).arg(&self.iv2).arg(&self.eta).arg(&mut self.image).arg(&first);
+            let r = unsafe { l.launch(self.cfg) };
+            self.gpu.finish_launch(&self.name, &self.cfg, r.map(|_| ()))?;
+        }
+        Ok(())
+    }
+
+    /// The kernel's name and launch shape.
+    pub fn describe(&self) -> String {
+        format!("{} grid {:?} block {:?} {} B shared, {} batch(es)", self.name, self.cfg.grid_dim, self.cfg.block_dim,
+            self.cfg.shared_mem_bytes, self.batches.len())
+    }
+
+    /// Downloads the image (synchronises).
+    pub fn download(&self) -> Result<Vec<f32>, GpuError> { self.gpu.download(&self.image) }
+}
+
+/// Kernel name, function (from the capped module) and launch configuration.
+fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, mode: TraveltimeMode, model: TraveltimeModel)
+    -> anyhow::Result<(String, CudaFunction, LaunchConfig)> {
+    let t = &p.gpu;
+    let name = kernel_name(mode, model, t.texture);
+    let func = kernel(gpu, &name, t.max_regs)?;
+    let grid_y = p.ny.div_ceil(t.warps as usize);
+    let grid_z = chunks(nz_pad) as usize * p.noff;
+    ensure!(grid_y <= 65535, "ny = {} needs {grid_y} blocks along y (at most 65535): use more warps per block", p.ny);
+    ensure!(grid_z <= 65535, "{} offset classes x {} time chunks exceed the 65535 grid limit", p.noff, chunks(nz_pad));
+    ensure!(p.nx <= 65535 * 32768, "nx = {} too large", p.nx);
+    let cfg = LaunchConfig {
+        grid_dim: (p.nx as u32, grid_y as u32, grid_z as u32),
+        block_dim: (32, t.warps, 1),
+        shared_mem_bytes: t.warps * table_bytes(mode),
+    };
+    let max_shared = gpu.info().max_shared_per_block_optin as u32;
+    ensure!(cfg.shared_mem_bytes <= max_shared, "{} warps per block need {} B of shared memory ({max_shared} B allowed)",
+        t.warps, cfg.shared_mem_bytes);
+    if cfg.shared_mem_bytes > 48 * 1024 {
+        func.set_attribute(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            cfg.shared_mem_bytes as i32)
+            .map_err(GpuError::driver(format!("raising the shared-memory limit of `{name}`")))?;
+    }
+    Ok((name, func, cfg))
+}
+
+/// The GPU migration: prepare, run, download.
+pub fn migrate(gpu: &Arc<Gpu>, traces: &TraceSet, p: &PstmParams, plan: &Plan, mode: TraveltimeMode,
+    model: TraveltimeModel) -> anyhow::Result<PstmImage> {
+    let mut prep = Prepared::new(gpu, traces, p, plan, mode, model, false)?;
+    prep.run()?;
+    let data = prep.download()?;
+    let (pairs, contributions) = count_pairs(p, plan);
+    Ok(PstmImage {
+        nx: p.nx,
+        ny: p.ny,
+        noff: p.noff,
+        nz: p.nz,
+        nz_pad: prep.nz_pad,
+        data,
+        stats: MigrationStats { traces_used: plan.traces_used, pairs, contributions, exact_evals: 0 },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pstm_kernels_move_to_their_own_module() {
+        if crate::runtime::PTX.trim().is_empty() {
+            return;
+        }
+        let m = pstm_ptx(crate::runtime::PTX, None, 80).unwrap();
+        if let Ok(path) = std::env::var("SEISGPU_PSTM_DUMP_PTX") {
+            std::fs::write(path, &m).unwrap(); // for `ptxas -v` by hand
+        }
+        for k in ["pstm_exact_dsr", "pstm_static8_vti", "pstm_static8_dsr_tex", "pstm_dynamic_vti"] {
+            assert!(m.contains(&format!(".visible .entry {k}(")), "{k}");
+        }
+        assert_eq!(m.matches(".maxnreg 80").count(), m.matches(".visible .entry").count());
+        assert!(!m.contains("saxpy") && m.contains(".target") && m.contains("gpu_launch_sized_workgroup_mem"));
+        assert!(!m.contains("call"));
+        let one = pstm_ptx(crate::runtime::PTX, Some("pstm_static8_vti"), 96).unwrap();
+        assert_eq!(one.matches(".visible .entry").count(), 1);
+        assert!(one.contains(".visible .entry pstm_static8_vti(\n") && one.contains(".maxnreg 96"));
+        assert!(pstm_ptx(crate::runtime::PTX, Some("pstm_nope"), 96).is_err());
+    }
+}
