@@ -11,7 +11,8 @@ use super::Global;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// What to benchmark: all, nlbf, ktm, pstm, wavepacket, srm, or ceilings (device ceilings only).
+    /// What to benchmark: all, nlbf, ktm, pstm, pstm-accuracy (paper 5's Table 1), wavepacket, srm,
+    /// or ceilings (device ceilings only).
     #[arg(default_value = "all")]
     pub what: String,
     /// Problem size: `small` (seconds on a laptop CPU) or `paper` (the papers' workloads).
@@ -33,13 +34,16 @@ const ALGORITHMS: [(&str, BenchFn); 5] = [
 ];
 
 pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
+    if args.what == "pstm-accuracy" {
+        return pstm_accuracy(args, global);
+    }
     let selected: Vec<&(&str, BenchFn)> = match args.what.as_str() {
         "all" => ALGORITHMS.iter().collect(),
         "ceilings" => vec![],
         w => {
             let found: Vec<_> = ALGORITHMS.iter().filter(|(n, _)| *n == w).collect();
             if found.is_empty() {
-                anyhow::bail!("unknown benchmark `{w}` (expected all, nlbf, ktm, pstm, wavepacket, srm or ceilings)");
+                anyhow::bail!("unknown benchmark `{w}` (expected all, nlbf, ktm, pstm, pstm-accuracy, wavepacket, srm or ceilings)");
             }
             found
         }
@@ -94,6 +98,31 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         anyhow::bail!("{} benchmark(s) failed: {}", report.failures.len(),
             report.failures.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(", "));
     }
+    Ok(())
+}
+
+/// Paper 5's Table 1: static8 and dynamic against exact, on band-limited data and on white noise,
+/// printed and written to `<out>/pstm-accuracy.md`.
+fn pstm_accuracy(args: &Args, global: &Global) -> anyhow::Result<()> {
+    use seisgpu_host::pstm::bench::{accuracy, AccuracyConfig};
+    let backend = global.backend()?;
+    let traces = match args.size {
+        BenchSize::Small => 200,
+        BenchSize::Paper => 1000,
+    };
+    let mut text = String::new();
+    for white_noise in [false, true] {
+        let cfg = AccuracyConfig { traces, white_noise, ..Default::default() };
+        let r = accuracy(&backend, &cfg)?;
+        text += &format!("{r}\n");
+    }
+    println!("{text}");
+    std::fs::create_dir_all(&args.out)?;
+    let path = args.out.join("pstm-accuracy.md");
+    let mut f = seisgpu_host::io::AtomicFile::create(&path)?;
+    std::io::Write::write_all(&mut f, text.as_bytes())?;
+    f.commit()?;
+    eprintln!("wrote {}", path.display());
     Ok(())
 }
 
