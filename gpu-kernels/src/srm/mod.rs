@@ -19,6 +19,28 @@ pub const RADIUS: usize = 4;
 /// Largest polynomial degree the table and the kernels accept.
 pub const MAX_DEGREE: usize = 40;
 
+// ---- launch geometry, shared by the kernels and the host driver ----
+
+/// Paper tile: 48 x 32 nodes loaded (radius-4 halo), 40 x 24 computed; 48 x 8 threads, each loading
+/// a column of 4 nodes and computing a column of 3.
+pub const PAPER_TW: u32 = 40;
+pub const PAPER_TH: u32 = 24;
+pub const PAPER_RW: usize = 48;
+pub const PAPER_RH: usize = 32;
+/// Shared bytes: 2 waves x (re, im) x 48 x 32 floats.
+pub const PAPER_SHARED_BYTES: u32 = (2 * 2 * PAPER_RW * PAPER_RH * 4) as u32;
+
+/// Fused tile edge (nodes, halo included); 32 x 8 threads, thread (tx, ty) owning the node pair
+/// columns 2tx, 2tx + 1 and the rows 8ty .. 8ty + 7.
+pub const FUSED_TILE: u32 = 64;
+/// Interior (output) edge of the fused tile for K fused steps: 64 - 8K.
+pub const fn fused_interior(k: u32) -> u32 { FUSED_TILE - 8 * k }
+/// Shared bytes of the fused kernel: two 64 x 64 complex tiles and the interior accumulator.
+pub const fn fused_shared_bytes(k: u32) -> u32 {
+    let b = fused_interior(k);
+    2 * FUSED_TILE * FUSED_TILE * 8 + b * b * 8
+}
+
 /// The cross-shaped operator L = I + (2 / Lambda) (D2x/dx^2 + D2y/dy^2) as stencil weights:
 /// centre `c`, x arm `ax[j-1]` at +-j, y arm `ay[j-1]` at +-j rows. Passed to kernels by value
 /// (it lands in the kernel-parameter constant bank, the paper's `coeff_X`/`coeff_Y`).
