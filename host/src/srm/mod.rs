@@ -21,7 +21,9 @@ pub mod bench;
 pub mod cpu;
 pub mod design;
 pub mod gpu;
+pub mod impulse;
 pub mod npy;
+pub mod synthetic;
 
 use std::sync::Arc;
 
