@@ -328,6 +328,19 @@ pub enum GpuVariant {
     Fused(u32),
 }
 
+impl std::str::FromStr for GpuVariant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "paper" => Ok(Self::Paper),
+            "fused2" => Ok(Self::Fused(2)),
+            "fused3" => Ok(Self::Fused(3)),
+            "fused4" => Ok(Self::Fused(4)),
+            o => Err(format!("unknown kernel `{o}` (expected paper, fused2, fused3 or fused4)")),
+        }
+    }
+}
+
 impl std::fmt::Display for GpuVariant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -352,10 +365,16 @@ impl Default for GpuOptions {
 /// depth samples, or all). Runs on the GPU when the backend has one.
 pub fn migrate(backend: &Backend, traces: &TraceSet, model: &VelocityModel, params: &SrmParams, progress: bool)
     -> anyhow::Result<Image> {
+    migrate_with(backend, traces, model, params, GpuOptions::default(), progress)
+}
+
+/// [`migrate`] with a choice of GPU kernel and planes per launch.
+pub fn migrate_with(backend: &Backend, traces: &TraceSet, model: &VelocityModel, params: &SrmParams, opts: GpuOptions,
+    progress: bool) -> anyhow::Result<Image> {
     let shots = validate_inputs(traces, model, params)?;
     let op = Arc::new(design_for(model, params).map_err(anyhow::Error::msg).context("designing the operator")?);
     match backend {
         Backend::Cpu => cpu::migrate_shots(&op, traces, model, params, &shots, progress),
-        Backend::Gpu(g) => gpu::migrate_shots(g, &op, traces, model, params, &shots, GpuOptions::default(), progress),
+        Backend::Gpu(g) => gpu::migrate_shots(g, &op, traces, model, params, &shots, opts, progress),
     }
 }
