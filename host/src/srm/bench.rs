@@ -103,6 +103,7 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
     r.note = format!("{nx} x {ny}, degree {}, {np} planes x 2 waves on {threads} threads; {:.1} ms per depth step per plane",
         case.op.params.degree, cpu_stats.median_ms / np as f64);
     rows.push(r);
+    eprintln!("srm bench: {} {} {:.2} ms: {}", rows[0].workload, rows[0].variant, cpu_stats.median_ms, rows[0].note);
     let cpu_plane_ms = cpu_stats.median_ms / np as f64;
     if let Backend::Gpu(g) = backend {
         let bw = if ceilings.bandwidth > 0.0 { ceilings.bandwidth } else { measure_bandwidth(g)? };
@@ -134,7 +135,14 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
                 exp.extend_from_slice(&want[o..o + 2 * count * nxy]);
             }
             let err = rel_l2(&got, &exp);
-            anyhow::ensure!(err < 1e-5, "srm-step {variant} x{count}: GPU differs from the CPU reference (rel L2 {err})");
+            if !(err < 1e-5) {
+                // Report the failure and go on with the other variants (no timing of a wrong kernel).
+                let mut r = row(wl, &format!("gpu-{variant}-x{count}"), "kernel", Stats::from_samples(&[f64::NAN]), 0.0, unit);
+                r.check = format!("FAILED: rel L2 {err:.2e} vs CPU");
+                eprintln!("srm bench: {} {}: {}", r.workload, r.variant, r.check);
+                rows.push(r);
+                continue;
+            }
             // Time: 10 depth steps per sample (the wavefield keeps propagating; values stay bounded).
             let reps = 10;
             let st = timer.measure(2, if size == BenchSize::Paper { 7 } else { 5 }, || {
@@ -159,6 +167,7 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
             if variant == GpuVariant::Paper && count == 1 {
                 r.paper = Some("paper kernel: one Chebyshev step per launch, both waves, 48x8 threads, 40x24 outputs".into());
             }
+            eprintln!("srm bench: {} {} {:.4} ms: {}", r.workload, r.variant, r.stats.median_ms, r.note);
             rows.push(r);
         }
     }
@@ -207,6 +216,7 @@ fn bench_shot(backend: &Backend, size: BenchSize) -> anyhow::Result<Vec<BenchRow
         threads ({:.2} s) and scaled by {scale:.1}; operator design {design_s:.1} s and synthetic data {setup_s:.1} s \
         not included", traces.len(), cst.median_ms * 1e-3);
     r.paper = Some(PAPER.into());
+    eprintln!("srm bench: {} {} {:.1} ms: {}", r.workload, r.variant, r.stats.median_ms, r.note);
     rows.push(r);
     if let Backend::Gpu(g) = backend {
         let dop = DeviceOperator::new(g, &op)?;
@@ -214,7 +224,13 @@ fn bench_shot(backend: &Backend, size: BenchSize) -> anyhow::Result<Vec<BenchRow
             let opts = GpuOptions { variant, planes: 16 };
             let got = gpu::migrate_shot(g, &op, &dop, &traces, &model, &params, &plan, shot, grid, &sub, cz, opts)?;
             let err = rel_l2(&got, &cpu_img);
-            anyhow::ensure!(err < 1e-4, "srm-shot {variant}: GPU image differs from the CPU reference (rel L2 {err})");
+            if !(err < 1e-4) {
+                let mut r = row(wl, &format!("gpu-{variant}-x16"), "end-to-end", Stats::from_samples(&[f64::NAN]), 0.0, unit);
+                r.check = format!("FAILED: rel L2 {err:.2e} vs CPU on the subset");
+                eprintln!("srm bench: {} {}: {}", r.workload, r.variant, r.check);
+                rows.push(r);
+                continue;
+            }
             let t = Instant::now();
             let _img = gpu::migrate_shot(g, &op, &dop, &traces, &model, &params, &plan, shot, grid, &plan.bins, nz, opts)
                 .with_context(|| format!("srm-shot on the GPU ({variant})"))?;
@@ -225,6 +241,7 @@ fn bench_shot(backend: &Backend, size: BenchSize) -> anyhow::Result<Vec<BenchRow
             r.note = format!("{:.1}x the all-core CPU reference ({threads} threads); {:.1} us per depth step per frequency \
                 (traces up, cuFFT, injection, extrapolation, imaging, image down)", cpu_full_ms / ms, 1e3 * ms / work);
             r.paper = Some(PAPER.into());
+            eprintln!("srm bench: {} {} {:.1} ms: {}", r.workload, r.variant, r.stats.median_ms, r.note);
             rows.push(r);
             if size == BenchSize::Small {
                 break;
