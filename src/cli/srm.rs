@@ -107,7 +107,8 @@ pub struct MigrateArgs {
     /// Depth samples to image (0: the whole model).
     #[arg(long, default_value_t = 0)]
     pub nz: usize,
-    /// GPU kernel: paper, fused2, fused3 or fused4 (Chebyshev steps per pass).
+    /// GPU kernel: paper (the paper's, one Chebyshev step per launch), paperh (its loads hoisted),
+    /// fused2..4 (2..4 Chebyshev steps per pass over a tile), fusedb2..4 (fused, balanced, FMA).
     #[arg(long, default_value = "fused4")]
     pub kernel: GpuVariant,
     /// Frequency planes per GPU launch.

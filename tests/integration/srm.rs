@@ -178,7 +178,8 @@ fn gpu_depth_step_matches_cpu_for_every_variant() {
     maps2.extend_from_slice(&maps);
     cpu::step_planes(&op, &maps2, &slow, &taper, nx, ny, &mut want);
     let dslow = gpu.upload(&slow).unwrap();
-    for variant in [GpuVariant::Paper, GpuVariant::Fused(2), GpuVariant::Fused(3), GpuVariant::Fused(4)] {
+    for variant in [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2), GpuVariant::Fused(3),
+        GpuVariant::Fused(4), GpuVariant::FusedB(2), GpuVariant::FusedB(3), GpuVariant::FusedB(4)] {
         let mut pl = Planes::new(&gpu, nx, ny, stride, &taper).unwrap();
         // Poison every buffer, then place the input planes at their strided positions.
         let poison = vec![f32::NAN; pl.x.len()];
@@ -216,7 +217,7 @@ fn gpu_image_matches_cpu() {
     let want = migrate(&Backend::Cpu, &traces, &model, &params, false).unwrap();
     let shots = seisgpu_host::srm::validate_inputs(&traces, &model, &params).unwrap();
     let op = seisgpu_host::srm::design_for(&model, &params).unwrap();
-    for variant in [GpuVariant::Paper, GpuVariant::Fused(4)] {
+    for variant in [GpuVariant::Paper, GpuVariant::Fused(4), GpuVariant::FusedB(3), GpuVariant::Auto] {
         // 7 planes per launch: the band's bins do not divide evenly into batches.
         let opts = GpuOptions { variant, planes: 7 };
         let got = seisgpu_host::srm::gpu::migrate_shots(&gpu, &op, &traces, &model, &params, &shots, opts, false).unwrap();

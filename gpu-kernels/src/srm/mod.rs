@@ -35,6 +35,11 @@ pub const PAPER_SHARED_BYTES: u32 = (2 * 2 * PAPER_RW * PAPER_RH * 4) as u32;
 pub const FUSED_TILE: u32 = 64;
 /// Interior (output) edge of the fused tile for K fused steps: 64 - 8K.
 pub const fn fused_interior(k: u32) -> u32 { FUSED_TILE - 8 * k }
+/// Interior nodes per thread (256 threads) of the balanced fused kernel `fusedb` for K steps.
+pub const fn fusedb_per_thread(k: u32) -> u32 { (fused_interior(k) * fused_interior(k)).div_ceil(256) }
+/// Shared bytes of the balanced fused kernel: the two 64 x 64 complex tiles only (accumulator and
+/// table positions live in registers).
+pub const fn fusedb_shared_bytes() -> u32 { 2 * FUSED_TILE * FUSED_TILE * 8 }
 /// Shared bytes of the fused kernel: two 64 x 64 complex tiles and the interior accumulator.
 pub const fn fused_shared_bytes(k: u32) -> u32 {
     let b = fused_interior(k);
@@ -66,6 +71,24 @@ impl Stencil {
             + self.ay[2] * (ym[2] + yp[2])
             + self.ay[3] * (ym[3] + yp[3]);
         self.c * c0 + (sx + sy)
+    }
+
+    /// The same sum with fused multiply-adds (the GPU's `fma.rn`): 9 FMAs instead of 9 multiplies
+    /// and 8 adds. Used by the `fusedb` kernels only (it rounds differently from [`Stencil::apply`],
+    /// a few 1e-8 relative; the CPU keeps separate operations because the host build has no FMA
+    /// instruction and `mul_add` would call libm).
+    #[inline(always)]
+    pub fn apply_fma(&self, c0: f32, xm: [f32; 4], xp: [f32; 4], ym: [f32; 4], yp: [f32; 4]) -> f32 {
+        use crate::math::mul_add as fma;
+        let mut s = self.c * c0;
+        s = fma(self.ax[0], xm[0] + xp[0], s);
+        s = fma(self.ax[1], xm[1] + xp[1], s);
+        s = fma(self.ax[2], xm[2] + xp[2], s);
+        s = fma(self.ax[3], xm[3] + xp[3], s);
+        s = fma(self.ay[0], ym[0] + yp[0], s);
+        s = fma(self.ay[1], ym[1] + yp[1], s);
+        s = fma(self.ay[2], ym[2] + yp[2], s);
+        fma(self.ay[3], ym[3] + yp[3], s)
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use cudarc::driver::{CudaSlice, CudaView, DeviceRepr, LaunchConfig};
 
-use gpu_kernels::srm::{fused_interior, fused_shared_bytes, RowMap, Stencil, PAPER_SHARED_BYTES, PAPER_TH, PAPER_TW};
+use gpu_kernels::srm::{fused_interior, fused_shared_bytes, fusedb_shared_bytes, RowMap, Stencil, PAPER_SHARED_BYTES, PAPER_TH, PAPER_TW};
 
 use super::design::Operator;
 use super::{cpu, FreqPlan, GpuOptions, GpuVariant, Image, Shot, ShotGrid, SrmParams, Taper, VelocityModel};
@@ -91,7 +91,11 @@ impl Planes {
         let (nx, ny, stride, cnt) = (self.nx as u32, self.ny as u32, self.stride as u32, count as u32);
         let (st, ncoef, rows, degree) = (dop.stencil, dop.ncoef, dop.rows, dop.degree);
         match variant {
-            GpuVariant::Paper => {
+            GpuVariant::Auto => {
+                return Err(GpuError::BadLaunch { kernel: "srm_step".into(), why: "resolve `auto` with `autotune` first".into() });
+            }
+            GpuVariant::Paper | GpuVariant::PaperHoisted => {
+                let name = if variant == GpuVariant::Paper { "srm_step_paper" } else { "srm_step_paperh" };
                 let cfg = LaunchConfig {
                     grid_dim: (nx.div_ceil(PAPER_TW), ny.div_ceil(PAPER_TH), cnt),
                     block_dim: (48, 8, 1),
@@ -100,25 +104,29 @@ impl Planes {
                 for n in 1..=degree {
                     let Planes { x, y, acc, maps, taper_x, taper_y, .. } = self;
                     let (tin, tio) = if n % 2 == 1 { (&*x, y) } else { (&*y, x) };
-                    launch!(gpu, "srm_step_paper", cfg, &st, &nx, &ny, &stride, &n, &degree, tin, tio, acc, slow,
+                    launch!(gpu, name, cfg, &st, &nx, &ny, &stride, &n, &degree, tin, tio, acc, slow,
                         &dop.table, &ncoef, &rows, &*maps, &*taper_x, &*taper_y)?;
                 }
                 if degree % 2 == 1 {
                     std::mem::swap(&mut self.x, &mut self.y);
                 }
             }
-            GpuVariant::Fused(k) => {
-                let name = match k {
-                    2 => "srm_step_fused2",
-                    3 => "srm_step_fused3",
-                    4 => "srm_step_fused4",
+            GpuVariant::Fused(k) | GpuVariant::FusedB(k) => {
+                let balanced = matches!(variant, GpuVariant::FusedB(_));
+                let name = match (k, balanced) {
+                    (2, false) => "srm_step_fused2",
+                    (3, false) => "srm_step_fused3",
+                    (4, false) => "srm_step_fused4",
+                    (2, true) => "srm_step_fusedb2",
+                    (3, true) => "srm_step_fusedb3",
+                    (4, true) => "srm_step_fusedb4",
                     _ => return Err(GpuError::BadLaunch { kernel: "srm_step_fused".into(), why: format!("{k} fused steps (2..=4)") }),
                 };
                 let bi = fused_interior(k);
                 let cfg = LaunchConfig {
                     grid_dim: (nx.div_ceil(bi), ny.div_ceil(bi), 2 * cnt),
                     block_dim: (32, 8, 1),
-                    shared_mem_bytes: fused_shared_bytes(k),
+                    shared_mem_bytes: if balanced { fusedb_shared_bytes() } else { fused_shared_bytes(k) },
                 };
                 let mut n0 = 1u32;
                 while n0 <= degree {
@@ -142,13 +150,14 @@ impl Planes {
         let pts = (self.nxy() * count) as f64;
         let (c, s) = (8.0, 4.0); // complex value, slowness
         match variant {
+            GpuVariant::Auto => f64::NAN,
             // n = 1: read T0, write T1 + acc; 2..N-1: read T_{n-1}, T_{n-2}, acc, write T_n, acc;
             // N: read T_{N-1}, T_{N-2}, acc, write W. Both waves share the slowness read.
-            GpuVariant::Paper => {
+            GpuVariant::Paper | GpuVariant::PaperHoisted => {
                 let per_wave = 3.0 * c + (degree as f64 - 2.0) * 5.0 * c + 4.0 * c;
                 pts * (2.0 * per_wave + degree as f64 * s)
             }
-            GpuVariant::Fused(k) => {
+            GpuVariant::Fused(k) | GpuVariant::FusedB(k) => {
                 let passes = degree.div_ceil(k as usize);
                 // First pass: read T0, write 2 terms + acc; middle: read 2 + acc, write 2 + acc;
                 // last: read 2 + acc, write W. Each wave-block reads the slowness itself.
@@ -157,6 +166,25 @@ impl Planes {
             }
         }
     }
+}
+
+/// Every kernel variant `auto` chooses from.
+pub const CANDIDATES: [GpuVariant; 8] = [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2),
+    GpuVariant::Fused(3), GpuVariant::Fused(4), GpuVariant::FusedB(2), GpuVariant::FusedB(3), GpuVariant::FusedB(4)];
+
+/// Times one depth step of `count` planes with every candidate kernel (median of 3 after a
+/// warm-up) and returns the fastest. The planes' contents are overwritten.
+pub fn autotune(gpu: &Gpu, dop: &DeviceOperator, planes: &mut Planes, slow: &CudaView<f32>, count: usize)
+    -> GpuResult<GpuVariant> {
+    let timer = crate::runtime::GpuTimer::new(gpu.stream())?;
+    let mut best = (f64::INFINITY, GpuVariant::Paper);
+    for v in CANDIDATES {
+        let st = timer.measure(1, 3, || planes.step(gpu, dop, slow, count, v))?;
+        if st.median_ms < best.0 {
+            best = (st.median_ms, v);
+        }
+    }
+    Ok(best.1)
 }
 
 /// One shot on the GPU for frequency bins `bins` and `nz` depth samples: the window image
@@ -189,6 +217,12 @@ pub fn migrate_shot(gpu: &Gpu, op: &Operator, dop: &DeviceOperator, traces: &Tra
     let mut image = gpu.zeros::<f32>(nz * nxy)?;
     let taper = Taper::new(gnx, gny, params.taper_width, params.taper_strength);
     let mut planes = Planes::new(gpu, gnx, gny, stride, &taper)?;
+    let variant = if opts.variant == GpuVariant::Auto {
+        planes.set_maps(gpu, &vec![op.row_map(plan.omega(bins[0])); stride])?;
+        autotune(gpu, dop, &mut planes, &slow.slice(0..nxy), bins.len().min(stride))?
+    } else {
+        opts.variant
+    };
     let (ntr32, nfft32, stride32, nxy32, src) = (ntr as u32, nfft as u32, stride as u32, nxy as u32, grid.source_node as u32);
     for batch in bins.chunks(stride) {
         let count = batch.len();
@@ -205,7 +239,7 @@ pub fn migrate_shot(gpu: &Gpu, op: &Operator, dop: &DeviceOperator, traces: &Tra
         for iz in 0..nz {
             if iz > 0 {
                 let s = slow.slice((iz - 1) * nxy..iz * nxy);
-                planes.step(gpu, dop, &s, count, opts.variant)?;
+                planes.step(gpu, dop, &s, count, variant)?;
             }
             let mut slice = image.slice_mut(iz * nxy..(iz + 1) * nxy);
             launch!(gpu, "srm_image", grid_1d(nxy, 256), &nxy32, &cnt, &stride32, &planes.x, &mut slice)?;

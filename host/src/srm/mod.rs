@@ -322,21 +322,33 @@ pub fn validate_inputs(traces: &TraceSet, model: &VelocityModel, params: &SrmPar
 /// Which GPU kernel extrapolates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GpuVariant {
+    /// Times one depth step of every kernel below on the shot's own grid and keeps the fastest.
+    Auto,
     /// The paper's kernel: one Chebyshev step per launch, radius-4 halo tile, both waves.
     Paper,
+    /// The paper's kernel with each thread's global loads issued before its stores.
+    PaperHoisted,
     /// `k` Chebyshev steps fused per pass over a tile with a 4k halo (k = 2, 3 or 4).
     Fused(u32),
+    /// As `Fused`, with the coefficient work balanced over all threads (table positions and
+    /// accumulators in registers) and an FMA stencil.
+    FusedB(u32),
 }
 
 impl std::str::FromStr for GpuVariant {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
+            "auto" => Ok(Self::Auto),
             "paper" => Ok(Self::Paper),
+            "paperh" => Ok(Self::PaperHoisted),
             "fused2" => Ok(Self::Fused(2)),
             "fused3" => Ok(Self::Fused(3)),
             "fused4" => Ok(Self::Fused(4)),
-            o => Err(format!("unknown kernel `{o}` (expected paper, fused2, fused3 or fused4)")),
+            "fusedb2" => Ok(Self::FusedB(2)),
+            "fusedb3" => Ok(Self::FusedB(3)),
+            "fusedb4" => Ok(Self::FusedB(4)),
+            o => Err(format!("unknown kernel `{o}` (expected auto, paper, paperh, fused2..4 or fusedb2..4)")),
         }
     }
 }
@@ -344,8 +356,11 @@ impl std::str::FromStr for GpuVariant {
 impl std::fmt::Display for GpuVariant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            GpuVariant::Auto => write!(f, "auto"),
             GpuVariant::Paper => write!(f, "paper"),
+            GpuVariant::PaperHoisted => write!(f, "paperh"),
             GpuVariant::Fused(k) => write!(f, "fused{k}"),
+            GpuVariant::FusedB(k) => write!(f, "fusedb{k}"),
         }
     }
 }
@@ -358,7 +373,7 @@ pub struct GpuOptions {
 }
 
 impl Default for GpuOptions {
-    fn default() -> Self { Self { variant: GpuVariant::Fused(4), planes: 16 } }
+    fn default() -> Self { Self { variant: GpuVariant::Auto, planes: 16 } }
 }
 
 /// Migrates all shots in `traces` through `model`; the image covers the whole model (`params.nz`
