@@ -108,8 +108,9 @@ pub struct MigrateArgs {
     #[arg(long, default_value_t = 0)]
     pub nz: usize,
     /// GPU kernel: paper (the paper's, one Chebyshev step per launch), paperh (its loads hoisted),
-    /// fused2..4 (2..4 Chebyshev steps per pass over a tile), fusedb2..4 (fused, balanced, FMA).
-    #[arg(long, default_value = "fused4")]
+    /// fused2..4 (2..4 Chebyshev steps per pass over a tile), fusedb2..4 (fused, balanced, FMA),
+    /// auto (time each on the shot's grid, keep the fastest).
+    #[arg(long, default_value = "paper")]
     pub kernel: GpuVariant,
     /// Frequency planes per GPU launch.
     #[arg(long, default_value_t = 16)]

@@ -373,7 +373,9 @@ pub struct GpuOptions {
 }
 
 impl Default for GpuOptions {
-    fn default() -> Self { Self { variant: GpuVariant::Auto, planes: 16 } }
+    /// The paper's kernel: verified on the H100 and the fastest there end to end (docs/notes/srm.md);
+    /// `paperh`, `fusedb*` and `auto` await their first GPU run.
+    fn default() -> Self { Self { variant: GpuVariant::Paper, planes: 16 } }
 }
 
 /// Migrates all shots in `traces` through `model`; the image covers the whole model (`params.nz`
