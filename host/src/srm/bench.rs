@@ -150,7 +150,7 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
             let reps = 10;
             let st = timer.measure(2, if size == BenchSize::Paper { 7 } else { 5 }, || {
                 for _ in 0..reps {
-                    pl.step(g, &dop, &dslow.slice(..), count, variant).map_err(|e| e)?;
+                    pl.step(g, &dop, &dslow.slice(..), count, variant)?;
                 }
                 Ok(())
             })?;

@@ -5,17 +5,19 @@
 //! x = 1 - 2 K^2 / Lambda is the spectrum of L and K^2 the (filter's) horizontal wavenumber squared:
 //!   K^2 dz^2 = q (1 - x) / 2,  q = Lambda dz^2,  kz dz = sqrt(p^2 - K^2 dz^2).
 //! Design per table row (f64):
-//! - passband: propagation angles up to `max_angle` (x >= x_t, x_t = 1 - p^2 sin^2(max_angle) / q),
-//!   target exp(i kz dz), weight 1;
-//! - transition: from `max_angle` through 90 degrees to the first part of the evanescent region
-//!   (at least 0.25 wide in x), unweighted ("don't care");
+//! - passband: propagation angles up to `max_angle` (x >= x_t, x_t = 1 - 2 p^2 sin^2(max_angle) / q),
+//!   target exp(i kz dz), weight rising from 1 at `max_angle` to `VERTICAL_WEIGHT` at vertical
+//!   incidence (vertical errors accumulate over every depth step);
+//! - transition: from `max_angle` through 90 degrees to `EVANESCENT_MARGIN` into the evanescent
+//!   region (and at least `TRANSITION_WIDTH` wide in x), unweighted ("don't care");
 //! - stop band: the rest of the evanescent region, target 0 (damped), weight `STOP_WEIGHT`;
-//! - stability: |G(x)| <= 1 on all of [-1, 1], imposed on the sample points by ADMM (the
-//!   least-squares step alternates with the projection of G onto the unit disc), with Lawson
-//!   reweighting of the passband toward an equiripple (L-infinity) error, then a final scaling by
-//!   the maximum of |G| on a fine grid so that |G| <= 1 - 1e-5 holds everywhere.
-//! The paper's design is an L-infinity (equiripple) one; ours is a constrained weighted least-squares
-//! fit pushed toward it; `seisgpu srm design` prints the resulting accuracy by angle.
+//! - stability: |G(x)| <= 1 on the sample points by ADMM (the least-squares step alternates with
+//!   the projection of G onto the unit disc), then a final scaling by the maximum of |G| on a fine
+//!   grid so that |G| <= 1 - 1e-5 holds everywhere.
+//!
+//! The paper's design is an L-infinity (equiripple) one; ours is a constrained, angle-weighted
+//! least-squares fit (Lawson reweighting toward equiripple broke the rows' interpolation, see
+//! `LAWSON`); `seisgpu srm design` prints the resulting accuracy by angle.
 
 use num_complex::Complex64;
 use rayon::prelude::*;
