@@ -226,3 +226,12 @@ fn gpu_image_matches_cpu() {
         assert!(e < 1e-5, "{variant}: image rel L2 {e}");
     }
 }
+
+#[test]
+fn demo_runs_on_the_cpu_and_images_its_reflector() {
+    let dir = std::env::temp_dir().join(format!("seisgpu-srm-demo-{}", std::process::id()));
+    let row = seisgpu_host::srm::bench::demo(&Backend::Cpu, &dir).unwrap();
+    println!("{} on {}: {} ({:.1} s)", row.algorithm, row.backend, row.quality, row.seconds);
+    assert!(row.quality.contains("within 0 ") || row.quality.contains("within 1 "), "{}", row.quality);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -288,7 +288,8 @@ pub fn demo(backend: &Backend, out_dir: &Path) -> anyhow::Result<DemoRow> {
     let params = SrmParams { fmin: 4.0, fmax: 45.0, ricker_peak: 20.0, taper_width: 20, aperture: 1e9, ..Default::default() };
     let img = super::migrate(backend, &traces, &model, &params, false)?;
     let want = (zr / dz).round() as i64;
-    let errs: Vec<i64> = (60..=140).step_by(20).map(|ix| column_peak(&img, ix, 0, 10) as i64 - want).collect();
+    // Columns within 300 m of the shot (x = 1000 m): farther out the line's end limits the aperture.
+    let errs: Vec<i64> = (70..=130).step_by(15).map(|ix| column_peak(&img, ix, 0, 10) as i64 - want).collect();
     let worst = errs.iter().map(|e| e.abs()).max().unwrap_or(0);
     let seconds = t.elapsed().as_secs_f64();
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
@@ -305,7 +306,7 @@ pub fn demo(backend: &Backend, out_dir: &Path) -> anyhow::Result<DemoRow> {
         algorithm: "srm".into(),
         backend: backend.name().into(),
         seconds,
-        quality: format!("flat reflector at {zr} m imaged within {worst} depth sample(s) ({} m) over 5 columns", worst as f64 * dz),
+        quality: format!("flat reflector at {zr} m imaged within {worst} depth sample(s) ({} m) over 5 columns within 300 m of the shot", worst as f64 * dz),
         images: vec![png],
     })
 }
