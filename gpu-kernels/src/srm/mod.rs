@@ -1,1 +1,184 @@
-//! srm device code and shared math. (placeholder)
+//! Chebyshev-polynomial wavefield extrapolation (paper 4, SRMIP; Soubaras 1996): the math shared by
+//! the CPU reference (host/src/srm/cpu.rs) and the kernels (`kernels.rs`).
+//!
+//! One depth step of a frequency plane W (complex, nx x ny) is
+//!   W(z + dz) = taper * sum_{n=0..N} a_n(p) T_n(L) W(z),   T_n = 2 L T_{n-1} - T_{n-2},
+//! with L = I + (2 / Lambda) (D2x / dx^2 + D2y / dy^2) the cross-shaped Laplacian (two 1D radius-4
+//! second-derivative filters) mapped so that its spectrum is [-1, 1], and a_n(p) the Chebyshev
+//! coefficients of exp(i kz dz) for p = w dz / v, looked up per grid point by linear interpolation
+//! between the rows of a table (lateral velocity variation; paper section 38.3.2 and Listing 38-4).
+//!
+//! Arithmetic order is fixed here once, so the CPU reference and every kernel variant round alike
+//! (up to FMA contraction on the GPU, a few 1e-8 relative).
+
+#[cfg(target_arch = "nvptx64")]
+pub mod kernels;
+
+/// Radius of each 1D second-derivative filter (the paper's cross-shaped filter, radius 4).
+pub const RADIUS: usize = 4;
+/// Largest polynomial degree the table and the kernels accept.
+pub const MAX_DEGREE: usize = 40;
+
+// ---- launch geometry, shared by the kernels and the host driver ----
+
+/// Paper tile: 48 x 32 nodes loaded (radius-4 halo), 40 x 24 computed; 48 x 8 threads, each loading
+/// a column of 4 nodes and computing a column of 3.
+pub const PAPER_TW: u32 = 40;
+pub const PAPER_TH: u32 = 24;
+pub const PAPER_RW: usize = 48;
+pub const PAPER_RH: usize = 32;
+/// Shared bytes: 2 waves x (re, im) x 48 x 32 floats.
+pub const PAPER_SHARED_BYTES: u32 = (2 * 2 * PAPER_RW * PAPER_RH * 4) as u32;
+
+/// Fused tile edge (nodes, halo included); 32 x 8 threads, thread (tx, ty) owning the node pair
+/// columns 2tx, 2tx + 1 and the rows 8ty .. 8ty + 7.
+pub const FUSED_TILE: u32 = 64;
+/// Interior (output) edge of the fused tile for K fused steps: 64 - 8K.
+pub const fn fused_interior(k: u32) -> u32 { FUSED_TILE - 8 * k }
+/// Interior nodes per thread (256 threads) of the balanced fused kernel `fusedb` for K steps.
+pub const fn fusedb_per_thread(k: u32) -> u32 { (fused_interior(k) * fused_interior(k)).div_ceil(256) }
+/// Shared bytes of the balanced fused kernel: the two 64 x 64 complex tiles only (accumulator and
+/// table positions live in registers).
+pub const fn fusedb_shared_bytes() -> u32 { 2 * FUSED_TILE * FUSED_TILE * 8 }
+/// Shared bytes of the fused kernel: two 64 x 64 complex tiles and the interior accumulator.
+pub const fn fused_shared_bytes(k: u32) -> u32 {
+    let b = fused_interior(k);
+    2 * FUSED_TILE * FUSED_TILE * 8 + b * b * 8
+}
+
+/// The cross-shaped operator L = I + (2 / Lambda) (D2x/dx^2 + D2y/dy^2) as stencil weights:
+/// centre `c`, x arm `ax[j-1]` at +-j, y arm `ay[j-1]` at +-j rows. Passed to kernels by value
+/// (it lands in the kernel-parameter constant bank, the paper's `coeff_X`/`coeff_Y`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Stencil {
+    pub c: f32,
+    pub ax: [f32; 4],
+    pub ay: [f32; 4],
+}
+
+impl Stencil {
+    /// L applied at one point: `c0` the centre value, `xm[j-1]`/`xp[j-1]` the values j columns to the
+    /// left/right, `ym`/`yp` j rows up/down (zero outside the grid).
+    #[inline(always)]
+    pub fn apply(&self, c0: f32, xm: [f32; 4], xp: [f32; 4], ym: [f32; 4], yp: [f32; 4]) -> f32 {
+        let sx = self.ax[0] * (xm[0] + xp[0])
+            + self.ax[1] * (xm[1] + xp[1])
+            + self.ax[2] * (xm[2] + xp[2])
+            + self.ax[3] * (xm[3] + xp[3]);
+        let sy = self.ay[0] * (ym[0] + yp[0])
+            + self.ay[1] * (ym[1] + yp[1])
+            + self.ay[2] * (ym[2] + yp[2])
+            + self.ay[3] * (ym[3] + yp[3]);
+        self.c * c0 + (sx + sy)
+    }
+
+    /// The same sum with fused multiply-adds (the GPU's `fma.rn`): 9 FMAs instead of 9 multiplies
+    /// and 8 adds. Used by the `fusedb` kernels only (it rounds differently from [`Stencil::apply`],
+    /// a few 1e-8 relative; the CPU keeps separate operations because the host build has no FMA
+    /// instruction and `mul_add` would call libm).
+    #[inline(always)]
+    pub fn apply_fma(&self, c0: f32, xm: [f32; 4], xp: [f32; 4], ym: [f32; 4], yp: [f32; 4]) -> f32 {
+        use crate::math::mul_add as fma;
+        let mut s = self.c * c0;
+        s = fma(self.ax[0], xm[0] + xp[0], s);
+        s = fma(self.ax[1], xm[1] + xp[1], s);
+        s = fma(self.ax[2], xm[2] + xp[2], s);
+        s = fma(self.ax[3], xm[3] + xp[3], s);
+        s = fma(self.ay[0], ym[0] + yp[0], s);
+        s = fma(self.ay[1], ym[1] + yp[1], s);
+        s = fma(self.ay[2], ym[2] + yp[2], s);
+        fma(self.ay[3], ym[3] + yp[3], s)
+    }
+}
+
+/// The Chebyshev recursion at one point: T_1 = L T_0 (`first`), T_n = 2 L T_{n-1} - T_{n-2}.
+#[inline(always)]
+pub fn cheb_next(first: bool, lap: f32, prev2: f32) -> f32 {
+    if first { lap } else { 2.0 * lap - prev2 }
+}
+
+/// Maps a slowness to a fractional row of the coefficient table for one frequency:
+/// row = s * scale + offset, with scale = w dz / dp and offset = -p0 / dp.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RowMap {
+    pub scale: f32,
+    pub offset: f32,
+}
+
+/// Integer row `i0` (so that rows i0 and i0 + 1 exist) and the fraction toward row i0 + 1, for a
+/// table of `rows` >= 2 rows. Out-of-range positions clamp to the first/last row (the host builds
+/// the table over the whole velocity and frequency range, so this only guards rounding).
+#[inline(always)]
+pub fn table_pos(s: f32, map: RowMap, rows: u32) -> (u32, f32) {
+    let rmax = (rows - 1) as f32;
+    let mut r = s * map.scale + map.offset;
+    if !(r >= 0.0) {
+        r = 0.0; // also catches NaN
+    }
+    if r > rmax {
+        r = rmax;
+    }
+    let fl = crate::math::floor(r);
+    let mut i = fl as u32;
+    if i > rows - 2 {
+        i = rows - 2;
+    }
+    (i, r - i as f32)
+}
+
+/// Coefficient a_n at table position (i0, f): linear interpolation between rows i0 and i0 + 1.
+/// `table` holds `rows * ncoef` complex values, row-major, interleaved (re, im).
+///
+/// # Safety
+/// `table` must hold (i0 + 2) * ncoef complex values and n < ncoef.
+#[inline(always)]
+pub unsafe fn coef_at(table: *const f32, ncoef: u32, i0: u32, f: f32, n: u32) -> (f32, f32) {
+    unsafe {
+        let k0 = 2 * (i0 * ncoef + n) as usize;
+        let k1 = k0 + 2 * ncoef as usize;
+        let (r0, m0) = (*table.add(k0), *table.add(k0 + 1));
+        let (r1, m1) = (*table.add(k1), *table.add(k1 + 1));
+        (r0 + f * (r1 - r0), m0 + f * (m1 - m0))
+    }
+}
+
+/// acc + a t for complex a, t (one coefficient times one Chebyshev term).
+#[inline(always)]
+pub fn cmadd(acc: (f32, f32), a: (f32, f32), t: (f32, f32)) -> (f32, f32) {
+    (acc.0 + (a.0 * t.0 - a.1 * t.1), acc.1 + (a.0 * t.1 + a.1 * t.0))
+}
+
+/// The imaging condition at one point: Re(S' R), with S' the conjugated (time-reversed) source
+/// wavefield, so both waves use the same operator exp(+i kz dz) (see host/src/srm/mod.rs).
+#[inline(always)]
+pub fn image_term(s: (f32, f32), r: (f32, f32)) -> f32 { s.0 * r.0 - s.1 * r.1 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_pos_clamps_and_interpolates() {
+        let map = RowMap { scale: 2.0, offset: -1.0 };
+        assert_eq!(table_pos(1.25, map, 4), (1, 0.5));
+        assert_eq!(table_pos(-3.0, map, 4), (0, 0.0));
+        assert_eq!(table_pos(10.0, map, 4), (2, 1.0));
+        assert_eq!(table_pos(f32::NAN, map, 4), (0, 0.0));
+        let table = [1.0f32, 0.0, 0.0, 1.0, 3.0, 2.0, 2.0, 3.0];
+        assert_eq!(unsafe { coef_at(table.as_ptr(), 2, 0, 0.5, 0) }, (2.0, 1.0));
+        assert_eq!(unsafe { coef_at(table.as_ptr(), 2, 0, 0.25, 1) }, (0.5, 1.5));
+    }
+
+    #[test]
+    fn stencil_of_a_constant_is_the_symbol_at_zero() {
+        let st = Stencil { c: 0.5, ax: [0.1, 0.05, 0.02, 0.01], ay: [0.02, 0.01, 0.0, 0.0] };
+        let sum = st.c + 2.0 * (st.ax.iter().sum::<f32>() + st.ay.iter().sum::<f32>());
+        let v = st.apply(1.0, [1.0; 4], [1.0; 4], [1.0; 4], [1.0; 4]);
+        assert!((v - sum).abs() < 1e-6);
+        assert_eq!(cheb_next(true, 0.3, 9.0), 0.3);
+        assert_eq!(cheb_next(false, 0.5, 0.25), 0.75);
+        assert_eq!(cmadd((1.0, 1.0), (0.0, 1.0), (2.0, 3.0)), (-2.0, 3.0));
+    }
+}

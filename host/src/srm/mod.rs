@@ -1,3 +1,397 @@
-//! srm (placeholder; see its issue). Shape: mod.rs (params, validation, driver), cpu.rs, gpu.rs, bench.rs.
+//! Shot-record depth migration with Chebyshev-polynomial wavefield extrapolation (paper 4, SRMIP).
+//!
+//! For each shot: FFT of the traces along time; for each frequency in the band, the source wavefield
+//! (a wavelet at the source node) and the receiver wavefield (the recorded spectra at the receiver
+//! nodes) are extrapolated depth by depth with the Chebyshev operator (`design`), and the image is
+//! the zero-lag correlation of the two, summed over frequencies and shots.
+//!
+//! Sign conventions. Forward time FFT is e^{-i w t}. The receiver wavefield (up-going data) is
+//! continued downward with exp(+i kz dz). The causal source wavefield would need exp(-i kz dz); we
+//! carry its complex conjugate S' = conj(S) (the time-reversed source wavefield) instead, which
+//! obeys the same exp(+i kz dz) continuation, so both waves share one table and one coefficient
+//! lookup per point. The imaging condition Re(conj(S) R) is then Re(S' R).
+//!
+//! Grids: the velocity model is v[iz][iy][ix] (x fastest), origin (x0, y0) at depth 0, spacings
+//! dx, dy, dz (m). ny = 1 is a 2D line (crossline coordinates ignored, the Laplacian's y arm off).
+//! The extrapolation from depth iz to iz + 1 uses the slowness of slice iz; image slice iz is the
+//! correlation of the wavefields at depth iz dz. Each shot is migrated on a window of the model: the
+//! bounding box of its source and receivers widened by the aperture on each side.
 
 pub mod bench;
+pub mod cpu;
+pub mod design;
+pub mod gpu;
+pub mod impulse;
+pub mod npy;
+pub mod synthetic;
+
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use num_complex::Complex32;
+
+use crate::backend::Backend;
+use crate::traces::TraceSet;
+use design::{DesignParams, Operator, Spacing};
+
+/// An interval-velocity model on a regular grid.
+#[derive(Debug, Clone)]
+pub struct VelocityModel {
+    /// Velocities (m/s), v[(iz * ny + iy) * nx + ix].
+    pub v: Vec<f32>,
+    pub nx: usize,
+    pub ny: usize,
+    pub nz: usize,
+    /// Grid spacings (m).
+    pub dx: f64,
+    pub dy: f64,
+    pub dz: f64,
+    /// Position of node (0, 0) (m), in the traces' coordinate frame.
+    pub x0: f64,
+    pub y0: f64,
+}
+
+impl VelocityModel {
+    /// A v(z) model repeated laterally.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_profile(vz: &[f32], nx: usize, ny: usize, dx: f64, dy: f64, dz: f64, x0: f64, y0: f64) -> Self {
+        let mut v = Vec::with_capacity(vz.len() * nx * ny);
+        for &vv in vz {
+            v.extend(std::iter::repeat_n(vv, nx * ny));
+        }
+        VelocityModel { v, nx, ny, nz: vz.len(), dx, dy, dz, x0, y0 }
+    }
+
+    pub fn two_d(&self) -> bool { self.ny == 1 }
+
+    /// Checks sizes, spacings and values, naming what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.nx == 0 || self.ny == 0 || self.nz < 2 {
+            return Err(format!("velocity model: {} x {} x {} (nx x ny x nz) nodes; need nx, ny >= 1 and nz >= 2",
+                self.nx, self.ny, self.nz));
+        }
+        if self.v.len() != self.nx * self.ny * self.nz {
+            return Err(format!("velocity model: {} values for {} x {} x {} nodes", self.v.len(), self.nx, self.ny, self.nz));
+        }
+        for (name, d) in [("dx", self.dx), ("dy", self.dy), ("dz", self.dz)] {
+            if !(d > 0.0 && d.is_finite()) {
+                return Err(format!("velocity model: grid spacing {name} = {d} m is not positive"));
+            }
+        }
+        if let Some(i) = self.v.iter().position(|&v| !(v > 0.0 && v.is_finite())) {
+            let (iz, r) = (i / (self.nx * self.ny), i % (self.nx * self.ny));
+            return Err(format!("velocity model: v = {} m/s at (ix {}, iy {}, iz {}) is not positive", self.v[i],
+                r % self.nx, r / self.nx, iz));
+        }
+        Ok(())
+    }
+
+    pub fn v_range(&self) -> (f32, f32) {
+        self.v.iter().fold((f32::INFINITY, 0.0f32), |(lo, hi), &v| (lo.min(v), hi.max(v)))
+    }
+
+    pub fn spacing(&self) -> Spacing { Spacing { dx: self.dx, dy: self.dy, dz: self.dz, two_d: self.two_d() } }
+}
+
+/// Migration parameters.
+#[derive(Debug, Clone)]
+pub struct SrmParams {
+    pub design: DesignParams,
+    /// Frequency band migrated (Hz): fmin > 0, fmax <= Nyquist.
+    pub fmin: f64,
+    pub fmax: f64,
+    /// Peak frequency (Hz) of the zero-phase Ricker source wavelet.
+    pub ricker_peak: f64,
+    /// Absorbing taper at the window's edges: width (nodes) and strength (the edge node is scaled by
+    /// exp(-strength^2) per depth step; Cerjan-style).
+    pub taper_width: usize,
+    pub taper_strength: f64,
+    /// Extra width (m) around each shot's source and receivers that its migration window covers.
+    pub aperture: f64,
+    /// Coefficient-table rows; 0 picks about one row per 0.01 of w dz / v.
+    pub table_rows: usize,
+    /// Depth samples imaged (0 = all of the model).
+    pub nz: usize,
+}
+
+impl Default for SrmParams {
+    fn default() -> Self {
+        Self { design: DesignParams::default(), fmin: 5.0, fmax: 40.0, ricker_peak: 20.0, taper_width: 20,
+            taper_strength: 0.3, aperture: 1000.0, table_rows: 0, nz: 0 }
+    }
+}
+
+impl SrmParams {
+    pub fn validate(&self, dt: f64) -> Result<(), String> {
+        self.design.validate()?;
+        let nyq = 0.5 / dt;
+        if !(self.fmin > 0.0 && self.fmin < self.fmax) {
+            return Err(format!("frequency band [{} Hz, {} Hz]: need 0 < fmin < fmax", self.fmin, self.fmax));
+        }
+        if self.fmax > nyq {
+            return Err(format!("frequency band [{} Hz, {} Hz] reaches beyond the Nyquist frequency {nyq} Hz \
+                (sample interval {} ms)", self.fmin, self.fmax, dt * 1e3));
+        }
+        if !(self.ricker_peak > 0.0 && self.ricker_peak.is_finite()) {
+            return Err(format!("Ricker peak frequency {} Hz is not positive", self.ricker_peak));
+        }
+        if !(self.aperture >= 0.0) {
+            return Err(format!("aperture {} m is negative", self.aperture));
+        }
+        if !(self.taper_strength >= 0.0 && self.taper_strength.is_finite()) {
+            return Err(format!("taper strength {} is negative", self.taper_strength));
+        }
+        Ok(())
+    }
+}
+
+/// The edge taper: one factor per node along x and along y (applied after each depth step).
+#[derive(Debug, Clone)]
+pub struct Taper {
+    pub x: Vec<f32>,
+    pub y: Vec<f32>,
+}
+
+impl Taper {
+    pub fn new(nx: usize, ny: usize, width: usize, strength: f64) -> Self {
+        let one = |n: usize| -> Vec<f32> {
+            let w = width.min(n / 2);
+            (0..n).map(|i| {
+                let d = i.min(n - 1 - i);
+                if n == 1 || d >= w { 1.0 } else { (-(strength * (w - d) as f64 / w as f64).powi(2)).exp() as f32 }
+            }).collect()
+        };
+        Taper { x: one(nx), y: one(ny) }
+    }
+    pub fn none(nx: usize, ny: usize) -> Self { Taper { x: vec![1.0; nx], y: vec![1.0; ny] } }
+}
+
+/// One shot: its traces (indices into the trace set) and source position.
+#[derive(Debug, Clone)]
+pub struct Shot {
+    pub ffid: i32,
+    pub sx: f64,
+    pub sy: f64,
+    pub traces: Vec<usize>,
+}
+
+/// Groups traces into shots by source position (first-appearance order).
+pub fn group_shots(traces: &TraceSet) -> Vec<Shot> {
+    let mut shots: Vec<Shot> = Vec::new();
+    let mut index = std::collections::HashMap::new();
+    for (i, h) in traces.headers.iter().enumerate() {
+        let key = ((h.sx * 1000.0).round() as i64, (h.sy * 1000.0).round() as i64);
+        let k = *index.entry(key).or_insert_with(|| {
+            shots.push(Shot { ffid: h.ffid, sx: h.sx, sy: h.sy, traces: Vec::new() });
+            shots.len() - 1
+        });
+        shots[k].traces.push(i);
+    }
+    shots
+}
+
+/// A shot's migration window in the model and where its source and receivers fall in it.
+#[derive(Debug, Clone)]
+pub struct ShotGrid {
+    pub ix0: usize,
+    pub iy0: usize,
+    pub nx: usize,
+    pub ny: usize,
+    /// Linear node index (iy * nx + ix, window coordinates) of the source and of each trace.
+    pub source_node: usize,
+    pub trace_nodes: Vec<u32>,
+}
+
+impl ShotGrid {
+    pub fn nxy(&self) -> usize { self.nx * self.ny }
+}
+
+/// Nearest model node of a position, or an error naming what is outside.
+fn node_of(model: &VelocityModel, x: f64, y: f64, what: &str) -> Result<(usize, usize), String> {
+    let fx = (x - model.x0) / model.dx;
+    let fy = if model.two_d() { 0.0 } else { (y - model.y0) / model.dy };
+    let (ix, iy) = (fx.round(), fy.round());
+    if !(ix >= 0.0 && ix < model.nx as f64 && iy >= 0.0 && iy < model.ny as f64) {
+        let xe = model.x0 + (model.nx - 1) as f64 * model.dx;
+        let ye = model.y0 + (model.ny - 1) as f64 * model.dy;
+        return Err(format!("{what} at ({x} m, {y} m) is outside the velocity model, which covers x {} .. {xe} m, \
+            y {} .. {ye} m: the velocity model does not cover the shots", model.x0, model.y0));
+    }
+    Ok((ix as usize, iy as usize))
+}
+
+/// The window of `model` that migrates `shot`: source and receivers plus `aperture` on each side.
+pub fn shot_grid(model: &VelocityModel, traces: &TraceSet, shot: &Shot, aperture: f64) -> Result<ShotGrid, String> {
+    let (sx, sy) = node_of(model, shot.sx, shot.sy, &format!("the source of shot ffid {}", shot.ffid))?;
+    let mut nodes = Vec::with_capacity(shot.traces.len());
+    let (mut x_lo, mut x_hi, mut y_lo, mut y_hi) = (sx, sx, sy, sy);
+    for &t in &shot.traces {
+        let h = &traces.headers[t];
+        let (ix, iy) = node_of(model, h.gx, h.gy, &format!("trace {t} (ffid {}, channel {}): the receiver", h.ffid, h.channel))?;
+        x_lo = x_lo.min(ix);
+        x_hi = x_hi.max(ix);
+        y_lo = y_lo.min(iy);
+        y_hi = y_hi.max(iy);
+        nodes.push((ix, iy));
+    }
+    let ax = (aperture / model.dx).ceil() as usize;
+    let ay = if model.two_d() { 0 } else { (aperture / model.dy).ceil() as usize };
+    let ix0 = x_lo.saturating_sub(ax);
+    let iy0 = y_lo.saturating_sub(ay);
+    let nx = (x_hi + ax + 1).min(model.nx) - ix0;
+    let ny = (y_hi + ay + 1).min(model.ny) - iy0;
+    let lin = |(ix, iy): (usize, usize)| ((iy - iy0) * nx + (ix - ix0)) as u32;
+    Ok(ShotGrid { ix0, iy0, nx, ny, source_node: lin((sx, sy)) as usize, trace_nodes: nodes.into_iter().map(lin).collect() })
+}
+
+/// The frequencies migrated: FFT bins of the traces inside the band.
+#[derive(Debug, Clone)]
+pub struct FreqPlan {
+    pub nfft: usize,
+    pub dt: f64,
+    /// Time of the first sample (s).
+    pub t0: f64,
+    pub bins: Vec<usize>,
+}
+
+impl FreqPlan {
+    pub fn new(ns: usize, dt: f64, t0: f64, fmin: f64, fmax: f64) -> Result<Self, String> {
+        let nfft = ns;
+        let df = 1.0 / (nfft as f64 * dt);
+        let bins: Vec<usize> = (1..=nfft / 2).filter(|&k| {
+            let f = k as f64 * df;
+            f >= fmin && f <= fmax
+        }).collect();
+        if bins.is_empty() {
+            return Err(format!("no frequency of the {nfft}-point FFT (spacing {df:.3} Hz) lies in [{fmin} Hz, {fmax} Hz]"));
+        }
+        Ok(FreqPlan { nfft, dt, t0, bins })
+    }
+    pub fn freq(&self, k: usize) -> f64 { k as f64 / (self.nfft as f64 * self.dt) }
+    pub fn omega(&self, k: usize) -> f64 { 2.0 * std::f64::consts::PI * self.freq(k) }
+    /// The source spectrum at bin k: the zero-phase Ricker's amplitude spectrum (f/fp)^2 e^{-(f/fp)^2}
+    /// (real, so S' = conj(S) is the same number).
+    pub fn source(&self, k: usize, peak: f64) -> f32 {
+        let r = self.freq(k) / peak;
+        (r * r * (-r * r).exp()) as f32
+    }
+    /// e^{-i w t0}: the spectrum of a trace whose first sample is at t0.
+    pub fn delay(&self, k: usize) -> Complex32 {
+        let ph = -self.omega(k) * self.t0;
+        Complex32::new(ph.cos() as f32, ph.sin() as f32)
+    }
+}
+
+/// Designs the operator for a model and band (table over the whole w dz / v range).
+pub fn design_for(model: &VelocityModel, params: &SrmParams) -> Result<Operator, String> {
+    let (vmin, vmax) = model.v_range();
+    let tau = 2.0 * std::f64::consts::PI;
+    let p_min = tau * params.fmin * model.dz / vmax as f64;
+    let p_max = tau * params.fmax * model.dz / vmin as f64;
+    let rows = if params.table_rows > 0 { params.table_rows } else { (((p_max - p_min) / 0.01).ceil() as usize + 1).clamp(8, 4096) };
+    Operator::new(params.design, model.spacing(), p_min, p_max, rows)
+}
+
+/// A depth image on the model grid, img[(iz * ny + iy) * nx + ix].
+#[derive(Debug, Clone)]
+pub struct Image {
+    pub data: Vec<f32>,
+    pub nx: usize,
+    pub ny: usize,
+    pub nz: usize,
+}
+
+/// Validates the inputs of a migration (model, parameters, traces against the model).
+pub fn validate_inputs(traces: &TraceSet, model: &VelocityModel, params: &SrmParams) -> anyhow::Result<Vec<(Shot, ShotGrid)>> {
+    traces.validate("shot gathers").map_err(anyhow::Error::msg)?;
+    model.validate().map_err(anyhow::Error::msg)?;
+    params.validate(traces.dt as f64).map_err(anyhow::Error::msg)?;
+    if traces.is_empty() {
+        bail!("shot gathers: no traces");
+    }
+    if params.nz > model.nz {
+        bail!("{} depth samples requested, the velocity model has {}", params.nz, model.nz);
+    }
+    let shots = group_shots(traces);
+    shots.into_iter().map(|s| {
+        let g = shot_grid(model, traces, &s, params.aperture).map_err(anyhow::Error::msg)?;
+        Ok((s, g))
+    }).collect()
+}
+
+/// Which GPU kernel extrapolates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuVariant {
+    /// Times one depth step of every kernel below on the shot's own grid and keeps the fastest.
+    Auto,
+    /// The paper's kernel: one Chebyshev step per launch, radius-4 halo tile, both waves.
+    Paper,
+    /// The paper's kernel with each thread's global loads issued before its stores.
+    PaperHoisted,
+    /// `k` Chebyshev steps fused per pass over a tile with a 4k halo (k = 2, 3 or 4).
+    Fused(u32),
+    /// As `Fused`, with the coefficient work balanced over all threads (table positions and
+    /// accumulators in registers) and an FMA stencil.
+    FusedB(u32),
+}
+
+impl std::str::FromStr for GpuVariant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "paper" => Ok(Self::Paper),
+            "paperh" => Ok(Self::PaperHoisted),
+            "fused2" => Ok(Self::Fused(2)),
+            "fused3" => Ok(Self::Fused(3)),
+            "fused4" => Ok(Self::Fused(4)),
+            "fusedb2" => Ok(Self::FusedB(2)),
+            "fusedb3" => Ok(Self::FusedB(3)),
+            "fusedb4" => Ok(Self::FusedB(4)),
+            o => Err(format!("unknown kernel `{o}` (expected auto, paper, paperh, fused2..4 or fusedb2..4)")),
+        }
+    }
+}
+
+impl std::fmt::Display for GpuVariant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuVariant::Auto => write!(f, "auto"),
+            GpuVariant::Paper => write!(f, "paper"),
+            GpuVariant::PaperHoisted => write!(f, "paperh"),
+            GpuVariant::Fused(k) => write!(f, "fused{k}"),
+            GpuVariant::FusedB(k) => write!(f, "fusedb{k}"),
+        }
+    }
+}
+
+/// GPU options: kernel variant and frequency planes per launch.
+#[derive(Debug, Clone, Copy)]
+pub struct GpuOptions {
+    pub variant: GpuVariant,
+    pub planes: usize,
+}
+
+impl Default for GpuOptions {
+    /// The paper's kernel: verified on the H100 and the fastest there end to end (docs/notes/srm.md);
+    /// `paperh`, `fusedb*` and `auto` await their first GPU run.
+    fn default() -> Self { Self { variant: GpuVariant::Paper, planes: 16 } }
+}
+
+/// Migrates all shots in `traces` through `model`; the image covers the whole model (`params.nz`
+/// depth samples, or all). Runs on the GPU when the backend has one.
+pub fn migrate(backend: &Backend, traces: &TraceSet, model: &VelocityModel, params: &SrmParams, progress: bool)
+    -> anyhow::Result<Image> {
+    migrate_with(backend, traces, model, params, GpuOptions::default(), progress)
+}
+
+/// [`migrate`] with a choice of GPU kernel and planes per launch.
+pub fn migrate_with(backend: &Backend, traces: &TraceSet, model: &VelocityModel, params: &SrmParams, opts: GpuOptions,
+    progress: bool) -> anyhow::Result<Image> {
+    let shots = validate_inputs(traces, model, params)?;
+    let op = Arc::new(design_for(model, params).map_err(anyhow::Error::msg).context("designing the operator")?);
+    match backend {
+        Backend::Cpu => cpu::migrate_shots(&op, traces, model, params, &shots, progress),
+        Backend::Gpu(g) => gpu::migrate_shots(g, &op, traces, model, params, &shots, opts, progress),
+    }
+}

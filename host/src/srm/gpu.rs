@@ -1,0 +1,273 @@
+//! GPU driver: everything stays on the device across depths (paper section 38.4, Listing 38-3):
+//! the shot's traces go up once (FFT by cuFFT there), the slowness window once, and only the image
+//! comes back. Frequencies run `planes` at a time (one launch covers all of them and both waves).
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use cudarc::driver::{CudaSlice, CudaView, DeviceRepr, LaunchConfig};
+
+use gpu_kernels::srm::{fused_interior, fused_shared_bytes, fusedb_shared_bytes, RowMap, Stencil, PAPER_SHARED_BYTES, PAPER_TH, PAPER_TW};
+
+use super::design::Operator;
+use super::{cpu, FreqPlan, GpuOptions, GpuVariant, Image, Shot, ShotGrid, SrmParams, Taper, VelocityModel};
+use crate::launch;
+use crate::runtime::fft::FftPlan;
+use crate::runtime::{grid_1d, Gpu, GpuError};
+use crate::traces::TraceSet;
+
+type GpuResult<T> = Result<T, GpuError>;
+
+/// The stencil as a kernel argument (by value: it lands in the parameter constant bank).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct StencilArg(pub Stencil);
+// SAFETY: #[repr(C)] plain f32 fields, the layout the kernels declare.
+unsafe impl DeviceRepr for StencilArg {}
+
+fn drv(what: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> GpuError { GpuError::driver(what) }
+
+/// The operator's coefficient table and stencil on the device.
+pub struct DeviceOperator {
+    pub table: CudaSlice<f32>,
+    pub stencil: StencilArg,
+    pub ncoef: u32,
+    pub rows: u32,
+    pub degree: u32,
+}
+
+impl DeviceOperator {
+    pub fn new(gpu: &Gpu, op: &Operator) -> GpuResult<Self> {
+        Ok(DeviceOperator {
+            table: gpu.upload(&op.table)?,
+            stencil: StencilArg(op.stencil),
+            ncoef: op.ncoef() as u32,
+            rows: op.rows as u32,
+            degree: op.params.degree as u32,
+        })
+    }
+}
+
+/// Wavefield buffers for `stride` planes of both waves on an nx x ny grid: the current wavefield
+/// (`x`, also T_0), the Chebyshev terms and accumulator, the planes' row maps and the edge taper.
+pub struct Planes {
+    pub nx: usize,
+    pub ny: usize,
+    pub stride: usize,
+    pub x: CudaSlice<f32>,
+    pub y: CudaSlice<f32>,
+    pub x2: CudaSlice<f32>,
+    pub y2: CudaSlice<f32>,
+    pub acc: CudaSlice<f32>,
+    pub maps: CudaSlice<f32>,
+    pub taper_x: CudaSlice<f32>,
+    pub taper_y: CudaSlice<f32>,
+}
+
+impl Planes {
+    pub fn new(gpu: &Gpu, nx: usize, ny: usize, stride: usize, taper: &Taper) -> GpuResult<Self> {
+        let len = 2 * 2 * stride * nx * ny;
+        gpu.ensure_fits("srm wavefield buffers", 5 * len * 4)?;
+        Ok(Planes {
+            nx, ny, stride,
+            x: gpu.zeros(len)?, y: gpu.zeros(len)?, x2: gpu.zeros(len)?, y2: gpu.zeros(len)?, acc: gpu.zeros(len)?,
+            maps: gpu.zeros(2 * stride)?,
+            taper_x: gpu.upload(&taper.x)?, taper_y: gpu.upload(&taper.y)?,
+        })
+    }
+
+    /// Floats of one wave's `stride` planes; wave w plane p starts at float 2 (w stride + p) nx ny.
+    pub fn nxy(&self) -> usize { self.nx * self.ny }
+
+    pub fn set_maps(&mut self, gpu: &Gpu, maps: &[RowMap]) -> GpuResult<()> {
+        let flat: Vec<f32> = maps.iter().flat_map(|m| [m.scale, m.offset]).collect();
+        gpu.stream().memcpy_htod(&flat, &mut self.maps).map_err(drv("uploading row maps"))
+    }
+
+    /// One depth step of the first `count` planes of both waves on slowness slice `slow`; the
+    /// result is in `x`.
+    pub fn step(&mut self, gpu: &Gpu, dop: &DeviceOperator, slow: &CudaView<f32>, count: usize, variant: GpuVariant)
+        -> GpuResult<()> {
+        let (nx, ny, stride, cnt) = (self.nx as u32, self.ny as u32, self.stride as u32, count as u32);
+        let (st, ncoef, rows, degree) = (dop.stencil, dop.ncoef, dop.rows, dop.degree);
+        match variant {
+            GpuVariant::Auto => {
+                return Err(GpuError::BadLaunch { kernel: "srm_step".into(), why: "resolve `auto` with `autotune` first".into() });
+            }
+            GpuVariant::Paper | GpuVariant::PaperHoisted => {
+                let name = if variant == GpuVariant::Paper { "srm_step_paper" } else { "srm_step_paperh" };
+                let cfg = LaunchConfig {
+                    grid_dim: (nx.div_ceil(PAPER_TW), ny.div_ceil(PAPER_TH), cnt),
+                    block_dim: (48, 8, 1),
+                    shared_mem_bytes: PAPER_SHARED_BYTES,
+                };
+                for n in 1..=degree {
+                    let Planes { x, y, acc, maps, taper_x, taper_y, .. } = self;
+                    let (tin, tio) = if n % 2 == 1 { (&*x, y) } else { (&*y, x) };
+                    launch!(gpu, name, cfg, &st, &nx, &ny, &stride, &n, &degree, tin, tio, acc, slow,
+                        &dop.table, &ncoef, &rows, &*maps, &*taper_x, &*taper_y)?;
+                }
+                if degree % 2 == 1 {
+                    std::mem::swap(&mut self.x, &mut self.y);
+                }
+            }
+            GpuVariant::Fused(k) | GpuVariant::FusedB(k) => {
+                let balanced = matches!(variant, GpuVariant::FusedB(_));
+                let name = match (k, balanced) {
+                    (2, false) => "srm_step_fused2",
+                    (3, false) => "srm_step_fused3",
+                    (4, false) => "srm_step_fused4",
+                    (2, true) => "srm_step_fusedb2",
+                    (3, true) => "srm_step_fusedb3",
+                    (4, true) => "srm_step_fusedb4",
+                    _ => return Err(GpuError::BadLaunch { kernel: "srm_step_fused".into(), why: format!("{k} fused steps (2..=4)") }),
+                };
+                let bi = fused_interior(k);
+                let cfg = LaunchConfig {
+                    grid_dim: (nx.div_ceil(bi), ny.div_ceil(bi), 2 * cnt),
+                    block_dim: (32, 8, 1),
+                    shared_mem_bytes: if balanced { fusedb_shared_bytes() } else { fused_shared_bytes(k) },
+                };
+                let mut n0 = 1u32;
+                while n0 <= degree {
+                    let steps = k.min(degree - n0 + 1);
+                    let Planes { x, y, x2, y2, acc, maps, taper_x, taper_y, .. } = self;
+                    launch!(gpu, name, cfg, &st, &nx, &ny, &stride, &cnt, &n0, &steps, &degree, &*x, &*y, x2, y2, acc,
+                        slow, &dop.table, &ncoef, &rows, &*maps, &*taper_x, &*taper_y)?;
+                    std::mem::swap(&mut self.x, &mut self.x2);
+                    std::mem::swap(&mut self.y, &mut self.y2);
+                    n0 += steps;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes each variant moves through device memory per depth step for `count` planes (the
+    /// minimum its design needs: halos and the coefficient table assumed cached), for the
+    /// effective-bandwidth figure.
+    pub fn bytes_per_step(&self, degree: usize, count: usize, variant: GpuVariant) -> f64 {
+        let pts = (self.nxy() * count) as f64;
+        let (c, s) = (8.0, 4.0); // complex value, slowness
+        match variant {
+            GpuVariant::Auto => f64::NAN,
+            // n = 1: read T0, write T1 + acc; 2..N-1: read T_{n-1}, T_{n-2}, acc, write T_n, acc;
+            // N: read T_{N-1}, T_{N-2}, acc, write W. Both waves share the slowness read.
+            GpuVariant::Paper | GpuVariant::PaperHoisted => {
+                let per_wave = 3.0 * c + (degree as f64 - 2.0) * 5.0 * c + 4.0 * c;
+                pts * (2.0 * per_wave + degree as f64 * s)
+            }
+            GpuVariant::Fused(k) | GpuVariant::FusedB(k) => {
+                let passes = degree.div_ceil(k as usize);
+                // First pass: read T0, write 2 terms + acc; middle: read 2 + acc, write 2 + acc;
+                // last: read 2 + acc, write W. Each wave-block reads the slowness itself.
+                let per_wave = 4.0 * c + (passes as f64 - 2.0).max(0.0) * 6.0 * c + 4.0 * c + passes as f64 * s;
+                pts * 2.0 * per_wave
+            }
+        }
+    }
+}
+
+/// Every kernel variant `auto` chooses from.
+pub const CANDIDATES: [GpuVariant; 8] = [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2),
+    GpuVariant::Fused(3), GpuVariant::Fused(4), GpuVariant::FusedB(2), GpuVariant::FusedB(3), GpuVariant::FusedB(4)];
+
+/// Times one depth step of `count` planes with every candidate kernel (median of 3 after a
+/// warm-up) and returns the fastest. The planes' contents are overwritten.
+pub fn autotune(gpu: &Gpu, dop: &DeviceOperator, planes: &mut Planes, slow: &CudaView<f32>, count: usize)
+    -> GpuResult<GpuVariant> {
+    let timer = crate::runtime::GpuTimer::new(gpu.stream())?;
+    let mut best = (f64::INFINITY, GpuVariant::Paper);
+    for v in CANDIDATES {
+        let st = timer.measure(1, 3, || planes.step(gpu, dop, slow, count, v))?;
+        if st.median_ms < best.0 {
+            best = (st.median_ms, v);
+        }
+    }
+    Ok(best.1)
+}
+
+/// One shot on the GPU for frequency bins `bins` and `nz` depth samples: the window image
+/// (nz x gny x gnx), as the CPU's `cpu::migrate_shot`.
+#[allow(clippy::too_many_arguments)]
+pub fn migrate_shot(gpu: &Gpu, op: &Operator, dop: &DeviceOperator, traces: &TraceSet, model: &VelocityModel,
+    params: &SrmParams, plan: &FreqPlan, shot: &Shot, grid: &ShotGrid, bins: &[usize], nz: usize, opts: GpuOptions)
+    -> anyhow::Result<Vec<f32>> {
+    let (gnx, gny, nxy) = (grid.nx, grid.ny, grid.nxy());
+    let ntr = shot.traces.len();
+    let nfft = plan.nfft;
+    let stride = opts.planes.max(1);
+    // Inputs up once: slowness window, traces (FFT on the device), receiver nodes.
+    let slow = gpu.upload(&cpu::window_slowness(model, grid, nz))?;
+    let mut packed = Vec::with_capacity(ntr * nfft);
+    for &t in &shot.traces {
+        let tr = traces.trace(t);
+        packed.extend((0..nfft).map(|i| if i < tr.len() { tr[i] } else { 0.0 }));
+    }
+    gpu.ensure_fits("srm shot (traces, image, wavefields)", (ntr * nfft * 12 + 2 * nz * nxy * 4) + 20 * 2 * stride * nxy * 4)
+        .context("the shot does not fit on the GPU")?;
+    let real = gpu.upload(&packed)?;
+    let mut spectra = gpu.zeros::<f32>(2 * ntr * nfft)?;
+    let n = (ntr * nfft) as u32;
+    launch!(gpu, "srm_real_to_complex", grid_1d(ntr * nfft, 256), &n, &real, &mut spectra)?;
+    drop(real);
+    let fft = FftPlan::c2c_batched(gpu.stream(), &[nfft], ntr)?;
+    fft.exec_inplace(&mut spectra, false)?;
+    let nodes = gpu.upload(&grid.trace_nodes)?;
+    let mut image = gpu.zeros::<f32>(nz * nxy)?;
+    let taper = Taper::new(gnx, gny, params.taper_width, params.taper_strength);
+    let mut planes = Planes::new(gpu, gnx, gny, stride, &taper)?;
+    let variant = if opts.variant == GpuVariant::Auto {
+        planes.set_maps(gpu, &vec![op.row_map(plan.omega(bins[0])); stride])?;
+        autotune(gpu, dop, &mut planes, &slow.slice(0..nxy), bins.len().min(stride))?
+    } else {
+        opts.variant
+    };
+    let (ntr32, nfft32, stride32, nxy32, src) = (ntr as u32, nfft as u32, stride as u32, nxy as u32, grid.source_node as u32);
+    for batch in bins.chunks(stride) {
+        let count = batch.len();
+        let cnt = count as u32;
+        let maps: Vec<RowMap> = batch.iter().map(|&k| op.row_map(plan.omega(k))).collect();
+        planes.set_maps(gpu, &maps)?;
+        let dbins = gpu.upload(&batch.iter().map(|&k| k as u32).collect::<Vec<u32>>())?;
+        let delays = gpu.upload(&batch.iter().flat_map(|&k| { let d = plan.delay(k); [d.re, d.im] }).collect::<Vec<f32>>())?;
+        let sources = gpu.upload(&batch.iter().map(|&k| plan.source(k, params.ricker_peak)).collect::<Vec<f32>>())?;
+        gpu.stream().memset_zeros(&mut planes.x).map_err(drv("clearing the wavefields"))?;
+        launch!(gpu, "srm_inject_source", grid_1d(count, 32), &cnt, &nxy32, &src, &sources, &mut planes.x)?;
+        launch!(gpu, "srm_inject_receivers", grid_1d(ntr * count, 256), &ntr32, &nfft32, &cnt, &stride32, &nxy32, &dbins,
+            &delays, &spectra, &nodes, &mut planes.x)?;
+        for iz in 0..nz {
+            if iz > 0 {
+                let s = slow.slice((iz - 1) * nxy..iz * nxy);
+                planes.step(gpu, dop, &s, count, variant)?;
+            }
+            let mut slice = image.slice_mut(iz * nxy..(iz + 1) * nxy);
+            launch!(gpu, "srm_image", grid_1d(nxy, 256), &nxy32, &cnt, &stride32, &planes.x, &mut slice)?;
+        }
+    }
+    Ok(gpu.download(&image)?)
+}
+
+/// All shots on the GPU.
+#[allow(clippy::too_many_arguments)]
+pub fn migrate_shots(gpu: &Arc<Gpu>, op: &Operator, traces: &TraceSet, model: &VelocityModel, params: &SrmParams,
+    shots: &[(Shot, ShotGrid)], opts: GpuOptions, progress: bool) -> anyhow::Result<Image> {
+    let nz = if params.nz > 0 { params.nz } else { model.nz };
+    let plan = FreqPlan::new(traces.ns, traces.dt as f64, traces.t0 as f64, params.fmin, params.fmax)
+        .map_err(anyhow::Error::msg).context("frequency band")?;
+    let dop = DeviceOperator::new(gpu, op)?;
+    let mut image = Image { data: vec![0.0; nz * model.ny * model.nx], nx: model.nx, ny: model.ny, nz };
+    let bar = progress.then(|| crate::progress::bar(shots.len() as u64, "srm shots (gpu)"));
+    for (shot, grid) in shots {
+        let part = migrate_shot(gpu, op, &dop, traces, model, params, &plan, shot, grid, &plan.bins, nz, opts)
+            .with_context(|| format!("migrating shot ffid {} on the GPU", shot.ffid))?;
+        cpu::add_window(&mut image, grid, &part);
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok(image)
+}

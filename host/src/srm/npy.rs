@@ -1,0 +1,62 @@
+//! .npy in and out for srm (f32 and f64 arrays read as f32, C order). Outputs go through
+//! `AtomicFile` (temporary file, then rename). Kept here until the shared io helper lands.
+
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use npyz::WriterBuilder;
+
+use crate::io::AtomicFile;
+
+/// Reads an f32 (or f64, converted) C-order array; returns (shape, values).
+pub fn read_f32(path: &Path) -> anyhow::Result<(Vec<usize>, Vec<f32>)> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let npy = npyz::NpyFile::new(&bytes[..]).with_context(|| format!("{} is not a .npy file", path.display()))?;
+    if npy.order() != npyz::Order::C {
+        bail!("{}: Fortran-order arrays are not supported (save with numpy's default C order)", path.display());
+    }
+    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    let dtype = npy.dtype();
+    let data = match npy.try_data::<f32>() {
+        Ok(r) => r.collect::<std::io::Result<Vec<f32>>>().with_context(|| format!("reading {}", path.display()))?,
+        Err(npy) => match npy.try_data::<f64>() {
+            Ok(r) => r.collect::<std::io::Result<Vec<f64>>>().with_context(|| format!("reading {}", path.display()))?.into_iter().map(|v| v as f32).collect(),
+            Err(_) => bail!("{}: dtype {dtype:?} is not float32 or float64", path.display()),
+        },
+    };
+    Ok((shape, data))
+}
+
+/// Writes an f32 C-order array of `shape` atomically.
+pub fn write_f32(path: &Path, shape: &[usize], data: &[f32]) -> anyhow::Result<()> {
+    let n: usize = shape.iter().product();
+    if n != data.len() {
+        bail!("writing {}: {} values for shape {shape:?}", path.display(), data.len());
+    }
+    let mut file = AtomicFile::create(path)?;
+    {
+        let dims: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+        let mut w = npyz::WriteOptions::<f32>::new().default_dtype().shape(&dims).writer(file.writer()).begin_nd()?;
+        w.extend(data.iter().copied())?;
+        w.finish()?;
+    }
+    file.commit().with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn round_trip() {
+        let dir = std::env::temp_dir().join(format!("seisgpu-srm-npy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("a.npy");
+        let data: Vec<f32> = (0..24).map(|i| i as f32 * 0.5 - 3.0).collect();
+        write_f32(&p, &[2, 3, 4], &data).unwrap();
+        let (shape, back) = read_f32(&p).unwrap();
+        assert_eq!(shape, vec![2, 3, 4]);
+        assert_eq!(back, data);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
