@@ -87,6 +87,8 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
             }
         }
         pb.inc(1);
+        // Written after every algorithm, so a run cut short still leaves what it measured.
+        report.write(&args.out)?;
     }
     pb.finish_and_clear();
     let files = report.write(&args.out)?;
