@@ -1,0 +1,1 @@
+//! Wave-packet kernels (nvptx only).

@@ -1,0 +1,1 @@
+//! Denoising, compression, interpolation (in progress).

@@ -1,0 +1,1 @@
+//! Coefficient files (in progress).

@@ -1,0 +1,1 @@
+//! Fragments (in progress).
