@@ -64,6 +64,13 @@ pub struct Geometry {
     pub norm: [f32; MAX_SCALES],
 }
 
+/// Device pointers of the per-scale box buffers (the inverse's gather reads all scales).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ScalePtrs {
+    pub p: [u64; MAX_SCALES],
+}
+
 /// What kind of box a scale holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScaleKind {
@@ -470,6 +477,202 @@ fn visit_scale<F: FnMut(usize, i32, usize, f32)>(g: &Geometry, j: usize, xi: [i3
             }
         }
     }
+}
+
+// ---- per-output-point USFFT sums (the kernels' bodies; host-compiled too, so the CPU tests
+// ---- run them over emulated grids before any GPU run) --------------------------------------
+
+/// Reads one complex value: `ld.global.nc` (the read-only/texture path the paper used a texture
+/// for) on the GPU, a plain load on the host.
+///
+/// # Safety
+/// `p` valid for two reads.
+#[inline(always)]
+pub unsafe fn load2(p: *const f32) -> (f32, f32) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (a, b): (f32, f32);
+        unsafe {
+            core::arch::asm!("ld.global.nc.v2.f32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b,
+                p = in(reg64) p, options(readonly, nostack))
+        };
+        (a, b)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    unsafe {
+        (*p, *p.add(1))
+    }
+}
+
+/// ceil(a / b) for b > 0.
+#[inline(always)]
+pub fn ceil_div(a: i32, b: i32) -> i32 { -floor_div(-a, b) }
+
+/// Separable forward: lattice point u (FFT order) of one line of P global-grid values.
+///
+/// # Safety
+/// `line` valid for 2P floats.
+#[inline(always)]
+pub unsafe fn resample_point<const Q: usize>(g: &Geometry, u: i32, line: *const f32) -> (f32, f32) {
+    let j = lattice_index(u, g.m);
+    let (i0, frac) = kappa(j, g.p, g.m);
+    let s = i0 - Q as i32 + 1;
+    let (mut re, mut im) = (0.0f32, 0.0f32);
+    if s >= 0 && s + 2 * Q as i32 <= g.p {
+        let base = unsafe { line.add(2 * s as usize) };
+        let mut k = 0;
+        while k < 2 * Q {
+            let w = gauss(g.lambda, frac, k as i32 - Q as i32 + 1);
+            let (x, y) = unsafe { load2(base.add(2 * k)) };
+            re += w * x;
+            im += w * y;
+            k += 1;
+        }
+    } else {
+        let mut k = 0;
+        while k < 2 * Q {
+            let w = gauss(g.lambda, frac, k as i32 - Q as i32 + 1);
+            let idx = emod(s + k as i32, g.p) as usize;
+            let (x, y) = unsafe { load2(line.add(2 * idx)) };
+            re += w * x;
+            im += w * y;
+            k += 1;
+        }
+    }
+    (re, im)
+}
+
+/// Separable adjoint: global-grid point p of line (a, b), gathering the lattice points whose
+/// stencil covers it from input (M, d0, in_last) (b centred on in_last when `centre` is set).
+///
+/// # Safety
+/// `inp` valid for the (M, d0, in_last) complex array.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn adjoint_point<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, in_last: u32,
+    inp: *const f32, a: u32, b: u32, p: u32) -> (f32, f32) {
+    let (m, pp) = (g.m, g.p);
+    let q = Q as i32;
+    let pos = if centre != 0 { fft_pos(b as i32 - d1 as i32 / 2, in_last as i32) as usize } else { b as usize };
+    let (mut re, mut im) = (0.0f32, 0.0f32);
+    // Unwrapped global index mm = p or p - P (the forward's i0 + t runs over [-P/2-q+1, P/2+q]).
+    let mut c = 0;
+    while c < 2 {
+        let mm = p as i32 - c * pp;
+        c += 1;
+        // floor(kappa_j) in [mm - q, mm + q - 1]  <=>  (mm - q) M / P <= j < (mm + q) M / P.
+        let j_lo = ceil_div((mm - q) * m, pp).max(-(m / 2));
+        let j_hi = (ceil_div((mm + q) * m, pp) - 1).min(m - m / 2 - 1);
+        let mut j = j_lo;
+        while j <= j_hi {
+            let (i0, frac) = kappa(j, pp, m);
+            let w = gauss(g.lambda, frac, mm - i0);
+            let u = emod(j, m) as usize;
+            let (x, y) = unsafe { load2(inp.add(2 * ((u * d0 as usize + a as usize) * in_last as usize + pos))) };
+            re += w * x;
+            im += w * y;
+            j += 1;
+        }
+    }
+    (re, im)
+}
+
+/// The paper's formula (1) at lattice point xi: the (2Q)^3 Gaussian sum over the P^3 spectrum,
+/// per-axis weights hoisted into registers (optimisation 1), sums in registers (optimisation 3).
+///
+/// # Safety
+/// `spec` valid for the P^3 complex array.
+#[inline(always)]
+pub unsafe fn stencil_point<const Q: usize>(g: &Geometry, spec: *const f32, xi: [i32; 3]) -> (f32, f32) {
+    let p = g.p;
+    let mut wt = [[0.0f32; 16]; 3];
+    let mut start = [0i32; 3];
+    let mut a = 0;
+    while a < 3 {
+        let (i0, frac) = kappa(xi[a], p, g.m);
+        start[a] = i0 - Q as i32 + 1;
+        let mut k = 0;
+        while k < 2 * Q {
+            wt[a][k] = gauss(g.lambda, frac, k as i32 - Q as i32 + 1);
+            k += 1;
+        }
+        a += 1;
+    }
+    let pu = p as usize;
+    let inner_fast = start[2] >= 0 && start[2] + 2 * Q as i32 <= p;
+    let (mut re, mut im) = (0.0f32, 0.0f32);
+    let mut k0 = 0;
+    while k0 < 2 * Q {
+        let r0 = emod(start[0] + k0 as i32, p) as usize;
+        let (mut re1, mut im1) = (0.0f32, 0.0f32);
+        let mut k1 = 0;
+        while k1 < 2 * Q {
+            let r1 = emod(start[1] + k1 as i32, p) as usize;
+            let row = unsafe { spec.add(2 * (r0 * pu + r1) * pu) };
+            let (mut re2, mut im2) = (0.0f32, 0.0f32);
+            let mut k2 = 0;
+            while k2 < 2 * Q {
+                let c = if inner_fast { (start[2] + k2 as i32) as usize } else { emod(start[2] + k2 as i32, p) as usize };
+                let (x, y) = unsafe { load2(row.add(2 * c)) };
+                re2 += wt[2][k2] * x;
+                im2 += wt[2][k2] * y;
+                k2 += 1;
+            }
+            re1 += wt[1][k1] * re2;
+            im1 += wt[1][k1] * im2;
+            k1 += 1;
+        }
+        re += wt[0][k0] * re1;
+        im += wt[0][k0] * im1;
+        k0 += 1;
+    }
+    (re, im)
+}
+
+/// The paper's inverse gather at global-grid point m = (m0, m1, m2): the lattice values (M^3,
+/// FFT order) within the stencil radius, from per-axis candidate lists of `k` (index, weight)
+/// entries per global index (weight 0 pads).
+///
+/// # Safety
+/// The lists hold P * k entries; `lat` the M^3 complex array.
+#[inline(always)]
+pub unsafe fn adjoint_stencil_point(m: usize, k: usize, list_idx: *const u32, list_w: *const f32, lat: *const f32,
+    mm: [u32; 3]) -> (f32, f32) {
+    let (l0, l1, l2) = (mm[0] as usize * k, mm[1] as usize * k, mm[2] as usize * k);
+    let (mut re, mut im) = (0.0f32, 0.0f32);
+    let mut a = 0;
+    while a < k {
+        let w0 = unsafe { *list_w.add(l0 + a) };
+        if w0 != 0.0 {
+            let u0 = unsafe { *list_idx.add(l0 + a) } as usize;
+            let (mut re1, mut im1) = (0.0f32, 0.0f32);
+            let mut b = 0;
+            while b < k {
+                let w1 = unsafe { *list_w.add(l1 + b) };
+                if w1 != 0.0 {
+                    let u1 = unsafe { *list_idx.add(l1 + b) } as usize;
+                    let row = unsafe { lat.add(2 * (u0 * m + u1) * m) };
+                    let (mut re2, mut im2) = (0.0f32, 0.0f32);
+                    let mut c = 0;
+                    while c < k {
+                        let w2 = unsafe { *list_w.add(l2 + c) };
+                        let u2 = unsafe { *list_idx.add(l2 + c) } as usize;
+                        let (x, y) = unsafe { load2(row.add(2 * u2)) };
+                        re2 += w2 * x;
+                        im2 += w2 * y;
+                        c += 1;
+                    }
+                    re1 += w1 * re2;
+                    im1 += w1 * im2;
+                }
+                b += 1;
+            }
+            re += w0 * re1;
+            im += w0 * im1;
+        }
+        a += 1;
+    }
+    (re, im)
 }
 
 #[cfg(test)]

@@ -195,3 +195,127 @@ fn bad_parameters_are_named() {
     let e = validate_volume(&[], [0, 8, 8], "test").unwrap_err();
     assert!(e.to_string().contains("empty"), "{e}");
 }
+
+/// The GPU's separable passes, run on the CPU with the kernels' own per-point functions over
+/// emulated grids (same buffers, same index maps as `gpu.rs`), against the CPU reference.
+#[test]
+fn kernel_bodies_match_the_reference_on_emulated_grids() {
+    use rustfft::FftPlanner;
+    let n = 20usize;
+    let fr = frame(n, 1e-6, Gather::Separable);
+    let g = fr.geom;
+    assert_eq!(g.q, 6);
+    let (m, p) = (fr.m(), fr.p());
+    let e = CpuEngine::new(fr.clone());
+    let f = random_cube(n, 21);
+    let mut planner = FftPlanner::<f32>::new();
+    let (fwd, inv) = (planner.plan_fft_forward(p), planner.plan_fft_inverse(p));
+    let lines = |buf: &mut [Complex32], count: usize, inverse: bool| {
+        for l in buf[..count * p].chunks_mut(p) {
+            if inverse { inv.process(l) } else { fwd.process(l) }
+        }
+    };
+    let corr: Vec<f32> = (0..g.n).map(|i| wp::correction(g.lambda, g.p, i - g.n / 2)).collect();
+    let pos = |b: usize, len: usize| wp::fft_pos(b as i32 - n as i32 / 2, len as i32) as usize;
+    let f32p = |v: &[Complex32]| v.as_ptr() as *const f32;
+    let resample = |inp: &[Complex32], out: &mut [Complex32], d0: usize, d1: usize, centre: bool, out_last: usize| {
+        for a in 0..d0 {
+            for b in 0..d1 {
+                let line = unsafe { f32p(inp).add(2 * (a * d1 + b) * p) };
+                for u in 0..m {
+                    let (re, im) = unsafe { wp::resample_point::<6>(&g, u as i32, line) };
+                    let ps = if centre { pos(b, out_last) } else { b };
+                    out[(u * d0 + a) * out_last + ps] = Complex32::new(re, im);
+                }
+            }
+        }
+    };
+    // Forward, as GpuEngine::spectrum_forward does it.
+    let mut a = vec![Complex32::default(); (n * n * p).max(m * m * p)];
+    for x0 in 0..n {
+        for x1 in 0..n {
+            for x2 in 0..n {
+                let v = f[(x0 * n + x1) * n + x2] * corr[x0] * corr[x1] * corr[x2];
+                a[(x0 * n + x1) * p + pos(x2, p)] = Complex32::new(v, 0.0);
+            }
+        }
+    }
+    lines(&mut a, n * n, false);
+    let mut b = vec![Complex32::default(); m * n * p];
+    resample(&a, &mut b, n, n, true, p);
+    lines(&mut b, m * n, false);
+    a.fill(Complex32::default());
+    resample(&b, &mut a, m, n, true, p);
+    lines(&mut a, m * m, false);
+    let mut lat = vec![Complex32::default(); m * m * m];
+    resample(&a, &mut lat, m, m, false, m);
+    let reference = e.lattice_separable(&f);
+    let as_f = |v: &[Complex32]| v.iter().flat_map(|c| [c.re, c.im]).collect::<Vec<f32>>();
+    let err = rel(&as_f(&lat), &as_f(&reference));
+    assert!(err < 1e-6, "emulated separable forward vs reference: {err:.2e}");
+
+    // Adjoint, as GpuEngine::spectrum_adjoint does it, on a random lattice.
+    let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(8);
+    let lat: Vec<Complex32> = (0..m * m * m).map(|_| Complex32::new(r.random_range(-1.0..1.0), r.random_range(-1.0..1.0))).collect();
+    let adjoint = |inp: &[Complex32], out: &mut [Complex32], d0: usize, d1: usize, centre: bool, in_last: usize| {
+        for aa in 0..d0 {
+            for bb in 0..d1 {
+                for pp in 0..p {
+                    let (re, im) = unsafe {
+                        wp::adjoint_point::<6>(&g, d0 as u32, d1 as u32, centre as u32, in_last as u32, f32p(inp), aa as u32,
+                            bb as u32, pp as u32)
+                    };
+                    out[(aa * d1 + bb) * p + pp] = Complex32::new(re, im);
+                }
+            }
+        }
+    };
+    let mut a = vec![Complex32::default(); (n * n * p).max(m * m * p)];
+    adjoint(&lat, &mut a, m, m, false, m);
+    lines(&mut a, m * m, true);
+    let mut b = vec![Complex32::default(); m * n * p];
+    adjoint(&a, &mut b, m, n, true, p);
+    lines(&mut b, m * n, true);
+    adjoint(&b, &mut a, n, n, true, p);
+    lines(&mut a, n * n, true);
+    let mut out = vec![0.0f32; n * n * n];
+    for x0 in 0..n {
+        for x1 in 0..n {
+            for x2 in 0..n {
+                out[(x0 * n + x1) * n + x2] = a[(x0 * n + x1) * p + pos(x2, p)].re * corr[x0] * corr[x1] * corr[x2];
+            }
+        }
+    }
+    let reference = e.adjoint_separable(&lat);
+    let err = rel(&out, &reference);
+    assert!(err < 1e-6, "emulated separable adjoint vs reference: {err:.2e}");
+
+    // The paper's stencil gather at a few lattice points, and its inverse gather from the lists.
+    let spec = e.spectrum(&f);
+    for xi in [[0, 0, 0], [-10, 3, 9], [9, -10, -1], [5, 5, -7]] {
+        let (re, im) = unsafe { wp::stencil_point::<6>(&g, f32p(&spec), xi) };
+        let want = e.stencil_at(&spec, xi);
+        assert!((Complex32::new(re, im) - want).norm() <= 1e-5 * want.norm().max(1.0), "stencil at {xi:?}");
+    }
+    let lists = super::cpu::adjoint_lists(&g);
+    let k = lists.iter().map(|l| l.len()).max().unwrap();
+    let (mut idx, mut w) = (vec![0u32; p * k], vec![0.0f32; p * k]);
+    for (row, l) in lists.iter().enumerate() {
+        for (c, &(u, wt)) in l.iter().enumerate() {
+            idx[row * k + c] = u as u32;
+            w[row * k + c] = wt;
+        }
+    }
+    for mm in [[0u32, 0, 0], [1, 20, 40], [(p - 1) as u32, 3, 21]] {
+        let (re, im) = unsafe { wp::adjoint_stencil_point(m, k, idx.as_ptr(), w.as_ptr(), f32p(&lat), mm) };
+        let mut want = Complex32::default();
+        for &(u0, w0) in &lists[mm[0] as usize] {
+            for &(u1, w1) in &lists[mm[1] as usize] {
+                for &(u2, w2) in &lists[mm[2] as usize] {
+                    want += lat[(u0 * m + u1) * m + u2] * (w0 * w1 * w2);
+                }
+            }
+        }
+        assert!((Complex32::new(re, im) - want).norm() <= 1e-5 * want.norm().max(1.0), "adjoint stencil at {mm:?}");
+    }
+}
