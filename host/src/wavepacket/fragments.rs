@@ -166,7 +166,11 @@ impl Fragmented {
     /// when `all_gpus` is set, otherwise the backend's GPU.
     pub fn new(backend: &Backend, shape: [usize; 3], cube: usize, overlap: usize, params: &Params,
         all_gpus: bool) -> Result<Fragmented> {
-        let tiling = Tiling::new(shape, cube, overlap)?;
+        Self::from_tiling(backend, Tiling::new(shape, cube, overlap)?, params, all_gpus)
+    }
+
+    /// For a given cube layout (e.g. read from a coefficient file).
+    pub fn from_tiling(backend: &Backend, tiling: Tiling, params: &Params, all_gpus: bool) -> Result<Fragmented> {
         let frame = Arc::new(Frame::new(tiling.cube, params)?);
         let mut engines = vec![Mutex::new(Engine::new(backend, frame.clone())?)];
         if let (Backend::Gpu(first), true) = (backend, all_gpus) {

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use anyhow::{ensure, Context, Result};
-use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig};
 use gpu_kernels::wavepacket::{Geometry, ScalePtrs};
 use num_complex::Complex32;
 
@@ -43,6 +43,37 @@ struct Stencil {
     list_idx: CudaSlice<u32>,
     list_w: CudaSlice<f32>,
     k: u32,
+}
+
+/// CUDA events recorded between the steps of a transform (per-stage profiles); a no-op when off.
+pub struct Marks {
+    stream: Option<Arc<CudaStream>>,
+    list: Vec<(&'static str, CudaEvent)>,
+}
+
+impl Marks {
+    pub fn off() -> Self { Self { stream: None, list: Vec::new() } }
+    pub fn on(stream: &Arc<CudaStream>) -> Self { Self { stream: Some(stream.clone()), list: Vec::new() } }
+    /// Records an event ending the step `label` ("category:step").
+    pub fn mark(&mut self, label: &'static str) -> Result<()> {
+        if let Some(s) = &self.stream {
+            let e = s.context().new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).context("creating a profiling event")?;
+            e.record(s).context("recording a profiling event")?;
+            self.list.push((label, e));
+        }
+        Ok(())
+    }
+    /// Milliseconds of every step (after the first mark, which only starts the clock).
+    pub fn finish(self) -> Result<Vec<(&'static str, f64)>> {
+        let mut out = Vec::new();
+        if let Some(last) = self.list.last() {
+            last.1.synchronize().context("waiting for the profiled work")?;
+        }
+        for w in self.list.windows(2) {
+            out.push((w[1].0, w[0].1.elapsed_ms(&w[1].1).context("reading event time")? as f64));
+        }
+        Ok(out)
+    }
 }
 
 pub struct GpuEngine {
@@ -165,17 +196,33 @@ impl GpuEngine {
     }
 
     /// Device-resident forward: volume buffer -> box coefficients.
-    pub fn forward_device(&mut self) -> Result<()> {
-        self.spectrum_forward()?;
-        self.box_gather()?;
-        self.box_ffts(true)
-    }
+    pub fn forward_device(&mut self) -> Result<()> { self.forward_marked(&mut Marks::off()) }
 
     /// Device-resident inverse: box coefficients -> volume buffer.
-    pub fn inverse_device(&mut self) -> Result<()> {
+    pub fn inverse_device(&mut self) -> Result<()> { self.inverse_marked(&mut Marks::off()) }
+
+    pub fn forward_marked(&mut self, marks: &mut Marks) -> Result<()> {
+        self.spectrum_forward(marks)?;
+        self.box_gather()?;
+        marks.mark(if self.gather == Gather::Stencil { "gather:stencil" } else { "gather:box-fill" })?;
+        self.box_ffts(true)?;
+        marks.mark("box-fft:boxes")
+    }
+
+    pub fn inverse_marked(&mut self, marks: &mut Marks) -> Result<()> {
         self.box_ffts(false)?;
+        marks.mark("box-fft:boxes")?;
         self.combine()?;
-        self.spectrum_adjoint()
+        marks.mark("combine:boxes")?;
+        self.spectrum_adjoint(marks)
+    }
+
+    /// Per-step times (ms) of one device-resident forward or inverse.
+    pub fn profile(&mut self, forward: bool) -> Result<Vec<(&'static str, f64)>> {
+        let mut marks = Marks::on(self.gpu.stream());
+        marks.mark("start")?;
+        if forward { self.forward_marked(&mut marks)? } else { self.inverse_marked(&mut marks)? }
+        marks.finish()
     }
 
     // ---- transfers -----------------------------------------------------------------------------
@@ -221,7 +268,7 @@ impl GpuEngine {
 
     /// Forward USFFT up to the global spectrum (stencil: P^3 grid) or the lattice (separable,
     /// lattice). Separable: three rounds of batched 1D FFT + gather.
-    pub fn spectrum_forward(&mut self) -> Result<()> {
+    pub fn spectrum_forward(&mut self, marks: &mut Marks) -> Result<()> {
         let (n, m, p) = (self.frame.n() as u32, self.frame.m() as u32, self.frame.p() as u32);
         let g = self.g;
         let gpu = self.gpu.clone();
@@ -233,26 +280,37 @@ impl GpuEngine {
                 let s = self.sep.as_mut().expect("separable buffers");
                 stream.memset_zeros(&mut s.a)?;
                 launch!(gpu, "wp_prep_lines", grid_1d(n3, 256), &g, &self.vol, &self.corr, &mut s.a)?;
+                marks.mark("corr:prep")?;
                 s.plan_a.exec_inplace(&mut s.a, false)?;
+                marks.mark("fft:lines-x2")?;
                 stream.memset_zeros(&mut s.b)?;
                 let (one, zero) = (1u32, 0u32);
                 launch!(gpu, &resample, resample_cfg(n, n, m), &g, &n, &n, &one, &p, &s.a, &mut s.b)?;
+                marks.mark("gather:resample-x2")?;
                 s.plan_b.exec_inplace(&mut s.b, false)?;
+                marks.mark("fft:lines-x1")?;
                 stream.memset_zeros(&mut s.a)?;
                 launch!(gpu, &resample, resample_cfg(m, n, m), &g, &m, &n, &one, &p, &s.b, &mut s.a)?;
+                marks.mark("gather:resample-x1")?;
                 s.plan_c.exec_inplace(&mut s.a, false)?;
+                marks.mark("fft:lines-x0")?;
                 launch!(gpu, &resample, resample_cfg(m, m, m), &g, &m, &m, &zero, &m, &s.a, &mut self.lat)?;
+                marks.mark("gather:resample-x0")?;
             }
             Gather::Stencil => {
                 let s = self.stencil.as_mut().expect("stencil buffers");
                 stream.memset_zeros(&mut s.grid)?;
                 launch!(gpu, "wp_prep_grid", grid_1d(n3, 256), &g, &self.vol, &self.corr, &mut s.grid)?;
+                marks.mark("corr:prep")?;
                 s.plan.exec_inplace(&mut s.grid, false)?;
+                marks.mark("fft:grid-3d")?;
             }
             Gather::Lattice => {
                 stream.memset_zeros(&mut self.lat)?;
                 launch!(gpu, "wp_prep_lattice", grid_1d(n3, 256), &g, &self.vol, &mut self.lat)?;
+                marks.mark("corr:prep")?;
                 self.lattice_plan.as_ref().expect("lattice plan").exec_inplace(&mut self.lat, false)?;
+                marks.mark("fft:lattice-3d")?;
             }
         }
         Ok(())
@@ -304,7 +362,7 @@ impl GpuEngine {
     }
 
     /// Adjoint USFFT from the lattice to the volume buffer (real part).
-    pub fn spectrum_adjoint(&mut self) -> Result<()> {
+    pub fn spectrum_adjoint(&mut self, marks: &mut Marks) -> Result<()> {
         let (n, m, p) = (self.frame.n() as u32, self.frame.m() as u32, self.frame.p() as u32);
         let g = self.g;
         let gpu = self.gpu.clone();
@@ -315,12 +373,19 @@ impl GpuEngine {
                 let s = self.sep.as_mut().expect("separable buffers");
                 let (one, zero) = (1u32, 0u32);
                 launch!(gpu, &adjoint, adjoint_cfg(m, m, p), &g, &m, &m, &zero, &m, &self.lat, &mut s.a)?;
+                marks.mark("gather:adjoint-x0")?;
                 s.plan_c.exec_inplace(&mut s.a, true)?;
+                marks.mark("fft:lines-x0")?;
                 launch!(gpu, &adjoint, adjoint_cfg(m, n, p), &g, &m, &n, &one, &p, &s.a, &mut s.b)?;
+                marks.mark("gather:adjoint-x1")?;
                 s.plan_b.exec_inplace(&mut s.b, true)?;
+                marks.mark("fft:lines-x1")?;
                 launch!(gpu, &adjoint, adjoint_cfg(n, n, p), &g, &n, &n, &one, &p, &s.b, &mut s.a)?;
+                marks.mark("gather:adjoint-x2")?;
                 s.plan_a.exec_inplace(&mut s.a, true)?;
+                marks.mark("fft:lines-x2")?;
                 launch!(gpu, "wp_crop_lines", grid_1d(n3, 256), &g, &s.a, &self.corr, &mut self.vol)?;
+                marks.mark("corr:crop")?;
             }
             Gather::Stencil => {
                 let s = self.stencil.as_mut().expect("stencil buffers");
@@ -330,12 +395,17 @@ impl GpuEngine {
                     shared_mem_bytes: 0,
                 };
                 launch!(gpu, "wp_adjoint_stencil", cfg, &g, &s.k, &s.list_idx, &s.list_w, &self.lat, &mut s.grid)?;
+                marks.mark("gather:adjoint-stencil")?;
                 s.plan.exec_inplace(&mut s.grid, true)?;
+                marks.mark("fft:grid-3d")?;
                 launch!(gpu, "wp_crop_grid", grid_1d(n3, 256), &g, &s.grid, &self.corr, &mut self.vol)?;
+                marks.mark("corr:crop")?;
             }
             Gather::Lattice => {
                 self.lattice_plan.as_ref().expect("lattice plan").exec_inplace(&mut self.lat, true)?;
+                marks.mark("fft:lattice-3d")?;
                 launch!(gpu, "wp_crop_lattice", grid_1d(n3, 256), &g, &self.lat, &mut self.vol)?;
+                marks.mark("corr:crop")?;
             }
         }
         Ok(())

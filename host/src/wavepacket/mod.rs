@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, ensure, Result};
 pub use gpu_kernels::wavepacket::{Geometry, ScaleKind, MAX_SCALES};
-use num_complex::Complex32;
+pub use num_complex::Complex32;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Backend;
