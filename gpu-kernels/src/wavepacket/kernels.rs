@@ -173,22 +173,18 @@ pub unsafe extern "ptx-kernel" fn wp_crop_grid(g: Geometry, inp: *const f32, cor
 
 /// The paper's forward gather (formula (1), fig. 6): one thread per box point of scale `j`, the
 /// (2Q)^3 Gaussian sum over the global spectrum with the per-axis weights hoisted into registers,
-/// fast exp, read-only cached loads, the sum in registers; then window x norm.
+/// fast exp, read-only cached loads, the sum in registers; then the tabulated window x norm.
 #[inline(always)]
-unsafe fn gather_stencil<const Q: usize>(g: &Geometry, j: u32, spec: *const f32, out: *mut f32) {
+unsafe fn gather_stencil<const Q: usize>(g: &Geometry, j: u32, table: *const f32, spec: *const f32, out: *mut f32) {
     let j = j as usize;
     let np = g.box_points(j);
     let i = global_index();
     if i >= g.boxes[j] as usize * np {
         return;
     }
-    let b = (i / np) as i32;
-    let l = i % np;
-    let sh = g.shape[j];
-    let loc = [(l / (sh[1] as usize * sh[2] as usize)) as i32, ((l / sh[2] as usize) % sh[1] as usize) as i32,
-        (l % sh[2] as usize) as i32];
-    let (xi, w) = box_point(g, j, b, loc);
+    let w = unsafe { *table.add(i) };
     let (re, im) = if w != 0.0 {
+        let (xi, _) = box_lattice(g, j, (i / np) as i32, box_local(g, j, i % np));
         let (x, y) = unsafe { stencil_point::<Q>(g, spec, xi) };
         (w * x, w * y)
     } else {
@@ -200,8 +196,8 @@ unsafe fn gather_stencil<const Q: usize>(g: &Geometry, j: u32, spec: *const f32,
 macro_rules! stencil_kernels {
     ($($q:literal => $name:ident;)*) => {$(
         #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(g: Geometry, j: u32, spec: *const f32, out: *mut f32) {
-            unsafe { gather_stencil::<$q>(&g, j, spec, out) }
+        pub unsafe extern "ptx-kernel" fn $name(g: Geometry, j: u32, table: *const f32, spec: *const f32, out: *mut f32) {
+            unsafe { gather_stencil::<$q>(&g, j, table, spec, out) }
         }
     )*};
 }
@@ -264,22 +260,31 @@ pub unsafe extern "ptx-kernel" fn wp_crop_lattice(g: Geometry, inp: *const f32, 
 
 // ---- box side ------------------------------------------------------------------------------
 
-/// Box points of scale `j` from the lattice spectrum (FFT order): window x norm x value.
+/// Window x norm of every box point of scale `j` (computed once per engine: the windows are the
+/// costliest arithmetic of the transform and never change).
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_box_fill(g: Geometry, j: u32, lat: *const f32, out: *mut f32) {
+pub unsafe extern "ptx-kernel" fn wp_window_table(g: Geometry, j: u32, out: *mut f32) {
+    let j = j as usize;
+    let np = g.box_points(j);
+    let i = global_index();
+    if i < g.boxes[j] as usize * np {
+        let (_, w) = box_point(&g, j, (i / np) as i32, box_local(&g, j, i % np));
+        unsafe { *out.add(i) = w };
+    }
+}
+
+/// Box points of scale `j` from the lattice spectrum (FFT order): tabulated window x value.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn wp_box_fill(g: Geometry, j: u32, table: *const f32, lat: *const f32, out: *mut f32) {
     let j = j as usize;
     let np = g.box_points(j);
     let i = global_index();
     if i >= g.boxes[j] as usize * np {
         return;
     }
-    let b = (i / np) as i32;
-    let l = i % np;
-    let sh = g.shape[j];
-    let loc = [(l / (sh[1] as usize * sh[2] as usize)) as i32, ((l / sh[2] as usize) % sh[1] as usize) as i32,
-        (l % sh[2] as usize) as i32];
-    let (xi, w) = box_point(&g, j, b, loc);
+    let w = unsafe { *table.add(i) };
     let v = if w != 0.0 {
+        let (xi, _) = box_lattice(&g, j, (i / np) as i32, box_local(&g, j, i % np));
         let m = g.m;
         let u = (emod(xi[0], m) as usize * m as usize + emod(xi[1], m) as usize) * m as usize + emod(xi[2], m) as usize;
         let (x, y) = unsafe { load2(lat.add(2 * u)) };
@@ -290,10 +295,11 @@ pub unsafe extern "ptx-kernel" fn wp_box_fill(g: Geometry, j: u32, lat: *const f
     unsafe { st2(out.add(2 * i), v) };
 }
 
-/// Inverse's box side: every lattice point (FFT order) sums window x norm x value over the boxes
-/// covering it (the paper's gather instead of atomics; the covering boxes come from the geometry).
+/// Inverse's box side: every lattice point (FFT order) sums window x value over the boxes covering
+/// it (the paper's gather instead of atomics; the covering boxes come from the geometry, the
+/// windows from the tables).
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_combine(g: Geometry, ptrs: ScalePtrs, lat: *mut f32) {
+pub unsafe extern "ptx-kernel" fn wp_combine(g: Geometry, boxes: ScalePtrs, tables: ScalePtrs, lat: *mut f32) {
     let m = g.m as usize;
     let i = global_index();
     if i >= m * m * m {
@@ -302,11 +308,14 @@ pub unsafe extern "ptx-kernel" fn wp_combine(g: Geometry, ptrs: ScalePtrs, lat: 
     let xi = [lattice_index((i / (m * m)) as i32, g.m), lattice_index(((i / m) % m) as i32, g.m),
         lattice_index((i % m) as i32, g.m)];
     let (mut re, mut im) = (0.0f32, 0.0f32);
-    for_each_box_at(&g, xi, |s, b, idx, w| {
-        let base = ptrs.p[s] as *const f32;
-        let (x, y) = unsafe { load2(base.add(2 * (b as usize * g.box_points(s) + idx))) };
-        re += w * x;
-        im += w * y;
+    for_each_box_index_at(&g, xi, |s, b, idx| {
+        let k = b as usize * g.box_points(s) + idx;
+        let w = unsafe { *(tables.p[s] as *const f32).add(k) };
+        if w != 0.0 {
+            let (x, y) = unsafe { load2((boxes.p[s] as *const f32).add(2 * k)) };
+            re += w * x;
+            im += w * y;
+        }
     });
     unsafe { st2(lat.add(2 * i), (re, im)) };
 }

@@ -160,8 +160,25 @@ pub struct CpuEngine {
     boxes: Vec<Fft3>,
     grid: Fft3,
     lattice: Fft3,
+    /// Window x norm of every box point (flat, frame layout), computed once.
+    table: Vec<f32>,
     /// Which USFFT variant [`forward`](Self::forward) and [`inverse`](Self::inverse) use.
     pub gather: Gather,
+}
+
+/// Window x norm of every box point, in the coefficients' layout.
+pub fn window_table(frame: &Frame) -> Vec<f32> {
+    let g = &frame.geom;
+    let mut t = vec![0.0f32; frame.total];
+    for j in 0..frame.scales() {
+        let np = g.box_points(j);
+        t[frame.scale_range(j)].par_chunks_mut(np).enumerate().for_each(|(b, bx)| {
+            for (l, w) in bx.iter_mut().enumerate() {
+                *w = wp::box_point(g, j, b as i32, wp::box_local(g, j, l)).1;
+            }
+        });
+    }
+    t
 }
 
 impl CpuEngine {
@@ -179,6 +196,7 @@ impl CpuEngine {
             boxes,
             grid: Fft3::new(&mut planner, [p; 3]),
             lattice: Fft3::new(&mut planner, [m; 3]),
+            table: window_table(&frame),
             gather: frame.params.gather,
             frame,
         }
@@ -232,13 +250,18 @@ impl CpuEngine {
         for j in 0..fr.scales() {
             let sh = g.shape[j];
             let np = g.box_points(j);
-            out[fr.scale_range(j)].par_chunks_mut(np).enumerate().for_each(|(b, bx)| {
+            let table = &self.table[fr.scale_range(j)];
+            out[fr.scale_range(j)].par_chunks_mut(np).zip(table.par_chunks(np)).enumerate().for_each(|(b, (bx, tb))| {
                 let mut k = 0;
                 for i0 in 0..sh[0] {
                     for i1 in 0..sh[1] {
                         for i2 in 0..sh[2] {
-                            let (xi, w) = wp::box_point(g, j, b as i32, [i0, i1, i2]);
-                            bx[k] = if w != 0.0 { spectrum(xi) * w } else { Complex32::default() };
+                            let w = tb[k];
+                            bx[k] = if w != 0.0 {
+                                spectrum(wp::box_lattice(g, j, b as i32, [i0, i1, i2]).0) * w
+                            } else {
+                                Complex32::default()
+                            };
                             k += 1;
                         }
                     }
@@ -267,8 +290,12 @@ impl CpuEngine {
                 for u2 in 0..m {
                     let j2 = wp::lattice_index(u2 as i32, m as i32);
                     let mut acc = Complex32::default();
-                    wp::for_each_box_at(g, [j0, j1, j2], |s, b, idx, w| {
-                        acc += spec[fr.offsets[s] + b as usize * g.box_points(s) + idx] * w;
+                    wp::for_each_box_index_at(g, [j0, j1, j2], |s, b, idx| {
+                        let k = fr.offsets[s] + b as usize * g.box_points(s) + idx;
+                        let w = self.table[k];
+                        if w != 0.0 {
+                            acc += spec[k] * w;
+                        }
                     });
                     plane[u1 * m + u2] = acc;
                 }

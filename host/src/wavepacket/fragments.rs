@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{ensure, Result};
 use num_complex::Complex32;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::{nice, validate_volume, Engine, Frame, Params};
@@ -116,16 +117,16 @@ impl Tiling {
         let w: [Vec<f32>; 3] = [0, 1, 2].map(|a| (0..c).map(|x| self.taper(a, ix[a], x)).collect());
         let [_, s1, s2] = self.shape;
         let mut out = vec![0.0f32; c * c * c];
-        for x0 in 0..c.min(self.shape[0] - st[0]) {
+        let rows = c.min(self.shape[0] - st[0]);
+        out[..rows * c * c].par_chunks_mut(c * c).enumerate().for_each(|(x0, slab)| {
             for x1 in 0..c.min(s1 - st[1]) {
                 let src = ((st[0] + x0) * s1 + st[1] + x1) * s2 + st[2];
-                let dst = (x0 * c + x1) * c;
                 let w01 = w[0][x0] * w[1][x1];
                 for x2 in 0..c.min(s2 - st[2]) {
-                    out[dst + x2] = vol[src + x2] * w01 * w[2][x2];
+                    slab[x1 * c + x2] = vol[src + x2] * w01 * w[2][x2];
                 }
             }
-        }
+        });
         out
     }
 
@@ -265,9 +266,7 @@ impl Fragmented {
         validate_volume(vol, self.tiling.shape, "wave-packet processing")?;
         let out = Mutex::new(vec![0.0f32; vol.len()]);
         self.for_each_cube(|e, t| {
-            let mut c = e.forward(&self.tiling.extract(vol, t))?;
-            edit(t, &mut c);
-            let cube = e.inverse(&c)?;
+            let cube = e.roundtrip(&self.tiling.extract(vol, t), &mut |c| edit(t, c))?;
             self.tiling.accumulate(&mut out.lock().unwrap(), t, &cube);
             Ok(())
         })?;

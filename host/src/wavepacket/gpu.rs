@@ -14,6 +14,7 @@ use num_complex::Complex32;
 use super::{Frame, Gather};
 use crate::launch;
 use crate::runtime::fft::FftPlan;
+use crate::runtime::memory::PinnedBuf;
 use crate::runtime::{grid_1d, Gpu};
 
 #[repr(transparent)]
@@ -84,8 +85,11 @@ pub struct GpuEngine {
     corr: CudaSlice<f32>,
     vol: CudaSlice<f32>,
     boxes: Vec<CudaSlice<f32>>,
+    /// Window x norm per box point, per scale (computed once).
+    tables: Vec<CudaSlice<f32>>,
     box_plans: Vec<FftPlan>,
     lat: CudaSlice<f32>,
+    pinned: Option<(PinnedBuf<f32>, PinnedBuf<f32>)>,
     sep: Option<Separable>,
     stencil: Option<Stencil>,
     lattice_plan: Option<FftPlan>,
@@ -98,15 +102,22 @@ impl GpuEngine {
     pub fn new(gpu: Arc<Gpu>, frame: Arc<Frame>) -> Result<Self> {
         let g = frame.geom;
         let (n, m) = (frame.n(), frame.m());
-        let need = 8 * (frame.total + m * m * m) + 4 * n * n * n;
+        let need = 12 * frame.total + 8 * m * m * m + 4 * n * n * n;
         gpu.ensure_fits("the wave-packet coefficients and lattice", need)?;
         let stream = gpu.stream().clone();
         let corr: Vec<f32> = (0..g.n).map(|i| gpu_kernels::wavepacket::correction(g.lambda, g.p, i - g.n / 2)).collect();
         let mut boxes = Vec::new();
+        let mut tables = Vec::new();
         let mut box_plans = Vec::new();
+        let ga = GeomArg(g);
         for j in 0..frame.scales() {
             let np = g.box_points(j);
-            boxes.push(gpu.zeros::<f32>(c2(np * g.boxes[j] as usize))?);
+            let count = np * g.boxes[j] as usize;
+            boxes.push(gpu.zeros::<f32>(c2(count))?);
+            let mut t = gpu.zeros::<f32>(count)?;
+            let jj = j as u32;
+            launch!(gpu, "wp_window_table", grid_1d(count, 256), &ga, &jj, &mut t)?;
+            tables.push(t);
             let dims = [0, 1, 2].map(|a| g.shape[j][a] as usize);
             box_plans.push(FftPlan::c2c_batched(&stream, &dims, g.boxes[j] as usize)?);
         }
@@ -115,7 +126,9 @@ impl GpuEngine {
             vol: gpu.zeros::<f32>(n * n * n)?,
             lat: gpu.zeros::<f32>(c2(m * m * m))?,
             boxes,
+            tables,
             box_plans,
+            pinned: None,
             sep: None,
             stencil: None,
             lattice_plan: None,
@@ -227,6 +240,56 @@ impl GpuEngine {
 
     // ---- transfers -----------------------------------------------------------------------------
 
+    /// Page-locked host buffers for the volume and the coefficients (allocated on first use): the
+    /// transfers from and to them run at full PCIe speed.
+    pub fn pinned_buffers(&mut self) -> Result<(&mut [f32], &mut [Complex32])> {
+        if self.pinned.is_none() {
+            let n = self.frame.n();
+            self.pinned = Some((PinnedBuf::new(&self.gpu, n * n * n)?, PinnedBuf::new(&self.gpu, c2(self.frame.total))?));
+        }
+        let (v, c) = self.pinned.as_mut().unwrap();
+        let c = c.as_mut_slice()?;
+        // SAFETY: (re, im) f32 pairs are the layout of Complex32.
+        let c = unsafe { std::slice::from_raw_parts_mut(c.as_mut_ptr() as *mut Complex32, c.len() / 2) };
+        Ok((v.as_mut_slice()?, c))
+    }
+
+    /// Forward from the pinned volume buffer to the pinned coefficient buffer (synchronised).
+    pub fn forward_pinned(&mut self) -> Result<()> {
+        self.pinned_buffers()?;
+        let stream = self.gpu.stream().clone();
+        let (v, _) = self.pinned.as_ref().unwrap();
+        stream.memcpy_htod(v.as_slice()?, &mut self.vol)?;
+        self.forward_device()?;
+        let (_, c) = self.pinned.as_mut().unwrap();
+        let c = c.as_mut_slice()?;
+        for j in 0..self.frame.scales() {
+            let r = self.frame.scale_range(j);
+            stream.memcpy_dtoh(&self.boxes[j], &mut c[2 * r.start..2 * r.end])?;
+        }
+        stream.synchronize()?;
+        Ok(())
+    }
+
+    /// Inverse from the pinned coefficient buffer to the pinned volume buffer (synchronised).
+    pub fn inverse_pinned(&mut self) -> Result<()> {
+        self.pinned_buffers()?;
+        let stream = self.gpu.stream().clone();
+        {
+            let (_, c) = self.pinned.as_ref().unwrap();
+            let c = c.as_slice()?;
+            for j in 0..self.frame.scales() {
+                let r = self.frame.scale_range(j);
+                stream.memcpy_htod(&c[2 * r.start..2 * r.end], &mut self.boxes[j])?;
+            }
+        }
+        self.inverse_device()?;
+        let (v, _) = self.pinned.as_mut().unwrap();
+        stream.memcpy_dtoh(&self.vol, v.as_mut_slice()?)?;
+        stream.synchronize()?;
+        Ok(())
+    }
+
     pub fn upload_volume(&mut self, f: &[f32]) -> Result<()> {
         ensure!(f.len() == self.vol.len(), "volume of {} samples for a {}^3 engine", f.len(), self.frame.n());
         self.gpu.stream().memcpy_htod(f, &mut self.vol).context("uploading the cube")?;
@@ -328,9 +391,9 @@ impl GpuEngine {
             match self.gather {
                 Gather::Stencil => {
                     let s = self.stencil.as_ref().expect("stencil buffers");
-                    launch!(gpu, &stencil_kernel, grid_1d(count, 128), &g, &jj, &s.grid, &mut self.boxes[j])?;
+                    launch!(gpu, &stencil_kernel, grid_1d(count, 128), &g, &jj, &self.tables[j], &s.grid, &mut self.boxes[j])?;
                 }
-                _ => launch!(gpu, "wp_box_fill", grid_1d(count, 256), &g, &jj, &self.lat, &mut self.boxes[j])?,
+                _ => launch!(gpu, "wp_box_fill", grid_1d(count, 256), &g, &jj, &self.tables[j], &self.lat, &mut self.boxes[j])?,
             }
         }
         Ok(())
@@ -347,16 +410,19 @@ impl GpuEngine {
     /// Inverse's box side: the lattice gathers window x norm x value over the covering boxes.
     pub fn combine(&mut self) -> Result<()> {
         let stream = self.gpu.stream().clone();
-        let mut ptrs = ScalePtrs::default();
+        let (mut ptrs, mut tptrs) = (ScalePtrs::default(), ScalePtrs::default());
         let mut records = Vec::new();
-        for (j, b) in self.boxes.iter().enumerate() {
+        for (j, (b, t)) in self.boxes.iter().zip(&self.tables).enumerate() {
             let (ptr, rec) = b.device_ptr(&stream);
             ptrs.p[j] = ptr;
             records.push(rec);
+            let (ptr, rec) = t.device_ptr(&stream);
+            tptrs.p[j] = ptr;
+            records.push(rec);
         }
         let m = self.frame.m();
-        let (g, pa) = (self.g, PtrsArg(ptrs));
-        launch!(self.gpu, "wp_combine", grid_1d(m * m * m, 128), &g, &pa, &mut self.lat)?;
+        let (g, pa, ta) = (self.g, PtrsArg(ptrs), PtrsArg(tptrs));
+        launch!(self.gpu, "wp_combine", grid_1d(m * m * m, 128), &g, &pa, &ta, &mut self.lat)?;
         drop(records);
         Ok(())
     }

@@ -319,6 +319,27 @@ impl Engine {
             Engine::Gpu(e) => e.forward(cube),
         }
     }
+    /// Forward, `edit` the coefficients in place, inverse: one cube's processing. On the GPU the
+    /// coefficients stay in page-locked memory (no large host allocation, full-speed transfers).
+    pub fn roundtrip(&mut self, cube: &[f32], edit: &mut dyn FnMut(&mut [Complex32])) -> Result<Vec<f32>> {
+        let n = self.frame().n();
+        validate_volume(cube, [n, n, n], "wave-packet processing")?;
+        match self {
+            Engine::Cpu(e) => {
+                let mut c = e.forward(cube);
+                edit(&mut c);
+                Ok(e.inverse(&c))
+            }
+            Engine::Gpu(e) => {
+                e.pinned_buffers()?.0.copy_from_slice(cube);
+                e.forward_pinned()?;
+                edit(e.pinned_buffers()?.1);
+                e.inverse_pinned()?;
+                Ok(e.pinned_buffers()?.0.to_vec())
+            }
+        }
+    }
+
     /// The cube from coefficients (the adjoint, which is the inverse).
     pub fn inverse(&mut self, coeffs: &[Complex32]) -> Result<Vec<f32>> {
         let total = self.frame().total;

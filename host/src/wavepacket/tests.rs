@@ -63,6 +63,15 @@ fn every_box_point_is_found_by_the_inverse_gather() {
                                 }
                             });
                             assert_eq!(found, Some((k, w)), "scale {j} box {b} point {:?} lattice {xi:?}", [i0, i1, i2]);
+                            // The table-driven enumeration finds the same point (and no other
+                            // point of this box).
+                            let mut hits = Vec::new();
+                            wp::for_each_box_index_at(g, xi, |s, bb, idx| {
+                                if s == j && bb == b {
+                                    hits.push(idx);
+                                }
+                            });
+                            assert_eq!(hits, vec![k], "index enumeration, scale {j} box {b} lattice {xi:?}");
                             seen += 1;
                         }
                         k += 1;
