@@ -1,8 +1,282 @@
+//! `seisgpu wavepacket`: the 3D wave-packet transform (paper 3) and its applications.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args as ClapArgs, Subcommand};
+use seisgpu_host::wavepacket::apps::{self, InterpMethod};
+use seisgpu_host::wavepacket::coeffs_io::{self, Header};
+use seisgpu_host::wavepacket::fragments::Fragmented;
+use seisgpu_host::wavepacket::{Finest, Frame, FrameParams, Gather, Params};
+use seisgpu_host::Backend;
+
 use super::Global;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
-
-pub fn run(_args: &Args, _global: &Global) -> anyhow::Result<()> {
-    anyhow::bail!("`wavepacket` is not implemented yet")
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Command,
 }
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Volume -> wave-packet coefficients (.wpk file).
+    Forward {
+        #[command(flatten)]
+        io: Io,
+        #[command(flatten)]
+        frame: FrameArgs,
+    },
+    /// Coefficients (.wpk) -> volume (.npy). The frame is read from the file.
+    Inverse {
+        /// Coefficient file written by `wavepacket forward`.
+        #[arg(long)]
+        input: PathBuf,
+        /// Output volume (.npy, float32, shape n1 x n2 x samples).
+        #[arg(long)]
+        output: PathBuf,
+        /// Cube engines on every visible GPU (fragmented volumes).
+        #[arg(long)]
+        all_gpus: bool,
+    },
+    /// Random-noise suppression: hard threshold at k sigma per box.
+    Denoise {
+        #[command(flatten)]
+        io: Io,
+        #[command(flatten)]
+        frame: FrameArgs,
+        /// Noise standard deviation in data units; estimated from the finest scale when absent.
+        #[arg(long)]
+        sigma: Option<f32>,
+        /// Threshold factor k (threshold = k sigma ||psi_b||, dimensionless).
+        #[arg(long, default_value_t = 3.0)]
+        k: f32,
+    },
+    /// Compression: keep the CR x samples largest coefficients, write the reconstruction.
+    Compress {
+        #[command(flatten)]
+        io: Io,
+        #[command(flatten)]
+        frame: FrameArgs,
+        /// Compression ratio CR = kept coefficients / samples (the paper's figures use 0.02).
+        #[arg(long, default_value_t = 0.02)]
+        cr: f64,
+    },
+    /// Interpolation of missing (dead) traces.
+    Interpolate {
+        #[command(flatten)]
+        io: Io,
+        #[command(flatten)]
+        frame: FrameArgs,
+        /// Trace mask (.npy, n1 x n2, nonzero = live). Default: all-zero traces are the dead ones.
+        #[arg(long)]
+        mask: Option<PathBuf>,
+        /// `pocs` (iterative thresholding, decreasing threshold) or `single` (the paper's one pass).
+        #[arg(long, default_value = "pocs")]
+        method: String,
+        /// POCS iterations.
+        #[arg(long, default_value_t = 30)]
+        iterations: usize,
+        /// POCS final threshold as a fraction of the largest coefficient (dimensionless).
+        #[arg(long, default_value_t = 0.002)]
+        final_fraction: f32,
+        /// Single pass: compression ratio CR of the kept coefficients.
+        #[arg(long, default_value_t = 0.02)]
+        cr: f64,
+    },
+    /// Prints the frame for a cube side: scales, wedges, box shapes, coefficients, redundancy.
+    Frame {
+        /// Cube side N (samples).
+        #[arg(long, default_value_t = 256)]
+        n: usize,
+        #[command(flatten)]
+        frame: FrameArgs,
+    },
+}
+
+/// Input and output volumes.
+#[derive(ClapArgs, Debug)]
+pub struct Io {
+    /// Input volume: a .npy file (float32/64, n1 x n2 x samples, samples fastest), or
+    /// `synth:N1xN2xN3[:noise]` for the built-in synthetic cube (4 ms sampling, 25 Hz Ricker events;
+    /// `noise` adds white noise at that fraction of the signal RMS).
+    #[arg(long)]
+    pub input: String,
+    /// Output file (.npy volume; .wpk for `forward`).
+    #[arg(long)]
+    pub output: PathBuf,
+}
+
+/// Transform options.
+#[derive(ClapArgs, Debug, Clone)]
+pub struct FrameArgs {
+    /// USFFT accuracy epsilon (relative, in (0, 1)).
+    #[arg(long, default_value_t = 1e-4)]
+    pub eps: f64,
+    /// Spectrum evaluation: `separable` (USFFT per axis), `stencil` (the paper's 3D USFFT) or
+    /// `lattice` (exact FFT on the frame lattice).
+    #[arg(long, default_value = "separable")]
+    pub gather: Gather,
+    /// Finest scale: `isotropic` (redundancy under 4) or `directional` (better denoising and
+    /// interpolation, redundancy 5-7). Default: directional for denoise/interpolate, else isotropic.
+    #[arg(long)]
+    pub finest: Option<String>,
+    /// Wedges per face axis at the finest directional scale (0 = automatic).
+    #[arg(long, default_value_t = 0)]
+    pub wedges: usize,
+    /// Scales including the low-pass (0 = automatic).
+    #[arg(long, default_value_t = 0)]
+    pub scales: usize,
+    /// Radial window transition, as a fraction of the scale's radius.
+    #[arg(long, default_value_t = 0.5)]
+    pub tau: f32,
+    /// Angular window overlap, as a fraction of the wedge half-width.
+    #[arg(long, default_value_t = 0.35)]
+    pub beta: f32,
+    /// Zero guard band added around each cube (samples per side).
+    #[arg(long, default_value_t = 0)]
+    pub guard: usize,
+    /// Cube side for volumes that do not fit one cube (samples; the paper used 256).
+    #[arg(long, default_value_t = 256)]
+    pub cube: usize,
+    /// Minimum overlap of neighbouring cubes (samples).
+    #[arg(long, default_value_t = 32)]
+    pub overlap: usize,
+    /// Send cubes to every visible GPU.
+    #[arg(long)]
+    pub all_gpus: bool,
+}
+
+impl FrameArgs {
+    fn params(&self, default_finest: Finest) -> Result<Params> {
+        let finest = match self.finest.as_deref() {
+            None => default_finest,
+            Some("isotropic") => Finest::Isotropic,
+            Some("directional") => Finest::Directional,
+            Some(o) => bail!("--finest {o}: expected isotropic or directional"),
+        };
+        Ok(Params {
+            eps: self.eps,
+            gather: self.gather,
+            frame: FrameParams { scales: self.scales, wedges: self.wedges, tau: self.tau, beta: self.beta, finest, guard: self.guard },
+        })
+    }
+}
+
+/// Reads the input volume (or builds the synthetic one).
+fn read_input(spec: &str) -> Result<(Vec<f32>, [usize; 3])> {
+    if let Some(rest) = spec.strip_prefix("synth:") {
+        let mut parts = rest.split(':');
+        let dims: Vec<usize> = parts
+            .next()
+            .unwrap_or("")
+            .split('x')
+            .map(|d| d.parse::<usize>())
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("--input {spec}: expected synth:N1xN2xN3[:noise]"))?;
+        if dims.len() != 3 || dims.contains(&0) {
+            bail!("--input {spec}: expected three positive sizes, e.g. synth:128x128x256");
+        }
+        let shape = [dims[0], dims[1], dims[2]];
+        let mut v = apps::synthetic_cube(shape, 0.004, 25.0);
+        if let Some(noise) = parts.next() {
+            let frac: f32 = noise.parse().with_context(|| format!("--input {spec}: noise `{noise}` is not a number"))?;
+            let s = seisgpu_host::synth::rms(&v) * frac;
+            seisgpu_host::synth::add_noise(&mut v, s, 1);
+        }
+        return Ok((v, shape));
+    }
+    let path = Path::new(spec);
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("npy") => coeffs_io::read_volume(path),
+        Some("sgy") | Some("segy") => bail!("--input {spec}: SEG-Y volumes need the SEG-Y reader (not in this build); convert to .npy"),
+        _ => bail!("--input {spec}: expected a .npy volume or synth:N1xN2xN3"),
+    }
+}
+
+fn transform(backend: &Backend, shape: [usize; 3], fa: &FrameArgs, finest: Finest) -> Result<Fragmented> {
+    let params = fa.params(finest)?;
+    let tr = Fragmented::new(backend, shape, fa.cube, fa.overlap, &params, fa.all_gpus)?;
+    eprintln!("seisgpu: {} cube(s) of {}^3 on {} engine(s); {}", tr.tiling.count(), tr.tiling.cube, tr.engines(),
+        tr.frame.describe().lines().next().unwrap_or(""));
+    Ok(tr)
+}
+
+pub fn run(args: &Args, global: &Global) -> Result<()> {
+    let t0 = std::time::Instant::now();
+    match &args.command {
+        Command::Frame { n, frame } => {
+            let fr = Frame::new(*n, &frame.params(Finest::Isotropic)?)?;
+            print!("{}", fr.describe());
+            return Ok(());
+        }
+        Command::Forward { io, frame } => {
+            let backend = global.backend()?;
+            let (vol, shape) = read_input(&io.input)?;
+            let tr = transform(&backend, shape, frame, Finest::Isotropic)?;
+            let c = tr.forward(&vol)?;
+            let header = Header { version: 1, tiling: tr.tiling.clone(), params: tr.frame.params.clone(), per_cube: tr.frame.total };
+            coeffs_io::write_coeffs(&io.output, &header, &c)?;
+            println!("{{\"coefficients\": {}, \"redundancy\": {:.3}, \"seconds\": {:.3}}}", c.len(),
+                c.len() as f64 / vol.len() as f64, t0.elapsed().as_secs_f64());
+        }
+        Command::Inverse { input, output, all_gpus } => {
+            let backend = global.backend()?;
+            let (h, c) = coeffs_io::read_coeffs(input)?;
+            let tr = Fragmented::from_tiling(&backend, h.tiling.clone(), &h.params, *all_gpus)?;
+            if tr.frame.total != h.per_cube {
+                bail!("{}: {} coefficients per cube in the file, this build's frame has {}", input.display(), h.per_cube, tr.frame.total);
+            }
+            let vol = tr.inverse(&c)?;
+            coeffs_io::write_volume(output, &vol, h.tiling.shape)?;
+            println!("{{\"samples\": {}, \"seconds\": {:.3}}}", vol.len(), t0.elapsed().as_secs_f64());
+        }
+        Command::Denoise { io, frame, sigma, k } => {
+            let backend = global.backend()?;
+            let (vol, shape) = read_input(&io.input)?;
+            let tr = transform(&backend, shape, frame, Finest::Directional)?;
+            let d = apps::denoise(&tr, &vol, *sigma, *k)?;
+            coeffs_io::write_volume(&io.output, &d.volume, shape)?;
+            println!("{{\"sigma\": {}, \"estimated\": {}, \"kept_fraction\": {:.5}, \"seconds\": {:.3}}}", d.sigma, d.estimated,
+                d.kept_fraction, t0.elapsed().as_secs_f64());
+        }
+        Command::Compress { io, frame, cr } => {
+            let backend = global.backend()?;
+            let (vol, shape) = read_input(&io.input)?;
+            let tr = transform(&backend, shape, frame, Finest::Isotropic)?;
+            let c = apps::compress(&tr, &vol, *cr)?;
+            coeffs_io::write_volume(&io.output, &c.volume, shape)?;
+            println!("{{\"kept\": {}, \"cr\": {:.5}, \"rel_error\": {:.5}, \"snr_db\": {:.2}, \"seconds\": {:.3}}}", c.kept, c.ratio,
+                c.rel_error, c.snr_db, t0.elapsed().as_secs_f64());
+        }
+        Command::Interpolate { io, frame, mask, method, iterations, final_fraction, cr } => {
+            let backend = global.backend()?;
+            let (vol, shape) = read_input(&io.input)?;
+            let traces = shape[0] * shape[1];
+            let live: Vec<bool> = match mask {
+                Some(p) => {
+                    let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+                    let npy = coeffs_io::read_array(&bytes).with_context(|| format!("{}: not a usable .npy mask", p.display()))?;
+                    if npy.len() != traces {
+                        bail!("{}: mask of {} entries for {} x {} traces", p.display(), npy.len(), shape[0], shape[1]);
+                    }
+                    npy.into_iter().map(|v| v != 0.0).collect()
+                }
+                None => vol.chunks(shape[2]).map(|t| t.iter().any(|&v| v != 0.0)).collect(),
+            };
+            let method = match method.as_str() {
+                "pocs" => InterpMethod::Pocs { iterations: *iterations, final_fraction: *final_fraction },
+                "single" => InterpMethod::SinglePass { ratio: *cr },
+                o => bail!("--method {o}: expected pocs or single"),
+            };
+            let tr = transform(&backend, shape, frame, Finest::Directional)?;
+            let r = apps::interpolate(&tr, &vol, &live, method)?;
+            coeffs_io::write_volume(&io.output, &r.volume, shape)?;
+            println!("{{\"missing_traces\": {}, \"iterations\": {}, \"seconds\": {:.3}}}", r.missing, r.iterations,
+                t0.elapsed().as_secs_f64());
+        }
+    }
+    eprintln!("seisgpu: done in {:.2} s", t0.elapsed().as_secs_f64());
+    Ok(())
+}
+

@@ -1,3 +1,358 @@
-//! wavepacket (placeholder; see its issue). Shape: mod.rs (params, validation, driver), cpu.rs, gpu.rs, bench.rs.
+//! 3D wave-packet transform with the USFFT (paper 3, Nikitin, Duchkov, Romanenko, Andersson 2013):
+//! forward, inverse (= adjoint: the frame is tight), denoise, compress, interpolate.
+//!
+//! - [`Frame`]: the boxes (scales, faces, wedges), their grids, the USFFT constants; built from the
+//!   cube side N and [`Params`]. The math it feeds lives in `gpu_kernels::wavepacket` (shared with
+//!   the kernels).
+//! - [`cpu::CpuEngine`]: the rayon + rustfft reference; [`gpu::GpuEngine`]: cuFFT + kernels.
+//! - [`Engine`]: either, behind one interface; [`fragments`]: volumes of any N1 x N2 x N3 shape cut
+//!   into overlapping cubes (the paper's variant 2); [`apps`]: denoising, compression, trace
+//!   interpolation; [`coeffs_io`]: coefficient files.
 
+pub mod apps;
 pub mod bench;
+pub mod coeffs_io;
+pub mod cpu;
+pub mod fragments;
+pub mod gpu;
+
+use std::sync::Arc;
+
+use anyhow::{bail, ensure, Result};
+pub use gpu_kernels::wavepacket::{Geometry, ScaleKind, MAX_SCALES};
+pub use num_complex::Complex32;
+use serde::{Deserialize, Serialize};
+
+use crate::backend::Backend;
+
+/// What the finest scale is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Finest {
+    /// One isotropic box (CurveLab's default "wavelets at the finest level"): redundancy under 4.
+    Isotropic,
+    /// Wedges like the other scales: directional down to the finest scale, redundancy 6 to 8.
+    Directional,
+}
+
+/// How the spectrum reaches the box points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Gather {
+    /// The paper's USFFT: one 3D FFT on the oversampled grid, then a (2q)^3-point Gaussian gather
+    /// per box point (forward) and per global grid point (inverse).
+    Stencil,
+    /// The same USFFT factored per axis (the lattice is a tensor grid): three passes of 1D FFT +
+    /// 2q-point gather, on arrays pruned to the data (N) and lattice (M) sizes.
+    Separable,
+    /// No USFFT: an FFT of size M^3 gives the lattice values exactly (possible because every box
+    /// grid lies on the frame lattice; see docs/notes/wavepacket.md).
+    Lattice,
+}
+
+impl std::str::FromStr for Gather {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "stencil" | "paper" => Ok(Self::Stencil),
+            "separable" => Ok(Self::Separable),
+            "lattice" => Ok(Self::Lattice),
+            o => Err(format!("unknown gather `{o}` (expected stencil, separable or lattice)")),
+        }
+    }
+}
+
+/// Frame design knobs (0 = automatic for the counts).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FrameParams {
+    /// Scales including the low-pass (0: as many as keep the low-pass box at least 5 bins wide).
+    pub scales: usize,
+    /// Wedges per face axis at the finest directional scale (0: largest power of 2 <= sqrt(M/4)).
+    pub wedges: usize,
+    /// Radial transition width as a fraction of R_j, in (0, 1].
+    pub tau: f32,
+    /// Angular transition half-width as a fraction of the wedge half-width, in (0, 1).
+    pub beta: f32,
+    pub finest: Finest,
+    /// Zero guard band (lattice bins) added on each side: frame period M = N + 2 guard.
+    pub guard: usize,
+}
+
+impl Default for FrameParams {
+    fn default() -> Self { Self { scales: 0, wedges: 0, tau: 0.5, beta: 0.35, finest: Finest::Isotropic, guard: 0 } }
+}
+
+/// Transform parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    /// USFFT accuracy epsilon, in (0, 1).
+    pub eps: f64,
+    pub frame: FrameParams,
+    pub gather: Gather,
+}
+
+impl Default for Params {
+    fn default() -> Self { Self { eps: 1e-4, frame: FrameParams::default(), gather: Gather::Separable } }
+}
+
+/// Smallest n' >= n whose only prime factors are 2, 3, 5, 7 (fast FFT sizes).
+pub fn nice(n: usize) -> usize {
+    let mut k = n.max(1);
+    loop {
+        let mut m = k;
+        for p in [2, 3, 5, 7] {
+            while m % p == 0 {
+                m /= p;
+            }
+        }
+        if m == 1 {
+            return k;
+        }
+        k += 1;
+    }
+}
+
+fn nice_even(n: usize) -> usize {
+    let mut k = nice(n);
+    while k % 2 != 0 {
+        k = nice(k + 1);
+    }
+    k
+}
+
+fn gcd(a: usize, b: usize) -> usize { if b == 0 { a } else { gcd(b, a % b) } }
+
+/// The frame for cubes of side N: geometry shared with the kernels, plus the coefficient layout.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    pub geom: Geometry,
+    pub params: Params,
+    /// Offset of each scale's coefficients in the flat coefficient vector (complex values).
+    pub offsets: Vec<usize>,
+    /// Total complex coefficients.
+    pub total: usize,
+}
+
+impl Frame {
+    /// Builds the frame for an N^3 cube. Errors name the bad parameter.
+    pub fn new(n: usize, params: &Params) -> Result<Frame> {
+        let fp = &params.frame;
+        ensure!(n >= 8, "cube side {n} is too small: the wave-packet frame needs at least 8 samples per axis");
+        ensure!(n <= 4096, "cube side {n} is too large for one transform: use the fragment path (cubes of 256)");
+        ensure!(params.eps > 0.0 && params.eps < 1.0 && params.eps.is_finite(),
+            "epsilon {} is outside (0, 1): it is the USFFT's relative accuracy", params.eps);
+        ensure!(fp.tau > 0.0 && fp.tau <= 1.0, "tau {} is outside (0, 1] (radial transition width / R_j)", fp.tau);
+        ensure!(fp.beta > 0.0 && fp.beta < 1.0, "beta {} is outside (0, 1) (angular overlap / wedge half-width)", fp.beta);
+        let m = n + 2 * fp.guard;
+        // Global grid: oversampled about 2x (the USFFT's aliasing margin needs P >= 2N), with a
+        // fast FFT size, chosen so kappa_j = j P / M is irregular on it (P not a multiple of M).
+        let mut p = nice(2 * n + 1);
+        while p % m == 0 || gcd(p, m) == m {
+            p = nice(p + 1);
+        }
+        let (q, lambda) = gpu_kernels::wavepacket::usfft_params(params.eps);
+        let tau = fp.tau;
+        // R_{J-1} = M/4: the finest scale is the top octave [M/4, M/2] (+ corners).
+        let r_top = m as f64 / 4.0;
+        let last = if fp.scales > 0 {
+            ensure!(fp.scales >= 2 && fp.scales <= MAX_SCALES, "scales {} must be in 2..={MAX_SCALES}", fp.scales);
+            fp.scales - 1
+        } else {
+            // Largest J with (1 + tau) R_0 >= 2.5 bins (the low-pass box at least 5 bins wide).
+            let mut jj = 1;
+            while jj + 1 < MAX_SCALES && r_top / f64::powi(2.0, jj as i32) * (1.0 + tau as f64) >= 2.5 {
+                jj += 1;
+            }
+            jj
+        };
+        let r0 = (r_top / f64::powi(2.0, last as i32 - 1)) as f32;
+        ensure!(r0 >= 1.0, "{} scales are too many for a cube of {n}: the low-pass would be under one bin", last + 1);
+        let isotropic = fp.finest == Finest::Isotropic;
+        let top_dir = if isotropic { last - 1 } else { last };
+        let n_top = if fp.wedges > 0 {
+            ensure!(fp.wedges <= 64, "wedges {} per face axis is too many (at most 64)", fp.wedges);
+            fp.wedges
+        } else {
+            let mut w = 1;
+            while ((2 * w) * (2 * w)) as f64 <= m as f64 / 4.0 {
+                w *= 2;
+            }
+            w
+        };
+        let mut g = Geometry {
+            n: n as i32,
+            m: m as i32,
+            p: p as i32,
+            q,
+            lambda,
+            tau,
+            beta: fp.beta,
+            nscales: last as i32 + 1,
+            r0,
+            finest_isotropic: isotropic as i32,
+            wedges: [0; MAX_SCALES],
+            lo: [0; MAX_SCALES],
+            shape: [[0; 3]; MAX_SCALES],
+            boxes: [0; MAX_SCALES],
+            norm: [0.0; MAX_SCALES],
+        };
+        let radius = |j: usize| r0 as f64 * f64::powi(2.0, j as i32);
+        let half_hi = m.div_ceil(2) as i64; // largest |xi_a| on the lattice (the -M/2 side)
+        for j in 0..=last {
+            match g.kind(j) {
+                ScaleKind::LowPass => {
+                    let c0 = ((1.0 + tau as f64) * radius(0)).ceil() as i64;
+                    let l0 = nice(2 * c0 as usize + 1).min(nice(m));
+                    g.lo[j] = -(c0 as i32);
+                    g.shape[j] = [l0 as i32; 3];
+                    g.boxes[j] = 1;
+                }
+                ScaleKind::Isotropic => {
+                    g.lo[j] = -(m as i32 / 2);
+                    g.shape[j] = [nice(m) as i32; 3];
+                    g.boxes[j] = 1;
+                }
+                ScaleKind::Directional => {
+                    let w = (n_top >> ((top_dir - j) / 2)).max(1);
+                    let h = (1.0 + fp.beta as f64) / w as f64;
+                    let r_hi = if j == last { half_hi } else { (((1.0 + tau as f64) * radius(j)).ceil() as i64).min(half_hi) };
+                    let r_lo = ((radius(j - 1) / (1.0 + fp.beta as f64 / w as f64)).floor() as i64).max(1);
+                    ensure!(r_hi > r_lo, "scale {j} has an empty radial range: too many scales for N = {n}");
+                    let lr = nice((r_hi - r_lo + 1) as usize);
+                    let lt = nice_even((2.0 * h * r_hi as f64).ceil() as usize + 3).min(nice_even(m));
+                    g.wedges[j] = w as i32;
+                    g.lo[j] = r_lo as i32;
+                    g.shape[j] = [lr as i32, lt as i32, lt as i32];
+                    g.boxes[j] = (6 * w * w) as i32;
+                }
+            }
+            g.norm[j] = (1.0 / ((m as f64).powi(3) * g.box_points(j) as f64).sqrt()) as f32;
+        }
+        let mut offsets = Vec::with_capacity(last + 2);
+        let mut total = 0usize;
+        for j in 0..=last {
+            offsets.push(total);
+            total += g.boxes[j] as usize * g.box_points(j);
+        }
+        offsets.push(total);
+        Ok(Frame { geom: g, params: params.clone(), offsets, total })
+    }
+
+    /// Cube side N.
+    pub fn n(&self) -> usize { self.geom.n as usize }
+    /// Lattice period M.
+    pub fn m(&self) -> usize { self.geom.m as usize }
+    /// USFFT global grid P.
+    pub fn p(&self) -> usize { self.geom.p as usize }
+    pub fn scales(&self) -> usize { self.geom.nscales as usize }
+    /// Coefficients (complex) per input sample.
+    pub fn redundancy(&self) -> f64 { self.total as f64 / (self.n() as f64).powi(3) }
+    /// Total boxes.
+    pub fn box_count(&self) -> usize { (0..self.scales()).map(|j| self.geom.boxes[j] as usize).sum() }
+    /// Coefficients of scale j in a flat vector.
+    pub fn scale_range(&self, j: usize) -> std::ops::Range<usize> { self.offsets[j]..self.offsets[j + 1] }
+    /// Coefficient index range of box b of scale j.
+    pub fn box_range(&self, j: usize, b: usize) -> std::ops::Range<usize> {
+        let np = self.geom.box_points(j);
+        let s = self.offsets[j] + b * np;
+        s..s + np
+    }
+
+    /// One line per scale: kind, wedges, box shape, boxes, coefficients.
+    pub fn describe(&self) -> String {
+        let g = &self.geom;
+        let mut s = format!(
+            "wave-packet frame: N = {}, lattice M = {}, USFFT grid P = {}, q = {} ({} points/axis), lambda = {:.4}, {} scales, {} boxes, {} coefficients, redundancy {:.2}\n",
+            g.n, g.m, g.p, g.q, 2 * g.q, g.lambda, g.nscales, self.box_count(), self.total, self.redundancy());
+        for j in 0..self.scales() {
+            let kind = match g.kind(j) {
+                ScaleKind::LowPass => "low-pass".to_string(),
+                ScaleKind::Isotropic => "isotropic".to_string(),
+                ScaleKind::Directional => format!("{} x {} wedges/face", g.wedges[j], g.wedges[j]),
+            };
+            s += &format!("  scale {j}: {kind:<20} box {:>4} x {:>4} x {:>4}, {:>5} boxes, {:>11} coefficients\n",
+                g.shape[j][0], g.shape[j][1], g.shape[j][2], g.boxes[j], self.offsets[j + 1] - self.offsets[j]);
+        }
+        s
+    }
+}
+
+/// Checks a volume before a transform: shape, emptiness, finite samples (naming the first bad one).
+pub fn validate_volume(data: &[f32], shape: [usize; 3], what: &str) -> Result<()> {
+    if shape.iter().any(|&d| d == 0) {
+        bail!("{what}: empty volume (shape {} x {} x {})", shape[0], shape[1], shape[2]);
+    }
+    let len = shape[0] * shape[1] * shape[2];
+    ensure!(data.len() == len, "{what}: {} samples for a {} x {} x {} volume ({len} expected)", data.len(), shape[0],
+        shape[1], shape[2]);
+    if let Some(i) = data.iter().position(|v| !v.is_finite()) {
+        let (i0, r) = (i / (shape[1] * shape[2]), i % (shape[1] * shape[2]));
+        bail!("{what}: sample {} of trace ({i0}, {}) is not finite ({})", r % shape[2], r / shape[2], data[i]);
+    }
+    Ok(())
+}
+
+/// A transform engine for one frame: the CPU reference or the GPU.
+pub enum Engine {
+    Cpu(cpu::CpuEngine),
+    Gpu(Box<gpu::GpuEngine>),
+}
+
+impl Engine {
+    /// The engine of `backend` for cubes of `frame`.
+    pub fn new(backend: &Backend, frame: Arc<Frame>) -> Result<Engine> {
+        Ok(match backend {
+            Backend::Cpu => Engine::Cpu(cpu::CpuEngine::new(frame)),
+            Backend::Gpu(g) => Engine::Gpu(Box::new(gpu::GpuEngine::new(g.clone(), frame)?)),
+        })
+    }
+    pub fn frame(&self) -> &Arc<Frame> {
+        match self {
+            Engine::Cpu(e) => e.frame(),
+            Engine::Gpu(e) => e.frame(),
+        }
+    }
+    /// Coefficients of an N^3 cube (x2 fastest).
+    pub fn forward(&mut self, cube: &[f32]) -> Result<Vec<Complex32>> {
+        let n = self.frame().n();
+        validate_volume(cube, [n, n, n], "wave-packet forward")?;
+        match self {
+            Engine::Cpu(e) => Ok(e.forward(cube)),
+            Engine::Gpu(e) => e.forward(cube),
+        }
+    }
+    /// Forward, `edit` the coefficients in place, inverse: one cube's processing. On the GPU the
+    /// coefficients stay in page-locked memory (no large host allocation, full-speed transfers).
+    pub fn roundtrip(&mut self, cube: &[f32], edit: &mut dyn FnMut(&mut [Complex32])) -> Result<Vec<f32>> {
+        let n = self.frame().n();
+        validate_volume(cube, [n, n, n], "wave-packet processing")?;
+        match self {
+            Engine::Cpu(e) => {
+                let mut c = e.forward(cube);
+                edit(&mut c);
+                Ok(e.inverse(&c))
+            }
+            Engine::Gpu(e) => {
+                e.pinned_buffers()?.0.copy_from_slice(cube);
+                e.forward_pinned()?;
+                edit(e.pinned_buffers()?.1);
+                e.inverse_pinned()?;
+                Ok(e.pinned_buffers()?.0.to_vec())
+            }
+        }
+    }
+
+    /// The cube from coefficients (the adjoint, which is the inverse).
+    pub fn inverse(&mut self, coeffs: &[Complex32]) -> Result<Vec<f32>> {
+        let total = self.frame().total;
+        ensure!(coeffs.len() == total, "wave-packet inverse: {} coefficients given, the frame has {total}", coeffs.len());
+        if let Some(i) = coeffs.iter().position(|c| !c.re.is_finite() || !c.im.is_finite()) {
+            bail!("wave-packet inverse: coefficient {i} is not finite");
+        }
+        match self {
+            Engine::Cpu(e) => Ok(e.inverse(coeffs)),
+            Engine::Gpu(e) => e.inverse(coeffs),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,321 @@
+//! Wave-packet kernels. Complex data are interleaved (re, im) f32; every kernel gets the frame's
+//! [`Geometry`] by value (about 380 bytes of kernel parameters, read from the constant bank: the
+//! paper kept its `gridparm` in constant memory for the same reason).
+//!
+//! - separable USFFT: `wp_prep_lines`, `wp_resample_qN` (1D gather + rotation of the axes),
+//!   `wp_adjoint_qN` (its transpose, a gather over lattice points), `wp_crop_lines`;
+//! - the paper's 3D USFFT: `wp_prep_grid`, `wp_gather_stencil_qN` (one thread per box point),
+//!   `wp_adjoint_stencil` (one thread per global grid point, 3D blocks), `wp_crop_grid`;
+//! - exact lattice FFT: `wp_prep_lattice`, `wp_crop_lattice`;
+//! - box side: `wp_box_fill` (window x norm x lattice value), `wp_combine` (gather over boxes).
+
+use super::*;
+use crate::device::*;
+
+#[inline(always)]
+unsafe fn st2(p: *mut f32, v: (f32, f32)) {
+    unsafe {
+        *p = v.0;
+        *p.add(1) = v.1;
+    }
+}
+
+#[inline(always)]
+fn global_index() -> usize { block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize }
+
+// ---- separable USFFT -----------------------------------------------------------------------
+
+/// Corrected cube into the (N, N, P) line buffer (x2 centred on the P axis; the buffer is zeroed
+/// first). All three axes' corrections are applied here: they are separable, so they commute with
+/// the per-axis passes.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn wp_prep_lines(g: Geometry, f: *const f32, corr: *const f32, out: *mut f32) {
+    let i = global_index();
+    let n = g.n as usize;
+    if i < n * n * n {
+        let (x0, x1, x2) = (i / (n * n), (i / n) % n, i % n);
+        unsafe {
+            let v = *f.add(i) * *corr.add(x0) * *corr.add(x1) * *corr.add(x2);
+            let pos = fft_pos(x2 as i32 - g.n / 2, g.p) as usize;
+            st2(out.add(2 * ((x0 * n + x1) * g.p as usize + pos)), (v, 0.0));
+        }
+    }
+}
+
+/// Forward resampling of lines of length P onto the M lattice points, with an axis rotation:
+/// input (d0, d1, P) -> output (M, d0, out_last) at position b (or b centred on out_last when
+/// `centre` is set, for a data axis that the next pass pads to P). Block (32, 8): x runs over b,
+/// so a block reads 32 lines at 8 nearby lattice points (L1 reuse) and writes along b (coalesced).
+#[inline(always)]
+unsafe fn resample<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, out_last: u32, inp: *const f32,
+    out: *mut f32) {
+    let b = block_idx_x() * 32 + thread_idx_x();
+    let u = block_idx_y() * 8 + thread_idx_y();
+    let a = block_idx_z();
+    if b >= d1 || u >= g.m as u32 || a >= d0 {
+        return;
+    }
+    let line = unsafe { inp.add(2 * (a as usize * d1 as usize + b as usize) * g.p as usize) };
+    let (re, im) = unsafe { resample_point::<Q>(g, u as i32, line) };
+    let pos = if centre != 0 { fft_pos(b as i32 - d1 as i32 / 2, out_last as i32) as usize } else { b as usize };
+    unsafe { st2(out.add(2 * ((u as usize * d0 as usize + a as usize) * out_last as usize + pos)), (re, im)) };
+}
+
+/// Transpose of [`resample`]: input (M, d0, in_last) -> output (d0, d1, P), every global-grid point
+/// p gathering the lattice points whose stencil covers it. A 32 x 32 tile goes through shared
+/// memory so the reads run along b and the writes along p (both coalesced). Block (32, 8).
+#[inline(always)]
+unsafe fn adjoint<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, in_last: u32, inp: *const f32,
+    out: *mut f32) {
+    let tile = dynamic_shared::<f32>(); // [32 b][33 p] complex, padded against bank conflicts
+    let (tx, ty) = (thread_idx_x(), thread_idx_y());
+    let b = block_idx_x() * 32 + tx;
+    let p0 = block_idx_y() * 32;
+    let a = block_idx_z();
+    let pp = g.p;
+    let mut k = 0;
+    while k < 4 {
+        let p = p0 + ty + 8 * k;
+        let (mut re, mut im) = (0.0f32, 0.0f32);
+        if b < d1 && p < pp as u32 {
+            (re, im) = unsafe { adjoint_point::<Q>(g, d0, d1, centre, in_last, inp, a, b, p) };
+        }
+        unsafe { st2(tile.add(2 * (tx as usize * 33 + (ty + 8 * k) as usize)), (re, im)) };
+        k += 1;
+    }
+    sync_threads();
+    let p = p0 + tx;
+    let mut k = 0;
+    while k < 4 {
+        let bb = block_idx_x() * 32 + ty + 8 * k;
+        if bb < d1 && p < pp as u32 {
+            let v = unsafe { (*tile.add(2 * ((ty + 8 * k) as usize * 33 + tx as usize)), *tile.add(2 * ((ty + 8 * k) as usize * 33 + tx as usize) + 1)) };
+            unsafe { st2(out.add(2 * ((a as usize * d1 as usize + bb as usize) * pp as usize + p as usize)), v) };
+        }
+        k += 1;
+    }
+}
+
+macro_rules! separable_kernels {
+    ($($q:literal => $fwd:ident, $adj:ident;)*) => {$(
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $fwd(g: Geometry, d0: u32, d1: u32, centre: u32, out_last: u32,
+            inp: *const f32, out: *mut f32) {
+            unsafe { resample::<$q>(&g, d0, d1, centre, out_last, inp, out) }
+        }
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $adj(g: Geometry, d0: u32, d1: u32, centre: u32, in_last: u32,
+            inp: *const f32, out: *mut f32) {
+            unsafe { adjoint::<$q>(&g, d0, d1, centre, in_last, inp, out) }
+        }
+    )*};
+}
+
+separable_kernels! {
+    2 => wp_resample_q2, wp_adjoint_q2;
+    3 => wp_resample_q3, wp_adjoint_q3;
+    4 => wp_resample_q4, wp_adjoint_q4;
+    5 => wp_resample_q5, wp_adjoint_q5;
+    6 => wp_resample_q6, wp_adjoint_q6;
+    7 => wp_resample_q7, wp_adjoint_q7;
+    8 => wp_resample_q8, wp_adjoint_q8;
+}
+
+/// Real part of the (N, N, P) line buffer, cropped to the data and corrected: the last step of the
+/// separable adjoint.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn wp_crop_lines(g: Geometry, inp: *const f32, corr: *const f32, f: *mut f32) {
+    let i = global_index();
+    let n = g.n as usize;
+    if i < n * n * n {
+        let (x0, x1, x2) = (i / (n * n), (i / n) % n, i % n);
+        let pos = fft_pos(x2 as i32 - g.n / 2, g.p) as usize;
+        unsafe {
+            let re = *inp.add(2 * ((x0 * n + x1) * g.p as usize + pos));
+            *f.add(i) = re * *corr.add(x0) * *corr.add(x1) * *corr.add(x2);
+        }
+    }
+}
+
+// ---- the paper's 3D USFFT --------------------------------------------------------------------
+
+/// Corrected cube into the zeroed P^3 grid (centred).
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn wp_prep_grid(g: Geometry, f: *const f32, corr: *const f32, out: *mut f32) {
+    let i = global_index();
+    let n = g.n as usize;
+    if i < n * n * n {
+        let (x0, x1, x2) = (i / (n * n), (i / n) % n, i % n);
+        let p = g.p;
+        let pos = |x: usize| fft_pos(x as i32 - g.n / 2, p) as usize;
+        unsafe {
+            let v = *f.add(i) * *corr.add(x0) * *corr.add(x1) * *corr.add(x2);
+            st2(out.add(2 * ((pos(x0) * p as usize + pos(x1)) * p as usize + pos(x2))), (v, 0.0));
+        }
+    }
+}
+
+/// Real part of the P^3 grid, cropped and corrected.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn wp_crop_grid(g: Geometry, inp: *const f32, corr: *const f32, f: *mut f32) {
+    let i = global_index();
+    let n = g.n as usize;
+    if i < n * n * n {
+        let (x0, x1, x2) = (i / (n * n), (i / n) % n, i % n);
+        let p = g.p;
+        let pos = |x: usize| fft_pos(x as i32 - g.n / 2, p) as usize;
+        unsafe {
+            let re = *inp.add(2 * ((pos(x0) * p as usize + pos(x1)) * p as usize + pos(x2)));
+            *f.add(i) = re * *corr.add(x0) * *corr.add(x1) * *corr.add(x2);
+        }
+    }
+}
+
+/// The paper's forward gather (formula (1), fig. 6): one thread per box point of scale `j`, the
+/// (2Q)^3 Gaussian sum over the global spectrum with the per-axis weights hoisted into registers,
+/// fast exp, read-only cached loads, the sum in registers; then the tabulated window x norm.
+#[inline(always)]
+unsafe fn gather_stencil<const Q: usize>(g: &Geometry, j: u32, table: *const f32, spec: *const f32, out: *mut f32) {
+    let j = j as usize;
+    let np = g.box_points(j);
+    let i = global_index();
+    if i >= g.boxes[j] as usize * np {
+        return;
+    }
+    let w = unsafe { *table.add(i) };
+    let (re, im) = if w != 0.0 {
+        let (xi, _) = box_lattice(g, j, (i / np) as i32, box_local(g, j, i % np));
+        let (x, y) = unsafe { stencil_point::<Q>(g, spec, xi) };
+        (w * x, w * y)
+    } else {
+        (0.0, 0.0)
+    };
+    unsafe { st2(out.add(2 * i), (re, im)) };
+}
+
+macro_rules! stencil_kernels {
+    ($($q:literal => $name:ident;)*) => {$(
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(g: Geometry, j: u32, table: *const f32, spec: *const f32, out: *mut f32) {
+            unsafe { gather_stencil::<$q>(&g, j, table, spec, out) }
+        }
+    )*};
+}
+
+stencil_kernels! {
+    2 => wp_gather_stencil_q2;
+    3 => wp_gather_stencil_q3;
+    4 => wp_gather_stencil_q4;
+    5 => wp_gather_stencil_q5;
+    6 => wp_gather_stencil_q6;
+    7 => wp_gather_stencil_q7;
+    8 => wp_gather_stencil_q8;
+}
+
+/// The paper's inverse gather (fig. 4c, fig. 8b): one thread per global grid point, 3D blocks so a
+/// warp's threads have similar work, summing the lattice values within the stencil radius.
+/// `list_idx`/`list_w` are the per-axis candidate lists (P rows of `k` entries, weight 0 padding),
+/// built on the host: the transpose of the forward stencil.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn wp_adjoint_stencil(g: Geometry, k: u32, list_idx: *const u32, list_w: *const f32,
+    lat: *const f32, out: *mut f32) {
+    let p = g.p as u32;
+    let m2 = block_idx_x() * block_dim_x() + thread_idx_x();
+    let m1 = block_idx_y() * block_dim_y() + thread_idx_y();
+    let m0 = block_idx_z() * block_dim_z() + thread_idx_z();
+    if m0 >= p || m1 >= p || m2 >= p {
+        return;
+    }
+    let (re, im) = unsafe { adjoint_stencil_point(g.m as usize, k as usize, list_idx, list_w, lat, [m0, m1, m2]) };
+    unsafe { st2(out.add(2 * ((m0 as usize * p as usize + m1 as usize) * p as usize + m2 as usize)), (re, im)) };
+}
+
+// ---- exact lattice FFT ---------------------------------------------------------------------
+
+/// The cube into the zeroed M^3 lattice array (centred, no correction).
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn wp_prep_lattice(g: Geometry, f: *const f32, out: *mut f32) {
+    let i = global_index();
+    let n = g.n as usize;
+    if i < n * n * n {
+        let (x0, x1, x2) = (i / (n * n), (i / n) % n, i % n);
+        let m = g.m;
+        let pos = |x: usize| fft_pos(x as i32 - g.n / 2, m) as usize;
+        unsafe { st2(out.add(2 * ((pos(x0) * m as usize + pos(x1)) * m as usize + pos(x2))), (*f.add(i), 0.0)) };
+    }
+}
+
+/// Real part of the M^3 lattice array, cropped to the cube.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn wp_crop_lattice(g: Geometry, inp: *const f32, f: *mut f32) {
+    let i = global_index();
+    let n = g.n as usize;
+    if i < n * n * n {
+        let (x0, x1, x2) = (i / (n * n), (i / n) % n, i % n);
+        let m = g.m;
+        let pos = |x: usize| fft_pos(x as i32 - g.n / 2, m) as usize;
+        unsafe { *f.add(i) = *inp.add(2 * ((pos(x0) * m as usize + pos(x1)) * m as usize + pos(x2))) };
+    }
+}
+
+// ---- box side ------------------------------------------------------------------------------
+
+/// Window x norm of every box point of scale `j` (computed once per engine: the windows are the
+/// costliest arithmetic of the transform and never change).
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn wp_window_table(g: Geometry, j: u32, out: *mut f32) {
+    let j = j as usize;
+    let np = g.box_points(j);
+    let i = global_index();
+    if i < g.boxes[j] as usize * np {
+        let (_, w) = box_point(&g, j, (i / np) as i32, box_local(&g, j, i % np));
+        unsafe { *out.add(i) = w };
+    }
+}
+
+/// Box points of scale `j` from the lattice spectrum (FFT order): tabulated window x value.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn wp_box_fill(g: Geometry, j: u32, table: *const f32, lat: *const f32, out: *mut f32) {
+    let j = j as usize;
+    let np = g.box_points(j);
+    let i = global_index();
+    if i >= g.boxes[j] as usize * np {
+        return;
+    }
+    let w = unsafe { *table.add(i) };
+    let v = if w != 0.0 {
+        let (xi, _) = box_lattice(&g, j, (i / np) as i32, box_local(&g, j, i % np));
+        let m = g.m;
+        let u = (emod(xi[0], m) as usize * m as usize + emod(xi[1], m) as usize) * m as usize + emod(xi[2], m) as usize;
+        let (x, y) = unsafe { load2(lat.add(2 * u)) };
+        (w * x, w * y)
+    } else {
+        (0.0, 0.0)
+    };
+    unsafe { st2(out.add(2 * i), v) };
+}
+
+/// Inverse's box side: every lattice point (FFT order) sums window x value over the boxes covering
+/// it (the paper's gather instead of atomics; the covering boxes come from the geometry, the
+/// windows from the tables).
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn wp_combine(g: Geometry, boxes: ScalePtrs, tables: ScalePtrs, lat: *mut f32) {
+    let m = g.m as usize;
+    let i = global_index();
+    if i >= m * m * m {
+        return;
+    }
+    let xi = [lattice_index((i / (m * m)) as i32, g.m), lattice_index(((i / m) % m) as i32, g.m),
+        lattice_index((i % m) as i32, g.m)];
+    let (mut re, mut im) = (0.0f32, 0.0f32);
+    for_each_box_index_at(&g, xi, |s, b, idx| {
+        let k = b as usize * g.box_points(s) + idx;
+        let w = unsafe { *(tables.p[s] as *const f32).add(k) };
+        if w != 0.0 {
+            let (x, y) = unsafe { load2((boxes.p[s] as *const f32).add(2 * k)) };
+            re += w * x;
+            im += w * y;
+        }
+    });
+    unsafe { st2(lat.add(2 * i), (re, im)) };
+}

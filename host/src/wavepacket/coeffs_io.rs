@@ -1,0 +1,154 @@
+//! Files: wave-packet coefficients (`.wpk`) and 3D volumes as `.npy`.
+//!
+//! `.wpk` layout: the line `SEISGPU-WPK1`, a little-endian u64 header length, the header as JSON
+//! ([`Header`]: volume shape, cube tiling, transform parameters), then the coefficients as
+//! little-endian (re, im) f32 pairs, cube after cube. Every write goes through [`AtomicFile`].
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use anyhow::{bail, ensure, Context, Result};
+use num_complex::Complex32;
+use serde::{Deserialize, Serialize};
+
+use super::fragments::Tiling;
+use super::Params;
+use crate::io::AtomicFile;
+
+const MAGIC: &[u8] = b"SEISGPU-WPK1\n";
+
+/// What a coefficient file needs to be inverted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub version: u32,
+    pub tiling: Tiling,
+    pub params: Params,
+    /// Complex coefficients per cube.
+    pub per_cube: usize,
+}
+
+/// Writes coefficients (cube after cube) with their header.
+pub fn write_coeffs(path: &Path, header: &Header, coeffs: &[Complex32]) -> Result<()> {
+    ensure!(coeffs.len() == header.per_cube * header.tiling.count(),
+        "{} coefficients for {} cubes of {}", coeffs.len(), header.tiling.count(), header.per_cube);
+    let json = serde_json::to_vec(header)?;
+    let mut f = AtomicFile::create(path)?;
+    f.write_all(MAGIC)?;
+    f.write_all(&(json.len() as u64).to_le_bytes())?;
+    f.write_all(&json)?;
+    let mut buf = Vec::with_capacity(1 << 20);
+    for chunk in coeffs.chunks(1 << 17) {
+        buf.clear();
+        for c in chunk {
+            buf.extend_from_slice(&c.re.to_le_bytes());
+            buf.extend_from_slice(&c.im.to_le_bytes());
+        }
+        f.write_all(&buf)?;
+    }
+    f.commit().with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Reads a coefficient file, checking its magic, header and length.
+pub fn read_coeffs(path: &Path) -> Result<(Header, Vec<Complex32>)> {
+    let mut f = std::io::BufReader::new(std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?);
+    let mut magic = vec![0u8; MAGIC.len()];
+    f.read_exact(&mut magic).with_context(|| format!("{}: too short for a coefficient file", path.display()))?;
+    if magic != MAGIC {
+        bail!("{}: not a seisgpu wave-packet coefficient file (bad magic)", path.display());
+    }
+    let mut len = [0u8; 8];
+    f.read_exact(&mut len)?;
+    let len = u64::from_le_bytes(len) as usize;
+    ensure!(len < 1 << 24, "{}: header of {len} bytes is implausible", path.display());
+    let mut json = vec![0u8; len];
+    f.read_exact(&mut json)?;
+    let header: Header = serde_json::from_slice(&json).with_context(|| format!("{}: bad header", path.display()))?;
+    ensure!(header.version == 1, "{}: coefficient file version {} (this build reads 1)", path.display(), header.version);
+    let count = header.per_cube * header.tiling.count();
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)?;
+    ensure!(bytes.len() == 8 * count, "{}: {} bytes of coefficients, the header says {count} coefficients ({} bytes)",
+        path.display(), bytes.len(), 8 * count);
+    let coeffs = bytes
+        .chunks_exact(8)
+        .map(|b| Complex32::new(f32::from_le_bytes([b[0], b[1], b[2], b[3]]), f32::from_le_bytes([b[4], b[5], b[6], b[7]])))
+        .collect();
+    Ok((header, coeffs))
+}
+
+/// Reads a 3D `.npy` volume (f32 or f64, C order); returns samples and shape (n1, n2, n3), n3 fastest.
+pub fn read_volume(path: &Path) -> Result<(Vec<f32>, [usize; 3])> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let npy = npyz::NpyFile::new(&bytes[..]).with_context(|| format!("{}: not a .npy file", path.display()))?;
+    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    ensure!(shape.len() == 3, "{}: a {}-D array; a volume must be 3-D (n1, n2, samples)", path.display(), shape.len());
+    ensure!(npy.order() == npyz::Order::C, "{}: Fortran-ordered arrays are not supported (save with C order)", path.display());
+    let dtype = npy.dtype();
+    let descr = dtype.descr();
+    let data: Vec<f32> = match descr.trim_matches(|c| c == '\'' || c == '"') {
+        "<f4" => npy.into_vec::<f32>()?,
+        "<f8" => npy.into_vec::<f64>()?.into_iter().map(|v| v as f32).collect(),
+        other => bail!("{}: dtype {other}; volumes must be float32 or float64", path.display()),
+    };
+    Ok((data, [shape[0], shape[1], shape[2]]))
+}
+
+/// Any `.npy` array (float, integer or bool), flattened to f32: for trace masks.
+pub fn read_array(bytes: &[u8]) -> Result<Vec<f32>> {
+    let npy = npyz::NpyFile::new(bytes)?;
+    let descr = npy.dtype().descr();
+    Ok(match descr.trim_matches(|c| c == '\'' || c == '"') {
+        "<f4" => npy.into_vec::<f32>()?,
+        "<f8" => npy.into_vec::<f64>()?.into_iter().map(|v| v as f32).collect(),
+        "|u1" | "|b1" => npy.into_vec::<u8>()?.into_iter().map(|v| v as f32).collect(),
+        "<i4" => npy.into_vec::<i32>()?.into_iter().map(|v| v as f32).collect(),
+        "<i8" => npy.into_vec::<i64>()?.into_iter().map(|v| v as f32).collect(),
+        other => bail!("dtype {other} (expected float, int or bool)"),
+    })
+}
+
+/// Writes a 3D f32 volume as `.npy` (atomically).
+pub fn write_volume(path: &Path, data: &[f32], shape: [usize; 3]) -> Result<()> {
+    use npyz::WriterBuilder;
+    ensure!(data.len() == shape.iter().product::<usize>(), "volume of {} samples for shape {shape:?}", data.len());
+    let mut f = AtomicFile::create(path)?;
+    {
+        let mut w = npyz::WriteOptions::new()
+            .default_dtype()
+            .shape(&shape.map(|d| d as u64))
+            .writer(&mut f)
+            .begin_nd()?;
+        w.extend(data.iter().copied())?;
+        w.finish()?;
+    }
+    f.commit().with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coefficient_and_volume_files_round_trip() {
+        let dir = std::env::temp_dir().join(format!("seisgpu-wpk-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let tiling = Tiling::new([10, 12, 14], 256, 32).unwrap();
+        let header = Header { version: 1, tiling, params: Params::default(), per_cube: 5 };
+        let c: Vec<Complex32> = (0..5).map(|i| Complex32::new(i as f32, -(i as f32) * 0.5)).collect();
+        let p = dir.join("c.wpk");
+        write_coeffs(&p, &header, &c).unwrap();
+        let (h, back) = read_coeffs(&p).unwrap();
+        assert_eq!(h, header);
+        assert_eq!(back, c);
+        std::fs::write(dir.join("bad.wpk"), b"nonsense, not coefficients").unwrap();
+        assert!(read_coeffs(&dir.join("bad.wpk")).unwrap_err().to_string().contains("magic"));
+        let v: Vec<f32> = (0..24).map(|i| i as f32 * 0.25).collect();
+        let pv = dir.join("v.npy");
+        write_volume(&pv, &v, [2, 3, 4]).unwrap();
+        let (w, shape) = read_volume(&pv).unwrap();
+        assert_eq!((w, shape), (v, [2, 3, 4]));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,495 @@
+//! GPU driver: cuFFT for the global and the batched box FFTs, the kernels of
+//! `gpu_kernels::wavepacket::kernels` for the USFFT gathers and the windows.
+//!
+//! Buffers live on the device for the engine's lifetime (one allocation per frame), so repeated
+//! transforms (iterative interpolation, fragments) pay only the transfers.
+
+use std::sync::Arc;
+
+use anyhow::{ensure, Context, Result};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig};
+use gpu_kernels::wavepacket::{Geometry, ScalePtrs};
+use num_complex::Complex32;
+
+use super::{Frame, Gather};
+use crate::launch;
+use crate::runtime::fft::FftPlan;
+use crate::runtime::memory::PinnedBuf;
+use crate::runtime::{grid_1d, Gpu};
+
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+struct GeomArg(Geometry);
+// SAFETY: #[repr(C)] plain-old-data of 4-byte fields, the layout the kernels read.
+unsafe impl DeviceRepr for GeomArg {}
+
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+struct PtrsArg(ScalePtrs);
+unsafe impl DeviceRepr for PtrsArg {}
+
+/// Buffers and plans of the separable USFFT: line buffers A (N,N,P) / (M,M,P) and B (M,N,P).
+struct Separable {
+    a: CudaSlice<f32>,
+    b: CudaSlice<f32>,
+    plan_a: FftPlan,
+    plan_b: FftPlan,
+    plan_c: FftPlan,
+}
+
+/// The paper's path: the P^3 spectrum, its plan, and the adjoint's per-axis candidate lists.
+struct Stencil {
+    grid: CudaSlice<f32>,
+    plan: FftPlan,
+    list_idx: CudaSlice<u32>,
+    list_w: CudaSlice<f32>,
+    k: u32,
+}
+
+/// CUDA events recorded between the steps of a transform (per-stage profiles); a no-op when off.
+pub struct Marks {
+    stream: Option<Arc<CudaStream>>,
+    list: Vec<(&'static str, CudaEvent)>,
+}
+
+impl Marks {
+    pub fn off() -> Self { Self { stream: None, list: Vec::new() } }
+    pub fn on(stream: &Arc<CudaStream>) -> Self { Self { stream: Some(stream.clone()), list: Vec::new() } }
+    /// Records an event ending the step `label` ("category:step").
+    pub fn mark(&mut self, label: &'static str) -> Result<()> {
+        if let Some(s) = &self.stream {
+            let e = s.context().new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).context("creating a profiling event")?;
+            e.record(s).context("recording a profiling event")?;
+            self.list.push((label, e));
+        }
+        Ok(())
+    }
+    /// Milliseconds of every step (after the first mark, which only starts the clock).
+    pub fn finish(self) -> Result<Vec<(&'static str, f64)>> {
+        let mut out = Vec::new();
+        if let Some(last) = self.list.last() {
+            last.1.synchronize().context("waiting for the profiled work")?;
+        }
+        for w in self.list.windows(2) {
+            out.push((w[1].0, w[0].1.elapsed_ms(&w[1].1).context("reading event time")? as f64));
+        }
+        Ok(out)
+    }
+}
+
+pub struct GpuEngine {
+    gpu: Arc<Gpu>,
+    frame: Arc<Frame>,
+    gather: Gather,
+    g: GeomArg,
+    corr: CudaSlice<f32>,
+    vol: CudaSlice<f32>,
+    boxes: Vec<CudaSlice<f32>>,
+    /// Window x norm per box point, per scale (computed once).
+    tables: Vec<CudaSlice<f32>>,
+    box_plans: Vec<FftPlan>,
+    lat: CudaSlice<f32>,
+    pinned: Option<(PinnedBuf<f32>, PinnedBuf<f32>)>,
+    sep: Option<Separable>,
+    stencil: Option<Stencil>,
+    lattice_plan: Option<FftPlan>,
+}
+
+fn c2(n: usize) -> usize { 2 * n }
+
+impl GpuEngine {
+    /// Allocates the engine for `frame` with the frame's gather; errors early when it will not fit.
+    pub fn new(gpu: Arc<Gpu>, frame: Arc<Frame>) -> Result<Self> {
+        let g = frame.geom;
+        let (n, m) = (frame.n(), frame.m());
+        let need = 12 * frame.total + 8 * m * m * m + 4 * n * n * n;
+        gpu.ensure_fits("the wave-packet coefficients and lattice", need)?;
+        let stream = gpu.stream().clone();
+        let corr: Vec<f32> = (0..g.n).map(|i| gpu_kernels::wavepacket::correction(g.lambda, g.p, i - g.n / 2)).collect();
+        let mut boxes = Vec::new();
+        let mut tables = Vec::new();
+        let mut box_plans = Vec::new();
+        let ga = GeomArg(g);
+        for j in 0..frame.scales() {
+            let np = g.box_points(j);
+            let count = np * g.boxes[j] as usize;
+            boxes.push(gpu.zeros::<f32>(c2(count))?);
+            let mut t = gpu.zeros::<f32>(count)?;
+            let jj = j as u32;
+            launch!(gpu, "wp_window_table", grid_1d(count, 256), &ga, &jj, &mut t)?;
+            tables.push(t);
+            let dims = [0, 1, 2].map(|a| g.shape[j][a] as usize);
+            box_plans.push(FftPlan::c2c_batched(&stream, &dims, g.boxes[j] as usize)?);
+        }
+        let mut e = Self {
+            corr: gpu.upload(&corr)?,
+            vol: gpu.zeros::<f32>(n * n * n)?,
+            lat: gpu.zeros::<f32>(c2(m * m * m))?,
+            boxes,
+            tables,
+            box_plans,
+            pinned: None,
+            sep: None,
+            stencil: None,
+            lattice_plan: None,
+            g: GeomArg(g),
+            gather: frame.params.gather,
+            frame,
+            gpu,
+        };
+        e.set_gather(e.gather)?;
+        Ok(e)
+    }
+
+    pub fn frame(&self) -> &Arc<Frame> { &self.frame }
+    pub fn gpu(&self) -> &Arc<Gpu> { &self.gpu }
+    pub fn gather(&self) -> Gather { self.gather }
+
+    /// Switches the USFFT variant, allocating its buffers and plans on first use.
+    pub fn set_gather(&mut self, gather: Gather) -> Result<()> {
+        let (n, m, p) = (self.frame.n(), self.frame.m(), self.frame.p());
+        let stream = self.gpu.stream().clone();
+        match gather {
+            Gather::Separable if self.sep.is_none() => {
+                let la = (n * n * p).max(m * m * p);
+                self.gpu.ensure_fits("the separable USFFT's line buffers", 8 * (la + m * n * p))?;
+                self.sep = Some(Separable {
+                    a: self.gpu.zeros::<f32>(c2(la))?,
+                    b: self.gpu.zeros::<f32>(c2(m * n * p))?,
+                    plan_a: FftPlan::c2c_batched(&stream, &[p], n * n)?,
+                    plan_b: FftPlan::c2c_batched(&stream, &[p], m * n)?,
+                    plan_c: FftPlan::c2c_batched(&stream, &[p], m * m)?,
+                });
+            }
+            Gather::Stencil if self.stencil.is_none() => {
+                self.gpu.ensure_fits("the paper's P^3 USFFT grid", 8 * p * p * p)?;
+                let lists = super::cpu::adjoint_lists(&self.frame.geom);
+                let k = lists.iter().map(|l| l.len()).max().unwrap_or(1).max(1);
+                let mut idx = vec![0u32; p * k];
+                let mut w = vec![0.0f32; p * k];
+                for (r, l) in lists.iter().enumerate() {
+                    for (c, &(u, wt)) in l.iter().enumerate() {
+                        idx[r * k + c] = u as u32;
+                        w[r * k + c] = wt;
+                    }
+                }
+                self.stencil = Some(Stencil {
+                    grid: self.gpu.zeros::<f32>(c2(p * p * p))?,
+                    plan: FftPlan::c2c_3d(&stream, (p, p, p))?,
+                    list_idx: self.gpu.upload(&idx)?,
+                    list_w: self.gpu.upload(&w)?,
+                    k: k as u32,
+                });
+            }
+            Gather::Lattice if self.lattice_plan.is_none() => {
+                self.lattice_plan = Some(FftPlan::c2c_3d(&stream, (m, m, m))?);
+            }
+            _ => {}
+        }
+        self.gather = gather;
+        Ok(())
+    }
+
+    // ---- host-level transforms ---------------------------------------------------------------
+
+    /// Coefficients of an N^3 cube.
+    pub fn forward(&mut self, f: &[f32]) -> Result<Vec<Complex32>> {
+        self.upload_volume(f)?;
+        self.forward_device()?;
+        let mut out = vec![Complex32::default(); self.frame.total];
+        self.download_coeffs(&mut out)?;
+        Ok(out)
+    }
+
+    /// The cube from coefficients (adjoint = inverse).
+    pub fn inverse(&mut self, c: &[Complex32]) -> Result<Vec<f32>> {
+        self.upload_coeffs(c)?;
+        self.inverse_device()?;
+        self.download_volume()
+    }
+
+    /// Device-resident forward: volume buffer -> box coefficients.
+    pub fn forward_device(&mut self) -> Result<()> { self.forward_marked(&mut Marks::off()) }
+
+    /// Device-resident inverse: box coefficients -> volume buffer.
+    pub fn inverse_device(&mut self) -> Result<()> { self.inverse_marked(&mut Marks::off()) }
+
+    pub fn forward_marked(&mut self, marks: &mut Marks) -> Result<()> {
+        self.spectrum_forward(marks)?;
+        self.box_gather()?;
+        marks.mark(if self.gather == Gather::Stencil { "gather:stencil" } else { "gather:box-fill" })?;
+        self.box_ffts(true)?;
+        marks.mark("box-fft:boxes")
+    }
+
+    pub fn inverse_marked(&mut self, marks: &mut Marks) -> Result<()> {
+        self.box_ffts(false)?;
+        marks.mark("box-fft:boxes")?;
+        self.combine()?;
+        marks.mark("combine:boxes")?;
+        self.spectrum_adjoint(marks)
+    }
+
+    /// Per-step times (ms) of one device-resident forward or inverse.
+    pub fn profile(&mut self, forward: bool) -> Result<Vec<(&'static str, f64)>> {
+        let mut marks = Marks::on(self.gpu.stream());
+        marks.mark("start")?;
+        if forward { self.forward_marked(&mut marks)? } else { self.inverse_marked(&mut marks)? }
+        marks.finish()
+    }
+
+    // ---- transfers -----------------------------------------------------------------------------
+
+    /// Page-locked host buffers for the volume and the coefficients (allocated on first use): the
+    /// transfers from and to them run at full PCIe speed.
+    pub fn pinned_buffers(&mut self) -> Result<(&mut [f32], &mut [Complex32])> {
+        if self.pinned.is_none() {
+            let n = self.frame.n();
+            self.pinned = Some((PinnedBuf::new(&self.gpu, n * n * n)?, PinnedBuf::new(&self.gpu, c2(self.frame.total))?));
+        }
+        let (v, c) = self.pinned.as_mut().unwrap();
+        let c = c.as_mut_slice()?;
+        // SAFETY: (re, im) f32 pairs are the layout of Complex32.
+        let c = unsafe { std::slice::from_raw_parts_mut(c.as_mut_ptr() as *mut Complex32, c.len() / 2) };
+        Ok((v.as_mut_slice()?, c))
+    }
+
+    /// Forward from the pinned volume buffer to the pinned coefficient buffer (synchronised).
+    pub fn forward_pinned(&mut self) -> Result<()> {
+        self.pinned_buffers()?;
+        let stream = self.gpu.stream().clone();
+        let (v, _) = self.pinned.as_ref().unwrap();
+        stream.memcpy_htod(v.as_slice()?, &mut self.vol)?;
+        self.forward_device()?;
+        let (_, c) = self.pinned.as_mut().unwrap();
+        let c = c.as_mut_slice()?;
+        for j in 0..self.frame.scales() {
+            let r = self.frame.scale_range(j);
+            stream.memcpy_dtoh(&self.boxes[j], &mut c[2 * r.start..2 * r.end])?;
+        }
+        stream.synchronize()?;
+        Ok(())
+    }
+
+    /// Inverse from the pinned coefficient buffer to the pinned volume buffer (synchronised).
+    pub fn inverse_pinned(&mut self) -> Result<()> {
+        self.pinned_buffers()?;
+        let stream = self.gpu.stream().clone();
+        {
+            let (_, c) = self.pinned.as_ref().unwrap();
+            let c = c.as_slice()?;
+            for j in 0..self.frame.scales() {
+                let r = self.frame.scale_range(j);
+                stream.memcpy_htod(&c[2 * r.start..2 * r.end], &mut self.boxes[j])?;
+            }
+        }
+        self.inverse_device()?;
+        let (v, _) = self.pinned.as_mut().unwrap();
+        stream.memcpy_dtoh(&self.vol, v.as_mut_slice()?)?;
+        stream.synchronize()?;
+        Ok(())
+    }
+
+    pub fn upload_volume(&mut self, f: &[f32]) -> Result<()> {
+        ensure!(f.len() == self.vol.len(), "volume of {} samples for a {}^3 engine", f.len(), self.frame.n());
+        self.gpu.stream().memcpy_htod(f, &mut self.vol).context("uploading the cube")?;
+        Ok(())
+    }
+
+    pub fn download_volume(&self) -> Result<Vec<f32>> { Ok(self.gpu.download(&self.vol)?) }
+
+    pub fn upload_coeffs(&mut self, c: &[Complex32]) -> Result<()> {
+        ensure!(c.len() == self.frame.total, "{} coefficients for a frame of {}", c.len(), self.frame.total);
+        let stream = self.gpu.stream().clone();
+        for j in 0..self.frame.scales() {
+            let src = as_f32(&c[self.frame.scale_range(j)]);
+            stream.memcpy_htod(src, &mut self.boxes[j]).context("uploading coefficients")?;
+        }
+        Ok(())
+    }
+
+    pub fn download_coeffs(&self, out: &mut [Complex32]) -> Result<()> {
+        ensure!(out.len() == self.frame.total, "coefficient buffer of {} for a frame of {}", out.len(), self.frame.total);
+        let stream = self.gpu.stream();
+        for j in 0..self.frame.scales() {
+            let dst = as_f32_mut(&mut out[self.frame.scale_range(j)]);
+            stream.memcpy_dtoh(&self.boxes[j], dst).context("downloading coefficients")?;
+        }
+        stream.synchronize().context("waiting for the coefficients")?;
+        Ok(())
+    }
+
+    /// The per-scale device buffers of the box coefficients (interleaved complex).
+    pub fn box_buffers(&self) -> &[CudaSlice<f32>] { &self.boxes }
+    pub fn box_buffers_mut(&mut self) -> &mut [CudaSlice<f32>] { &mut self.boxes }
+    pub fn volume_buffer(&self) -> &CudaSlice<f32> { &self.vol }
+    pub fn volume_buffer_mut(&mut self) -> &mut CudaSlice<f32> { &mut self.vol }
+
+    // ---- stages (public for the per-stage benchmark) ----------------------------------------
+
+    fn q_kernel(&self, base: &str) -> String { format!("{base}_q{}", self.frame.geom.q) }
+
+    /// Forward USFFT up to the global spectrum (stencil: P^3 grid) or the lattice (separable,
+    /// lattice). Separable: three rounds of batched 1D FFT + gather.
+    pub fn spectrum_forward(&mut self, marks: &mut Marks) -> Result<()> {
+        let (n, m, p) = (self.frame.n() as u32, self.frame.m() as u32, self.frame.p() as u32);
+        let g = self.g;
+        let gpu = self.gpu.clone();
+        let stream = gpu.stream().clone();
+        let n3 = (n * n * n) as usize;
+        match self.gather {
+            Gather::Separable => {
+                let resample = self.q_kernel("wp_resample");
+                let s = self.sep.as_mut().expect("separable buffers");
+                stream.memset_zeros(&mut s.a)?;
+                launch!(gpu, "wp_prep_lines", grid_1d(n3, 256), &g, &self.vol, &self.corr, &mut s.a)?;
+                marks.mark("corr:prep")?;
+                s.plan_a.exec_inplace(&mut s.a, false)?;
+                marks.mark("fft:lines-x2")?;
+                stream.memset_zeros(&mut s.b)?;
+                let (one, zero) = (1u32, 0u32);
+                launch!(gpu, &resample, resample_cfg(n, n, m), &g, &n, &n, &one, &p, &s.a, &mut s.b)?;
+                marks.mark("gather:resample-x2")?;
+                s.plan_b.exec_inplace(&mut s.b, false)?;
+                marks.mark("fft:lines-x1")?;
+                stream.memset_zeros(&mut s.a)?;
+                launch!(gpu, &resample, resample_cfg(m, n, m), &g, &m, &n, &one, &p, &s.b, &mut s.a)?;
+                marks.mark("gather:resample-x1")?;
+                s.plan_c.exec_inplace(&mut s.a, false)?;
+                marks.mark("fft:lines-x0")?;
+                launch!(gpu, &resample, resample_cfg(m, m, m), &g, &m, &m, &zero, &m, &s.a, &mut self.lat)?;
+                marks.mark("gather:resample-x0")?;
+            }
+            Gather::Stencil => {
+                let s = self.stencil.as_mut().expect("stencil buffers");
+                stream.memset_zeros(&mut s.grid)?;
+                launch!(gpu, "wp_prep_grid", grid_1d(n3, 256), &g, &self.vol, &self.corr, &mut s.grid)?;
+                marks.mark("corr:prep")?;
+                s.plan.exec_inplace(&mut s.grid, false)?;
+                marks.mark("fft:grid-3d")?;
+            }
+            Gather::Lattice => {
+                stream.memset_zeros(&mut self.lat)?;
+                launch!(gpu, "wp_prep_lattice", grid_1d(n3, 256), &g, &self.vol, &mut self.lat)?;
+                marks.mark("corr:prep")?;
+                self.lattice_plan.as_ref().expect("lattice plan").exec_inplace(&mut self.lat, false)?;
+                marks.mark("fft:lattice-3d")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Box points of every scale: window x norm x spectrum (the paper's per-box-point stencil for
+    /// [`Gather::Stencil`], a lattice lookup otherwise).
+    pub fn box_gather(&mut self) -> Result<()> {
+        let g = self.g;
+        let gpu = self.gpu.clone();
+        let stencil_kernel = self.q_kernel("wp_gather_stencil");
+        for j in 0..self.frame.scales() {
+            let count = self.frame.geom.boxes[j] as usize * self.frame.geom.box_points(j);
+            let jj = j as u32;
+            match self.gather {
+                Gather::Stencil => {
+                    let s = self.stencil.as_ref().expect("stencil buffers");
+                    launch!(gpu, &stencil_kernel, grid_1d(count, 128), &g, &jj, &self.tables[j], &s.grid, &mut self.boxes[j])?;
+                }
+                _ => launch!(gpu, "wp_box_fill", grid_1d(count, 256), &g, &jj, &self.tables[j], &self.lat, &mut self.boxes[j])?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Batched box FFTs, one cuFFT plan per scale (`inverse`: e^{+i}, the forward transform's step).
+    pub fn box_ffts(&mut self, inverse: bool) -> Result<()> {
+        for (plan, buf) in self.box_plans.iter().zip(self.boxes.iter_mut()) {
+            plan.exec_inplace(buf, inverse)?;
+        }
+        Ok(())
+    }
+
+    /// Inverse's box side: the lattice gathers window x norm x value over the covering boxes.
+    pub fn combine(&mut self) -> Result<()> {
+        let stream = self.gpu.stream().clone();
+        let (mut ptrs, mut tptrs) = (ScalePtrs::default(), ScalePtrs::default());
+        let mut records = Vec::new();
+        for (j, (b, t)) in self.boxes.iter().zip(&self.tables).enumerate() {
+            let (ptr, rec) = b.device_ptr(&stream);
+            ptrs.p[j] = ptr;
+            records.push(rec);
+            let (ptr, rec) = t.device_ptr(&stream);
+            tptrs.p[j] = ptr;
+            records.push(rec);
+        }
+        let m = self.frame.m();
+        let (g, pa, ta) = (self.g, PtrsArg(ptrs), PtrsArg(tptrs));
+        launch!(self.gpu, "wp_combine", grid_1d(m * m * m, 128), &g, &pa, &ta, &mut self.lat)?;
+        drop(records);
+        Ok(())
+    }
+
+    /// Adjoint USFFT from the lattice to the volume buffer (real part).
+    pub fn spectrum_adjoint(&mut self, marks: &mut Marks) -> Result<()> {
+        let (n, m, p) = (self.frame.n() as u32, self.frame.m() as u32, self.frame.p() as u32);
+        let g = self.g;
+        let gpu = self.gpu.clone();
+        let n3 = (n * n * n) as usize;
+        match self.gather {
+            Gather::Separable => {
+                let adjoint = self.q_kernel("wp_adjoint");
+                let s = self.sep.as_mut().expect("separable buffers");
+                let (one, zero) = (1u32, 0u32);
+                launch!(gpu, &adjoint, adjoint_cfg(m, m, p), &g, &m, &m, &zero, &m, &self.lat, &mut s.a)?;
+                marks.mark("gather:adjoint-x0")?;
+                s.plan_c.exec_inplace(&mut s.a, true)?;
+                marks.mark("fft:lines-x0")?;
+                launch!(gpu, &adjoint, adjoint_cfg(m, n, p), &g, &m, &n, &one, &p, &s.a, &mut s.b)?;
+                marks.mark("gather:adjoint-x1")?;
+                s.plan_b.exec_inplace(&mut s.b, true)?;
+                marks.mark("fft:lines-x1")?;
+                launch!(gpu, &adjoint, adjoint_cfg(n, n, p), &g, &n, &n, &one, &p, &s.b, &mut s.a)?;
+                marks.mark("gather:adjoint-x2")?;
+                s.plan_a.exec_inplace(&mut s.a, true)?;
+                marks.mark("fft:lines-x2")?;
+                launch!(gpu, "wp_crop_lines", grid_1d(n3, 256), &g, &s.a, &self.corr, &mut self.vol)?;
+                marks.mark("corr:crop")?;
+            }
+            Gather::Stencil => {
+                let s = self.stencil.as_mut().expect("stencil buffers");
+                let cfg = LaunchConfig {
+                    grid_dim: (p.div_ceil(8), p.div_ceil(8), p.div_ceil(4)),
+                    block_dim: (8, 8, 4),
+                    shared_mem_bytes: 0,
+                };
+                launch!(gpu, "wp_adjoint_stencil", cfg, &g, &s.k, &s.list_idx, &s.list_w, &self.lat, &mut s.grid)?;
+                marks.mark("gather:adjoint-stencil")?;
+                s.plan.exec_inplace(&mut s.grid, true)?;
+                marks.mark("fft:grid-3d")?;
+                launch!(gpu, "wp_crop_grid", grid_1d(n3, 256), &g, &s.grid, &self.corr, &mut self.vol)?;
+                marks.mark("corr:crop")?;
+            }
+            Gather::Lattice => {
+                self.lattice_plan.as_ref().expect("lattice plan").exec_inplace(&mut self.lat, true)?;
+                marks.mark("fft:lattice-3d")?;
+                launch!(gpu, "wp_crop_lattice", grid_1d(n3, 256), &g, &self.lat, &mut self.vol)?;
+                marks.mark("corr:crop")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Resampling launch: input (d0, d1, P) lines, M lattice points; block (32 over d1, 8 over M).
+fn resample_cfg(d0: u32, d1: u32, m: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: (d1.div_ceil(32), m.div_ceil(8), d0), block_dim: (32, 8, 1), shared_mem_bytes: 0 }
+}
+
+/// Adjoint resampling launch: output (d0, d1, P); 32 x 32 tiles through shared memory.
+fn adjoint_cfg(d0: u32, d1: u32, p: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: (d1.div_ceil(32), p.div_ceil(32), d0), block_dim: (32, 8, 1), shared_mem_bytes: 32 * 33 * 8 }
+}
+
+/// Complex32 is #[repr(C)] (re, im): the interleaved layout of the device buffers.
+pub fn as_f32(c: &[Complex32]) -> &[f32] { unsafe { std::slice::from_raw_parts(c.as_ptr() as *const f32, 2 * c.len()) } }
+pub fn as_f32_mut(c: &mut [Complex32]) -> &mut [f32] {
+    unsafe { std::slice::from_raw_parts_mut(c.as_mut_ptr() as *mut f32, 2 * c.len()) }
+}
