@@ -189,8 +189,16 @@ fn read_input(spec: &str) -> Result<(Vec<f32>, [usize; 3])> {
     let path = Path::new(spec);
     match path.extension().and_then(|e| e.to_str()) {
         Some("npy") => coeffs_io::read_volume(path),
-        Some("sgy") | Some("segy") => bail!("--input {spec}: SEG-Y volumes need the SEG-Y reader (not in this build); convert to .npy"),
-        _ => bail!("--input {spec}: expected a .npy volume or synth:N1xN2xN3"),
+        Some("sgy") | Some("segy") => {
+            let (_, traces) = seisgpu_host::io::segy::read_segy(path)?;
+            let cube = seisgpu_host::io::cube::cube_from_traces(&traces, spec)?;
+            if cube.missing > 0 {
+                eprintln!("seisgpu: {spec}: {} of {} (inline, crossline) cells have no trace; zero-filled", cube.missing,
+                    cube.shape[0] * cube.shape[1]);
+            }
+            Ok((cube.data, cube.shape))
+        }
+        _ => bail!("--input {spec}: expected a .npy volume, a SEG-Y cube (.sgy/.segy, placed by inline/crossline) or synth:N1xN2xN3"),
     }
 }
 
