@@ -1,6 +1,6 @@
 //! What every benchmark reports, so `seisgpu bench` can print one table, JSON and charts.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::runtime::Stats;
 
@@ -25,7 +25,7 @@ impl std::str::FromStr for BenchSize {
 }
 
 /// One measured line: a workload run by one variant in one scope.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchRow {
     /// Workload name from the issue, e.g. `nlbf-crossspread-3d`.
     pub workload: String,
@@ -52,7 +52,7 @@ impl BenchRow {
 }
 
 /// The device's measured ceilings (one measurement per run).
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct Ceilings {
     /// Device-to-device copy, bytes read + written per second.
     pub bandwidth: f64,

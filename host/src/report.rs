@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use plotters::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::bench::{BenchRow, Ceilings};
 use crate::io::AtomicFile;
 
 /// Everything one `seisgpu bench` run measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub date: String,
     pub commit: String,
@@ -33,15 +33,39 @@ pub fn register_fonts() {
 }
 
 impl Report {
-    /// Speed-up of a row over the CPU reference of the same workload and scope (if measured).
+    /// Speed-up of a row over the CPU reference of the same workload (and the same mode, the part of
+    /// the variant name after its last space, e.g. `static8-dsr`). Compared as throughput (work per
+    /// second), so a CPU reference timed on a documented subset of the work compares fairly.
     pub fn speedup(&self, row: &BenchRow) -> Option<f64> {
-        let cpu = self.rows.iter().find(|r| {
-            r.workload == row.workload && r.variant.starts_with("cpu") && (r.scope == row.scope || r.scope == "end-to-end")
-        })?;
-        if std::ptr::eq(cpu, row) {
+        if row.variant.starts_with("cpu") {
             return None;
         }
-        Some(cpu.stats.median_ms / row.stats.median_ms)
+        let mode = |v: &str| v.rsplit_once(' ').map(|(_, m)| m.to_string()).unwrap_or_default();
+        let cpu = self.rows.iter().find(|r| {
+            r.workload == row.workload && r.variant.starts_with("cpu") && mode(&r.variant) == mode(&row.variant)
+                && r.work_unit == row.work_unit
+        })?;
+        if cpu.work > 0.0 && row.work > 0.0 {
+            Some(row.throughput() / cpu.throughput())
+        } else {
+            Some(cpu.stats.median_ms / row.stats.median_ms)
+        }
+    }
+
+    /// Merges several runs' reports (e.g. algorithms benchmarked in separate runs on one device).
+    pub fn merge(mut reports: Vec<Report>) -> anyhow::Result<Report> {
+        anyhow::ensure!(!reports.is_empty(), "no reports to merge");
+        let mut out = reports.remove(0);
+        for r in reports {
+            anyhow::ensure!(r.device == out.device, "reports from different devices ({} and {})", out.device, r.device);
+            out.date = format!("{} and {}", out.date, r.date);
+            if r.commit != out.commit {
+                out.commit = format!("{} and {}", out.commit, r.commit);
+            }
+            out.rows.extend(r.rows);
+            out.failures.extend(r.failures);
+        }
+        Ok(out)
     }
 
     pub fn markdown(&self) -> String {

@@ -21,6 +21,10 @@ pub struct Args {
     /// Folder for bench.json, bench.md and the PNG charts.
     #[arg(long, default_value = "bench-out")]
     pub out: PathBuf,
+    /// Instead of measuring, merge these bench.json files (runs on the same device) and write the
+    /// combined Markdown, JSON and charts into --out.
+    #[arg(long, num_args = 1..)]
+    pub merge: Vec<PathBuf>,
 }
 
 type BenchFn = fn(&Backend, BenchSize, &Ceilings) -> anyhow::Result<Vec<BenchRow>>;
@@ -34,6 +38,22 @@ const ALGORITHMS: [(&str, BenchFn); 5] = [
 ];
 
 pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
+    if !args.merge.is_empty() {
+        let reports = args
+            .merge
+            .iter()
+            .map(|p| -> anyhow::Result<Report> {
+                let f = std::fs::File::open(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+                serde_json::from_reader(f).map_err(|e| anyhow::anyhow!("{}: not a seisgpu bench.json: {e}", p.display()))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let report = Report::merge(reports)?;
+        for f in report.write(&args.out)? {
+            eprintln!("wrote {}", f.display());
+        }
+        println!("{}", report.markdown());
+        return Ok(());
+    }
     if args.what == "pstm-accuracy" {
         return pstm_accuracy(args, global);
     }
