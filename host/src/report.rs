@@ -191,39 +191,40 @@ fn minmax(it: impl Iterator<Item = f64>) -> (f64, f64) {
     it.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)))
 }
 
-fn bar_chart(path: &Path, title: &str, ylabel: &str, bars: &[(String, f64)]) -> anyhow::Result<bool> {
+fn bar_chart(path: &Path, title: &str, xlabel: &str, bars: &[(String, f64)]) -> anyhow::Result<bool> {
     if bars.is_empty() {
         return Ok(false);
     }
-    let ymax = bars.iter().map(|b| b.1).fold(0.0, f64::max).max(1e-9) * 1.15;
-    let root = BitMapBackend::new(path, (1000, 600)).into_drawing_area();
-    root.fill(&WHITE)?;
+    // Horizontal bars: long workload names stay readable.
+    let xmax = bars.iter().map(|b| b.1).fold(0.0, f64::max).max(1e-9) * 1.15;
     let n = bars.len();
+    let root = BitMapBackend::new(path, (1000, (120 + 28 * n) as u32)).into_drawing_area();
+    root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 22))
         .margin(15)
-        .x_label_area_size(150)
-        .y_label_area_size(70)
-        .build_cartesian_2d((0..n).into_segmented(), 0.0..ymax)?;
+        .x_label_area_size(40)
+        .y_label_area_size(330)
+        .build_cartesian_2d(0.0..xmax, (0..n).into_segmented())?;
     let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
     chart
         .configure_mesh()
-        .disable_x_mesh()
-        .y_desc(ylabel)
-        .x_labels(n)
-        .x_label_style(("sans-serif", 13).into_font().transform(FontTransform::Rotate90))
-        .x_label_formatter(&|v| match v {
+        .disable_y_mesh()
+        .x_desc(xlabel)
+        .y_labels(n)
+        .y_label_style(("sans-serif", 13))
+        .y_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
             _ => String::new(),
         })
         .draw()?;
     chart.draw_series(bars.iter().enumerate().map(|(i, b)| {
-        let mut r = Rectangle::new([(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), b.1)], BLUE.mix(0.7).filled());
-        r.set_margin(0, 0, 8, 8);
+        let mut r = Rectangle::new([(0.0, SegmentValue::Exact(i)), (b.1, SegmentValue::Exact(i + 1))], BLUE.mix(0.7).filled());
+        r.set_margin(3, 3, 0, 0);
         r
     }))?;
     chart.draw_series(bars.iter().enumerate().map(|(i, b)| {
-        Text::new(format!("{:.1}", b.1), (SegmentValue::CenterOf(i), b.1 * 1.02), ("sans-serif", 14).into_font())
+        Text::new(format!(" {:.1}", b.1), (b.1, SegmentValue::CenterOf(i)), ("sans-serif", 13).into_font())
     }))?;
     root.present()?;
     Ok(true)
