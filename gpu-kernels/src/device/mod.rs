@@ -249,6 +249,36 @@ pub fn cos_approx(x: f32) -> f32 {
 
 // ---- loads -------------------------------------------------------------------------------------
 
+/// Read-only 8-byte load through the non-coherent (L1/texture) path. `p` must be 8-byte aligned.
+#[inline(always)]
+pub unsafe fn ldg_f32x2(p: *const f32) -> [f32; 2] {
+    let (a, b): (f32, f32);
+    unsafe {
+        asm!("ld.global.nc.v2.f32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, p = in(reg64) p,
+             options(readonly, nostack, pure))
+    };
+    [a, b]
+}
+
+/// Read-only 16-byte load. `p` must be 16-byte aligned.
+#[inline(always)]
+pub unsafe fn ldg_f32x4(p: *const f32) -> [f32; 4] {
+    let (a, b, c, d): (f32, f32, f32, f32);
+    unsafe {
+        asm!("ld.global.nc.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b,
+             c = out(reg32) c, d = out(reg32) d, p = in(reg64) p, options(readonly, nostack, pure))
+    };
+    [a, b, c, d]
+}
+
+/// Read-only 4-byte integer load.
+#[inline(always)]
+pub unsafe fn ldg_u32(p: *const u32) -> u32 {
+    let r: u32;
+    unsafe { asm!("ld.global.nc.u32 {r}, [{p}];", r = out(reg32) r, p = in(reg64) p, options(readonly, nostack, pure)) };
+    r
+}
+
 /// Read-only cached load (`ld.global.nc`, i.e. `__ldg`).
 #[inline(always)]
 pub unsafe fn ldg_f32(p: *const f32) -> f32 {

@@ -31,27 +31,13 @@ macro_rules! unroll {
 #[inline(always)]
 fn min_u32(a: u32, b: u32) -> u32 { if a < b { a } else { b } }
 
-/// Read-only 8-byte load through the non-coherent (L1/texture) path.
+/// Read-only 8-byte load (`device::ldg_f32x2`).
 #[inline(always)]
-unsafe fn ldg_pair(p: *const [f32; 2]) -> [f32; 2] {
-    let (a, b): (f32, f32);
-    unsafe {
-        asm!("ld.global.nc.v2.f32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, p = in(reg64) p,
-             options(readonly, nostack, pure))
-    };
-    [a, b]
-}
+unsafe fn ldg_pair(p: *const [f32; 2]) -> [f32; 2] { unsafe { crate::device::ldg_f32x2(p as *const f32) } }
 
-/// Read-only 16-byte load.
+/// Read-only 16-byte load (`device::ldg_f32x4`).
 #[inline(always)]
-unsafe fn ldg_quad(p: *const [f32; 4]) -> [f32; 4] {
-    let (a, b, c, d): (f32, f32, f32, f32);
-    unsafe {
-        asm!("ld.global.nc.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b,
-             c = out(reg32) c, d = out(reg32) d, p = in(reg64) p, options(readonly, nostack, pure))
-    };
-    [a, b, c, d]
-}
+unsafe fn ldg_quad(p: *const [f32; 4]) -> [f32; 4] { unsafe { crate::device::ldg_f32x4(p as *const f32) } }
 
 /// [`lerp_pair`] through `ld.global.nc` (same arithmetic).
 #[inline(always)]

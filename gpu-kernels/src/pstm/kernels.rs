@@ -43,22 +43,7 @@ struct F4([f32; 4]);
 #[derive(Clone, Copy)]
 struct F2([f32; 2]);
 
-#[inline(always)]
-unsafe fn ldg_f32x4(p: *const f32) -> [f32; 4] {
-    let (a, b, c, d): (f32, f32, f32, f32);
-    unsafe {
-        asm!("ld.global.nc.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b,
-             c = out(reg32) c, d = out(reg32) d, p = in(reg64) p, options(readonly, nostack, pure))
-    };
-    [a, b, c, d]
-}
-
-#[inline(always)]
-unsafe fn ldg_u32(p: *const u32) -> u32 {
-    let r: u32;
-    unsafe { asm!("ld.global.nc.u32 {r}, [{p}];", r = out(reg32) r, p = in(reg64) p, options(readonly, nostack, pure)) };
-    r
-}
+use crate::device::{ldg_f32x4, ldg_u32};
 
 /// How a kernel reads packed (a, d) trace entries.
 trait Fetch: Copy {
@@ -82,12 +67,7 @@ impl Fetch for Global {
     fn row(&self, tr: u32) -> *const f32 { unsafe { self.base.add(2 * tr as usize * self.row_len as usize) } }
     #[inline(always)]
     fn load(&self, row: *const f32, e: i32) -> (f32, f32) {
-        let (a, d): (f32, f32);
-        unsafe {
-            let p = row.offset(2 * e as isize);
-            asm!("ld.global.nc.v2.f32 {{{a}, {d}}}, [{p}];", a = out(reg32) a, d = out(reg32) d, p = in(reg64) p,
-                 options(readonly, nostack, pure));
-        }
+        let [a, d] = unsafe { crate::device::ldg_f32x2(row.offset(2 * e as isize)) };
         (a, d)
     }
 }
