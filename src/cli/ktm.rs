@@ -129,12 +129,18 @@ pub struct MigrationOptions {
     /// Common-offset image gathers: `first,width,count` (m, m, classes) of |offset|.
     #[arg(long)]
     pub offset_classes: Option<String>,
-    /// Traveltime computation: exact (this engine), static8 or dynamic (the PSTM engine, `seisgpu pstm`).
+    /// Traveltime computation: exact (every image sample), static8 (exact every 8th sample, linear
+    /// between) or dynamic (steps of 8..32 samples under a 0.1 ms error); static8 and dynamic run in
+    /// the PSTM engine of paper 5 (unit weights: add --no-weights --no-antialias).
     #[arg(long, default_value = "exact")]
     pub traveltime: String,
-    /// Traveltime model: dsr (this engine) or vti (the PSTM engine, `seisgpu pstm`).
+    /// Traveltime model: dsr (straight-ray double square root) or vti (non-hyperbolic, with --eta;
+    /// runs in the PSTM engine).
     #[arg(long, default_value = "dsr")]
     pub traveltime_model: String,
+    /// Anellipticity eta for --traveltime-model vti (dimensionless, >= 0).
+    #[arg(long, default_value_t = 0.0)]
+    pub eta: f32,
     /// GPU kernel: columns (fastest, default), image (image-domain) or paper (data-domain).
     #[arg(long, default_value = "columns")]
     pub kernel: String,
@@ -293,6 +299,7 @@ pub fn params(o: &MigrationOptions) -> anyhow::Result<Params> {
         "vti" => TraveltimeModel::Vti,
         other => bail!("--traveltime-model `{other}`: expected dsr or vti"),
     };
+    p.eta = o.eta;
     p.variant = match o.kernel.as_str() {
         "paper" => {
             let (x, y) = o.paper_block.split_once('x').context("--paper-block: expected XxY, e.g. 128x1")?;

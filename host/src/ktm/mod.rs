@@ -13,6 +13,7 @@
 pub mod bench;
 pub mod cpu;
 pub mod gpu;
+pub mod interpolated;
 pub mod output;
 pub mod prep;
 
@@ -192,6 +193,8 @@ pub struct Params {
     pub offset_classes: Option<OffsetClasses>,
     pub traveltime: TraveltimeMode,
     pub traveltime_model: TraveltimeModel,
+    /// Anellipticity eta of the VTI traveltime model (used with `TraveltimeModel::Vti`).
+    pub eta: f32,
     pub variant: Variant,
     pub limits: GpuLimits,
 }
@@ -210,6 +213,7 @@ impl Params {
             offset_classes: None,
             traveltime: TraveltimeMode::Exact,
             traveltime_model: TraveltimeModel::Dsr,
+            eta: 0.0,
             variant: Variant::default(),
             limits: GpuLimits::default(),
         }
@@ -530,6 +534,9 @@ fn interp1(v: &[f32], t0: f32, dt: f32, t: f32) -> f32 {
 /// Migrates `traces` into an image: the entry point (CPU reference or GPU, by `backend`).
 pub fn migrate(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow::Result<Image> {
     traces.validate("ktm input").map_err(anyhow::Error::msg)?;
+    if interpolated::needed(params) {
+        return interpolated::migrate(traces, params, backend);
+    }
     let plan = Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, params)?;
     let prepared = prep::prepare(traces, &plan, params);
     let data = match backend {

@@ -166,6 +166,8 @@ impl PstmParams {
         ensure!(self.doffset > 0.0 && self.doffset.is_finite(), "offset class width doffset = {} m must be positive", self.doffset);
         ensure!(self.offset0.is_finite(), "offset0 = {} m is not finite", self.offset0);
         ensure!(self.aperture > 0.0 && self.aperture.is_finite(), "aperture = {} m must be positive", self.aperture);
+        // Beyond 1000 km the trace binning's counts would overflow; no survey needs more.
+        ensure!(self.aperture <= 1e6, "aperture = {} m is larger than 1000 km", self.aperture);
         ensure!(self.stretch > 0.0 && self.stretch.is_finite(), "stretch mute = {} must be positive (e.g. 0.5 for 50%)", self.stretch);
         ensure!(matches!(self.dynamic_max_step, 8 | 16 | 24 | 32),
             "dynamic interpolation step {} samples is invalid: the largest step must be 8, 16, 24 or 32", self.dynamic_max_step);
