@@ -1,29 +1,318 @@
-//! Wave-packet benchmark workloads (issue 6): forward and inverse of N^3 cubes at epsilon 1e-4 and
-//! 1e-6 (N = 128, 256, 512 for `paper`; 32, 48 for `small`), and a 1024 x 512 x 512 volume through
-//! the fragment path. Every GPU variant (the paper's 3D stencil, the separable USFFT, the exact
-//! lattice FFT) is checked against the CPU reference before it is timed; kernel-only times use
-//! CUDA events, end-to-end times the wall clock from host data to host results; per-stage times
-//! come from events between the steps (global FFT, gather, box FFTs, correction).
+//! Wave-packet benchmark workloads (issue 6), planned to fit `seisgpu bench all --size paper`'s ten
+//! minutes on the H100 machine (issue 8): the wave-packet share is about 150 s.
+//!
+//! Paper size ([`plan`]):
+//! - forward and inverse of N^3 cubes, N = 128, 256, 512: every GPU variant (the exact lattice FFT,
+//!   the separable USFFT, the paper's 3D stencil) at epsilon 1e-4, the separable USFFT at 1e-6 (the
+//!   lattice does not depend on epsilon; the stencil at 1e-6 costs 1728 terms per box point and
+//!   says nothing the separable one does not);
+//! - the CPU reference (separable USFFT, all cores) at 128^3 and 256^3 only (512^3 would be about
+//!   20 s per forward on 16 cores), once on one thread and the paper's stencil on the CPU at 128^3;
+//! - a 1024 x 512 x 512 volume through the fragment path (cubes of 256), on the GPU only.
+//!
+//! Every GPU variant is checked before it is timed: against the CPU reference where the CPU runs,
+//! against the GPU lattice variant (exact) at 512^3; inverse(forward) is checked everywhere.
+//! Kernel-only times are CUDA events on device-resident data; end-to-end times are the wall clock
+//! from page-locked host buffers (and from pageable memory up to 256^3); per-stage times come from
+//! events between the steps (global FFT, gathers, box FFTs, the inverse's gather over boxes,
+//! correction). Workloads are named `wavepacket-forward-eps1e-4@256`, so the report's scaling chart
+//! draws one line per (direction, epsilon, variant) over N.
+//!
+//! [`estimate`] gives each workload's expected time on the H100 machine from the measured numbers
+//! of docs/notes/wavepacket.md (printed before the run; [`dry_run`] prints it without running), and
+//! a time guard stops adding repeats once the run is past [`TIME_GUARD_S`] (rows say so).
 
+use std::cell::Cell;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::Result;
 use num_complex::Complex32;
+use rayon::prelude::*;
 
 use super::apps;
 use super::cpu::CpuEngine;
-use super::fragments::Fragmented;
+use super::fragments::{Fragmented, Tiling};
 use super::gpu::GpuEngine;
 use super::{Finest, Frame, FrameParams, Gather, Params};
 use crate::backend::Backend;
-use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow};
-use crate::runtime::timing::measure_cpu;
+use crate::bench::{BenchRow, BenchSize, Ceilings, DemoRow};
 use crate::runtime::{GpuTimer, Stats};
+
+/// Seconds into the wave-packet benchmark after which no more repeats are added (each measurement
+/// still runs once). The whole paper-size run is planned at about 100 s on the H100 machine.
+pub const TIME_GUARD_S: f64 = 120.0;
+
+// ---- the plan -----------------------------------------------------------------------------------
+
+/// One N^3 cube at one epsilon.
+#[derive(Clone, Debug)]
+pub struct CubeWork {
+    pub n: usize,
+    pub eps: f64,
+    /// Timed repeats of the CPU reference after its reference run (which is the warm-up and gives
+    /// the coefficients the GPU is checked against); `None`: the CPU reference does not run.
+    pub cpu_repeats: Option<usize>,
+    /// Also the CPU reference on one thread and the paper's stencil on the CPU (one run each).
+    pub cpu_extras: bool,
+    /// GPU variants, in order (the lattice first: it is the exact check where the CPU does not run).
+    pub gpu: Vec<Gather>,
+}
+
+/// The fragment path on a volume of any shape.
+#[derive(Clone, Debug)]
+pub struct FragmentWork {
+    pub shape: [usize; 3],
+    pub cube: usize,
+    pub overlap: usize,
+    /// Timed passes after the check pass.
+    pub repeats: usize,
+    /// Whether the CPU runs it (small size only: at paper size it would take many minutes).
+    pub on_cpu: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub size: BenchSize,
+    pub cubes: Vec<CubeWork>,
+    pub fragments: FragmentWork,
+}
+
+const ALL_GPU: [Gather; 3] = [Gather::Lattice, Gather::Separable, Gather::Stencil];
+
+/// The workloads of `size` (see the module documentation).
+pub fn plan(size: BenchSize) -> Plan {
+    let cube = |n, eps, cpu_repeats, cpu_extras, gpu: &[Gather]| CubeWork { n, eps, cpu_repeats, cpu_extras, gpu: gpu.to_vec() };
+    let sep = [Gather::Separable];
+    match size {
+        BenchSize::Small => Plan {
+            size,
+            cubes: vec![
+                cube(32, 1e-4, Some(3), true, &ALL_GPU),
+                cube(32, 1e-6, Some(3), false, &sep),
+                cube(48, 1e-4, Some(3), false, &ALL_GPU),
+                cube(48, 1e-6, Some(3), false, &sep),
+            ],
+            fragments: FragmentWork { shape: [96, 64, 80], cube: 32, overlap: 4, repeats: 3, on_cpu: true },
+        },
+        BenchSize::Paper => Plan {
+            size,
+            cubes: vec![
+                cube(128, 1e-4, Some(3), true, &ALL_GPU),
+                cube(128, 1e-6, Some(3), false, &sep),
+                cube(256, 1e-4, Some(3), false, &ALL_GPU),
+                // One timed repeat after the reference run: 1e-6 is the second accuracy, and each
+                // forward + inverse costs about 4.5 s on 16 cores.
+                cube(256, 1e-6, Some(1), false, &sep),
+                cube(512, 1e-4, None, false, &ALL_GPU),
+                cube(512, 1e-6, None, false, &sep),
+            ],
+            fragments: FragmentWork { shape: [1024, 512, 512], cube: 256, overlap: 32, repeats: 3, on_cpu: false },
+        },
+    }
+}
+
+/// Workload name: the scaling chart groups the rows of one stem (before '@') over N.
+pub fn workload(direction: &str, n: usize, eps: f64) -> String { format!("wavepacket-{direction}-eps{eps:e}@{n}") }
+
+fn fragment_workload(f: &FragmentWork) -> String {
+    format!("wavepacket-fragments-eps1e-4@{}x{}x{}", f.shape[0], f.shape[1], f.shape[2])
+}
+
+fn variant_name(g: Gather) -> &'static str {
+    match g {
+        Gather::Lattice => "gpu-lattice",
+        Gather::Separable => "gpu-separable",
+        Gather::Stencil => "gpu-paper",
+    }
+}
+
+fn params(eps: f64, gather: Gather) -> Params { Params { eps, gather, frame: FrameParams::default() } }
+
+// ---- the time estimate --------------------------------------------------------------------------
+
+/// The cost model of [`estimate`], calibrated on the H100 machine (NVIDIA H100 80GB, 16 CPU cores):
+/// docs/notes/wavepacket.md, "Measured" (commit 349fda0, before the window tables, so the GPU box
+/// side is overestimated). Transfer and host rates are assumptions, stated here.
+mod model {
+    /// CPU reference (separable USFFT), 16 threads, 256^3, eps 1e-4: forward and inverse (ms).
+    pub const CPU_256: [f64; 2] = [2281.0, 1459.0];
+    /// Serial fraction (Amdahl) from 1 thread against 16 at 128^3: forward 1014 / 259 ms,
+    /// inverse 823 / 139 ms.
+    pub const CPU_SERIAL: [f64; 2] = [0.205, 0.114];
+    /// The paper's stencil on the CPU over the separable reference, 128^3 (1630 / 259, 362 / 139).
+    pub const CPU_STENCIL: [f64; 2] = [6.3, 2.6];
+    /// CPU cost of eps 1e-6 (q = 6) over 1e-4 (q = 4): assumed (the gathers grow 1.5x, the FFTs
+    /// and the box side, most of the time, do not).
+    pub const CPU_EPS6: f64 = 1.25;
+    /// GPU kernel time at 256^3 (ms), forward and inverse: lattice, separable, stencil at eps
+    /// 1e-4; separable at 1e-6 (stencil at 1e-6: 118.5 / 40.8). Scaled by N^3 to other sizes
+    /// (measured 512^3: lattice 67.7 / 33.6, separable 77.9 / 58.1, stencil 281 / 152).
+    pub const GPU_256: [[f64; 2]; 3] = [[9.1, 4.5], [10.3, 7.6], [37.9, 17.6]];
+    pub const GPU_256_SEP_EPS6: [f64; 2] = [10.6, 8.5];
+    pub const GPU_256_STENCIL_EPS6: [f64; 2] = [118.5, 40.8];
+    /// Host <-> device, page-locked and pageable (bytes/s); assumed.
+    pub const PINNED_BPS: f64 = 20e9;
+    pub const PAGEABLE_BPS: f64 = 10e9;
+    /// Host-side copies, comparisons, allocations of fresh memory and page locking (bytes/s of
+    /// the data touched); assumed.
+    pub const HOST_BPS: f64 = 3e9;
+    /// Fixed cost of an engine (plans, window tables), s; assumed.
+    pub const ENGINE_S: f64 = 0.3;
+}
+
+/// Expected seconds of one workload of the plan, with what they are made of.
+#[derive(Clone, Debug)]
+pub struct Estimate {
+    pub workload: String,
+    pub cpu_s: f64,
+    pub gpu_s: f64,
+    pub what: String,
+}
+
+impl Estimate {
+    pub fn total(&self) -> f64 { self.cpu_s + self.gpu_s }
+}
+
+/// CPU reference time of one transform (ms) on `threads` threads (Amdahl from the 16-thread
+/// measurement), for the separable USFFT.
+fn cpu_ms(n: usize, eps: f64, forward: bool, threads: usize) -> f64 {
+    let d = if forward { 0 } else { 1 };
+    let s = model::CPU_SERIAL[d];
+    let t16 = model::CPU_256[d] * (n as f64 / 256.0).powi(3) * (n as f64).log2() / 8.0;
+    let t1 = t16 / (s + (1.0 - s) / 16.0);
+    let eps_factor = if eps < 1e-5 { model::CPU_EPS6 } else { 1.0 };
+    t1 * (s + (1.0 - s) / threads.max(1) as f64) * eps_factor
+}
+
+/// GPU kernel time of one transform (ms), scaled by N^3 from 256^3.
+fn gpu_ms(n: usize, eps: f64, gather: Gather, forward: bool) -> f64 {
+    let d = if forward { 0 } else { 1 };
+    let at256 = match (gather, eps < 1e-5) {
+        (Gather::Lattice, _) => model::GPU_256[0][d],
+        (Gather::Separable, false) => model::GPU_256[1][d],
+        (Gather::Separable, true) => model::GPU_256_SEP_EPS6[d],
+        (Gather::Stencil, false) => model::GPU_256[2][d],
+        (Gather::Stencil, true) => model::GPU_256_STENCIL_EPS6[d],
+    };
+    at256 * (n as f64 / 256.0).powi(3)
+}
+
+/// GPU repeats: (kernel warm-up, kernel repeats, end-to-end repeats after one warm-up).
+fn gpu_repeats(n: usize) -> (usize, usize, usize) { if n >= 512 { (1, 3, 3) } else { (2, 7, 5) } }
+
+/// Pageable end-to-end runs (warm-up + repeats) for cubes up to 256^3.
+const PAGEABLE: (usize, usize) = (1, 2);
+/// Per-stage profiles (medians of this many).
+const PROFILES: usize = 3;
+
+/// Expected time of every workload of `plan` on the H100 machine's GPU (`gpu`) with its CPU on
+/// `threads` threads. Builds every frame and tiling of the plan (so a bad plan fails here).
+pub fn estimate(plan: &Plan, threads: usize, gpu: bool) -> Result<Vec<Estimate>> {
+    let mut out = Vec::new();
+    let mut last_n = 0;
+    for w in &plan.cubes {
+        let n = w.n;
+        let fr = Frame::new(n, &params(w.eps, Gather::Separable))?;
+        let n3 = (n * n * n) as f64;
+        let (bytes_v, bytes_c) = (4.0 * n3, 8.0 * fr.total as f64);
+        let mut what = format!("{} boxes, redundancy {:.2}, q = {}", fr.box_count(), fr.redundancy(), fr.geom.q);
+        let name = format!("{} / {}", workload("forward", n, w.eps), workload("inverse", n, w.eps));
+        if w.cpu_repeats.is_none() && !(gpu && !w.gpu.is_empty()) {
+            out.push(Estimate { workload: name, cpu_s: 0.0, gpu_s: 0.0, what: what + "; nothing runs without a GPU" });
+            continue;
+        }
+        // The test cube (made once per N) and its host copies.
+        let mut cpu_s = if n != last_n { 4.0 * bytes_v / model::HOST_BPS } else { 0.0 };
+        last_n = n;
+        if let Some(reps) = w.cpu_repeats {
+            let pair = (cpu_ms(n, w.eps, true, threads) + cpu_ms(n, w.eps, false, threads)) * 1e-3;
+            let mut s = (1 + reps) as f64 * pair + 2.0 * bytes_c / model::HOST_BPS;
+            if w.cpu_extras {
+                s += (cpu_ms(n, w.eps, true, 1) + cpu_ms(n, w.eps, false, 1)) * 1e-3;
+                s += (cpu_ms(n, w.eps, true, threads) * model::CPU_STENCIL[0] + cpu_ms(n, w.eps, false, threads) * model::CPU_STENCIL[1]) * 1e-3;
+            }
+            what += &format!("; CPU {} runs of forward + inverse at {:.2} s", 1 + reps, pair);
+            cpu_s += s;
+        }
+        let mut gpu_s = 0.0;
+        if gpu && !w.gpu.is_empty() {
+            let (warm, reps, e2e) = gpu_repeats(n);
+            let pinned_pair = 2.0 * (bytes_v + bytes_c) / model::PINNED_BPS;
+            // Engine, page-locked buffers; at 512^3 (no CPU) the lattice's coefficients are kept.
+            gpu_s += model::ENGINE_S + (bytes_v + bytes_c) / model::HOST_BPS;
+            if w.cpu_repeats.is_none() && w.gpu.contains(&Gather::Lattice) {
+                gpu_s += bytes_c / model::HOST_BPS;
+            }
+            for &g in &w.gpu {
+                let (kf, ki) = (gpu_ms(n, w.eps, g, true) * 1e-3, gpu_ms(n, w.eps, g, false) * 1e-3);
+                // Check (forward + inverse + comparisons), kernel forward, kernel inverse (each after
+                // a forward), end to end, pageable, stages (inverse after a forward).
+                let mut s = kf + ki + pinned_pair + 2.0 * (bytes_c + bytes_v) / model::HOST_BPS;
+                s += (warm + reps) as f64 * (kf + kf + ki);
+                s += (1 + e2e) as f64 * (kf + ki + pinned_pair);
+                if n <= 256 {
+                    s += (PAGEABLE.0 + PAGEABLE.1) as f64 * (kf + ki + 2.0 * (bytes_v + bytes_c) / model::PAGEABLE_BPS);
+                }
+                s += PROFILES as f64 * (kf + kf + ki);
+                if g == Gather::Stencil {
+                    s += 8.0 * (fr.p() as f64).powi(3) / model::HOST_BPS; // the P^3 grid and its plan
+                }
+                gpu_s += s;
+            }
+            what += &format!("; GPU {}", w.gpu.iter().map(|&g| variant_name(g)).collect::<Vec<_>>().join(", "));
+        }
+        out.push(Estimate { workload: name, cpu_s, gpu_s, what });
+    }
+    let f = &plan.fragments;
+    let tiling = Tiling::new(f.shape, f.cube, f.overlap)?;
+    let fr = Frame::new(tiling.cube, &params(1e-4, Gather::Separable))?;
+    let count = tiling.count() as f64;
+    let samples: f64 = f.shape.iter().map(|&d| d as f64).product();
+    let c3 = (tiling.cube as f64).powi(3);
+    let passes = (1 + f.repeats) as f64;
+    // Per cube: extract, copy in and out of the page-locked buffers, merge (host), plus the transform.
+    let host_cube = 4.0 * 4.0 * c3 / model::HOST_BPS;
+    let setup = 3.0 * 4.0 * samples / model::HOST_BPS;
+    let (cpu_s, gpu_s) = if gpu {
+        let kf = gpu_ms(tiling.cube, 1e-4, Gather::Separable, true) * 1e-3;
+        let ki = gpu_ms(tiling.cube, 1e-4, Gather::Separable, false) * 1e-3;
+        let pair = kf + ki + 2.0 * (4.0 * c3 + 8.0 * fr.total as f64) / model::PINNED_BPS;
+        (0.0, setup + model::ENGINE_S + passes * count * (pair + host_cube))
+    } else if f.on_cpu {
+        let pair = (cpu_ms(tiling.cube, 1e-4, true, threads) + cpu_ms(tiling.cube, 1e-4, false, threads)) * 1e-3;
+        (setup + passes * count * (pair + host_cube), 0.0)
+    } else {
+        (0.0, 0.0)
+    };
+    out.push(Estimate {
+        workload: fragment_workload(f),
+        cpu_s,
+        gpu_s,
+        what: format!("{} cubes of {}^3, {} passes{}", tiling.count(), tiling.cube, 1 + f.repeats,
+            if !gpu && !f.on_cpu { " (GPU only: skipped)" } else { "" }),
+    });
+    Ok(out)
+}
+
+/// The plan of `size` with its estimated times, without running anything.
+pub fn dry_run(size: BenchSize, threads: usize, gpu: bool) -> Result<String> {
+    let est = estimate(&plan(size), threads, gpu)?;
+    let total: f64 = est.iter().map(Estimate::total).sum();
+    let mut s = format!(
+        "wave-packet bench, {size:?} size: estimated {total:.0} s ({} CPU threads, {}; model calibrated on the H100 machine)\n",
+        threads, if gpu { "GPU" } else { "no GPU" });
+    for e in &est {
+        s += &format!("  {:<62} CPU {:>6.1} s  GPU {:>6.1} s  ({})\n", e.workload, e.cpu_s, e.gpu_s, e.what);
+    }
+    Ok(s)
+}
+
+// ---- measuring ----------------------------------------------------------------------------------
 
 /// Relative L2 difference of complex vectors, in f64, without copies.
 fn rel_l2_c(a: &[Complex32], b: &[Complex32]) -> f64 {
-    use rayon::prelude::*;
     let (num, den) = a.par_chunks(1 << 16).zip(b.par_chunks(1 << 16)).map(|(x, y)| {
         let (mut n, mut d) = (0.0f64, 0.0f64);
         for (p, q) in x.iter().zip(y) {
@@ -33,6 +322,27 @@ fn rel_l2_c(a: &[Complex32], b: &[Complex32]) -> f64 {
         (n, d)
     }).reduce(|| (0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
     if den == 0.0 { num.sqrt() } else { (num / den).sqrt() }
+}
+
+/// [`crate::bench::rel_l2`] over all cores (512^3 and the fragment volume are 10^8 samples).
+fn rel_l2_par(a: &[f32], b: &[f32]) -> f64 {
+    let (num, den) = a.par_chunks(1 << 16).zip(b.par_chunks(1 << 16)).map(|(x, y)| {
+        x.iter().zip(y).fold((0.0f64, 0.0f64), |(n, d), (&p, &q)| (n + (p as f64 - q as f64).powi(2), d + (q as f64).powi(2)))
+    }).reduce(|| (0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+    if den == 0.0 { num.sqrt() } else { (num / den).sqrt() }
+}
+
+/// Gaussian noise of standard deviation `sigma` added over all cores (fixed seeds per chunk).
+fn add_noise_par(v: &mut [f32], sigma: f32, seed: u64) {
+    v.par_chunks_mut(1 << 20).enumerate().for_each(|(i, c)| crate::synth::add_noise(c, sigma, seed.wrapping_mul(1_000_003) + i as u64));
+}
+
+/// A realistic test cube: dipping and curved events plus noise at a tenth of their RMS.
+fn test_cube(n: usize) -> Vec<f32> {
+    let mut v = apps::synthetic_cube([n, n, n], 0.004, 25.0);
+    let s = (v.par_iter().map(|&x| (x as f64).powi(2)).sum::<f64>() / v.len() as f64).sqrt() as f32 * 0.1;
+    add_noise_par(&mut v, s, 99);
+    v
 }
 
 fn row(workload: &str, variant: &str, scope: &str, stats: Stats, work: f64, unit: &str, check: &str, note: String) -> BenchRow {
@@ -53,46 +363,386 @@ fn row(workload: &str, variant: &str, scope: &str, stats: Stats, work: f64, unit
 
 fn single(ms: f64) -> Stats { Stats::from_samples(&[ms]) }
 
-/// A realistic test cube: dipping and curved events plus noise at a tenth of their RMS.
-fn test_cube(n: usize) -> Vec<f32> {
-    let mut v = apps::synthetic_cube([n, n, n], 0.004, 25.0);
-    let s = crate::synth::rms(&v) * 0.1;
-    crate::synth::add_noise(&mut v, s, 99);
-    v
+/// The paper's figures (Tesla C2050 against sequential CPU code), on the rows they compare with.
+fn paper_figure(direction: &str) -> Option<String> {
+    match direction {
+        "forward" => Some("45x over sequential CPU (Tesla C2050)".into()),
+        "inverse" => Some("35x over sequential CPU (Tesla C2050)".into()),
+        _ => None,
+    }
 }
 
-/// Wall-clock statistics of a fallible closure.
-fn wall<F: FnMut() -> Result<()>>(warmup: usize, repeats: usize, mut f: F) -> Result<Stats> {
-    for _ in 0..warmup {
-        f()?;
-    }
-    let mut t = Vec::new();
-    for _ in 0..repeats.max(1) {
-        let s = std::time::Instant::now();
-        f()?;
-        t.push(s.elapsed().as_secs_f64() * 1e3);
-    }
-    Ok(Stats::from_samples(&t))
+/// Wall-clock milliseconds of one run.
+fn wall_ms<F: FnOnce() -> Result<()>>(f: F) -> Result<f64> {
+    let t = Instant::now();
+    f()?;
+    Ok(t.elapsed().as_secs_f64() * 1e3)
 }
 
-/// CUDA-event statistics of a fallible closure on the GPU's default stream.
-fn events<F: FnMut() -> Result<()>>(timer: &GpuTimer, warmup: usize, repeats: usize, mut f: F) -> Result<Stats> {
-    for _ in 0..warmup {
-        f()?;
-    }
-    let mut t = Vec::new();
-    for _ in 0..repeats.max(1) {
-        timer.start()?;
-        f()?;
-        t.push(timer.stop_ms()?);
-    }
-    Ok(Stats::from_samples(&t))
+/// The benchmark's clock: repeats stop once it is past the guard.
+struct Clock {
+    t0: Instant,
+    guard_s: f64,
+    /// Measurements that got fewer repeats than planned.
+    cut: Cell<usize>,
 }
 
-/// Median per-category stage times (ms) over `runs` profiles.
-fn stages(e: &mut GpuEngine, forward: bool, runs: usize) -> Result<Vec<(String, f64)>> {
+/// Statistics of a measurement, and how many repeats were planned.
+struct Timed {
+    stats: Stats,
+    planned: usize,
+}
+
+impl Timed {
+    /// What the time guard did, for the row's note ("" when nothing).
+    fn guard_note(&self, guard_s: f64) -> String {
+        if self.stats.repeats < self.planned {
+            format!("; time guard ({guard_s:.0} s) passed: {} of {} repeats", self.stats.repeats, self.planned)
+        } else {
+            String::new()
+        }
+    }
+}
+
+impl Clock {
+    fn new(guard_s: f64) -> Self { Self { t0: Instant::now(), guard_s, cut: Cell::new(0) } }
+    fn elapsed_s(&self) -> f64 { self.t0.elapsed().as_secs_f64() }
+    fn past(&self) -> bool { self.elapsed_s() > self.guard_s }
+
+    /// `warm` untimed runs (at most one once past the guard), then up to `reps` timed runs of
+    /// `one` (which returns its milliseconds); only the first once past the guard.
+    fn repeat(&self, warm: usize, reps: usize, mut one: impl FnMut() -> Result<f64>) -> Result<Timed> {
+        let warm = if self.past() { warm.min(1) } else { warm };
+        for _ in 0..warm {
+            one()?;
+        }
+        let planned = reps.max(1);
+        let mut t = Vec::with_capacity(planned);
+        while t.len() < planned {
+            if !t.is_empty() && self.past() {
+                self.cut.set(self.cut.get() + 1);
+                break;
+            }
+            t.push(one()?);
+        }
+        Ok(Timed { stats: Stats::from_samples(&t), planned })
+    }
+}
+
+/// Rows as they come: printed on stderr at once (a long paper-size run shows its progress),
+/// handed to `progress` per workload.
+struct Sink<'a> {
+    rows: Vec<BenchRow>,
+    flushed: usize,
+    progress: &'a mut dyn FnMut(&[BenchRow]),
+}
+
+impl Sink<'_> {
+    fn push(&mut self, r: BenchRow) {
+        eprintln!("ROW {} {} {} {:.3} ms | {} | {}", r.workload, r.variant, r.scope, r.stats.median_ms, r.check, r.note);
+        self.rows.push(r);
+    }
+    fn flush(&mut self) {
+        if self.flushed < self.rows.len() {
+            (self.progress)(&self.rows[self.flushed..]);
+            self.flushed = self.rows.len();
+        }
+    }
+    /// A variant that failed its check or its run: a visible row without a time or a throughput.
+    fn failed(&mut self, workload: &str, variant: &str, what: String) {
+        eprintln!("wavepacket bench: {workload} {variant}: {what}");
+        self.push(row(workload, variant, "failed", single(0.0), 0.0, "none", &format!("FAILED: {what}"), String::new()));
+    }
+}
+
+/// All workloads of issue 6 on `backend` (and the CPU reference beside it).
+pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> Result<Vec<BenchRow>> {
+    bench_with(backend, size, ceilings, &mut |_| {})
+}
+
+/// [`bench`], handing each workload's rows to `progress` as soon as they are measured.
+pub fn bench_with(backend: &Backend, size: BenchSize, _ceilings: &Ceilings, progress: &mut dyn FnMut(&[BenchRow]))
+    -> Result<Vec<BenchRow>> {
+    run_plan(backend, &plan(size), TIME_GUARD_S, progress)
+}
+
+/// Runs `plan` on `backend`, adding no repeats once past `guard_s` seconds.
+pub fn run_plan(backend: &Backend, plan: &Plan, guard_s: f64, progress: &mut dyn FnMut(&[BenchRow])) -> Result<Vec<BenchRow>> {
+    let clock = Clock::new(guard_s);
+    let threads = rayon::current_num_threads();
+    let on_gpu = matches!(backend, Backend::Gpu(_));
+    let est = estimate(plan, threads, on_gpu)?;
+    let est_total: f64 = est.iter().map(Estimate::total).sum();
+    eprintln!("wavepacket bench: {} workloads, estimated {est_total:.0} s (model of the H100 machine, {threads} CPU threads); \
+        time guard {guard_s:.0} s", est.len());
+    for e in &est {
+        eprintln!("  {} ~{:.1} s ({})", e.workload, e.total(), e.what);
+    }
+    let mut sink = Sink { rows: Vec::new(), flushed: 0, progress };
+    let mut cube: Option<(usize, Vec<f32>)> = None;
+    // The exact GPU lattice coefficients of the last N without a CPU reference (the check there).
+    let mut exact: Option<(usize, Vec<Complex32>)> = None;
+    // CPU reference forward + inverse (ms) per N at eps 1e-4: the fragment path's comparison.
+    let mut cpu_pairs: Vec<(usize, f64)> = Vec::new();
+    for (w, e) in plan.cubes.iter().zip(&est) {
+        if w.cpu_repeats.is_none() && !(on_gpu && !w.gpu.is_empty()) {
+            continue; // nothing of this workload runs on this backend
+        }
+        let t = clock.elapsed_s();
+        if cube.as_ref().is_none_or(|c| c.0 != w.n) {
+            cube = Some((w.n, test_cube(w.n)));
+        }
+        let f = &cube.as_ref().unwrap().1;
+        bench_cube(backend, w, f, &clock, &mut exact, &mut cpu_pairs, &mut sink)?;
+        sink.flush();
+        eprintln!("wavepacket bench: {} in {:.1} s (estimated {:.1} s), {:.1} s so far", e.workload, clock.elapsed_s() - t,
+            e.total(), clock.elapsed_s());
+    }
+    drop((cube, exact));
+    let t = clock.elapsed_s();
+    bench_fragments(backend, &plan.fragments, &clock, &cpu_pairs, &mut sink)?;
+    sink.flush();
+    eprintln!("wavepacket bench: fragments in {:.1} s (estimated {:.1} s); {} rows in {:.1} s (estimated {est_total:.0} s){}",
+        clock.elapsed_s() - t, est.last().map_or(0.0, Estimate::total), sink.rows.len(), clock.elapsed_s(),
+        if clock.cut.get() > 0 { format!("; the time guard cut the repeats of {} measurements", clock.cut.get()) } else { String::new() });
+    Ok(sink.rows)
+}
+
+fn bench_cube(backend: &Backend, w: &CubeWork, f: &[f32], clock: &Clock, exact: &mut Option<(usize, Vec<Complex32>)>,
+    cpu_pairs: &mut Vec<(usize, f64)>, sink: &mut Sink) -> Result<()> {
+    let (n, eps) = (w.n, w.eps);
+    let samples = (n * n * n) as f64;
+    let fr = Arc::new(Frame::new(n, &params(eps, Gather::Separable))?);
+    let (wf, wi) = (workload("forward", n, eps), workload("inverse", n, eps));
+    let red = format!("redundancy {:.2}, {} boxes, P = {}, q = {}", fr.redundancy(), fr.box_count(), fr.p(), fr.geom.q);
+    let threads = rayon::current_num_threads();
+    let g = clock.guard_s;
+
+    // CPU reference (separable USFFT, all cores): the coefficients the GPU variants are checked against.
+    let mut reference = None;
+    let mut cpu = [f64::NAN; 2];
+    let mut cpu1 = [f64::NAN; 2];
+    if let Some(reps) = w.cpu_repeats {
+        let mut e = CpuEngine::new(fr.clone());
+        // The reference run, also the warm-up.
+        let c = e.forward(f);
+        let rt = rel_l2_par(&e.inverse(&c), f);
+        let chk = format!("inverse(forward) rel L2 {rt:.1e}");
+        let sf = clock.repeat(0, reps, || wall_ms(|| {
+            e.forward(f);
+            Ok(())
+        }))?;
+        let si = clock.repeat(0, reps, || wall_ms(|| {
+            e.inverse(&c);
+            Ok(())
+        }))?;
+        cpu = [sf.stats.median_ms, si.stats.median_ms];
+        if eps == 1e-4 {
+            cpu_pairs.push((n, cpu[0] + cpu[1]));
+        }
+        let what = format!("separable USFFT, {threads} threads; {red}; reference run + {reps} timed");
+        sink.push(row(&wf, "cpu-reference", "end-to-end", sf.stats, samples, "samples", &chk, format!("{what}{}", sf.guard_note(g))));
+        sink.push(row(&wi, "cpu-reference", "end-to-end", si.stats, samples, "samples", &chk, format!("{what}{}", si.guard_note(g))));
+        if w.cpu_extras {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
+            let (s1f, s1i) = pool.install(|| {
+                let t = Instant::now();
+                e.forward(f);
+                let tf = t.elapsed().as_secs_f64() * 1e3;
+                let t = Instant::now();
+                e.inverse(&c);
+                (single(tf), single(t.elapsed().as_secs_f64() * 1e3))
+            });
+            cpu1 = [s1f.median_ms, s1i.median_ms];
+            sink.push(row(&wf, "cpu-reference-1thread", "end-to-end", s1f, samples, "samples", &chk, "separable USFFT, 1 thread, one run".into()));
+            sink.push(row(&wi, "cpu-reference-1thread", "end-to-end", s1i, samples, "samples", &chk, "separable USFFT, 1 thread, one run".into()));
+            // The paper's 3D stencil on the CPU: its one timed forward is also its check.
+            e.gather = Gather::Stencil;
+            let t = Instant::now();
+            let cs = e.forward(f);
+            let ssf = single(t.elapsed().as_secs_f64() * 1e3);
+            let t = Instant::now();
+            e.inverse(&c);
+            let ssi = single(t.elapsed().as_secs_f64() * 1e3);
+            let chk = format!("vs separable rel L2 {:.1e}", rel_l2_c(&cs, &c));
+            let note = format!("paper's 3D stencil, {threads} threads, one run");
+            sink.push(row(&wf, "cpu-paper-stencil", "end-to-end", ssf, samples, "samples", &chk, note.clone()));
+            sink.push(row(&wi, "cpu-paper-stencil", "end-to-end", ssi, samples, "samples", &chk, note));
+        }
+        reference = Some(c);
+    }
+
+    let Backend::Gpu(gpu) = backend else { return Ok(()) };
+    let Some(&first) = w.gpu.first() else { return Ok(()) };
+    let mut e = GpuEngine::new(gpu.clone(), Arc::new(Frame::new(n, &params(eps, first))?))?;
+    let timer = GpuTimer::new(gpu.stream())?;
+    for &gather in &w.gpu {
+        let v = Variant { w, f, wf: &wf, wi: &wi, red: &red, cpu, cpu1, reference: reference.as_deref() };
+        if let Err(err) = v.run(&mut e, &timer, gather, clock, exact, sink) {
+            sink.failed(&wf, variant_name(gather), format!("{err:#}"));
+        }
+        sink.flush();
+    }
+    Ok(())
+}
+
+/// One GPU variant of one cube workload.
+struct Variant<'a> {
+    w: &'a CubeWork,
+    f: &'a [f32],
+    wf: &'a str,
+    wi: &'a str,
+    red: &'a str,
+    /// CPU reference forward and inverse (ms), all cores and one thread (NaN where not run).
+    cpu: [f64; 2],
+    cpu1: [f64; 2],
+    reference: Option<&'a [Complex32]>,
+}
+
+impl Variant<'_> {
+    fn run(&self, e: &mut GpuEngine, timer: &GpuTimer, gather: Gather, clock: &Clock, exact: &mut Option<(usize, Vec<Complex32>)>,
+        sink: &mut Sink) -> Result<()> {
+        let (w, f, wf, wi) = (self.w, self.f, self.wf, self.wi);
+        let (n, eps) = (w.n, w.eps);
+        let samples = (n * n * n) as f64;
+        let box_points = e.frame().total as f64;
+        let variant = variant_name(gather);
+        e.set_gather(gather)?;
+
+        // Check before timing: forward from the page-locked volume, against the CPU reference or,
+        // where the CPU does not run, the exact lattice variant; then inverse(forward).
+        e.pinned_buffers()?.0.copy_from_slice(f);
+        e.forward_pinned()?;
+        let exact_here = exact.as_ref().filter(|x| x.0 == n && x.1.len() == e.frame().total).map(|x| &x.1[..]);
+        let (err, what) = match (self.reference, exact_here) {
+            (Some(r), _) => (Some(rel_l2_c(e.pinned_buffers()?.1, r)), "CPU"),
+            (None, Some(x)) if gather != Gather::Lattice => (Some(rel_l2_c(e.pinned_buffers()?.1, x)), "GPU lattice (exact)"),
+            _ => (None, ""),
+        };
+        if gather == Gather::Lattice && self.reference.is_none() {
+            *exact = Some((n, e.pinned_buffers()?.1.to_vec()));
+        }
+        // Pageable timing (up to 256^3) needs the coefficients in ordinary memory.
+        let coeffs = if n <= 256 { Some(e.pinned_buffers()?.1.to_vec()) } else { None };
+        e.inverse_pinned()?;
+        let rt = rel_l2_par(e.pinned_buffers()?.0, f);
+        let chk = match err {
+            Some(x) => format!("vs {what} rel L2 {x:.1e}; inverse(forward) {rt:.1e}"),
+            None => format!("exact (M^3 FFT); inverse(forward) {rt:.1e}"),
+        };
+        // The variants differ from one another by the USFFT's error (about epsilon); a bug is O(1).
+        let tol = 20.0 * eps.max(1e-6);
+        if err.is_some_and(|x| !(x <= tol)) || !(rt <= tol) {
+            sink.failed(wf, variant, format!("REJECTED, not timed: {chk} (tolerance {tol:.0e})"));
+            return Ok(());
+        }
+
+        let (warm, reps, e2e) = gpu_repeats(n);
+        let g = clock.guard_s;
+        // Kernel only: device-resident data, CUDA events. Each timed inverse follows an untimed
+        // forward, so it transforms real coefficients (the box FFTs work in place).
+        let kf = clock.repeat(warm, reps, || {
+            timer.start()?;
+            e.forward_device()?;
+            Ok(timer.stop_ms()?)
+        })?;
+        let ki = clock.repeat(warm, reps, || {
+            e.forward_device()?;
+            timer.start()?;
+            e.inverse_device()?;
+            Ok(timer.stop_ms()?)
+        })?;
+        // End to end from and to the engine's page-locked host buffers (what `Engine::roundtrip`
+        // and the fragment path use); the forward leaves the inverse's input in the buffer.
+        e.pinned_buffers()?.0.copy_from_slice(f);
+        let ef = clock.repeat(1, e2e, || wall_ms(|| e.forward_pinned()))?;
+        let ei = clock.repeat(1, e2e, || wall_ms(|| e.inverse_pinned()))?;
+        // And from ordinary (pageable) host memory, as `Engine::forward` takes it.
+        let pageable = match &coeffs {
+            Some(c) => {
+                let mut host_c = vec![Complex32::default(); c.len()];
+                let pf = clock.repeat(PAGEABLE.0, PAGEABLE.1, || wall_ms(|| {
+                    e.upload_volume(f)?;
+                    e.forward_device()?;
+                    e.download_coeffs(&mut host_c)
+                }))?;
+                let pi = clock.repeat(PAGEABLE.0, PAGEABLE.1, || wall_ms(|| {
+                    e.upload_coeffs(c)?;
+                    e.inverse_device()?;
+                    e.download_volume().map(drop)
+                }))?;
+                Some((pf, pi))
+            }
+            None => None,
+        };
+        let sf = stages(e, true, clock)?;
+        let si = stages(e, false, clock)?;
+
+        let threads = rayon::current_num_threads();
+        let speed = |d: usize, s: &Stats| {
+            let mut t = String::new();
+            if self.cpu[d].is_finite() {
+                t += &format!(", x{:.1} vs CPU {threads} threads", self.cpu[d] / s.median_ms);
+            }
+            if self.cpu1[d].is_finite() {
+                t += &format!(", x{:.0} vs CPU 1 thread", self.cpu1[d] / s.median_ms);
+            }
+            t
+        };
+        let paper = |d: &str| if gather == Gather::Stencil || eps == 1e-4 { paper_figure(d) } else { None };
+        for (d, dir, wl, k, ee, st) in [(0, "forward", wf, &kf, &ef, &sf), (1, "inverse", wi, &ki, &ei, &si)] {
+            let mut r = row(wl, variant, "kernel", k.stats, samples, "samples", &chk,
+                format!("{}{}{}", self.red, speed(d, &k.stats), k.guard_note(g)));
+            r.paper = paper(dir);
+            sink.push(r);
+            let mut r = row(wl, variant, "end-to-end", ee.stats, samples, "samples", &chk,
+                format!("page-locked host buffers{}{}", speed(d, &ee.stats), ee.guard_note(g)));
+            r.paper = paper(dir);
+            sink.push(r);
+            if let Some((pf, pi)) = &pageable {
+                let p = if d == 0 { pf } else { pi };
+                sink.push(row(wl, variant, "end-to-end-pageable", p.stats, samples, "samples", &chk,
+                    format!("pageable host memory{}", p.guard_note(g))));
+            }
+            let get = |k: &str| st.iter().find(|(c, _)| c == k).map_or(0.0, |x| x.1);
+            for (cat, ms) in st.iter() {
+                sink.push(row(wl, variant, &format!("stage:{cat}"), single(*ms), box_points, "box points", &chk, stage_meaning(cat).into()));
+            }
+            // The gather's throughput including its share of the global FFT and the correction;
+            // the inverse's includes the gather over boxes (combine).
+            let ms = get("gather") + get("fft") + get("corr") + if d == 0 { 0.0 } else { get("combine") };
+            let stages_txt = st.iter().map(|(c, ms)| format!("{c} {ms:.2}")).collect::<Vec<_>>().join(", ");
+            sink.push(row(wl, variant, &format!("gather+fft ({dir})"), single(ms), box_points, "box points", &chk,
+                format!("{:.2e} box points/s ({dir} gather incl. global FFT{}); stages ms: {stages_txt}", box_points / (ms * 1e-3),
+                    if d == 0 { "" } else { " and the gather over boxes" })));
+        }
+        Ok(())
+    }
+}
+
+/// What each per-stage category holds.
+fn stage_meaning(cat: &str) -> &'static str {
+    match cat {
+        "fft" => "global FFT (USFFT lines, P^3 grid or M^3 lattice)",
+        "gather" => "USFFT gathers and the forward's box fill (window x spectrum)",
+        "box-fft" => "batched box FFTs",
+        "combine" => "inverse: gather over the covering boxes at every lattice point",
+        "corr" => "Gaussian correction and zero padding / cropping",
+        _ => "",
+    }
+}
+
+/// Median per-category stage times (ms) over [`PROFILES`] profiles (one once past the guard); each
+/// inverse profile follows an untimed forward.
+fn stages(e: &mut GpuEngine, forward: bool, clock: &Clock) -> Result<Vec<(String, f64)>> {
     let mut per: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
-    for _ in 0..runs {
+    for i in 0..PROFILES {
+        if i > 0 && clock.past() {
+            break;
+        }
+        if !forward {
+            e.forward_device()?;
+        }
         let mut sums: std::collections::BTreeMap<String, f64> = Default::default();
         for (label, ms) in e.profile(forward)? {
             *sums.entry(label.split(':').next().unwrap_or(label).to_string()).or_default() += ms;
@@ -104,172 +754,46 @@ fn stages(e: &mut GpuEngine, forward: bool, runs: usize) -> Result<Vec<(String, 
     Ok(per.into_iter().map(|(k, v)| (k, crate::runtime::median(&v))).collect())
 }
 
-/// All workloads of issue 6 on `backend` (and the CPU reference beside it).
-pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> Result<Vec<BenchRow>> {
-    bench_with(backend, size, ceilings, &mut |_| {})
-}
-
-/// [`bench`], handing each workload's rows to `progress` as soon as they are measured.
-pub fn bench_with(backend: &Backend, size: BenchSize, _ceilings: &Ceilings, progress: &mut dyn FnMut(&[BenchRow]))
-    -> Result<Vec<BenchRow>> {
-    let cubes: &[usize] = match size {
-        BenchSize::Small => &[32, 48],
-        BenchSize::Paper => &[128, 256, 512],
-    };
-    let mut rows = Vec::new();
-    for &n in cubes {
-        for eps in [1e-4, 1e-6] {
-            let r = bench_cube(backend, size, n, eps)?;
-            progress(&r);
-            rows.extend(r);
-        }
+fn bench_fragments(backend: &Backend, fw: &FragmentWork, clock: &Clock, cpu_pairs: &[(usize, f64)], sink: &mut Sink) -> Result<()> {
+    if !fw.on_cpu && !matches!(backend, Backend::Gpu(_)) {
+        eprintln!("wavepacket bench: {} skipped on the CPU (many minutes; the cube rows give the per-cube CPU time)",
+            fragment_workload(fw));
+        return Ok(());
     }
-    let r = bench_fragments(backend, size)?;
-    progress(&r);
-    rows.extend(r);
-    Ok(rows)
-}
-
-fn bench_cube(backend: &Backend, size: BenchSize, n: usize, eps: f64) -> Result<Vec<BenchRow>> {
-    let mut rows = Vec::new();
-    let f = test_cube(n);
-    let samples = (n * n * n) as f64;
-    let params = |gather| Params { eps, gather, frame: FrameParams::default() };
-    let fr = Arc::new(Frame::new(n, &params(Gather::Separable))?);
-    let box_points = fr.total as f64;
-    let (wf, wi) = (format!("wavepacket-forward-{n}-eps{eps:e}"), format!("wavepacket-inverse-{n}-eps{eps:e}"));
-    let red = format!("redundancy {:.2}, {} boxes, P = {}, q = {}", fr.redundancy(), fr.box_count(), fr.p(), fr.geom.q);
-    let paper = size == BenchSize::Paper;
-
-    // CPU reference (separable USFFT, all cores): the coefficients every GPU variant is checked against.
-    let mut reference = None;
-    let mut cpu_fwd_ms = f64::NAN;
-    let mut cpu_inv_ms = f64::NAN;
-    if !paper || n <= 128 || (n <= 256 && eps == 1e-4) {
-        let cpu = CpuEngine::new(fr.clone());
-        let c = cpu.forward(&f);
-        let back = cpu.inverse(&c);
-        let rt = rel_l2(&back, &f);
-        let reps = if n >= 256 { 1 } else { 3 };
-        let sf = measure_cpu(0, reps, || drop(cpu.forward(&f)));
-        let si = measure_cpu(0, reps, || drop(cpu.inverse(&c)));
-        cpu_fwd_ms = sf.median_ms;
-        cpu_inv_ms = si.median_ms;
-        let threads = rayon::current_num_threads();
-        let chk = format!("inverse(forward) rel L2 {rt:.1e}");
-        rows.push(row(&wf, "cpu-reference", "end-to-end", sf, samples, "samples", &chk, format!("separable USFFT, {threads} threads; {red}")));
-        rows.push(row(&wi, "cpu-reference", "end-to-end", si, samples, "samples", &chk, format!("separable USFFT, {threads} threads")));
-        if (!paper && n == 32 || paper && n == 128) && eps == 1e-4 {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
-            let (s1f, s1i) = pool.install(|| (measure_cpu(0, 1, || drop(cpu.forward(&f))), measure_cpu(0, 1, || drop(cpu.inverse(&c)))));
-            rows.push(row(&wf, "cpu-reference-1thread", "end-to-end", s1f, samples, "samples", &chk, "separable USFFT, 1 thread".into()));
-            rows.push(row(&wi, "cpu-reference-1thread", "end-to-end", s1i, samples, "samples", &chk, "separable USFFT, 1 thread".into()));
-            let stencil = CpuEngine::new(Arc::new(Frame::new(n, &params(Gather::Stencil))?));
-            let cs = stencil.forward(&f);
-            let err = rel_l2_c(&cs, &c);
-            let ssf = measure_cpu(0, 1, || drop(stencil.forward(&f)));
-            let ssi = measure_cpu(0, 1, || drop(stencil.inverse(&c)));
-            let chk = format!("vs separable rel L2 {err:.1e}");
-            rows.push(row(&wf, "cpu-paper-stencil", "end-to-end", ssf, samples, "samples", &chk, format!("paper's 3D stencil, {threads} threads")));
-            rows.push(row(&wi, "cpu-paper-stencil", "end-to-end", ssi, samples, "samples", &chk, format!("paper's 3D stencil, {threads} threads")));
-        }
-        reference = Some(c);
-    }
-
-    let Backend::Gpu(gpu) = backend else { return Ok(rows) };
-    let timer = GpuTimer::new(gpu.stream())?;
-    let (warm, reps) = if n >= 512 { (1, 3) } else { (2, 7) };
-    // The exact lattice variant first: the check for the others where the CPU is not run.
-    let mut exact: Option<Vec<Complex32>> = None;
-    for (gather, variant) in [(Gather::Lattice, "gpu-lattice"), (Gather::Separable, "gpu-separable"), (Gather::Stencil, "gpu-paper")] {
-        let frg = Arc::new(Frame::new(n, &params(gather))?);
-        let mut e = GpuEngine::new(gpu.clone(), frg.clone())?;
-        let c = e.forward(&f)?;
-        let back = e.inverse(&c)?;
-        let rt = rel_l2(&back, &f);
-        let (against, what) = match (&reference, &exact) {
-            (Some(r), _) => (r, "CPU"),
-            (None, Some(x)) => (x, "GPU lattice (exact)"),
-            (None, None) => (&c, "itself"),
-        };
-        let err = rel_l2_c(&c, against);
-        let chk = format!("vs {what} rel L2 {err:.1e}; inverse(forward) {rt:.1e}");
-        if gather == Gather::Lattice {
-            exact = Some(c.clone());
-        }
-        // The paper's stencil at 512^3 runs seconds per transform: one timed run of each.
-        let (warm, reps, runs) = if n >= 512 && gather == Gather::Stencil { (0, 1, 1) } else { (warm, reps, 3) };
-        let kf = events(&timer, warm, reps, || e.forward_device())?;
-        // End to end from and to page-locked host buffers (the engine's own).
-        e.pinned_buffers()?.0.copy_from_slice(&f);
-        let ef = wall(warm.min(1), reps.min(3), || e.forward_pinned())?;
-        let ki = events(&timer, warm, reps, || e.inverse_device())?;
-        e.pinned_buffers()?.1.copy_from_slice(&c);
-        let ei = wall(warm.min(1), reps.min(3), || e.inverse_pinned())?;
-        // And from ordinary (pageable) host memory, as `Engine::forward` takes it.
-        let pageable = if n <= 256 {
-            let mut host_c = vec![Complex32::default(); frg.total];
-            let pf = wall(1, 2, || {
-                e.upload_volume(&f)?;
-                e.forward_device()?;
-                e.download_coeffs(&mut host_c)
-            })?;
-            let pi = wall(1, 2, || {
-                e.upload_coeffs(&c)?;
-                e.inverse_device()?;
-                e.download_volume().map(drop)
-            })?;
-            Some((pf, pi))
-        } else {
-            None
-        };
-        let sf = stages(&mut e, true, runs)?;
-        let si = stages(&mut e, false, runs)?;
-        let speed = |cpu: f64, gpu: &Stats| if cpu.is_finite() { format!(", x{:.1} vs CPU all cores", cpu / gpu.median_ms) } else { String::new() };
-        rows.push(row(&wf, variant, "kernel", kf, samples, "samples", &chk, format!("{red}{}", speed(cpu_fwd_ms, &kf))));
-        rows.push(row(&wf, variant, "end-to-end", ef, samples, "samples", &chk,
-            format!("pinned host buffers{}", speed(cpu_fwd_ms, &ef))));
-        rows.push(row(&wi, variant, "kernel", ki, samples, "samples", &chk, format!("{red}{}", speed(cpu_inv_ms, &ki))));
-        rows.push(row(&wi, variant, "end-to-end", ei, samples, "samples", &chk, format!("pinned host buffers{}", speed(cpu_inv_ms, &ei))));
-        if let Some((pf, pi)) = pageable {
-            rows.push(row(&wf, variant, "end-to-end-pageable", pf, samples, "samples", &chk, String::new()));
-            rows.push(row(&wi, variant, "end-to-end-pageable", pi, samples, "samples", &chk, String::new()));
-        }
-        for (forward, st, w) in [(true, &sf, &wf), (false, &si, &wi)] {
-            let get = |k: &str| st.iter().find(|(c, _)| c == k).map(|x| x.1).unwrap_or(0.0);
-            for (cat, ms) in st.iter() {
-                rows.push(row(w, variant, &format!("stage:{cat}"), single(*ms), box_points, "box points", &chk, String::new()));
-            }
-            // The gather's throughput including its share of the global FFT (and the correction);
-            // the inverse's includes the gather over boxes (combine).
-            let ms = get("gather") + get("fft") + get("corr") + if forward { 0.0 } else { get("combine") };
-            rows.push(row(w, variant, if forward { "gather+fft (forward)" } else { "gather+fft (inverse)" }, single(ms), box_points,
-                "box points", &chk, format!("{:.2e} box points/s", box_points / (ms * 1e-3))));
-        }
-    }
-    Ok(rows)
-}
-
-fn bench_fragments(backend: &Backend, size: BenchSize) -> Result<Vec<BenchRow>> {
-    let (shape, cube) = match size {
-        BenchSize::Small => ([96, 64, 80], 32),
-        BenchSize::Paper => ([1024, 512, 512], 256),
-    };
-    if size == BenchSize::Paper && !matches!(backend, Backend::Gpu(_)) {
-        return Ok(Vec::new()); // hours on a CPU; the 256^3 rows give the per-cube CPU time
-    }
-    let mut vol = vec![0.0f32; shape.iter().product()];
-    crate::synth::add_noise(&mut vol, 1.0, 5);
+    let mut vol = vec![0.0f32; fw.shape.iter().product()];
+    add_noise_par(&mut vol, 1.0, 5);
     let params = Params { eps: 1e-4, ..Params::default() };
-    let overlap = (cube / 8).max(4);
-    let tr = Fragmented::new(backend, shape, cube, overlap, &params, true)?;
+    let tr = Fragmented::new(backend, fw.shape, fw.cube, fw.overlap, &params, true)?;
+    let wl = fragment_workload(fw);
+    let variant = format!("{}-fragments", backend.name());
+    // The check pass, also the warm-up: forward + inverse of every cube must give the volume back.
     let out = tr.process(&vol, |_, _| {})?;
-    let err = rel_l2(&out, &vol);
-    let stats = wall(0, 1, || tr.process(&vol, |_, _| {}).map(drop))?;
-    let w = format!("wavepacket-fragments-{}x{}x{}-eps1e-4", shape[0], shape[1], shape[2]);
-    Ok(vec![row(&w, &format!("{}-fragments", backend.name()), "end-to-end", stats, vol.len() as f64, "samples",
-        &format!("forward+inverse rel L2 {err:.1e}"),
-        format!("{} cubes of {cube}^3 (overlap >= {overlap}), {} engine(s), forward + inverse per cube", tr.tiling.count(), tr.engines()))])
+    let err = rel_l2_par(&out, &vol);
+    drop(out);
+    let chk = format!("forward+inverse rel L2 {err:.1e}");
+    if !(err <= 2e-3) {
+        sink.failed(&wl, &variant, format!("REJECTED, not timed: {chk}"));
+        return Ok(());
+    }
+    let st = clock.repeat(0, fw.repeats, || wall_ms(|| tr.process(&vol, |_, _| {}).map(drop)))?;
+    let count = tr.tiling.count();
+    let samples = vol.len() as f64;
+    let mut note = format!("{count} cubes of {}^3 (overlap >= {}), {} engine(s), forward + inverse per cube, check pass + {} timed{}",
+        tr.tiling.cube, fw.overlap, tr.engines(), fw.repeats, st.guard_note(clock.guard_s));
+    // The CPU reference is not run on the whole volume (minutes): its cost is the cube count times
+    // the forward + inverse of one cube measured above, extraction and merging not counted.
+    let on_gpu = matches!(backend, Backend::Gpu(_));
+    if let Some(&(_, pair)) = cpu_pairs.iter().find(|p| p.0 == tr.tiling.cube).filter(|_| on_gpu) {
+        let est = single(pair * count as f64);
+        note += &format!(", x{:.1} vs the CPU reference's estimate", est.median_ms / st.stats.median_ms);
+        sink.push(row(&wl, &variant, "end-to-end", st.stats, samples, "samples", &chk, note));
+        sink.push(row(&wl, "cpu-reference-estimated", "end-to-end", est, samples, "samples", "not run",
+            format!("not run: {count} x the CPU reference's {0}^3 forward + inverse measured in this run ({pair:.0} ms), \
+                all cores; extraction and merging not counted", tr.tiling.cube)));
+    } else {
+        sink.push(row(&wl, &variant, "end-to-end", st.stats, samples, "samples", &chk, note));
+    }
+    Ok(())
 }
 
 /// Rows as a full table, one line each.
@@ -308,6 +832,7 @@ pub fn summary(rows: &[BenchRow]) -> String {
                 "end-to-end-pageable" => line += &format!(" e2e-pageable {:.1}", r.stats.median_ms),
                 sc if sc.starts_with("stage:") => line += &format!(" {} {:.2}", &sc[6..], r.stats.median_ms),
                 sc if sc.starts_with("gather+fft") => line += &format!(" | {:.2e} pts/s", r.throughput()),
+                "failed" => line += &format!(" {}", r.check),
                 _ => {}
             }
         }
@@ -380,11 +905,96 @@ mod tests {
     use super::*;
 
     #[test]
-    fn small_bench_and_demo_run_on_the_cpu() {
+    fn small_bench_runs_on_the_cpu() {
+        let t = Instant::now();
         let rows = bench(&Backend::Cpu, BenchSize::Small, &Ceilings::default()).unwrap();
         print!("{}", summary(&rows));
+        println!("small CPU bench: {:.1} s", t.elapsed().as_secs_f64());
         assert!(rows.iter().any(|r| r.workload.contains("fragments")));
+        assert!(rows.iter().all(|r| r.scope != "failed"), "{}", table(&rows));
         assert!(rows.iter().all(|r| r.stats.median_ms.is_finite() && r.stats.median_ms > 0.0), "{}", table(&rows));
+        for n in [32, 48] {
+            for eps in [1e-4, 1e-6] {
+                assert!(rows.iter().any(|r| r.workload == workload("forward", n, eps) && r.variant == "cpu-reference"), "{n} {eps}");
+            }
+        }
+    }
+
+    /// The paper-size plan builds (every frame and tiling), holds what issues 6 and 8 ask for, and
+    /// is estimated within the wave-packet share (about 150 s) of `bench all --size paper`'s ten
+    /// minutes on the H100 machine. Nothing is run.
+    #[test]
+    fn paper_plan_fits_the_suite_budget() {
+        let p = plan(BenchSize::Paper);
+        let text = dry_run(BenchSize::Paper, 16, true).unwrap();
+        print!("{text}");
+        for n in [128, 256, 512] {
+            let at = |eps: f64| p.cubes.iter().find(|c| c.n == n && c.eps == eps).unwrap();
+            assert_eq!(at(1e-4).gpu, ALL_GPU.to_vec(), "every GPU variant at {n}^3, eps 1e-4");
+            assert!(at(1e-6).gpu.contains(&Gather::Separable), "separable at {n}^3, eps 1e-6");
+            // The CPU reference only where it takes seconds; at most 3 repeats.
+            assert_eq!(at(1e-4).cpu_repeats.is_some(), n <= 256);
+            assert!(p.cubes.iter().all(|c| c.cpu_repeats.unwrap_or(0) <= 3));
+        }
+        assert!(p.cubes[0].cpu_extras && p.cubes[0].n == 128, "1-thread and stencil CPU rows at 128^3");
+        assert_eq!(p.fragments.shape, [1024, 512, 512]);
+        assert!(!p.fragments.on_cpu);
+        let est = estimate(&p, 16, true).unwrap();
+        let total: f64 = est.iter().map(Estimate::total).sum();
+        assert!(total > 30.0 && total < 150.0, "estimated {total:.0} s");
+        // The CPU-only paper run skips the fragments and the 512^3 cubes.
+        let cpu_only = estimate(&p, 16, false).unwrap();
+        assert!(cpu_only.iter().filter(|e| e.workload.contains("fragments") || e.workload.ends_with("@512")).all(|e| e.total() == 0.0));
+        // At 512^3 the eps 1e-6 separable variant is checked against the eps 1e-4 lattice variant:
+        // the boxes (and so the coefficient layout) do not depend on epsilon.
+        let layout = |eps| Frame::new(512, &params(eps, Gather::Separable)).unwrap();
+        assert_eq!(layout(1e-4).offsets, layout(1e-6).offsets);
+    }
+
+    /// The report's scaling chart groups rows by the workload name before '@' and the variant: the
+    /// GPU end-to-end rows of one direction and epsilon make one line over N.
+    #[test]
+    fn workload_names_make_scaling_series() {
+        let stem = |s: String| s.split('@').next().unwrap().to_string();
+        assert_eq!(workload("forward", 128, 1e-4), "wavepacket-forward-eps1e-4@128");
+        assert_eq!(stem(workload("forward", 128, 1e-4)), stem(workload("forward", 512, 1e-4)));
+        assert_ne!(stem(workload("forward", 128, 1e-4)), stem(workload("forward", 128, 1e-6)));
+        assert_ne!(stem(workload("forward", 128, 1e-4)), stem(workload("inverse", 128, 1e-4)));
+        let rows: Vec<BenchRow> = [128usize, 256, 512]
+            .iter()
+            .map(|&n| row(&workload("forward", n, 1e-4), "gpu-separable", "end-to-end", single(n as f64 / 10.0), (n * n * n) as f64,
+                "samples", "ok", String::new()))
+            .collect();
+        let report = crate::report::Report {
+            date: "test".into(),
+            commit: "test".into(),
+            device: "test".into(),
+            cpu_threads: 1,
+            ptx_arch: "sm_90".into(),
+            ceilings: None,
+            rows,
+            failures: Vec::new(),
+        };
+        let dir = std::env::temp_dir().join(format!("seisgpu-wp-scaling-{}", std::process::id()));
+        let files = report.write(&dir).unwrap();
+        assert!(files.iter().any(|f| f.ends_with("scaling.png")), "{files:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_time_guard_stops_repeats() {
+        let clock = Clock::new(0.0);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let mut runs = 0;
+        let t = clock.repeat(2, 5, || {
+            runs += 1;
+            Ok(1.0)
+        }).unwrap();
+        assert_eq!((t.stats.repeats, runs), (1, 2), "one warm-up and one timed run once past the guard");
+        assert!(t.guard_note(0.0).contains("1 of 5 repeats"));
+        assert_eq!(clock.cut.get(), 1);
+        let clock = Clock::new(1e9);
+        assert_eq!(clock.repeat(1, 3, || Ok(1.0)).unwrap().stats.repeats, 3);
     }
 
     #[test]
