@@ -350,9 +350,12 @@ pub fn input(i: &InputArgs, grid: &ImageGrid) -> anyhow::Result<TraceSet> {
 fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     let p = params(&a.opts)?;
     let traces = input(&a.input, &p.grid)?;
-    let backend = global.backend()?;
-    let t = std::time::Instant::now();
-    let img = ktm::migrate(&traces, &p, &backend)?;
+    let t0 = std::time::Instant::now();
+    let img = match global.backends()? {
+        Some(devices) => ktm::migrate_multi(&traces, &p, &devices)?,
+        None => ktm::migrate(&traces, &p, &global.backend()?)?,
+    };
+    let t = t0;
     eprintln!("ktm: {} traces into {} x {} x {} x {} (classes x inline x crossline x time) in {:.3} s{}", traces.len(), img.classes,
         p.grid.nx, p.grid.ny, p.grid.ntau, t.elapsed().as_secs_f64(),
         if img.skipped_traces > 0 { format!("; {} traces in no offset class", img.skipped_traces) } else { String::new() });

@@ -11,6 +11,7 @@ pub mod srm;
 pub mod synth;
 pub mod wavepacket;
 
+use seisgpu_host::multi::GpuCount;
 use seisgpu_host::{Backend, DeviceChoice};
 
 /// Options every subcommand takes.
@@ -25,6 +26,12 @@ pub struct Global {
     /// CPU threads for the CPU paths (0 = all cores).
     #[arg(long, global = true, default_value_t = 0)]
     pub threads: usize,
+    /// Split the work over several devices: N GPUs (ordinals 0..N-1) or `all` visible GPUs, one host
+    /// thread each (NLBF by parameter traces, Kirchhoff and PSTM by trace chunks with the images
+    /// summed in a fixed order, wave packets by cubes, SRM by shots and frequencies). With
+    /// `--device cpu`, N CPU work queues: the same split and sums, on the CPU.
+    #[arg(long, global = true)]
+    pub gpus: Option<GpuCount>,
 }
 
 impl Global {
@@ -33,5 +40,13 @@ impl Global {
         let (backend, note) = Backend::select(self.device, self.gpu)?;
         eprintln!("seisgpu: running on {note}");
         Ok(backend)
+    }
+
+    /// The devices of `--gpus` (`None` without it: the single-device path runs).
+    pub fn backends(&self) -> anyhow::Result<Option<Vec<Backend>>> {
+        let Some(count) = self.gpus else { return Ok(None) };
+        let (backends, note) = seisgpu_host::multi::backends(self.device, count)?;
+        eprintln!("seisgpu: running on {note}");
+        Ok(Some(backends))
     }
 }

@@ -211,9 +211,12 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
         design: a.operator.params(), fmin: a.fmin, fmax: a.fmax, ricker_peak: a.ricker, taper_width: a.taper_width,
         taper_strength: a.taper_strength, aperture: a.aperture, table_rows: a.table_rows, nz: a.nz,
     };
-    let backend = global.backend()?;
+    let opts = GpuOptions { variant: a.kernel, planes: a.planes };
     let t = std::time::Instant::now();
-    let img = srm::migrate_with(&backend, &traces, &model, &params, GpuOptions { variant: a.kernel, planes: a.planes }, true)?;
+    let img = match global.backends()? {
+        Some(devices) => srm::migrate_multi(&devices, &traces, &model, &params, opts)?,
+        None => srm::migrate_with(&global.backend()?, &traces, &model, &params, opts, true)?,
+    };
     eprintln!("seisgpu srm: {} traces, {} x {} x {} image in {:.2} s", traces.len(), img.nx, img.ny, img.nz,
         t.elapsed().as_secs_f64());
     let out = a.output.clone().unwrap_or_else(|| PathBuf::from(format!("srm-{}.npy", a.synthetic.as_deref().unwrap_or("image"))));
