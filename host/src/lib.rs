@@ -7,6 +7,8 @@
 
 pub mod backend;
 pub mod bench;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod io;
 pub mod multi;
 pub mod plot;

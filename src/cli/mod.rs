@@ -4,6 +4,8 @@ pub mod bench;
 pub mod demo;
 pub mod info;
 pub mod ktm;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod nlbf;
 pub mod plot;
 pub mod pstm;
@@ -32,6 +34,12 @@ pub struct Global {
     /// `--device cpu`, N CPU work queues: the same split and sums, on the CPU.
     #[arg(long, global = true)]
     pub gpus: Option<GpuCount>,
+    /// Run as one rank of an MPI job (implied when mpirun starts seisgpu): `ktm migrate`,
+    /// `pstm migrate` and `srm` split their work items across the ranks, each rank on its own
+    /// devices (`--device`, `--gpus`), and rank 0 writes the output.
+    #[cfg(feature = "mpi")]
+    #[arg(long, global = true)]
+    pub mpi: bool,
 }
 
 impl Global {
@@ -40,6 +48,19 @@ impl Global {
         let (backend, note) = Backend::select(self.device, self.gpu)?;
         eprintln!("seisgpu: running on {note}");
         Ok(backend)
+    }
+
+    /// This rank's cluster when running under MPI (collective: every rank calls it at the same
+    /// point of the same subcommand).
+    #[cfg(feature = "mpi")]
+    pub fn cluster(&self) -> Option<seisgpu_host::distributed::Cluster> { seisgpu_host::distributed::Cluster::world() }
+
+    /// This rank's devices under MPI (see `Cluster::local_devices`), agreed on by all ranks.
+    #[cfg(feature = "mpi")]
+    pub fn rank_devices(&self, c: &seisgpu_host::distributed::Cluster) -> anyhow::Result<Vec<Backend>> {
+        let (devices, note) = c.agree("opening the devices", c.local_devices(self.device, self.gpu, self.gpus))?;
+        eprintln!("seisgpu: rank {} of {}: running on {note}", c.rank(), c.size());
+        Ok(devices)
     }
 
     /// The devices of `--gpus` (`None` without it: the single-device path runs).
