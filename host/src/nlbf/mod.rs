@@ -459,11 +459,55 @@ pub fn variant_for(backend: &Backend, setup: &Setup) -> Variant {
     }
 }
 
-/// One work item: (codes, semblance) of parameter traces `ptraces`, `[i * ns + t]`.
-pub fn estimate_item(variant: Variant, backend: &Backend, setup: &Setup, data: &[f32], ptraces: std::ops::Range<usize>)
+/// One device of a multi-device search. On a GPU running the fast kernels, the gather, the
+/// trace coordinates and the search tables go up once (with the first item the device takes)
+/// and stay for all its items; only each item's parameter traces and apertures are uploaded.
+pub struct NlbfDevice {
+    pub backend: Backend,
+    resident: std::sync::Mutex<Option<gpu::Resident>>,
+}
+
+impl NlbfDevice {
+    pub fn new(backend: &Backend) -> NlbfDevice { NlbfDevice { backend: backend.clone(), resident: std::sync::Mutex::new(None) } }
+}
+
+/// One work item on `dev`: (codes, semblance) of parameter traces `ptraces`, `[i * ns + t]`.
+/// `variant` is that of the whole search ([`variant_for`]); a CPU device runs the reference.
+pub fn estimate_item(variant: Variant, dev: &NlbfDevice, setup: &Setup, data: &[f32], ptraces: std::ops::Range<usize>)
     -> Result<(Vec<u32>, Vec<f32>)> {
-    let v = if backend.gpu().is_none() { Variant::Cpu } else { variant };
-    estimate_with(v, backend, &setup.subset(ptraces), data)
+    let list = || ptraces.clone().collect::<Vec<usize>>();
+    match (&dev.backend, variant) {
+        (Backend::Cpu, _) | (_, Variant::Cpu) => Ok(cpu::estimate_subset(setup, data, &list())),
+        (Backend::Gpu(g), Variant::GpuPaper) => gpu::estimate_paper_subset(g, setup, data, &list()),
+        (Backend::Gpu(g), Variant::GpuFast) => {
+            let mut r = dev.resident.lock().map_err(|_| NlbfError::Invalid("a device thread panicked".into()))?;
+            if r.is_none() {
+                *r = Some(gpu::Resident::upload(g, setup, data)?);
+            }
+            gpu::estimate_fast_resident(g, &setup.subset(ptraces), r.as_mut().unwrap())
+        }
+    }
+}
+
+/// The search over several devices: (codes, semblance) of every parameter trace of `setup`,
+/// the [`work_items`] going to the devices as they free up.
+pub fn estimate_setup_multi(devices: &[NlbfDevice], setup: &Setup, data: &[f32], variant: Variant)
+    -> Result<(Vec<u32>, Vec<f32>)> {
+    if devices.is_empty() {
+        return invalid("nlbf: no device to search on");
+    }
+    let items = work_items(setup.np());
+    let ns = setup.ns;
+    crate::multi::fold_on_devices(devices, &items,
+        (Vec::with_capacity(setup.estimations()), Vec::with_capacity(setup.estimations())),
+        |dev, _, r| estimate_item(variant, dev, setup, data, r.clone()).map_err(|e| anyhow::anyhow!("parameter traces {r:?}: {e}")),
+        |(code, sem), i, (c, s)| {
+            anyhow::ensure!(c.len() == items[i].len() * ns && s.len() == c.len(), "work item {i}: {} picks", c.len());
+            code.extend_from_slice(&c);
+            sem.extend_from_slice(&s);
+            Ok(())
+        })
+        .map_err(|e| NlbfError::Invalid(format!("{e:#}")))
 }
 
 /// [`estimate`] over several devices (`--gpus`): the parameter traces are cut into
@@ -481,19 +525,8 @@ pub fn estimate_multi(backends: &[Backend], traces: &TraceSet, params: &Estimate
         Some(v) => v,
         None => backends.iter().find(|b| b.gpu().is_some()).map_or(Variant::Cpu, |b| variant_for(b, &setup)),
     };
-    let items = work_items(setup.np());
-    let ns = setup.ns;
-    let (code, sem) = crate::multi::fold_on_devices(backends, &items,
-        (Vec::with_capacity(setup.estimations()), Vec::with_capacity(setup.estimations())),
-        |backend, _, r| estimate_item(variant, backend, &setup, &traces.data, r.clone())
-            .map_err(|e| anyhow::anyhow!("parameter traces {r:?}: {e}")),
-        |(code, sem), i, (c, s)| {
-            anyhow::ensure!(c.len() == items[i].len() * ns && s.len() == c.len(), "work item {i}: {} picks", c.len());
-            code.extend_from_slice(&c);
-            sem.extend_from_slice(&s);
-            Ok(())
-        })
-        .map_err(|e| NlbfError::Invalid(format!("{e:#}")))?;
+    let devices: Vec<NlbfDevice> = backends.iter().map(NlbfDevice::new).collect();
+    let (code, sem) = estimate_setup_multi(&devices, &setup, &traces.data, variant)?;
     Ok(Estimate::from_setup(&setup, code, sem))
 }
 
