@@ -15,6 +15,7 @@ pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod runtime;
+pub mod scale;
 pub mod synth;
 pub mod traces;
 

@@ -306,3 +306,35 @@ fn scale_device_list_of_gpus_flag() {
     let (b, note) = multi::backends(seisgpu_host::DeviceChoice::Auto, GpuCount::N(1)).unwrap();
     assert_eq!(b.len(), 1, "{note}");
 }
+
+// ---- `seisgpu bench --gpus`: the strong-scaling rows -------------------------------------------
+
+#[test]
+fn scale_bench_rows_on_cpu_queues() {
+    // The code path on 2 CPU queues (no speed-up is expected: they share the cores): one row per
+    // device count, the 2-queue result checked bit-exact against the 1-queue one before timing.
+    for p in ["ktm", "pstm"] {
+        let rows = seisgpu_host::scale::bench(p, &cpus(2), BenchSize::Small).unwrap();
+        assert_eq!(rows.len(), 2, "{p}: {rows:?}");
+        assert_eq!(rows[0].variant, "1-cpu-queue");
+        assert_eq!(rows[1].check, "bit-exact vs 1 device", "{p}");
+        assert!(rows[1].note.contains("speed-up") && rows[1].note.contains("[4]-device rows skipped"), "{}", rows[1].note);
+        assert!(rows.iter().all(|r| r.stats.median_ms > 0.0 && r.work > 0.0));
+    }
+    // One device: its row alone, the larger counts skipped with a note.
+    let rows = seisgpu_host::scale::bench("wavepacket", &cpus(1), BenchSize::Small).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert!(rows[0].note.contains("[2, 4]-device rows skipped"), "{}", rows[0].note);
+    assert!(seisgpu_host::scale::bench("nothing", &cpus(1), BenchSize::Small).is_err());
+}
+
+#[test]
+fn scale_bench_rows_on_gpus() {
+    let Some(gpus) = gpus_or_skip("scale_bench_rows_on_gpus", 2) else { return };
+    let (rows, failures) = seisgpu_host::scale::bench_all(&seisgpu_host::scale::PIPELINES, &gpus, BenchSize::Small);
+    for r in &rows {
+        println!("{} {}: {:.3} ms, {} | {}", r.workload, r.variant, r.stats.median_ms, r.check, r.note);
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+    assert_eq!(rows.len(), seisgpu_host::scale::PIPELINES.len() * seisgpu_host::scale::counts(gpus.len()).len());
+}
