@@ -338,3 +338,66 @@ fn scale_bench_rows_on_gpus() {
     assert!(failures.is_empty(), "{failures:?}");
     assert_eq!(rows.len(), seisgpu_host::scale::PIPELINES.len() * seisgpu_host::scale::counts(gpus.len()).len());
 }
+
+// ---- The CLI: `--gpus` on every pipeline -------------------------------------------------------
+
+/// Runs the CLI (cargo's build, or the one beside the test binary in a GPU bundle).
+fn seisgpu(args: &[&str]) {
+    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_seisgpu"));
+    let bin = if built.exists() {
+        built
+    } else {
+        std::env::current_exe().unwrap().parent().unwrap().join("seisgpu")
+    };
+    let out = std::process::Command::new(&bin).args(args).output().unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
+    assert!(out.status.success(), "seisgpu {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+}
+
+fn npy(path: &std::path::Path) -> Vec<f32> { seisgpu_host::ktm::output::read_npy(path).unwrap().1 }
+
+#[test]
+fn scale_cli_gpus_flag_on_every_pipeline() {
+    let dir = std::env::temp_dir().join(format!("seisgpu-scale-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |name: &str| dir.join(name).to_string_lossy().into_owned();
+    // (pipeline, arguments before the output, output flag, output file inside the output, bit-exact).
+    // Kirchhoff and PSTM regroup the image sums (rounding), SRM's CPU reference sums frequencies in
+    // thread order; NLBF and wave packets (cubes summed in cube order) are bit-exact.
+    let cases: [(&str, Vec<&str>, &str, &str, bool); 5] = [
+        ("ktm", vec!["ktm", "migrate", "--nx", "15", "--ny", "13", "--ntau", "120"], "-o", "", false),
+        ("pstm", vec!["pstm", "migrate", "--traces", "300", "--nx", "9", "--ny", "11", "--nz", "200", "--ns", "260"], "-o", "", false),
+        ("srm", vec!["srm", "--synthetic", "scatterer", "--fmax", "12", "--nz", "16", "--table-rows", "48", "--planes", "3"], "-o", "",
+            false),
+        ("nlbf", vec!["nlbf", "estimate", "--synthetic", "demo"], "--out", "S.npy", true),
+        ("wavepacket", vec!["wavepacket", "denoise", "--input", "synth:40x36x64:0.3", "--cube", "32", "--overlap", "8",
+            "--sigma", "0.05"], "--output", "", true),
+    ];
+    for (name, args, flag, inside, exact) in cases {
+        let (one, three) = (p(&format!("{name}-1.npy")), p(&format!("{name}-3.npy")));
+        let (one_dir, three_dir) = (p(&format!("{name}-1")), p(&format!("{name}-3")));
+        let (o1, o3) = if inside.is_empty() { (one.clone(), three.clone()) } else { (one_dir.clone(), three_dir.clone()) };
+        let mut a: Vec<&str> = vec!["--device", "cpu"];
+        a.extend(&args);
+        a.extend([flag, o1.as_str()]);
+        seisgpu(&a);
+        let mut b: Vec<&str> = vec!["--device", "cpu", "--gpus", "3"];
+        b.extend(&args);
+        b.extend([flag, o3.as_str()]);
+        seisgpu(&b);
+        let (f1, f3) = if inside.is_empty() {
+            (std::path::PathBuf::from(&one), std::path::PathBuf::from(&three))
+        } else {
+            (std::path::Path::new(&one_dir).join(inside), std::path::Path::new(&three_dir).join(inside))
+        };
+        let (x, y) = (npy(&f1), npy(&f3));
+        let e = rel_l2(&y, &x);
+        println!("{name}: --gpus 3 vs one device: rel L2 {e:.2e}");
+        assert!(x.iter().any(|&v| v != 0.0), "{name}: empty output");
+        if exact {
+            assert_eq!(bits(&x), bits(&y), "{name}: --gpus 3 differs from one device");
+        } else {
+            assert!(e < 1e-6, "{name}: --gpus 3 vs one device rel L2 {e}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
