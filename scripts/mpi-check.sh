@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # MPI check (CI): `mpirun -np 2` of every pipeline that splits across ranks (ktm migrate, pstm
-# migrate, srm), on the CPU backend and small synthetic input, against single-process runs:
+# migrate, srm, nlbf estimate), on the CPU backend and small synthetic input, against single-process runs:
 # - against the single-device run: relative L2 < 1e-6 (the regrouped f32 sums round differently);
 # - against the single-process `--gpus 2` split (the same work items, summed in the same order):
-#   bit-exact for ktm and pstm; srm's CPU reference sums frequencies in thread order, so 1e-6.
-# Then a failing rank: a SEG-Y trace only rank 1 reads is corrupt; the job must exit non-zero,
-# say which rank and trace, and leave no output file.
+#   bit-exact for ktm and pstm; srm's CPU reference sums frequencies in thread order, so 1e-6;
+# - nlbf: every pick and semblance bit-exact against the single-device run.
+# Then two failures, each of which must make the job exit non-zero, say which rank (and trace or
+# work item) failed, and leave no output file: a SEG-Y trace only rank 1 reads is corrupt, and a
+# work item of rank 1 fails while migrating (SEISGPU_TEST_FAIL_ITEM, a test hook).
 # Needs a seisgpu built with `--features mpi` ($SEISGPU, default target/release/seisgpu), mpirun
 # (Open MPI) and python3 with numpy. Prints PASS/FAIL per check; exits non-zero on any FAIL.
 set -uo pipefail
@@ -53,6 +55,15 @@ run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${S[@]}" -o "$OUT/srm-mpi.np
   cmp "srm: 2 ranks vs --gpus 2" "$OUT/srm-g2.npy" "$OUT/srm-mpi.npy" 1e-6
 }
 
+step "nlbf estimate: every rank holds the gather, parameter traces split"
+N=(nlbf estimate --synthetic demo)
+run "$BIN" --device cpu "${N[@]}" --out "$OUT/nlbf-1"
+run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${N[@]}" --out "$OUT/nlbf-mpi" && {
+  for v in A D S; do
+    cmp "nlbf $v: 2 ranks vs single device" "$OUT/nlbf-1/$v.npy" "$OUT/nlbf-mpi/$v.npy" exact
+  done
+}
+
 step "a failing rank: trace 1000 (rank 1's share) holds an IBM value beyond the f32 range"
 python3 - "$OUT/diff.sgy" "$OUT/bad.sgy" <<'PY'
 import struct, sys
@@ -71,6 +82,17 @@ elif [ -e "$OUT/bad.npy" ]; then
   echo "FAIL failing rank: an output file was written"; fail=1
 else
   echo "PASS failing rank: $(grep -m1 '^error' "$OUT/log")"
+fi
+
+step "a failing work item: item 13 (rank 1's) fails while migrating"
+if "${MPIRUN[@]}" -x SEISGPU_TEST_FAIL_ITEM=13 "$BIN" --device cpu --threads 1 "${K[@]}" -o "$OUT/bad2.npy" >"$OUT/log" 2>&1; then
+  echo "FAIL failing item: the job exited 0"; fail=1
+elif ! grep -q "while migrating: rank 1: work item 13 on local device 0: injected failure" "$OUT/log"; then
+  echo "FAIL failing item: the message does not name rank 1 and work item 13:"; cat "$OUT/log"; fail=1
+elif [ -e "$OUT/bad2.npy" ]; then
+  echo "FAIL failing item: an output file was written"; fail=1
+else
+  echo "PASS failing item: $(grep -m1 '^error' "$OUT/log")"
 fi
 
 if [ "$fail" -ne 0 ]; then

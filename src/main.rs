@@ -111,7 +111,10 @@ impl Cli {
             Command::Info(_) => "info",
             Command::Synth(_) => "synth",
             Command::Plot(_) => "plot",
-            Command::Nlbf(_) => "nlbf",
+            Command::Nlbf(a) => match a.command {
+                cli::nlbf::NlbfCommand::Estimate(_) => "nlbf estimate",
+                _ => "nlbf",
+            },
             Command::Nmo(_) => "nmo",
             Command::Wavepacket(_) => "wavepacket",
             Command::Extrapolate(_) => "extrapolate",

@@ -184,7 +184,7 @@ impl Cluster {
     }
 
     /// Sends `v` to `dest` (length first, then pieces below the C-int count limit).
-    fn send_f32(&self, dest: usize, v: &[f32]) {
+    fn send_vec<T: Equivalence>(&self, dest: usize, v: &[T]) {
         let p = self.world.process_at_rank(dest as i32);
         p.send_with_tag(&(v.len() as u64), ITEM_TAG);
         for piece in v.chunks(PIECE) {
@@ -192,11 +192,11 @@ impl Cluster {
         }
     }
 
-    fn receive_f32(&self, src: usize) -> Vec<f32> {
+    fn receive_vec<T: Equivalence + Default + Clone>(&self, src: usize) -> Vec<T> {
         let p = self.world.process_at_rank(src as i32);
         let mut n = 0u64;
         p.receive_into_with_tag(&mut n, ITEM_TAG);
-        let mut v = vec![0.0f32; n as usize];
+        let mut v = vec![T::default(); n as usize];
         for piece in v.chunks_mut(PIECE) {
             p.receive_into_with_tag(piece, ITEM_TAG);
         }
@@ -207,20 +207,20 @@ impl Cluster {
     /// those the other ranks send); the others send theirs (`local[k]` is item `share(n).start + k`).
     /// `Some(acc)` on rank 0, `None` elsewhere. Call after an [`agree`](Self::agree) that every
     /// rank passed: no rank then stops half-way through the exchange.
-    pub fn reduce_items<A>(&self, n: usize, local: Vec<Vec<f32>>, mut acc: A,
-        mut fold: impl FnMut(&mut A, usize, Vec<f32>) -> anyhow::Result<()>) -> anyhow::Result<Option<A>> {
+    pub fn reduce_items<T: Equivalence + Default + Clone, A>(&self, n: usize, local: Vec<Vec<T>>, mut acc: A,
+        mut fold: impl FnMut(&mut A, usize, Vec<T>) -> anyhow::Result<()>) -> anyhow::Result<Option<A>> {
         let mine = self.share(n);
         ensure!(local.len() == mine.len(), "rank {}: {} results for items {mine:?}", self.rank, local.len());
         if !self.is_root() {
             for v in &local {
-                self.send_f32(0, v);
+                self.send_vec(0, v);
             }
             return Ok(None);
         }
         let mut own = local.into_iter();
         let mut folded = Ok(());
         for i in 0..n {
-            let v = if mine.contains(&i) { own.next().expect("own item") } else { self.receive_f32(self.owner(n, i)) };
+            let v = if mine.contains(&i) { own.next().expect("own item") } else { self.receive_vec(self.owner(n, i)) };
             // Keep receiving after a failed fold: the senders must not block.
             if folded.is_ok() {
                 folded = fold(&mut acc, i, v).with_context(|| format!("adding work item {i}"));
@@ -404,6 +404,37 @@ pub fn pstm_migrate(cluster: &Cluster, traces: &TraceSet, params: &crate::pstm::
     }))
 }
 
+/// The NLBF search across the ranks (`seisgpu nlbf estimate` under mpirun): every rank holds the
+/// gather (the apertures of neighbouring parameter traces overlap, so no rank can do with a part of
+/// it), the parameter traces' [`crate::nlbf::work_items`] are split in blocks, and rank 0 gathers
+/// picks and semblance in item order: every value is that of the single-device search.
+pub fn nlbf_estimate(cluster: &Cluster, traces: &TraceSet, params: &crate::nlbf::EstimateParams, devices: &[Backend],
+    variant: Option<crate::nlbf::Variant>) -> anyhow::Result<Option<crate::nlbf::Estimate>> {
+    use crate::nlbf::{self, NlbfDevice, Setup, Variant};
+    let setup = cluster.agree("planning the search", Setup::new(traces, params).map_err(anyhow::Error::from))?;
+    let variant = variant.unwrap_or_else(|| devices.iter().find(|b| b.gpu().is_some()).map_or(Variant::Cpu, |b| nlbf::variant_for(b, &setup)));
+    let devs: Vec<NlbfDevice> = devices.iter().map(NlbfDevice::new).collect();
+    let items = nlbf::work_items(setup.np());
+    let local = run_share(&devs, cluster.share(items.len()), |d, i| {
+        nlbf::estimate_item(variant, d, &setup, &traces.data, items[i].clone())
+            .map_err(|e| anyhow::anyhow!("parameter traces {:?}: {e}", items[i]))
+    });
+    let local = cluster.agree("searching", local)?;
+    let (codes, sems): (Vec<Vec<u32>>, Vec<Vec<f32>>) = local.into_iter().unzip();
+    let cat = |acc: &mut Vec<u32>, _: usize, v: Vec<u32>| -> anyhow::Result<()> {
+        acc.extend_from_slice(&v);
+        Ok(())
+    };
+    let code = cluster.reduce_items(items.len(), codes, Vec::with_capacity(setup.estimations()), cat);
+    let code = cluster.agree("gathering the picks", code)?;
+    let sem = cluster.reduce_items(items.len(), sems, Vec::with_capacity(setup.estimations()), |acc: &mut Vec<f32>, _, v| {
+        acc.extend_from_slice(&v);
+        Ok(())
+    });
+    let sem = cluster.agree("gathering the semblance", sem)?;
+    Ok(code.zip(sem).map(|(c, s)| nlbf::Estimate::from_setup(&setup, c, s)))
+}
+
 /// Element-wise sum over the ranks (integers: any order gives the same sum).
 fn self_sum(cluster: &Cluster, local: &[u64], out: &mut [u64]) {
     cluster.world.all_reduce_into(local, out, mpi::collective::SystemOperation::sum());
@@ -414,7 +445,14 @@ fn self_sum(cluster: &Cluster, local: &[u64], out: &mut [u64]) {
 pub fn run_share<D: Sync, R: Send>(devices: &[D], mine: Range<usize>, work: impl Fn(&D, usize) -> anyhow::Result<R> + Sync)
     -> anyhow::Result<Vec<R>> {
     let ids: Vec<usize> = mine.collect();
-    multi::map_on_devices(devices, &ids, |d, _, &i| work(d, i))
+    // Test hook (CI's failing-rank check): the work item numbered here fails as a device would.
+    let inject: Option<usize> = std::env::var("SEISGPU_TEST_FAIL_ITEM").ok().and_then(|v| v.parse().ok());
+    multi::map_on_devices(devices, &ids, |d, _, &i| {
+        if inject == Some(i) {
+            bail!("injected failure (SEISGPU_TEST_FAIL_ITEM={i})");
+        }
+        work(d, i)
+    })
         .map_err(|e| anyhow::anyhow!("work item {} on local device {}: {:#}", ids[e.item], e.device, e.source))
 }
 

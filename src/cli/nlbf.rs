@@ -267,6 +267,35 @@ fn run_estimate(backend: &Backend, t: &TraceSet, p: &EstimateParams, variant: &s
     Ok((nlbf::Estimate::from_setup(&setup, code, s), format!("{v:?}")))
 }
 
+/// `nlbf estimate` as one rank of an MPI job: every rank holds the gather, the parameter traces
+/// are split across the ranks, rank 0 writes the volumes.
+#[cfg(feature = "mpi")]
+fn estimate_distributed(a: &EstimateArgs, t: &TraceSet, p: &EstimateParams, global: &Global,
+    cluster: &seisgpu_host::distributed::Cluster) -> anyhow::Result<()> {
+    use seisgpu_host::distributed;
+    let devices = global.rank_devices(cluster)?;
+    let gpus = devices.iter().any(|b| b.gpu().is_some());
+    let v = match a.search.variant.as_str() {
+        "auto" => None,
+        "cpu" => Some(nlbf::Variant::Cpu),
+        "gpu-fast" if gpus => Some(nlbf::Variant::GpuFast),
+        "gpu-paper" if gpus => Some(nlbf::Variant::GpuPaper),
+        o => bail!("--variant {o} under MPI: expected auto, cpu, or gpu-fast / gpu-paper with GPUs"),
+    };
+    let t0 = Instant::now();
+    let est = distributed::nlbf_estimate(cluster, t, p, &devices, v)?;
+    distributed::write_on_root(cluster, "writing the estimate", || {
+        let est = est.as_ref().context("rank 0 holds the estimate")?;
+        let secs = t0.elapsed().as_secs_f64();
+        let name = format!("{} on {} ranks", v.map_or("auto".to_string(), |v| format!("{v:?}")), cluster.size());
+        let files = nlbf::output::write_estimate(&a.out, est, nlbf::output::run_info(&name, devices[0].name(), secs, p))
+            .with_context(|| format!("writing the estimate to {}", a.out.display()))?;
+        println!("2+2+1 search: {} estimations in {secs:.3} s ({name}); wrote {} files to {}", est.semblance.len(), files.len(),
+            a.out.display());
+        Ok(())
+    })
+}
+
 pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     let devices = global.backends()?;
     let backend = match &devices {
@@ -281,6 +310,10 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         NlbfCommand::Estimate(a) => {
             let (t, preset) = read_input(&a.input)?;
             let p = params_from(&a.search, preset)?;
+            #[cfg(feature = "mpi")]
+            if let Some(cluster) = global.cluster() {
+                return estimate_distributed(a, &t, &p, global, &cluster);
+            }
             let t0 = Instant::now();
             let (est, variant) = search(&t, &p, &a.search.variant)?;
             let secs = t0.elapsed().as_secs_f64();
