@@ -48,6 +48,25 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     seisgpu_host::backend::init_threads(cli.global.threads);
+    // Under mpirun (or with --mpi) this process is one rank of a job; the universe lives until
+    // the end of main (dropping it finalises MPI, also after an error).
+    #[cfg(feature = "mpi")]
+    let universe = match cli::mpi::universe(&cli.global) {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::exit(1);
+        }
+    };
+    #[cfg(feature = "mpi")]
+    if let Err(e) = cli::mpi::check_distributed(&cli.command_name()) {
+        // The same verdict on every rank: said once, every rank exits.
+        if seisgpu_host::distributed::Cluster::world().is_some_and(|c| c.is_root()) {
+            eprintln!("error: {e:#}");
+        }
+        drop(universe);
+        std::process::exit(1);
+    }
     let result = match &cli.command {
         Command::Info(a) => cli::info::run(a, &cli.global),
         Command::Synth(a) => cli::synth::run(a, &cli.global),
@@ -63,7 +82,45 @@ fn main() {
         Command::Demo(a) => cli::demo::run(a, &cli.global),
     };
     if let Err(e) = result {
+        #[cfg(feature = "mpi")]
+        {
+            cli::mpi::report(&e);
+            drop(universe);
+        }
+        #[cfg(not(feature = "mpi"))]
         eprintln!("error: {e:#}");
         std::process::exit(1);
+    }
+}
+
+impl Cli {
+    /// The subcommand path, e.g. `ktm migrate` (which ones run distributed under MPI).
+    #[cfg(feature = "mpi")]
+    fn command_name(&self) -> String {
+        match &self.command {
+            Command::Ktm(a) => match a.cmd {
+                cli::ktm::Cmd::Migrate(_) => "ktm migrate",
+                _ => "ktm",
+            },
+            Command::Srm(a) if a.command.is_none() => "srm",
+            Command::Pstm(a) => match a.command {
+                cli::pstm::Command::Migrate(_) => "pstm migrate",
+                _ => "pstm",
+            },
+            Command::Srm(_) => "srm design/bench",
+            Command::Info(_) => "info",
+            Command::Synth(_) => "synth",
+            Command::Plot(_) => "plot",
+            Command::Nlbf(a) => match a.command {
+                cli::nlbf::NlbfCommand::Estimate(_) => "nlbf estimate",
+                _ => "nlbf",
+            },
+            Command::Nmo(_) => "nmo",
+            Command::Wavepacket(_) => "wavepacket",
+            Command::Extrapolate(_) => "extrapolate",
+            Command::Bench(_) => "bench",
+            Command::Demo(_) => "demo",
+        }
+        .to_string()
     }
 }

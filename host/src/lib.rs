@@ -7,12 +7,15 @@
 
 pub mod backend;
 pub mod bench;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod io;
 pub mod multi;
 pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod runtime;
+pub mod scale;
 pub mod synth;
 pub mod traces;
 

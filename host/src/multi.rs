@@ -4,9 +4,12 @@
 //! Results come back in item order, so reductions over them (image sums, coefficient merges) run in
 //! a fixed order and are reproducible regardless of which device computed which item.
 
+use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 
+use crate::backend::{Backend, DeviceChoice};
 use crate::runtime::{Gpu, GpuError};
 
 /// `--gpus N|all`.
@@ -41,6 +44,52 @@ pub fn open_gpus(count: GpuCount) -> Result<Vec<Arc<Gpu>>, GpuError> {
         return Err(GpuError::NoDevice);
     }
     (0..n).map(Gpu::open).collect()
+}
+
+/// The devices of `--gpus N|all` under a `--device` choice, and a line saying what they are.
+///
+/// `--device cpu --gpus N` gives N CPU work queues (each runs the rayon reference on its items):
+/// the split and the reduction are then exactly those of N GPUs, so they are tested on machines
+/// without one. `all` is one queue on the CPU (the reference already uses every core). `auto`
+/// takes the GPUs when they open and falls back to CPU queues, saying why.
+pub fn backends(choice: DeviceChoice, count: GpuCount) -> Result<(Vec<Backend>, String), GpuError> {
+    let cpu = |why: String| {
+        let n = match count {
+            GpuCount::All => 1,
+            GpuCount::N(n) => n,
+        };
+        let note = format!("{n} CPU work queue(s) ({} threads){why}", rayon::current_num_threads());
+        (vec![Backend::Cpu; n], note)
+    };
+    let gpus = |gpus: Vec<Arc<Gpu>>| {
+        let names: Vec<String> = gpus.iter().map(|g| format!("{}: {}", g.info().ordinal, g.info().name)).collect();
+        let note = format!("{} GPU(s) ({})", gpus.len(), names.join(", "));
+        (gpus.into_iter().map(Backend::Gpu).collect(), note)
+    };
+    match choice {
+        DeviceChoice::Cpu => Ok(cpu(", as requested".into())),
+        DeviceChoice::Gpu => Ok(gpus(open_gpus(count)?)),
+        DeviceChoice::Auto => match open_gpus(count) {
+            Ok(g) => Ok(gpus(g)),
+            Err(e) => Ok(cpu(format!(", because the GPUs asked for are not usable: {e}"))),
+        },
+    }
+}
+
+/// `n` things cut into `parts` contiguous ranges whose lengths differ by at most one (the first
+/// `n % parts` are the longer ones); `parts` is capped at `n` (and at least 1), so no range is empty
+/// unless `n` is 0.
+pub fn even_ranges(n: usize, parts: usize) -> Vec<Range<usize>> {
+    let parts = parts.clamp(1, n.max(1));
+    (0..parts).map(|k| block_share(n, parts, k)).collect()
+}
+
+/// Part `k` of `parts` of `0..n` in [`even_ranges`]' split (an MPI rank's share of the work items).
+pub fn block_share(n: usize, parts: usize, k: usize) -> Range<usize> {
+    assert!(parts >= 1 && k < parts, "part {k} of {parts}");
+    let (q, r) = (n / parts, n % parts);
+    let start = k * q + k.min(r);
+    start..start + q + usize::from(k < r)
 }
 
 /// A failed work item: which device, which item, and why.
@@ -96,6 +145,75 @@ where
     Ok(results.into_inner().unwrap().into_iter().map(|r| r.expect("every item ran")).collect())
 }
 
+/// [`map_on_devices`] with the results folded into `acc` in item order as they arrive: `fold(acc,
+/// item index, result)` runs on the calling thread for item 0, then 1, 2, ... (a result that comes
+/// early waits for its predecessors), so a floating-point reduction (an image sum) is the same for
+/// any number of devices and any timing, and at most the out-of-order results are held, not all.
+/// A failing fold is reported against the item (device `usize::MAX`: the host).
+pub fn fold_on_devices<D, I, R, A, F, G>(devices: &[D], items: &[I], mut acc: A, work: F, mut fold: G) -> Result<A, WorkError>
+where
+    D: Sync,
+    I: Sync,
+    R: Send,
+    F: Fn(&D, usize, &I) -> anyhow::Result<R> + Sync,
+    G: FnMut(&mut A, usize, R) -> anyhow::Result<()>,
+{
+    assert!(!devices.is_empty(), "fold_on_devices needs at least one device");
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let mut failure: Option<WorkError> = None;
+    std::thread::scope(|s| {
+        let (tx, rx) = mpsc::channel::<(usize, usize, anyhow::Result<R>)>();
+        for (d, dev) in devices.iter().enumerate() {
+            let (next, stop, work, tx) = (&next, &stop, &work, tx.clone());
+            s.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= items.len() {
+                        break;
+                    }
+                    let r = work(dev, i, &items[i]);
+                    let failed = r.is_err();
+                    if tx.send((d, i, r)).is_err() || failed {
+                        stop.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        // The calling thread folds: results wait in `early` until every earlier item is in.
+        let mut early: BTreeMap<usize, R> = BTreeMap::new();
+        let mut due = 0;
+        for (d, i, r) in rx {
+            if failure.is_some() {
+                continue; // drain, so the workers finish
+            }
+            match r {
+                Err(source) => {
+                    stop.store(true, Ordering::Relaxed);
+                    failure = Some(WorkError { device: d, item: i, source });
+                }
+                Ok(r) => {
+                    early.insert(i, r);
+                    while let Some(r) = early.remove(&due) {
+                        if let Err(source) = fold(&mut acc, due, r) {
+                            stop.store(true, Ordering::Relaxed);
+                            failure = Some(WorkError { device: usize::MAX, item: due, source });
+                            break;
+                        }
+                        due += 1;
+                    }
+                }
+            }
+        }
+    });
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(acc),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +234,64 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.item, 17);
         assert!(e.to_string().contains("work item 17") && e.to_string().contains("bad trace"), "{e}");
+    }
+
+    #[test]
+    fn scale_fold_runs_in_item_order_whatever_the_timing() {
+        // Items finish out of order (later items are faster); the fold still sees 0, 1, 2, ...
+        let devices = [(), (), (), ()];
+        let items: Vec<u64> = (0..40).collect();
+        let seen = fold_on_devices(&devices, &items, Vec::new(), |_, _, &x| {
+            std::thread::sleep(std::time::Duration::from_micros((40 - x) * 50));
+            Ok(x)
+        }, |acc: &mut Vec<u64>, i, r| {
+            assert_eq!(i as u64, r);
+            acc.push(r);
+            Ok(())
+        }).unwrap();
+        assert_eq!(seen, items);
+        // An f32 sum in item order is bit-identical for 1 and 3 devices.
+        let vals: Vec<f32> = (0..1000).map(|k| ((k * 7919 % 1000) as f32 - 500.0) * 1.37e-3).collect();
+        let sum = |n: usize| fold_on_devices(&vec![(); n], &vals, 0.0f32, |_, _, &v| Ok(v), |a, _, v| { *a += v; Ok(()) }).unwrap();
+        assert_eq!(sum(1).to_bits(), sum(3).to_bits());
+    }
+
+    #[test]
+    fn scale_fold_failure_names_device_and_item() {
+        let devices = [(), ()];
+        let items: Vec<usize> = (0..30).collect();
+        let e = fold_on_devices(&devices, &items, 0usize, |_, _, &x| if x == 11 { anyhow::bail!("trace 5 is bad") } else { Ok(x) },
+            |a, _, x| { *a += x; Ok(()) }).unwrap_err();
+        assert_eq!(e.item, 11);
+        assert!(e.to_string().contains("work item 11") && e.to_string().contains("trace 5 is bad"), "{e}");
+        let e = fold_on_devices(&devices, &items, 0usize, |_, _, &x| Ok(x),
+            |_, i, _| if i == 4 { anyhow::bail!("image size mismatch") } else { Ok(()) }).unwrap_err();
+        assert_eq!(e.item, 4);
+    }
+
+    #[test]
+    fn scale_even_ranges_cover_everything_once() {
+        for n in [0usize, 1, 5, 16, 17, 1000] {
+            for parts in 1..9 {
+                let r = even_ranges(n, parts);
+                assert_eq!(r.first().unwrap().start, 0);
+                assert_eq!(r.last().unwrap().end, n);
+                assert!(r.windows(2).all(|w| w[0].end == w[1].start));
+                let (lo, hi) = (r.iter().map(|x| x.len()).min().unwrap(), r.iter().map(|x| x.len()).max().unwrap());
+                assert!(hi - lo <= 1, "{n} in {parts}: {r:?}");
+                assert!(n == 0 || lo >= 1);
+            }
+        }
+        assert_eq!(block_share(10, 3, 0), 0..4);
+        assert_eq!(block_share(10, 3, 2), 7..10);
+    }
+
+    #[test]
+    fn scale_cpu_queues_for_device_cpu() {
+        let (b, note) = backends(DeviceChoice::Cpu, GpuCount::N(3)).unwrap();
+        assert_eq!(b.len(), 3);
+        assert!(b.iter().all(|b| b.gpu().is_none()) && note.contains("3 CPU"), "{note}");
+        assert_eq!(backends(DeviceChoice::Cpu, GpuCount::All).unwrap().0.len(), 1);
     }
 
     #[test]

@@ -58,6 +58,16 @@ impl TraceSet {
         let ns = self.ns;
         &mut self.data[i * ns..(i + 1) * ns]
     }
+    /// Traces `range` as a set of their own (a work item of a multi-device or MPI split).
+    pub fn slice(&self, range: std::ops::Range<usize>) -> TraceSet {
+        TraceSet {
+            headers: self.headers[range.clone()].to_vec(),
+            data: self.data[range.start * self.ns..range.end * self.ns].to_vec(),
+            ns: self.ns,
+            dt: self.dt,
+            t0: self.t0,
+        }
+    }
     /// Record length (s).
     pub fn duration(&self) -> f32 { self.ns as f32 * self.dt }
     /// Checks the invariants every algorithm relies on, with a message naming what is wrong.

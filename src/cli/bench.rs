@@ -12,7 +12,8 @@ use super::Global;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// What to benchmark: all, nlbf, ktm, pstm, pstm-accuracy (paper 5's Table 1), wavepacket, srm,
-    /// or ceilings (device ceilings only).
+    /// or ceilings (device ceilings only). With `--gpus N|all`: strong scaling of the pipelines on
+    /// 1, 2, 4, ... of those devices instead (speed-up and efficiency against one device).
     #[arg(default_value = "all")]
     pub what: String,
     /// Problem size: `small` (seconds on a laptop CPU) or `paper` (the papers' workloads).
@@ -68,6 +69,10 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
             found
         }
     };
+    if let Some(devices) = global.backends()? {
+        let names: Vec<&str> = selected.iter().map(|(n, _)| *n).collect();
+        return scaling(args, &devices, &names);
+    }
     let backend = global.backend()?;
     let (device, ceilings) = match &backend {
         Backend::Gpu(gpu) => {
@@ -118,6 +123,49 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     }
     if !report.failures.is_empty() {
         anyhow::bail!("{} benchmark(s) failed: {}", report.failures.len(),
+            report.failures.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(", "));
+    }
+    Ok(())
+}
+
+/// `seisgpu bench [what] --gpus N|all`: strong scaling of each selected pipeline on 1, 2, 4, ...
+/// of the devices (`seisgpu_host::scale`), into the same report files.
+fn scaling(args: &Args, devices: &[Backend], names: &[&str]) -> anyhow::Result<()> {
+    let device = match devices[0].gpu() {
+        Some(g) => format!("{} x {}", devices.len(), g.info().name),
+        None => format!("{} CPU work queue(s) (one machine's cores: the rows exercise the split, not a speed-up)", devices.len()),
+    };
+    if devices.len() < 2 {
+        eprintln!("SKIPPED scaling rows beyond 1 device: {} device(s) given (run on nvidia-h200-x2/x4)", devices.len());
+    }
+    let mut report = Report {
+        date: now_utc(),
+        commit: option_env!("SEISGPU_COMMIT").unwrap_or("unknown").to_string(),
+        device,
+        cpu_threads: seisgpu_host::rayon_threads(),
+        ptx_arch: seisgpu_host::runtime::PTX_ARCH.to_string(),
+        ceilings: None,
+        rows: Vec::new(),
+        failures: Vec::new(),
+    };
+    for name in names {
+        let t = std::time::Instant::now();
+        let (rows, failures) = seisgpu_host::scale::bench_all(&[name], devices, args.size);
+        for (n, e) in &failures {
+            eprintln!("{n}: FAILED: {e}");
+        }
+        eprintln!("scale-{name}: {} rows in {:.1} s", rows.len(), t.elapsed().as_secs_f64());
+        report.rows.extend(rows);
+        report.failures.extend(failures);
+        report.write(&args.out)?;
+    }
+    let files = report.write(&args.out)?;
+    println!("{}", report.markdown());
+    for f in files {
+        eprintln!("wrote {}", f.display());
+    }
+    if !report.failures.is_empty() {
+        anyhow::bail!("{} scaling benchmark(s) failed: {}", report.failures.len(),
             report.failures.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(", "));
     }
     Ok(())

@@ -356,16 +356,50 @@ pub fn input(i: &InputArgs, grid: &ImageGrid) -> anyhow::Result<TraceSet> {
 
 fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     let p = params(&a.opts)?;
+    #[cfg(feature = "mpi")]
+    if let Some(cluster) = global.cluster() {
+        return migrate_distributed(a, &p, global, &cluster);
+    }
     let traces = input(&a.input, &p.grid)?;
-    let backend = global.backend()?;
-    let t = std::time::Instant::now();
-    let img = ktm::migrate(&traces, &p, &backend)?;
+    let t0 = std::time::Instant::now();
+    let img = match global.backends()? {
+        Some(devices) => ktm::migrate_multi(&traces, &p, &devices)?,
+        None => ktm::migrate(&traces, &p, &global.backend()?)?,
+    };
+    let t = t0;
     eprintln!("ktm: {} traces into {} x {} x {} x {} (classes x inline x crossline x time) in {:.3} s{}", traces.len(), img.classes,
         p.grid.nx, p.grid.ny, p.grid.ntau, t.elapsed().as_secs_f64(),
         if img.skipped_traces > 0 { format!("; {} traces in no offset class", img.skipped_traces) } else { String::new() });
     ktm::output::write_image(&a.output, &img)?;
     eprintln!("ktm: wrote {}", a.output.display());
     Ok(())
+}
+
+/// `ktm migrate` as one rank of an MPI job: each rank reads only its share of a SEG-Y input
+/// (built-in synthetics are made on every rank), migrates its work items, rank 0 sums and writes.
+#[cfg(feature = "mpi")]
+fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &seisgpu_host::distributed::Cluster)
+    -> anyhow::Result<()> {
+    use seisgpu_host::distributed::{self, TraceSource};
+    let devices = global.rank_devices(cluster)?;
+    let synthetic;
+    let source = match &a.input.input {
+        Some(path) => TraceSource::Segy(path),
+        None => {
+            synthetic = input(&a.input, &p.grid)?;
+            TraceSource::Memory(&synthetic)
+        }
+    };
+    let t = std::time::Instant::now();
+    let img = distributed::ktm_migrate(cluster, &source, p, &devices)?;
+    distributed::write_on_root(cluster, "writing the image", || {
+        let img = img.as_ref().context("rank 0 holds the image")?;
+        eprintln!("ktm: {} ranks migrated into {} x {} x {} x {} (classes x inline x crossline x time) in {:.3} s",
+            cluster.size(), img.classes, p.grid.nx, p.grid.ny, p.grid.ntau, t.elapsed().as_secs_f64());
+        ktm::output::write_image(&a.output, img)?;
+        eprintln!("ktm: wrote {}", a.output.display());
+        Ok(())
+    })
 }
 
 fn run_model(a: &ModelArgs, global: &Global) -> anyhow::Result<()> {

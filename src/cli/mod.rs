@@ -4,6 +4,8 @@ pub mod bench;
 pub mod demo;
 pub mod info;
 pub mod ktm;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod nlbf;
 pub mod plot;
 pub mod pstm;
@@ -11,6 +13,7 @@ pub mod srm;
 pub mod synth;
 pub mod wavepacket;
 
+use seisgpu_host::multi::GpuCount;
 use seisgpu_host::{Backend, DeviceChoice};
 
 /// Options every subcommand takes.
@@ -25,6 +28,18 @@ pub struct Global {
     /// CPU threads for the CPU paths (0 = all cores).
     #[arg(long, global = true, default_value_t = 0)]
     pub threads: usize,
+    /// Split the work over several devices: N GPUs (ordinals 0..N-1) or `all` visible GPUs, one host
+    /// thread each (NLBF by parameter traces, Kirchhoff and PSTM by trace chunks with the images
+    /// summed in a fixed order, wave packets by cubes, SRM by shots and frequencies). With
+    /// `--device cpu`, N CPU work queues: the same split and sums, on the CPU.
+    #[arg(long, global = true)]
+    pub gpus: Option<GpuCount>,
+    /// Run as one rank of an MPI job (implied when mpirun starts seisgpu): `ktm migrate`,
+    /// `pstm migrate`, `srm` and `nlbf estimate` split their work items across the ranks, each rank on its own
+    /// devices (`--device`, `--gpus`), and rank 0 writes the output.
+    #[cfg(feature = "mpi")]
+    #[arg(long, global = true)]
+    pub mpi: bool,
 }
 
 impl Global {
@@ -33,5 +48,26 @@ impl Global {
         let (backend, note) = Backend::select(self.device, self.gpu)?;
         eprintln!("seisgpu: running on {note}");
         Ok(backend)
+    }
+
+    /// This rank's cluster when running under MPI (collective: every rank calls it at the same
+    /// point of the same subcommand).
+    #[cfg(feature = "mpi")]
+    pub fn cluster(&self) -> Option<seisgpu_host::distributed::Cluster> { seisgpu_host::distributed::Cluster::world() }
+
+    /// This rank's devices under MPI (see `Cluster::local_devices`), agreed on by all ranks.
+    #[cfg(feature = "mpi")]
+    pub fn rank_devices(&self, c: &seisgpu_host::distributed::Cluster) -> anyhow::Result<Vec<Backend>> {
+        let (devices, note) = c.agree("opening the devices", c.local_devices(self.device, self.gpu, self.gpus))?;
+        eprintln!("seisgpu: rank {} of {}: running on {note}", c.rank(), c.size());
+        Ok(devices)
+    }
+
+    /// The devices of `--gpus` (`None` without it: the single-device path runs).
+    pub fn backends(&self) -> anyhow::Result<Option<Vec<Backend>>> {
+        let Some(count) = self.gpus else { return Ok(None) };
+        let (backends, note) = seisgpu_host::multi::backends(self.device, count)?;
+        eprintln!("seisgpu: running on {note}");
+        Ok(Some(backends))
     }
 }

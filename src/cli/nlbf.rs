@@ -218,6 +218,25 @@ fn params_from(s: &SearchArgs, preset: Option<EstimateParams>) -> anyhow::Result
     Ok(p)
 }
 
+/// The search over the devices of `--gpus` (split by parameter traces): the estimate and the
+/// variant's name.
+fn run_estimate_multi(devices: &[Backend], t: &TraceSet, p: &EstimateParams, variant: &str)
+    -> anyhow::Result<(nlbf::Estimate, String)> {
+    let gpus = devices.iter().any(|b| b.gpu().is_some());
+    let v = match variant {
+        "auto" => None,
+        "cpu" => Some(nlbf::Variant::Cpu),
+        "gpu-fast" if gpus => Some(nlbf::Variant::GpuFast),
+        "gpu-paper" if gpus => Some(nlbf::Variant::GpuPaper),
+        "gpu-fast" | "gpu-paper" => bail!("--variant {variant} needs GPUs (--device gpu or auto with --gpus)"),
+        o => bail!("unknown variant `{o}` (auto, cpu, gpu-paper, gpu-fast)"),
+    };
+    let est = nlbf::estimate_multi(devices, t, p, v)?;
+    eprintln!("nlbf: {} x {} parameter traces in {} work items on {} devices", est.grid.nx, est.grid.ny,
+        nlbf::work_items(est.grid.len()).len(), devices.len());
+    Ok((est, format!("{} on {} devices", v.map_or("auto".to_string(), |v| format!("{v:?}")), devices.len())))
+}
+
 /// Runs the search with the requested variant; returns the estimate and the variant's name.
 fn run_estimate(backend: &Backend, t: &TraceSet, p: &EstimateParams, variant: &str) -> anyhow::Result<(nlbf::Estimate, String)> {
     let v = match (variant, backend) {
@@ -248,14 +267,55 @@ fn run_estimate(backend: &Backend, t: &TraceSet, p: &EstimateParams, variant: &s
     Ok((nlbf::Estimate::from_setup(&setup, code, s), format!("{v:?}")))
 }
 
+/// `nlbf estimate` as one rank of an MPI job: every rank holds the gather, the parameter traces
+/// are split across the ranks, rank 0 writes the volumes.
+#[cfg(feature = "mpi")]
+fn estimate_distributed(a: &EstimateArgs, t: &TraceSet, p: &EstimateParams, global: &Global,
+    cluster: &seisgpu_host::distributed::Cluster) -> anyhow::Result<()> {
+    use seisgpu_host::distributed;
+    let devices = global.rank_devices(cluster)?;
+    let gpus = devices.iter().any(|b| b.gpu().is_some());
+    let v = match a.search.variant.as_str() {
+        "auto" => None,
+        "cpu" => Some(nlbf::Variant::Cpu),
+        "gpu-fast" if gpus => Some(nlbf::Variant::GpuFast),
+        "gpu-paper" if gpus => Some(nlbf::Variant::GpuPaper),
+        o => bail!("--variant {o} under MPI: expected auto, cpu, or gpu-fast / gpu-paper with GPUs"),
+    };
+    let t0 = Instant::now();
+    let est = distributed::nlbf_estimate(cluster, t, p, &devices, v)?;
+    distributed::write_on_root(cluster, "writing the estimate", || {
+        let est = est.as_ref().context("rank 0 holds the estimate")?;
+        let secs = t0.elapsed().as_secs_f64();
+        let name = format!("{} on {} ranks", v.map_or("auto".to_string(), |v| format!("{v:?}")), cluster.size());
+        let files = nlbf::output::write_estimate(&a.out, est, nlbf::output::run_info(&name, devices[0].name(), secs, p))
+            .with_context(|| format!("writing the estimate to {}", a.out.display()))?;
+        println!("2+2+1 search: {} estimations in {secs:.3} s ({name}); wrote {} files to {}", est.semblance.len(), files.len(),
+            a.out.display());
+        Ok(())
+    })
+}
+
 pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
-    let backend = global.backend()?;
+    let devices = global.backends()?;
+    let backend = match &devices {
+        Some(d) => d[0].clone(),
+        None => global.backend()?,
+    };
+    let search = |t: &TraceSet, p: &EstimateParams, variant: &str| match &devices {
+        Some(d) => run_estimate_multi(d, t, p, variant),
+        None => run_estimate(&backend, t, p, variant),
+    };
     match &args.command {
         NlbfCommand::Estimate(a) => {
             let (t, preset) = read_input(&a.input)?;
             let p = params_from(&a.search, preset)?;
+            #[cfg(feature = "mpi")]
+            if let Some(cluster) = global.cluster() {
+                return estimate_distributed(a, &t, &p, global, &cluster);
+            }
             let t0 = Instant::now();
-            let (est, variant) = run_estimate(&backend, &t, &p, &a.search.variant)?;
+            let (est, variant) = search(&t, &p, &a.search.variant)?;
             let secs = t0.elapsed().as_secs_f64();
             let files = nlbf::output::write_estimate(&a.out, &est,
                 nlbf::output::run_info(&variant, backend.name(), secs, &p))
@@ -269,7 +329,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
             let (t, preset) = read_input(&a.input)?;
             let p = params_from(&a.search, preset)?;
             let t0 = Instant::now();
-            let (est, variant) = run_estimate(&backend, &t, &p, &a.search.variant)?;
+            let (est, variant) = search(&t, &p, &a.search.variant)?;
             let ep = EnhanceParams { aperture: a.aperture.map(|x| x.0).unwrap_or(p.aperture_c) };
             let out = nlbf::enhance(&backend, &t, &p.coords, &est, &ep)?;
             let secs = t0.elapsed().as_secs_f64();

@@ -202,9 +202,24 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     p.validate(mode, model)?;
     let h = pb::survey(a.traces, &p, a.aperture as f64 * 0.5, 2000.0, 41);
     let traces = pb::band_limited(h, a.ns, 0.004, 25.0, &p);
-    let backend = global.backend()?;
+    #[cfg(feature = "mpi")]
+    if let Some(cluster) = global.cluster() {
+        use seisgpu_host::distributed;
+        let devices = global.rank_devices(&cluster)?;
+        let t = std::time::Instant::now();
+        let img = distributed::pstm_migrate(&cluster, &traces, &p, mode, model, &devices)?;
+        return distributed::write_on_root(&cluster, "writing the image", || {
+            let img = img.as_ref().context("rank 0 holds the image")?;
+            eprintln!("pstm: {} ranks, {} traces used, {} contributions in {:.2} s", cluster.size(), img.stats.traces_used,
+                img.stats.contributions, t.elapsed().as_secs_f64());
+            write_npy(&a.output, &img.unpadded(), &[img.nx, img.ny, img.noff, img.nz])
+        });
+    }
     let t = std::time::Instant::now();
-    let img = migrate(&traces, &p, mode, model, &backend)?;
+    let img = match global.backends()? {
+        Some(devices) => seisgpu_host::pstm::migrate_multi(&traces, &p, mode, model, &devices)?,
+        None => migrate(&traces, &p, mode, model, &global.backend()?)?,
+    };
     let secs = t.elapsed().as_secs_f64();
     eprintln!("pstm: {} traces used, {} contributions in {secs:.2} s ({:.3e}/s), {} {} traveltimes",
         img.stats.traces_used, img.stats.contributions, img.stats.contributions as f64 / secs, mode.name(), model.name());

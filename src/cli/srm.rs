@@ -211,12 +211,31 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
         design: a.operator.params(), fmin: a.fmin, fmax: a.fmax, ricker_peak: a.ricker, taper_width: a.taper_width,
         taper_strength: a.taper_strength, aperture: a.aperture, table_rows: a.table_rows, nz: a.nz,
     };
-    let backend = global.backend()?;
+    let opts = GpuOptions { variant: a.kernel, planes: a.planes };
+    let out = a.output.clone().unwrap_or_else(|| PathBuf::from(format!("srm-{}.npy", a.synthetic.as_deref().unwrap_or("image"))));
+    #[cfg(feature = "mpi")]
+    if let Some(cluster) = global.cluster() {
+        // Every rank holds the (.npy) inputs; the (shot, frequency group) items are split.
+        use seisgpu_host::distributed;
+        let devices = global.rank_devices(&cluster)?;
+        let t = std::time::Instant::now();
+        let img = distributed::srm_migrate(&cluster, &traces, &model, &params, opts, &devices)?;
+        return distributed::write_on_root(&cluster, "writing the image", || {
+            let img = img.as_ref().context("rank 0 holds the image")?;
+            eprintln!("seisgpu srm: {} ranks, {} traces, {} x {} x {} image in {:.2} s", cluster.size(), traces.len(), img.nx, img.ny,
+                img.nz, t.elapsed().as_secs_f64());
+            npy::write_f32(&out, &[img.nz, img.ny, img.nx], &img.data)?;
+            eprintln!("seisgpu srm: wrote {}", out.display());
+            Ok(())
+        });
+    }
     let t = std::time::Instant::now();
-    let img = srm::migrate_with(&backend, &traces, &model, &params, GpuOptions { variant: a.kernel, planes: a.planes }, true)?;
+    let img = match global.backends()? {
+        Some(devices) => srm::migrate_multi(&devices, &traces, &model, &params, opts)?,
+        None => srm::migrate_with(&global.backend()?, &traces, &model, &params, opts, true)?,
+    };
     eprintln!("seisgpu srm: {} traces, {} x {} x {} image in {:.2} s", traces.len(), img.nx, img.ny, img.nz,
         t.elapsed().as_secs_f64());
-    let out = a.output.clone().unwrap_or_else(|| PathBuf::from(format!("srm-{}.npy", a.synthetic.as_deref().unwrap_or("image"))));
     npy::write_f32(&out, &[img.nz, img.ny, img.nx], &img.data)?;
     eprintln!("seisgpu srm: wrote {}", out.display());
     Ok(())

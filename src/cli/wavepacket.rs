@@ -6,9 +6,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Args as ClapArgs, Subcommand};
 use seisgpu_host::wavepacket::apps::{self, InterpMethod};
 use seisgpu_host::wavepacket::coeffs_io::{self, Header};
-use seisgpu_host::wavepacket::fragments::Fragmented;
+use seisgpu_host::wavepacket::fragments::{Fragmented, Tiling};
 use seisgpu_host::wavepacket::{Finest, Frame, FrameParams, Gather, Params};
-use seisgpu_host::Backend;
 
 use super::Global;
 
@@ -202,9 +201,23 @@ fn read_input(spec: &str) -> Result<(Vec<f32>, [usize; 3])> {
     }
 }
 
-fn transform(backend: &Backend, shape: [usize; 3], fa: &FrameArgs, finest: Finest) -> Result<Fragmented> {
+/// The transform's cube engines: one per device of `--gpus`, else the backend's (and every other
+/// visible GPU with `--all-gpus`).
+fn engines(global: &Global, tiling: Tiling, params: &Params, all_gpus: bool) -> Result<Fragmented> {
+    match global.backends()? {
+        Some(devices) => {
+            if all_gpus {
+                bail!("--all-gpus and --gpus both choose the devices: give one (--gpus all takes every GPU)");
+            }
+            Fragmented::on_backends(&devices, tiling, params)
+        }
+        None => Fragmented::from_tiling(&global.backend()?, tiling, params, all_gpus),
+    }
+}
+
+fn transform(global: &Global, shape: [usize; 3], fa: &FrameArgs, finest: Finest) -> Result<Fragmented> {
     let params = fa.params(finest)?;
-    let tr = Fragmented::new(backend, shape, fa.cube, fa.overlap, &params, fa.all_gpus)?;
+    let tr = engines(global, Tiling::new(shape, fa.cube, fa.overlap)?, &params, fa.all_gpus)?;
     eprintln!("seisgpu: {} cube(s) of {}^3 on {} engine(s); {}", tr.tiling.count(), tr.tiling.cube, tr.engines(),
         tr.frame.describe().lines().next().unwrap_or(""));
     Ok(tr)
@@ -219,9 +232,8 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
             return Ok(());
         }
         Command::Forward { io, frame } => {
-            let backend = global.backend()?;
             let (vol, shape) = read_input(&io.input)?;
-            let tr = transform(&backend, shape, frame, Finest::Isotropic)?;
+            let tr = transform(global, shape, frame, Finest::Isotropic)?;
             let c = tr.forward(&vol)?;
             let header = Header { version: 1, tiling: tr.tiling.clone(), params: tr.frame.params.clone(), per_cube: tr.frame.total };
             coeffs_io::write_coeffs(&io.output, &header, &c)?;
@@ -229,9 +241,8 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
                 c.len() as f64 / vol.len() as f64, t0.elapsed().as_secs_f64());
         }
         Command::Inverse { input, output, all_gpus } => {
-            let backend = global.backend()?;
             let (h, c) = coeffs_io::read_coeffs(input)?;
-            let tr = Fragmented::from_tiling(&backend, h.tiling.clone(), &h.params, *all_gpus)?;
+            let tr = engines(global, h.tiling.clone(), &h.params, *all_gpus)?;
             if tr.frame.total != h.per_cube {
                 bail!("{}: {} coefficients per cube in the file, this build's frame has {}", input.display(), h.per_cube, tr.frame.total);
             }
@@ -240,25 +251,22 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
             println!("{{\"samples\": {}, \"seconds\": {:.3}}}", vol.len(), t0.elapsed().as_secs_f64());
         }
         Command::Denoise { io, frame, sigma, k } => {
-            let backend = global.backend()?;
             let (vol, shape) = read_input(&io.input)?;
-            let tr = transform(&backend, shape, frame, Finest::Directional)?;
+            let tr = transform(global, shape, frame, Finest::Directional)?;
             let d = apps::denoise(&tr, &vol, *sigma, *k)?;
             coeffs_io::write_volume(&io.output, &d.volume, shape)?;
             println!("{{\"sigma\": {}, \"estimated\": {}, \"kept_fraction\": {:.5}, \"seconds\": {:.3}}}", d.sigma, d.estimated,
                 d.kept_fraction, t0.elapsed().as_secs_f64());
         }
         Command::Compress { io, frame, cr } => {
-            let backend = global.backend()?;
             let (vol, shape) = read_input(&io.input)?;
-            let tr = transform(&backend, shape, frame, Finest::Isotropic)?;
+            let tr = transform(global, shape, frame, Finest::Isotropic)?;
             let c = apps::compress(&tr, &vol, *cr)?;
             coeffs_io::write_volume(&io.output, &c.volume, shape)?;
             println!("{{\"kept\": {}, \"cr\": {:.5}, \"rel_error\": {:.5}, \"snr_db\": {:.2}, \"seconds\": {:.3}}}", c.kept, c.ratio,
                 c.rel_error, c.snr_db, t0.elapsed().as_secs_f64());
         }
         Command::Interpolate { io, frame, mask, method, iterations, final_fraction, cr } => {
-            let backend = global.backend()?;
             let (vol, shape) = read_input(&io.input)?;
             let traces = shape[0] * shape[1];
             let live: Vec<bool> = match mask {
@@ -277,7 +285,7 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
                 "single" => InterpMethod::SinglePass { ratio: *cr },
                 o => bail!("--method {o}: expected pocs or single"),
             };
-            let tr = transform(&backend, shape, frame, Finest::Directional)?;
+            let tr = transform(global, shape, frame, Finest::Directional)?;
             let r = apps::interpolate(&tr, &vol, &live, method)?;
             coeffs_io::write_volume(&io.output, &r.volume, shape)?;
             println!("{{\"missing_traces\": {}, \"iterations\": {}, \"seconds\": {:.3}}}", r.missing, r.iterations,

@@ -8,6 +8,7 @@ mod ktm;
 mod nlbf;
 mod pstm;
 mod runtime;
+mod scale;
 mod segy;
 mod srm;
 mod wavepacket;

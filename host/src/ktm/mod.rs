@@ -433,7 +433,25 @@ impl Plan {
         let (ix, iy) = (col / self.grid.ny, col % self.grid.ny);
         (ix as f32 * self.consts.dx, iy as f32 * self.consts.dy)
     }
-    fn class_offsets(&self, params: &Params) -> Vec<f64> {
+    /// The plan of the input traces `traces` only (a multi-device or MPI work item), with plan
+    /// positions' trace indices relative to `traces.start`. The traces keep their order within
+    /// each offset class (the class sort is stable), every launch constant is unchanged, so
+    /// summing the images of the items of a split gives the image of the whole plan.
+    pub fn restrict(&self, traces: Range<usize>) -> Plan {
+        let (mut geom, mut order, mut class_ranges) = (Vec::new(), Vec::new(), Vec::with_capacity(self.classes()));
+        for r in &self.class_ranges {
+            let start = geom.len();
+            for p in r.clone() {
+                if traces.contains(&self.order[p]) {
+                    geom.push(self.geom[p]);
+                    order.push(self.order[p] - traces.start);
+                }
+            }
+            class_ranges.push(start..geom.len());
+        }
+        Plan { geom, order, class_ranges, vel: self.vel.clone(), skipped_traces: 0, ..*self }
+    }
+    pub fn class_offsets(&self, params: &Params) -> Vec<f64> {
         match &params.offset_classes {
             None => vec![0.0],
             Some(oc) => (0..oc.count).map(|k| oc.first + (k as f64 + 0.5) * oc.width).collect(),
@@ -550,6 +568,60 @@ pub fn migrate(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow:
         data,
         skipped_traces: plan.skipped_traces,
     })
+}
+
+/// Work items of a multi-device (`--gpus`) or MPI migration: contiguous ranges of input traces,
+/// fixed by the trace count alone, so any number of devices or ranks sums the same partial
+/// images in the same order and gets the same image bit for bit. 16 items keep 1, 2, 4 and 8
+/// devices evenly loaded; each item still holds thousands of traces at production sizes, so the
+/// per-item cost (one image download and one host-side sum) stays small against the migration.
+pub fn work_items(ntraces: usize) -> Vec<Range<usize>> { crate::multi::even_ranges(ntraces, WORK_ITEMS) }
+
+/// Items of [`work_items`].
+pub const WORK_ITEMS: usize = 16;
+
+/// Migrates one work item: `chunk` holds the input traces `range` (only those: an MPI rank reads
+/// only its share), `plan` is the plan of all traces. Returns the item's partial image
+/// (`classes * ncols * ntau`, as [`Image::data`]).
+pub fn migrate_item(plan: &Plan, chunk: &TraceSet, range: Range<usize>, params: &Params, backend: &Backend)
+    -> anyhow::Result<Vec<f32>> {
+    ensure!(chunk.len() == range.len() && chunk.ns == plan.ns,
+        "ktm work item {range:?}: {} traces of {} samples given, the plan has {} samples", chunk.len(), chunk.ns, plan.ns);
+    if let Some(i) = chunk.data.iter().position(|v| !v.is_finite()) {
+        bail!("ktm input: trace {} sample {} is not finite", range.start + i / chunk.ns, i % chunk.ns);
+    }
+    let sub = plan.restrict(range);
+    if sub.ntraces() == 0 {
+        return Ok(vec![0.0; plan.classes() * plan.grid.len()]);
+    }
+    let prepared = prep::prepare(chunk, &sub, params);
+    match backend {
+        Backend::Cpu => Ok(cpu::migrate(&sub, &prepared)),
+        Backend::Gpu(gpu) => gpu::migrate(gpu, &sub, &prepared, params.variant, &params.limits).context("GPU migration"),
+    }
+}
+
+/// Adds a partial image into the running sum (item order: the caller's fold).
+pub fn add_image(sum: &mut [f32], part: &[f32]) -> anyhow::Result<()> {
+    ensure!(sum.len() == part.len(), "partial image of {} samples for an image of {}", part.len(), sum.len());
+    sum.par_iter_mut().zip(part.par_iter()).for_each(|(s, p)| *s += p);
+    Ok(())
+}
+
+/// [`migrate`] over several devices (`--gpus`): the [`work_items`] go to the devices as they free
+/// up (one host thread per device), and their partial images are summed in item order. The image
+/// is the same for any number of devices; against the single-device [`migrate`] it differs only
+/// by the f32 rounding of the regrouped sums (relative L2 ~1e-7).
+pub fn migrate_multi(traces: &TraceSet, params: &Params, backends: &[Backend]) -> anyhow::Result<Image> {
+    ensure!(!backends.is_empty(), "ktm: no device to migrate on");
+    traces.validate("ktm input").map_err(anyhow::Error::msg)?;
+    let plan = Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, params)?;
+    let items = work_items(traces.len());
+    let data = crate::multi::fold_on_devices(backends, &items, vec![0.0f32; plan.classes() * plan.grid.len()],
+        |backend, _, range| migrate_item(&plan, &traces.slice(range.clone()), range.clone(), params, backend)
+            .with_context(|| format!("traces {range:?}")),
+        |sum, _, part| add_image(sum, &part))?;
+    Ok(Image { grid: plan.grid, classes: plan.classes(), class_offsets: plan.class_offsets(params), data, skipped_traces: plan.skipped_traces })
 }
 
 /// Kirchhoff modelling, the exact adjoint of [`migrate`]: traces with `headers`, `ns` samples at

@@ -356,6 +356,52 @@ impl FastPlan {
     }
 }
 
+/// What the fast kernels read of a whole gather, uploaded once and kept on a device across the
+/// work items of a multi-device search (`super::estimate_setup_multi`).
+pub struct Resident {
+    data: CudaSlice<f32>,
+    tx: CudaSlice<f32>,
+    ty: CudaSlice<f32>,
+    vals: CudaSlice<f32>,
+}
+
+impl Resident {
+    pub fn upload(gpu: &Gpu, setup: &Setup, data: &[f32]) -> Result<Resident> {
+        gpu.ensure_fits("the gather", data.len() * 4 + setup.ntr() * 8)?;
+        Ok(Resident { data: gpu.upload(data)?, tx: gpu.upload(&setup.tx)?, ty: gpu.upload(&setup.ty)?,
+            vals: gpu.upload(&setup.tables.vals)? })
+    }
+}
+
+/// The fast search of `sub` (a [`Setup::subset`] of the setup `res` was uploaded for) on the
+/// resident gather: only the parameter traces and their apertures go up.
+pub fn estimate_fast_resident(gpu: &Gpu, sub: &Setup, res: &mut Resident) -> Result<(Vec<u32>, Vec<f32>)> {
+    if sub.tx.len() != res.tx.len() || sub.tables.vals.len() != res.vals.len() {
+        return Err(NlbfError::Invalid("the resident gather belongs to another setup".into()));
+    }
+    let plan = FastPlan::new(gpu, sub, None).map_err(NlbfError::Invalid)?;
+    let (np, ns) = (sub.np(), sub.ns);
+    gpu.ensure_fits("the fast kernels' buffers", np * ns * 24 + sub.apertures.idx.len() * 4)?;
+    let (px, py) = (gpu.upload(&sub.px)?, gpu.upload(&sub.py)?);
+    let (ap_off, ap_idx) = (gpu.upload(&sub.apertures.off)?, gpu.upload(&sub.apertures.idx)?);
+    let (picks, pick_s) = (gpu.zeros::<u32>(2 * np * ns)?, gpu.zeros::<f32>(2 * np * ns)?);
+    let (code, sem) = (gpu.zeros::<u32>(np * ns)?, gpu.zeros::<f32>(np * ns)?);
+    // The resident buffers move into the launch's buffer set and back out after it.
+    let placeholder = || gpu.zeros::<f32>(1);
+    let mut b = FastBuffers {
+        data: std::mem::replace(&mut res.data, placeholder()?),
+        tx: std::mem::replace(&mut res.tx, placeholder()?),
+        ty: std::mem::replace(&mut res.ty, placeholder()?),
+        vals: std::mem::replace(&mut res.vals, placeholder()?),
+        px, py, ap_off, ap_idx, picks, pick_s, code, sem,
+    };
+    let launched = plan.launch(gpu, sub, &mut b);
+    let out = launched.and_then(|_| Ok((gpu.download(&b.code)?, gpu.download(&b.sem)?)));
+    let FastBuffers { data, tx, ty, vals, .. } = b;
+    *res = Resident { data, tx, ty, vals };
+    out
+}
+
 /// Forced kernel variants (tuning); `None` = chosen by [`FastPlan::tuned`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Tuning {

@@ -406,6 +406,130 @@ impl Setup {
     }
 }
 
+impl Setup {
+    /// The setup of parameter traces `ptraces` only (a work item of a multi-device or MPI split):
+    /// their positions and aperture lists, with every bound of the whole setup (shift bounds,
+    /// largest offsets), so each parameter trace is searched exactly as in the whole run. The
+    /// grid becomes one row of `ptraces.len()` parameter traces (only its length is used by the
+    /// search; the result goes back into the whole setup's [`Estimate`]).
+    pub fn subset(&self, ptraces: std::ops::Range<usize>) -> Setup {
+        let ap = &self.apertures;
+        let (mut off, mut idx) = (Vec::with_capacity(3 * (ptraces.len() + 1)), Vec::new());
+        for phase in 0..3 {
+            let o = &ap.off[phase * (ap.np + 1)..(phase + 1) * (ap.np + 1)];
+            let (a, b) = (o[ptraces.start] as usize, o[ptraces.end] as usize);
+            let base = idx.len() as u32;
+            off.extend(o[ptraces.start..=ptraces.end].iter().map(|&v| v - o[ptraces.start] + base));
+            idx.extend_from_slice(&ap.idx[a..b]);
+        }
+        Setup {
+            grid: Grid { nx: ptraces.len(), ny: 1, ..self.grid },
+            px: self.px[ptraces.clone()].to_vec(),
+            py: self.py[ptraces.clone()].to_vec(),
+            apertures: Apertures { off, idx, np: ptraces.len() },
+            tx: self.tx.clone(),
+            ty: self.ty.clone(),
+            tables: self.tables.clone(),
+            ..*self
+        }
+    }
+}
+
+/// Work items of a multi-device (`--gpus`) or MPI search: contiguous ranges of parameter traces
+/// (each parameter trace's search is independent, so the split changes no result), fixed by
+/// their count alone.
+pub fn work_items(np: usize) -> Vec<std::ops::Range<usize>> { crate::multi::even_ranges(np, WORK_ITEMS) }
+
+/// Items of [`work_items`].
+pub const WORK_ITEMS: usize = 16;
+
+/// The variant the whole search runs with on `backend`: the CPU reference, or on a GPU the fast
+/// kernels where they apply to the whole setup (then to every subset: its apertures are no
+/// larger), else the paper-faithful kernel. Decided once, so every item runs the same code.
+pub fn variant_for(backend: &Backend, setup: &Setup) -> Variant {
+    match backend {
+        Backend::Cpu => Variant::Cpu,
+        Backend::Gpu(g) => match gpu::FastPlan::new(g, setup, None) {
+            Ok(_) => Variant::GpuFast,
+            Err(why) => {
+                eprintln!("nlbf: the fast GPU kernels do not apply ({why}); using the paper-faithful kernel");
+                Variant::GpuPaper
+            }
+        },
+    }
+}
+
+/// One device of a multi-device search. On a GPU running the fast kernels, the gather, the
+/// trace coordinates and the search tables go up once (with the first item the device takes)
+/// and stay for all its items; only each item's parameter traces and apertures are uploaded.
+pub struct NlbfDevice {
+    pub backend: Backend,
+    resident: std::sync::Mutex<Option<gpu::Resident>>,
+}
+
+impl NlbfDevice {
+    pub fn new(backend: &Backend) -> NlbfDevice { NlbfDevice { backend: backend.clone(), resident: std::sync::Mutex::new(None) } }
+}
+
+/// One work item on `dev`: (codes, semblance) of parameter traces `ptraces`, `[i * ns + t]`.
+/// `variant` is that of the whole search ([`variant_for`]); a CPU device runs the reference.
+pub fn estimate_item(variant: Variant, dev: &NlbfDevice, setup: &Setup, data: &[f32], ptraces: std::ops::Range<usize>)
+    -> Result<(Vec<u32>, Vec<f32>)> {
+    let list = || ptraces.clone().collect::<Vec<usize>>();
+    match (&dev.backend, variant) {
+        (Backend::Cpu, _) | (_, Variant::Cpu) => Ok(cpu::estimate_subset(setup, data, &list())),
+        (Backend::Gpu(g), Variant::GpuPaper) => gpu::estimate_paper_subset(g, setup, data, &list()),
+        (Backend::Gpu(g), Variant::GpuFast) => {
+            let mut r = dev.resident.lock().map_err(|_| NlbfError::Invalid("a device thread panicked".into()))?;
+            if r.is_none() {
+                *r = Some(gpu::Resident::upload(g, setup, data)?);
+            }
+            gpu::estimate_fast_resident(g, &setup.subset(ptraces), r.as_mut().unwrap())
+        }
+    }
+}
+
+/// The search over several devices: (codes, semblance) of every parameter trace of `setup`,
+/// the [`work_items`] going to the devices as they free up.
+pub fn estimate_setup_multi(devices: &[NlbfDevice], setup: &Setup, data: &[f32], variant: Variant)
+    -> Result<(Vec<u32>, Vec<f32>)> {
+    if devices.is_empty() {
+        return invalid("nlbf: no device to search on");
+    }
+    let items = work_items(setup.np());
+    let ns = setup.ns;
+    crate::multi::fold_on_devices(devices, &items,
+        (Vec::with_capacity(setup.estimations()), Vec::with_capacity(setup.estimations())),
+        |dev, _, r| estimate_item(variant, dev, setup, data, r.clone()).map_err(|e| anyhow::anyhow!("parameter traces {r:?}: {e}")),
+        |(code, sem), i, (c, s)| {
+            anyhow::ensure!(c.len() == items[i].len() * ns && s.len() == c.len(), "work item {i}: {} picks", c.len());
+            code.extend_from_slice(&c);
+            sem.extend_from_slice(&s);
+            Ok(())
+        })
+        .map_err(|e| NlbfError::Invalid(format!("{e:#}")))
+}
+
+/// [`estimate`] over several devices (`--gpus`): the parameter traces are cut into
+/// [`work_items`] that go to the devices as they free up (one host thread per device); every
+/// parameter trace's picks and semblance are those of the single-device search, bit for bit.
+/// `variant` forces a GPU variant on the GPUs (`None`: [`variant_for`]); CPU devices run the
+/// reference.
+pub fn estimate_multi(backends: &[Backend], traces: &TraceSet, params: &EstimateParams, variant: Option<Variant>)
+    -> Result<Estimate> {
+    if backends.is_empty() {
+        return invalid("nlbf: no device to search on");
+    }
+    let setup = Setup::new(traces, params)?;
+    let variant = match variant {
+        Some(v) => v,
+        None => backends.iter().find(|b| b.gpu().is_some()).map_or(Variant::Cpu, |b| variant_for(b, &setup)),
+    };
+    let devices: Vec<NlbfDevice> = backends.iter().map(NlbfDevice::new).collect();
+    let (code, sem) = estimate_setup_multi(&devices, &setup, &traces.data, variant)?;
+    Ok(Estimate::from_setup(&setup, code, sem))
+}
+
 /// `TraceSet::validate`'s checks, with the scan for non-finite samples in parallel (it reads the
 /// whole gather, so it is part of every end-to-end run).
 pub fn validate_traces(t: &TraceSet) -> Result<()> {

@@ -455,6 +455,51 @@ pub fn migrate(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMode, mod
     }
 }
 
+/// Work items of a multi-device (`--gpus`) or MPI migration: contiguous ranges of input traces,
+/// fixed by the trace count alone, so any number of devices or ranks sums the same partial images
+/// in the same order (see `ktm::work_items`).
+pub fn work_items(ntraces: usize) -> Vec<std::ops::Range<usize>> { crate::multi::even_ranges(ntraces, WORK_ITEMS) }
+
+/// Items of [`work_items`].
+pub const WORK_ITEMS: usize = 16;
+
+/// Adds a work item's partial image (and its counts) into the running sum, in item order.
+pub fn add_image(sum: &mut PstmImage, part: &PstmImage) -> anyhow::Result<()> {
+    use rayon::prelude::*;
+    ensure!(sum.data.len() == part.data.len(), "partial image of {} samples for an image of {}", part.data.len(), sum.data.len());
+    sum.data.par_iter_mut().zip(part.data.par_iter()).for_each(|(s, p)| *s += p);
+    let (s, p) = (&mut sum.stats, &part.stats);
+    s.traces_used += p.traces_used;
+    s.pairs += p.pairs;
+    s.contributions += p.contributions;
+    s.exact_evals += p.exact_evals;
+    Ok(())
+}
+
+/// An all-zero image of `params`' shape (the start of a sum over work items).
+pub fn zero_image(params: &PstmParams) -> PstmImage {
+    PstmImage { nx: params.nx, ny: params.ny, noff: params.noff, nz: params.nz, nz_pad: params.nz_pad(),
+        data: vec![0.0; params.columns() * params.noff * params.nz_pad()], stats: MigrationStats::default() }
+}
+
+/// [`migrate`] over several devices (`--gpus`): the [`work_items`] (trace ranges, each planned
+/// on its own: the plan only sorts and bins the traces) go to the devices as they free up, and
+/// the partial images are summed in item order. Equal for any number of devices; against the
+/// single-device [`migrate`] it differs by the f32 rounding of the regrouped sums.
+pub fn migrate_multi(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel,
+    backends: &[Backend]) -> anyhow::Result<PstmImage> {
+    ensure!(!backends.is_empty(), "pstm: no device to migrate on");
+    params.validate(mode, model)?;
+    // The whole set's checks first, so an error names the trace by its index in the input.
+    traces.validate("input traces").map_err(anyhow::Error::msg)?;
+    let items = work_items(traces.len());
+    crate::multi::fold_on_devices(backends, &items, zero_image(params),
+        |backend, _, range| migrate(&traces.slice(range.clone()), params, mode, model, backend)
+            .with_context(|| format!("traces {range:?}")),
+        |sum, _, part| add_image(sum, &part))
+        .map_err(anyhow::Error::from)
+}
+
 /// The number of (trace, column) pairs within the aperture, and of contributions (pairs * nz).
 pub fn count_pairs(p: &PstmParams, plan: &Plan) -> (u64, u64) {
     use rayon::prelude::*;

@@ -343,10 +343,15 @@ fn design_one(p: f64, q: f64, params: &DesignParams, grid: &FitGrid, st: &mut Fi
     RowDesign { p, coef: a, fit_error, max_gain }
 }
 
-/// Designs rows for increasing `ps` in parallel chains (one cold start per chain).
+/// Rows per warm-started chain of [`design_rows`].
+const ROWS_PER_CHAIN: usize = 32;
+
+/// Designs rows for increasing `ps` in parallel chains (one cold start per chain). The chains
+/// depend on the rows alone, not on the thread count, so the table (and every image) is the
+/// same on any machine and on every MPI rank.
 pub fn design_rows(ps: &[f64], q: f64, params: &DesignParams) -> Vec<RowDesign> {
     let grid = FitGrid::new(params.degree);
-    let chains = rayon::current_num_threads().clamp(1, ps.len().div_ceil(16).max(1));
+    let chains = ps.len().div_ceil(ROWS_PER_CHAIN).max(1);
     let per = ps.len().div_ceil(chains).max(1);
     ps.par_chunks(per).flat_map_iter(|c| design_chain(c, q, params, &grid)).collect()
 }

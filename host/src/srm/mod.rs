@@ -395,3 +395,103 @@ pub fn migrate_with(backend: &Backend, traces: &TraceSet, model: &VelocityModel,
         Backend::Gpu(g) => gpu::migrate_shots(g, &op, traces, model, params, &shots, opts, progress),
     }
 }
+
+/// A work item of a multi-device (`--gpus`) or MPI migration: one shot and a group of its
+/// frequency bins (consecutive in the band). Each item gives the shot's window image for those
+/// frequencies; the image is their sum, taken in item order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkItem {
+    /// Index into the shots (first-appearance order, [`group_shots`]).
+    pub shot: usize,
+    /// The item's frequency bins (FFT bin numbers).
+    pub bins: Vec<usize>,
+}
+
+/// Frequency bins per work item: the GPU's frequency planes per launch (16 by default), so an
+/// item is whole launches; fixed by the band alone, so any number of devices or ranks sums the
+/// same items in the same order.
+pub fn work_items(nshots: usize, plan: &FreqPlan, bins_per_item: usize) -> Vec<WorkItem> {
+    let per = bins_per_item.max(1);
+    (0..nshots).flat_map(|shot| plan.bins.chunks(per).map(move |b| WorkItem { shot, bins: b.to_vec() })).collect()
+}
+
+/// One device of a multi-device migration: the backend and, on a GPU, the operator's table
+/// uploaded once for all the items the device takes.
+pub struct SrmDevice {
+    pub backend: Backend,
+    dop: Option<gpu::DeviceOperator>,
+}
+
+impl SrmDevice {
+    pub fn new(backend: &Backend, op: &design::Operator) -> anyhow::Result<SrmDevice> {
+        let dop = match backend {
+            Backend::Gpu(g) => Some(gpu::DeviceOperator::new(g, op).context("uploading the operator table")?),
+            Backend::Cpu => None,
+        };
+        Ok(SrmDevice { backend: backend.clone(), dop })
+    }
+}
+
+/// Everything the work items share: validated shots and windows, the operator, the band.
+pub struct MultiPlan {
+    pub shots: Vec<(Shot, ShotGrid)>,
+    pub op: Arc<design::Operator>,
+    pub freq: FreqPlan,
+    pub nz: usize,
+    pub items: Vec<WorkItem>,
+}
+
+impl MultiPlan {
+    pub fn new(traces: &TraceSet, model: &VelocityModel, params: &SrmParams, opts: GpuOptions) -> anyhow::Result<MultiPlan> {
+        let shots = validate_inputs(traces, model, params)?;
+        let op = Arc::new(design_for(model, params).map_err(anyhow::Error::msg).context("designing the operator")?);
+        let freq = FreqPlan::new(traces.ns, traces.dt as f64, traces.t0 as f64, params.fmin, params.fmax)
+            .map_err(anyhow::Error::msg).context("frequency band")?;
+        let nz = if params.nz > 0 { params.nz } else { model.nz };
+        let items = work_items(shots.len(), &freq, opts.planes);
+        Ok(MultiPlan { shots, op, freq, nz, items })
+    }
+
+    /// The window image of item `i` on `dev`.
+    pub fn run_item(&self, dev: &SrmDevice, i: usize, traces: &TraceSet, model: &VelocityModel, params: &SrmParams,
+        opts: GpuOptions) -> anyhow::Result<Vec<f32>> {
+        let it = &self.items[i];
+        let (shot, grid) = &self.shots[it.shot];
+        let what = || format!("shot ffid {} (shot {}), {} frequencies from {:.2} Hz", shot.ffid, it.shot, it.bins.len(),
+            self.freq.freq(it.bins[0]));
+        match (&dev.backend, &dev.dop) {
+            (Backend::Gpu(g), Some(dop)) => gpu::migrate_shot(g, &self.op, dop, traces, model, params, &self.freq, shot, grid,
+                &it.bins, self.nz, opts).with_context(what),
+            _ => Ok(cpu::migrate_shot(&self.op, traces, model, params, &self.freq, shot, grid, &it.bins, self.nz)),
+        }
+    }
+
+    /// An all-zero image of the model (the start of the sum).
+    pub fn zero_image(&self, model: &VelocityModel) -> Image {
+        Image { data: vec![0.0; self.nz * model.ny * model.nx], nx: model.nx, ny: model.ny, nz: self.nz }
+    }
+
+    /// Adds item `i`'s window image into `image`.
+    pub fn add(&self, image: &mut Image, i: usize, part: &[f32]) -> anyhow::Result<()> {
+        let grid = &self.shots[self.items[i].shot].1;
+        anyhow::ensure!(part.len() == self.nz * grid.nxy(), "work item {i}: window image of {} samples, expected {}",
+            part.len(), self.nz * grid.nxy());
+        cpu::add_window(image, grid, part);
+        Ok(())
+    }
+}
+
+/// [`migrate_with`] over several devices (`--gpus`): the (shot, frequency group) [`work_items`]
+/// go to the devices as they free up (one host thread per device, the operator table uploaded
+/// once per GPU), and the window images are summed into the model image in item order.
+pub fn migrate_multi(backends: &[Backend], traces: &TraceSet, model: &VelocityModel, params: &SrmParams, opts: GpuOptions)
+    -> anyhow::Result<Image> {
+    anyhow::ensure!(!backends.is_empty(), "srm: no device to migrate on");
+    let plan = MultiPlan::new(traces, model, params, opts)?;
+    let devices = backends.iter().map(|b| SrmDevice::new(b, &plan.op)).collect::<anyhow::Result<Vec<_>>>()?;
+    let idx: Vec<usize> = (0..plan.items.len()).collect();
+    crate::multi::fold_on_devices(&devices, &idx, plan.zero_image(model),
+        |dev, _, &i| plan.run_item(dev, i, traces, model, params, opts),
+        |image, i, part| plan.add(image, i, &part))
+        .map_err(anyhow::Error::from)
+}

@@ -185,6 +185,15 @@ impl Fragmented {
         Ok(Fragmented { tiling, frame, engines })
     }
 
+    /// Engines on the given backends, one each (`--gpus N|all`; `--device cpu --gpus N` gives N CPU
+    /// engines, which split the cubes as N GPUs would).
+    pub fn on_backends(backends: &[Backend], tiling: Tiling, params: &Params) -> Result<Fragmented> {
+        ensure!(!backends.is_empty(), "no device for the wave-packet cubes");
+        let frame = Arc::new(Frame::new(tiling.cube, params)?);
+        let engines = backends.iter().map(|b| Engine::new(b, frame.clone()).map(Mutex::new)).collect::<Result<Vec<_>>>()?;
+        Ok(Fragmented { tiling, frame, engines })
+    }
+
     /// From existing engines (tests, benchmarks).
     pub fn with_engines(tiling: Tiling, engines: Vec<Engine>) -> Result<Fragmented> {
         ensure!(!engines.is_empty(), "no engine");
@@ -241,13 +250,7 @@ impl Fragmented {
     pub fn inverse(&self, coeffs: &[Complex32]) -> Result<Vec<f32>> {
         ensure!(coeffs.len() == self.total(), "{} coefficients for a fragmented frame of {}", coeffs.len(), self.total());
         let per = self.frame.total;
-        let out = Mutex::new(vec![0.0f32; self.tiling.shape.iter().product()]);
-        self.for_each_cube(|e, t| {
-            let cube = e.inverse(&coeffs[t * per..(t + 1) * per])?;
-            self.tiling.accumulate(&mut out.lock().unwrap(), t, &cube);
-            Ok(())
-        })?;
-        Ok(out.into_inner().unwrap())
+        self.accumulate_cubes(|e, t| e.inverse(&coeffs[t * per..(t + 1) * per]))
     }
 
     /// Forward of every cube, handing its coefficients to `look` (statistics passes).
@@ -264,13 +267,23 @@ impl Fragmented {
     /// holding the whole volume's coefficients.
     pub fn process<F: Fn(usize, &mut [Complex32]) + Sync>(&self, vol: &[f32], edit: F) -> Result<Vec<f32>> {
         validate_volume(vol, self.tiling.shape, "wave-packet processing")?;
-        let out = Mutex::new(vec![0.0f32; vol.len()]);
-        self.for_each_cube(|e, t| {
-            let cube = e.roundtrip(&self.tiling.extract(vol, t), &mut |c| edit(t, c))?;
-            self.tiling.accumulate(&mut out.lock().unwrap(), t, &cube);
+        self.accumulate_cubes(|e, t| e.roundtrip(&self.tiling.extract(vol, t), &mut |c| edit(t, c)))
+    }
+
+    /// Runs `cube(engine, t)` for every cube on all engines and adds the tapered results into the
+    /// volume in cube order (overlaps sum in a fixed order, so the volume is the same bit for bit
+    /// for any number of engines; only the out-of-order cubes wait in memory).
+    fn accumulate_cubes<F: Fn(&mut Engine, usize) -> Result<Vec<f32>> + Sync>(&self, cube: F) -> Result<Vec<f32>> {
+        let ts: Vec<usize> = (0..self.tiling.count()).collect();
+        let out = vec![0.0f32; self.tiling.shape.iter().product()];
+        crate::multi::fold_on_devices(&self.engines, &ts, out, |eng, _, &t| {
+            let mut e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
+            cube(&mut e, t).map_err(|err| err.context(format!("cube {t} at {:?}", self.tiling.start(t))))
+        }, |out, t, c| {
+            self.tiling.accumulate(out, t, &c);
             Ok(())
-        })?;
-        Ok(out.into_inner().unwrap())
+        })
+        .map_err(anyhow::Error::from)
     }
 }
 

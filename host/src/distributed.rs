@@ -1,0 +1,463 @@
+//! Many machines through MPI (cargo feature `mpi`; rsmpi over the system's Open MPI).
+//!
+//! The same work items as `--gpus` (`multi`), split across ranks: rank r takes a contiguous
+//! block of the items ([`crate::multi::block_share`]) and runs them on its local devices (its
+//! GPUs, or CPU work queues), reading only the input traces those items need where the format
+//! allows (SEG-Y trace ranges). The reduction is exact: every item's result goes to rank 0, which
+//! folds them in item order, so the result equals the single-process `--gpus` result bit for bit
+//! (and the single-device one to f32 rounding). Output is written by rank 0 alone, through
+//! `AtomicFile`.
+//!
+//! Failures: each phase (reading, planning, computing, writing) ends with [`Cluster::agree`], a
+//! collective in which every rank learns every rank's outcome; when one failed, every rank
+//! returns the same [`JobFailed`] error naming the ranks, the phase and the work items, and the
+//! job exits non-zero with nothing half-written. Only the main thread calls MPI (threading level
+//! `Funneled`); device threads never do.
+
+use std::ops::Range;
+use std::path::Path;
+
+use anyhow::{bail, ensure, Context};
+use mpi::datatype::PartitionMut;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use mpi::Count;
+
+use crate::backend::{Backend, DeviceChoice};
+use crate::multi::{self, GpuCount};
+use crate::runtime::Gpu;
+use crate::traces::{TraceHeader, TraceSet};
+
+/// Whether an MPI launcher (Open MPI's mpirun, a PMI/PMIx launcher such as srun) started this
+/// process: then the CLI initialises MPI without being asked (`--mpi`).
+pub fn launched_by_mpirun() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"].iter().any(|v| std::env::var_os(v).is_some())
+}
+
+/// Initialises MPI; keep the universe alive until the end of `main` (dropping it finalises MPI).
+pub fn init() -> anyhow::Result<mpi::environment::Universe> {
+    let (universe, level) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+        .context("MPI could not be initialised (is this an MPI launch, with Open MPI installed?)")?;
+    ensure!(level >= mpi::Threading::Funneled, "the MPI library offers thread level {level:?}, seisgpu needs Funneled");
+    Ok(universe)
+}
+
+/// The ranks of the job.
+pub struct Cluster {
+    world: SimpleCommunicator,
+    rank: usize,
+    size: usize,
+}
+
+pub use mpi::environment::Universe;
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Cluster {{ rank {} of {} }}", self.rank, self.size)
+    }
+}
+
+/// The failure of a phase on one or more ranks: the same error on every rank.
+#[derive(Debug)]
+pub struct JobFailed {
+    pub phase: String,
+    /// (rank, what failed there).
+    pub failures: Vec<(usize, String)>,
+}
+
+impl std::fmt::Display for JobFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MPI job failed while {}: ", self.phase)?;
+        for (k, (rank, msg)) in self.failures.iter().enumerate() {
+            write!(f, "{}rank {rank}: {msg}", if k > 0 { "; " } else { "" })?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for JobFailed {}
+
+/// Message tag of item results (non-overtaking order between two ranks keeps them in item order).
+const ITEM_TAG: mpi::Tag = 9;
+/// Largest piece of one message (elements): MPI counts are C ints.
+const PIECE: usize = 1 << 28;
+
+impl Cluster {
+    /// The job's world, once MPI is initialised (`None` otherwise). Not collective.
+    pub fn world() -> Option<Cluster> {
+        if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
+            return None;
+        }
+        let world = SimpleCommunicator::world();
+        let (rank, size) = (world.rank() as usize, world.size() as usize);
+        Some(Cluster { world, rank, size })
+    }
+
+    pub fn rank(&self) -> usize { self.rank }
+    pub fn size(&self) -> usize { self.size }
+    /// This rank's number among the ranks on its machine (which of the machine's GPUs it takes).
+    /// Collective.
+    pub fn local_rank(&self) -> usize { self.world.split_shared(self.rank as i32).rank() as usize }
+    pub fn is_root(&self) -> bool { self.rank == 0 }
+
+    /// This rank's block of `n` work items.
+    pub fn share(&self, n: usize) -> Range<usize> { multi::block_share(n, self.size, self.rank) }
+
+    /// The rank that owns item `i` of `n`.
+    pub fn owner(&self, n: usize, i: usize) -> usize {
+        (0..self.size).find(|&r| multi::block_share(n, self.size, r).contains(&i)).expect("item in range")
+    }
+
+    /// Ends the job at once (every rank), after printing `msg`: for failures outside a phase that
+    /// the other ranks cannot learn of through [`Cluster::agree`].
+    pub fn abort(&self, msg: &str) -> ! {
+        eprintln!("error (rank {} of {}): {msg}", self.rank, self.size);
+        self.world.abort(1)
+    }
+
+    /// Collective end of a phase: every rank learns every rank's outcome. All succeeded: this
+    /// rank's value. Otherwise every rank gets the same [`JobFailed`] naming the failed ranks and
+    /// their errors (work item, trace, device as the error says).
+    pub fn agree<T>(&self, phase: &str, local: anyhow::Result<T>) -> anyhow::Result<T> {
+        let msg = match &local {
+            Ok(_) => String::new(),
+            Err(e) => format!("{e:#}"),
+        };
+        let all = self.all_gather_bytes(msg.as_bytes());
+        let failures: Vec<(usize, String)> = all
+            .into_iter()
+            .enumerate()
+            .filter(|(_, m)| !m.is_empty())
+            .map(|(r, m)| (r, String::from_utf8_lossy(&m).into_owned()))
+            .collect();
+        if failures.is_empty() {
+            local
+        } else {
+            Err(JobFailed { phase: phase.to_string(), failures }.into())
+        }
+    }
+
+    /// Every rank's bytes, in rank order.
+    fn all_gather_bytes(&self, local: &[u8]) -> Vec<Vec<u8>> {
+        let parts = self.all_gather_varcount(local);
+        parts.into_iter().map(|r| r.to_vec()).collect()
+    }
+
+    /// Every rank's `local` slice, in rank order.
+    fn all_gather_varcount<T: Equivalence + Default + Clone>(&self, local: &[T]) -> Vec<Vec<T>> {
+        // One leading filler element per rank: empty buffers are dangling pointers that can be
+        // equal for the send and receive sides, which MPI rejects as aliasing (MPI_ERR_ARG).
+        let padded: Vec<T> = std::iter::once(T::default()).chain(local.iter().cloned()).collect();
+        let local = &padded[..];
+        let n = local.len() as Count;
+        let mut counts = vec![0 as Count; self.size];
+        self.world.all_gather_into(&n, &mut counts[..]);
+        let displs: Vec<Count> = counts.iter().scan(0, |acc, &c| {
+            let d = *acc;
+            *acc += c;
+            Some(d)
+        }).collect();
+        let total: usize = counts.iter().map(|&c| c as usize).sum();
+        let mut buf = vec![T::default(); total];
+        {
+            let mut part = PartitionMut::new(&mut buf[..], &counts[..], &displs[..]);
+            self.world.all_gather_varcount_into(local, &mut part);
+        }
+        (0..self.size).map(|r| buf[displs[r] as usize + 1..(displs[r] + counts[r]) as usize].to_vec()).collect()
+    }
+
+    /// Every rank's trace headers, concatenated in rank order (the ranks' shares are contiguous
+    /// and in rank order, so this is the input's header list).
+    pub fn all_gather_headers(&self, local: &[TraceHeader]) -> anyhow::Result<Vec<TraceHeader>> {
+        const F: usize = 12;
+        ensure!(local.len() * F < i32::MAX as usize, "{} trace headers on one rank: too many for one MPI message", local.len());
+        let packed: Vec<f64> = local.iter().flat_map(|h| {
+            [h.sx, h.sy, h.gx, h.gy, h.offset, h.cdp as f64, h.inline as f64, h.crossline as f64, h.ffid as f64,
+                h.channel as f64, h.source_station as f64, h.receiver_station as f64]
+        }).collect();
+        let all = self.all_gather_varcount(&packed);
+        ensure!(all.iter().map(|v| v.len()).sum::<usize>() < i32::MAX as usize, "trace headers exceed one MPI message");
+        Ok(all.concat().chunks(F).map(|v| TraceHeader {
+            sx: v[0], sy: v[1], gx: v[2], gy: v[3], offset: v[4], cdp: v[5] as i32, inline: v[6] as i32, crossline: v[7] as i32,
+            ffid: v[8] as i32, channel: v[9] as i32, source_station: v[10] as i32, receiver_station: v[11] as i32,
+        }).collect())
+    }
+
+    /// Sends `v` to `dest` (length first, then pieces below the C-int count limit).
+    fn send_vec<T: Equivalence>(&self, dest: usize, v: &[T]) {
+        let p = self.world.process_at_rank(dest as i32);
+        p.send_with_tag(&(v.len() as u64), ITEM_TAG);
+        for piece in v.chunks(PIECE) {
+            p.send_with_tag(piece, ITEM_TAG);
+        }
+    }
+
+    fn receive_vec<T: Equivalence + Default + Clone>(&self, src: usize) -> Vec<T> {
+        let p = self.world.process_at_rank(src as i32);
+        let mut n = 0u64;
+        p.receive_into_with_tag(&mut n, ITEM_TAG);
+        let mut v = vec![T::default(); n as usize];
+        for piece in v.chunks_mut(PIECE) {
+            p.receive_into_with_tag(piece, ITEM_TAG);
+        }
+        v
+    }
+
+    /// The exact reduction: rank 0 folds the results of all `n` items in item order (its own and
+    /// those the other ranks send); the others send theirs (`local[k]` is item `share(n).start + k`).
+    /// `Some(acc)` on rank 0, `None` elsewhere. Call after an [`agree`](Self::agree) that every
+    /// rank passed: no rank then stops half-way through the exchange.
+    pub fn reduce_items<T: Equivalence + Default + Clone, A>(&self, n: usize, local: Vec<Vec<T>>, mut acc: A,
+        mut fold: impl FnMut(&mut A, usize, Vec<T>) -> anyhow::Result<()>) -> anyhow::Result<Option<A>> {
+        let mine = self.share(n);
+        ensure!(local.len() == mine.len(), "rank {}: {} results for items {mine:?}", self.rank, local.len());
+        if !self.is_root() {
+            for v in &local {
+                self.send_vec(0, v);
+            }
+            return Ok(None);
+        }
+        let mut own = local.into_iter();
+        let mut folded = Ok(());
+        for i in 0..n {
+            let v = if mine.contains(&i) { own.next().expect("own item") } else { self.receive_vec(self.owner(n, i)) };
+            // Keep receiving after a failed fold: the senders must not block.
+            if folded.is_ok() {
+                folded = fold(&mut acc, i, v).with_context(|| format!("adding work item {i}"));
+            }
+        }
+        folded.map(|_| Some(acc))
+    }
+
+    /// This rank's devices (collective). Without `--gpus`: one, the GPU `ordinal + local rank` (modulo the
+    /// GPUs on the machine: one rank per GPU is the usual launch) or the CPU. With `--gpus N`:
+    /// N GPUs from `local rank * N` on (N CPU work queues with `--device cpu`); `all`: every GPU.
+    pub fn local_devices(&self, choice: DeviceChoice, ordinal: usize, count: Option<GpuCount>)
+        -> anyhow::Result<(Vec<Backend>, String)> {
+        let local_rank = self.local_rank();
+        let visible = if choice == DeviceChoice::Cpu { 0 } else { Gpu::device_count() };
+        let gpus_usable = visible > 0;
+        match (choice, count, gpus_usable) {
+            (DeviceChoice::Cpu, Some(c), _) | (DeviceChoice::Auto, Some(c), false) => Ok(multi::backends(DeviceChoice::Cpu, c)?),
+            (DeviceChoice::Cpu, None, _) | (DeviceChoice::Auto, None, false) => {
+                Ok((vec![Backend::Cpu], format!("CPU ({} threads)", rayon::current_num_threads())))
+            }
+            (DeviceChoice::Gpu, _, false) => bail!("--device gpu: no GPU on this machine (rank {})", self.rank),
+            (_, Some(GpuCount::All), true) => Ok(multi::backends(DeviceChoice::Gpu, GpuCount::All)?),
+            (_, c, true) => {
+                let n = match c {
+                    Some(GpuCount::N(n)) => n,
+                    _ => 1,
+                };
+                ensure!(n <= visible, "--gpus {n}: {visible} GPUs on this machine (rank {})", self.rank);
+                let first = if c.is_some() { local_rank * n } else { ordinal + local_rank };
+                let mut out = Vec::with_capacity(n);
+                for k in 0..n {
+                    out.push(Backend::Gpu(Gpu::open((first + k) % visible)?));
+                }
+                let names: Vec<String> = out.iter().filter_map(|b| b.gpu().map(|g| format!("{}: {}", g.info().ordinal, g.info().name)))
+                    .collect();
+                Ok((out, format!("{} GPU(s) ({})", n, names.join(", "))))
+            }
+        }
+    }
+}
+
+/// Where a trace-domain pipeline's input comes from.
+pub enum TraceSource<'a> {
+    /// Already in memory on every rank (built-in synthetics): each rank takes its share.
+    Memory(&'a TraceSet),
+    /// A SEG-Y file every rank can open: each rank reads only its share's trace range.
+    Segy(&'a Path),
+}
+
+/// What a rank holds of a trace-domain input: its contiguous share of the traces and every
+/// trace's header (gathered from all ranks), plus the sampling.
+pub struct TraceShare {
+    /// Input trace numbers this rank holds.
+    pub range: Range<usize>,
+    pub traces: TraceSet,
+    pub all_headers: Vec<TraceHeader>,
+}
+
+impl TraceShare {
+    /// The traces `r` (input numbering, inside [`TraceShare::range`]).
+    pub fn slice(&self, r: Range<usize>) -> TraceSet {
+        self.traces.slice(r.start - self.range.start..r.end - self.range.start)
+    }
+}
+
+/// Reads this rank's share of a trace input: the traces of its block of the `items` (contiguous
+/// trace ranges in order, fixed by `items_of(ntraces)`), and gathers every header. Collective; a
+/// failure on any rank fails every rank with the rank and the reason.
+pub fn read_trace_share(cluster: &Cluster, source: &TraceSource, items_of: impl Fn(usize) -> Vec<Range<usize>>)
+    -> anyhow::Result<(TraceShare, Vec<Range<usize>>)> {
+    // Trace count and sampling: every rank looks at the file's headers (cheap).
+    let opened = match source {
+        TraceSource::Memory(t) => Ok((t.len(), None)),
+        TraceSource::Segy(p) => crate::io::segy::SegyReader::open(p)
+            .map(|r| (r.info().n_traces as usize, Some(r)))
+            .with_context(|| format!("opening {}", p.display())),
+    };
+    let (ntraces, reader) = cluster.agree("opening the input", opened)?;
+    let items = items_of(ntraces);
+    let mine = cluster.share(items.len());
+    let range = if mine.is_empty() {
+        let at = items.get(mine.start).map_or(ntraces, |r| r.start);
+        at..at
+    } else {
+        items[mine.start].start..items[mine.end - 1].end
+    };
+    let read = match (source, reader) {
+        (TraceSource::Memory(t), _) => Ok(t.slice(range.clone())),
+        (TraceSource::Segy(p), Some(mut r)) => {
+            let read = r.read_range(range.start as u64, range.len() as u64)
+                .with_context(|| format!("reading traces {range:?} (work items {mine:?}) of {}", p.display()));
+            // The rank reading the end checks for a partial trace after the last whole one.
+            match read {
+                Ok(t) if range.end == ntraces => r.check_tail().map(|_| t).map_err(anyhow::Error::from),
+                other => other,
+            }
+        }
+        (TraceSource::Segy(_), None) => unreachable!("the file was opened"),
+    };
+    let traces = cluster.agree("reading the input traces", read)?;
+    let all_headers = cluster.all_gather_headers(&traces.headers);
+    let all_headers = cluster.agree("gathering the trace headers", all_headers)?;
+    ensure!(all_headers.len() == ntraces, "gathered {} trace headers of {ntraces}", all_headers.len());
+    Ok((TraceShare { range, traces, all_headers }, items))
+}
+
+/// Kirchhoff migration across the ranks (`seisgpu ktm migrate` under mpirun): [`crate::ktm::work_items`]
+/// split in blocks, each rank migrating its items on `devices`, partial images summed on rank 0
+/// in item order. `Some(image)` on rank 0.
+pub fn ktm_migrate(cluster: &Cluster, source: &TraceSource, params: &crate::ktm::Params, devices: &[Backend])
+    -> anyhow::Result<Option<crate::ktm::Image>> {
+    use crate::ktm;
+    let (share, items) = read_trace_share(cluster, source, ktm::work_items)?;
+    let t = &share.traces;
+    let plan = ktm::Plan::new(&share.all_headers, t.ns, t.dt, t.t0, params);
+    let plan = cluster.agree("planning the migration", plan)?;
+    let local = run_share(devices, cluster.share(items.len()), |b, i| {
+        let r = items[i].clone();
+        ktm::migrate_item(&plan, &share.slice(r.clone()), r.clone(), params, b).with_context(|| format!("traces {r:?}"))
+    });
+    let local = cluster.agree("migrating", local)?;
+    let sum = vec![0.0f32; plan.classes() * plan.grid.len()];
+    let reduced = cluster.reduce_items(items.len(), local, sum, |s, _, part| ktm::add_image(s, &part));
+    let reduced = cluster.agree("summing the partial images", reduced)?;
+    Ok(reduced.map(|data| ktm::Image {
+        grid: plan.grid,
+        classes: plan.classes(),
+        class_offsets: plan.class_offsets(params),
+        data,
+        skipped_traces: plan.skipped_traces,
+    }))
+}
+
+/// Shot-record migration across the ranks (`seisgpu srm` under mpirun): the (shot, frequency
+/// group) items of [`crate::srm::MultiPlan`] split in blocks, window images summed into the model
+/// image on rank 0 in item order. The inputs (.npy traces and model) are on every rank.
+pub fn srm_migrate(cluster: &Cluster, traces: &TraceSet, model: &crate::srm::VelocityModel, params: &crate::srm::SrmParams,
+    opts: crate::srm::GpuOptions, devices: &[Backend]) -> anyhow::Result<Option<crate::srm::Image>> {
+    use crate::srm::{MultiPlan, SrmDevice};
+    let plan = cluster.agree("planning the migration", MultiPlan::new(traces, model, params, opts))?;
+    let devs = devices.iter().map(|b| SrmDevice::new(b, &plan.op)).collect::<anyhow::Result<Vec<_>>>();
+    let devs = cluster.agree("preparing the devices", devs)?;
+    let n = plan.items.len();
+    let local = run_share(&devs, cluster.share(n), |d, i| plan.run_item(d, i, traces, model, params, opts));
+    let local = cluster.agree("migrating", local)?;
+    let reduced = cluster.reduce_items(n, local, plan.zero_image(model), |img, i, part| plan.add(img, i, &part));
+    cluster.agree("summing the window images", reduced)
+}
+
+/// PSTM across the ranks (`seisgpu pstm migrate` under mpirun): [`crate::pstm::work_items`] split in
+/// blocks (the built-in input is made on every rank; each migrates only its items' traces),
+/// partial images summed on rank 0 in item order, the counts summed over the ranks.
+pub fn pstm_migrate(cluster: &Cluster, traces: &TraceSet, params: &crate::pstm::PstmParams, mode: crate::pstm::TraveltimeMode,
+    model: crate::pstm::TraveltimeModel, devices: &[Backend]) -> anyhow::Result<Option<crate::pstm::PstmImage>> {
+    use crate::pstm;
+    let checked = params.validate(mode, model).and_then(|_| traces.validate("input traces").map_err(anyhow::Error::msg));
+    cluster.agree("checking the input", checked)?;
+    let items = pstm::work_items(traces.len());
+    let local = run_share(devices, cluster.share(items.len()), |b, i| {
+        pstm::migrate(&traces.slice(items[i].clone()), params, mode, model, b).with_context(|| format!("traces {:?}", items[i]))
+    });
+    let local = cluster.agree("migrating", local)?;
+    let mut counts = [0u64; 4];
+    for img in &local {
+        let s = &img.stats;
+        counts = [counts[0] + s.traces_used as u64, counts[1] + s.pairs, counts[2] + s.contributions, counts[3] + s.exact_evals];
+    }
+    let mut total = [0u64; 4];
+    self_sum(cluster, &counts, &mut total);
+    let reduced = cluster.reduce_items(items.len(), local.into_iter().map(|i| i.data).collect(), pstm::zero_image(params),
+        |sum, _, part| {
+            ensure!(sum.data.len() == part.len(), "partial image of {} samples for an image of {}", part.len(), sum.data.len());
+            sum.data.iter_mut().zip(&part).for_each(|(s, p)| *s += p);
+            Ok(())
+        });
+    let reduced = cluster.agree("summing the partial images", reduced)?;
+    Ok(reduced.map(|mut img| {
+        img.stats = pstm::MigrationStats { traces_used: total[0] as usize, pairs: total[1], contributions: total[2], exact_evals: total[3] };
+        img
+    }))
+}
+
+/// The NLBF search across the ranks (`seisgpu nlbf estimate` under mpirun): every rank holds the
+/// gather (the apertures of neighbouring parameter traces overlap, so no rank can do with a part of
+/// it), the parameter traces' [`crate::nlbf::work_items`] are split in blocks, and rank 0 gathers
+/// picks and semblance in item order: every value is that of the single-device search.
+pub fn nlbf_estimate(cluster: &Cluster, traces: &TraceSet, params: &crate::nlbf::EstimateParams, devices: &[Backend],
+    variant: Option<crate::nlbf::Variant>) -> anyhow::Result<Option<crate::nlbf::Estimate>> {
+    use crate::nlbf::{self, NlbfDevice, Setup, Variant};
+    let setup = cluster.agree("planning the search", Setup::new(traces, params).map_err(anyhow::Error::from))?;
+    let variant = variant.unwrap_or_else(|| devices.iter().find(|b| b.gpu().is_some()).map_or(Variant::Cpu, |b| nlbf::variant_for(b, &setup)));
+    let devs: Vec<NlbfDevice> = devices.iter().map(NlbfDevice::new).collect();
+    let items = nlbf::work_items(setup.np());
+    let local = run_share(&devs, cluster.share(items.len()), |d, i| {
+        nlbf::estimate_item(variant, d, &setup, &traces.data, items[i].clone())
+            .map_err(|e| anyhow::anyhow!("parameter traces {:?}: {e}", items[i]))
+    });
+    let local = cluster.agree("searching", local)?;
+    let (codes, sems): (Vec<Vec<u32>>, Vec<Vec<f32>>) = local.into_iter().unzip();
+    let cat = |acc: &mut Vec<u32>, _: usize, v: Vec<u32>| -> anyhow::Result<()> {
+        acc.extend_from_slice(&v);
+        Ok(())
+    };
+    let code = cluster.reduce_items(items.len(), codes, Vec::with_capacity(setup.estimations()), cat);
+    let code = cluster.agree("gathering the picks", code)?;
+    let sem = cluster.reduce_items(items.len(), sems, Vec::with_capacity(setup.estimations()), |acc: &mut Vec<f32>, _, v| {
+        acc.extend_from_slice(&v);
+        Ok(())
+    });
+    let sem = cluster.agree("gathering the semblance", sem)?;
+    Ok(code.zip(sem).map(|(c, s)| nlbf::Estimate::from_setup(&setup, c, s)))
+}
+
+/// Element-wise sum over the ranks (integers: any order gives the same sum).
+fn self_sum(cluster: &Cluster, local: &[u64], out: &mut [u64]) {
+    cluster.world.all_reduce_into(local, out, mpi::collective::SystemOperation::sum());
+}
+
+/// Runs this rank's work items `mine` (global numbers) on its devices; results in item order. An
+/// error names the work item by its global number and the local device.
+pub fn run_share<D: Sync, R: Send>(devices: &[D], mine: Range<usize>, work: impl Fn(&D, usize) -> anyhow::Result<R> + Sync)
+    -> anyhow::Result<Vec<R>> {
+    let ids: Vec<usize> = mine.collect();
+    // Test hook (CI's failing-rank check): the work item numbered here fails as a device would.
+    let inject: Option<usize> = std::env::var("SEISGPU_TEST_FAIL_ITEM").ok().and_then(|v| v.parse().ok());
+    multi::map_on_devices(devices, &ids, |d, _, &i| {
+        if inject == Some(i) {
+            bail!("injected failure (SEISGPU_TEST_FAIL_ITEM={i})");
+        }
+        work(d, i)
+    })
+        .map_err(|e| anyhow::anyhow!("work item {} on local device {}: {:#}", ids[e.item], e.device, e.source))
+}
+
+/// Runs `write` on rank 0 only, then lets every rank know whether it worked.
+pub fn write_on_root(cluster: &Cluster, what: &str, write: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let r = if cluster.is_root() { write() } else { Ok(()) };
+    cluster.agree(what, r)
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# MPI check (CI): `mpirun -np 2` of every pipeline that splits across ranks (ktm migrate, pstm
+# migrate, srm, nlbf estimate), on the CPU backend and small synthetic input, against single-process runs:
+# - against the single-device run: relative L2 < 1e-6 (the regrouped f32 sums round differently);
+# - against the single-process `--gpus 2` split (the same work items, summed in the same order):
+#   bit-exact for ktm and pstm; srm's CPU reference sums frequencies in thread order, so 1e-6;
+# - nlbf: every pick and semblance bit-exact against the single-device run.
+# Then two failures, each of which must make the job exit non-zero, say which rank (and trace or
+# work item) failed, and leave no output file: a SEG-Y trace only rank 1 reads is corrupt, and a
+# work item of rank 1 fails while migrating (SEISGPU_TEST_FAIL_ITEM, a test hook).
+# Needs a seisgpu built with `--features mpi` ($SEISGPU, default target/release/seisgpu), mpirun
+# (Open MPI) and python3 with numpy. Prints PASS/FAIL per check; exits non-zero on any FAIL.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=${SEISGPU:-target/release/seisgpu}
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+# Containers often forbid the cross-process memory copies Open MPI's shared-memory transport tries.
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np 2)
+fail=0
+step() { echo "-- $*"; }
+run() { "$@" >"$OUT/log" 2>&1 || { echo "FAIL: $* (exit $?)"; cat "$OUT/log"; fail=1; return 1; }; }
+cmp() { python3 scripts/compare-npy.py "$@" || fail=1; }
+
+if ! ldd "$BIN" | grep -q libmpi; then
+  echo "FAIL: $BIN is not built with --features mpi"; exit 1
+fi
+
+step "ktm migrate: SEG-Y input, each rank reads its share"
+run "$BIN" synth diffractor -o "$OUT/diff.sgy" --ns 400
+K=(ktm migrate --input "$OUT/diff.sgy" --nx 41 --ny 1 --ntau 150)
+run "$BIN" --device cpu "${K[@]}" -o "$OUT/ktm-1.npy"
+run "$BIN" --device cpu --gpus 2 "${K[@]}" -o "$OUT/ktm-g2.npy"
+run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${K[@]}" -o "$OUT/ktm-mpi.npy" && {
+  cmp "ktm: 2 ranks vs single device" "$OUT/ktm-1.npy" "$OUT/ktm-mpi.npy" 1e-6
+  cmp "ktm: 2 ranks vs --gpus 2" "$OUT/ktm-g2.npy" "$OUT/ktm-mpi.npy" exact
+}
+
+step "pstm migrate: built-in survey"
+P=(pstm migrate --traces 600 --nx 24 --ny 24 --nz 300)
+run "$BIN" --device cpu "${P[@]}" -o "$OUT/pstm-1.npy"
+run "$BIN" --device cpu --gpus 2 "${P[@]}" -o "$OUT/pstm-g2.npy"
+run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${P[@]}" -o "$OUT/pstm-mpi.npy" && {
+  cmp "pstm: 2 ranks vs single device" "$OUT/pstm-1.npy" "$OUT/pstm-mpi.npy" 1e-6
+  cmp "pstm: 2 ranks vs --gpus 2" "$OUT/pstm-g2.npy" "$OUT/pstm-mpi.npy" exact
+}
+
+step "srm: built-in point scatterer, (shot, frequency group) items"
+S=(srm --synthetic scatterer --fmax 20 --nz 30 --table-rows 48 --planes 8)
+run "$BIN" --device cpu "${S[@]}" -o "$OUT/srm-1.npy"
+run "$BIN" --device cpu --gpus 2 "${S[@]}" -o "$OUT/srm-g2.npy"
+run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${S[@]}" -o "$OUT/srm-mpi.npy" && {
+  cmp "srm: 2 ranks vs single device" "$OUT/srm-1.npy" "$OUT/srm-mpi.npy" 1e-6
+  cmp "srm: 2 ranks vs --gpus 2" "$OUT/srm-g2.npy" "$OUT/srm-mpi.npy" 1e-6
+}
+
+step "nlbf estimate: every rank holds the gather, parameter traces split"
+N=(nlbf estimate --synthetic demo)
+run "$BIN" --device cpu "${N[@]}" --out "$OUT/nlbf-1"
+run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${N[@]}" --out "$OUT/nlbf-mpi" && {
+  for v in A D S; do
+    cmp "nlbf $v: 2 ranks vs single device" "$OUT/nlbf-1/$v.npy" "$OUT/nlbf-mpi/$v.npy" exact
+  done
+}
+
+step "a failing rank: trace 1000 (rank 1's share) holds an IBM value beyond the f32 range"
+python3 - "$OUT/diff.sgy" "$OUT/bad.sgy" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+ns = struct.unpack(">H", b[3220:3222])[0]
+off = 3600 + 1000 * (240 + 4 * ns) + 240 + 4 * 7
+b[off:off + 4] = b"\x7f\xff\xff\xff"
+open(sys.argv[2], "wb").write(b)
+PY
+if "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 ktm migrate --input "$OUT/bad.sgy" --nx 41 --ny 1 -o "$OUT/bad.npy" \
+    >"$OUT/log" 2>&1; then
+  echo "FAIL failing rank: the job exited 0"; fail=1
+elif ! grep -q "rank 1: reading traces .*trace 1000 sample 7" "$OUT/log"; then
+  echo "FAIL failing rank: the message does not name rank 1 and trace 1000:"; cat "$OUT/log"; fail=1
+elif [ -e "$OUT/bad.npy" ]; then
+  echo "FAIL failing rank: an output file was written"; fail=1
+else
+  echo "PASS failing rank: $(grep -m1 '^error' "$OUT/log")"
+fi
+
+step "a failing work item: item 13 (rank 1's) fails while migrating"
+if "${MPIRUN[@]}" -x SEISGPU_TEST_FAIL_ITEM=13 "$BIN" --device cpu --threads 1 "${K[@]}" -o "$OUT/bad2.npy" >"$OUT/log" 2>&1; then
+  echo "FAIL failing item: the job exited 0"; fail=1
+elif ! grep -q "while migrating: rank 1: work item 13 on local device 0: injected failure" "$OUT/log"; then
+  echo "FAIL failing item: the message does not name rank 1 and work item 13:"; cat "$OUT/log"; fail=1
+elif [ -e "$OUT/bad2.npy" ]; then
+  echo "FAIL failing item: an output file was written"; fail=1
+else
+  echo "PASS failing item: $(grep -m1 '^error' "$OUT/log")"
+fi
+
+if [ "$fail" -ne 0 ]; then
+  echo "MPI check: FAILED"; exit 1
+fi
+echo "MPI check: all PASS"

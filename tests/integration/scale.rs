@@ -1,0 +1,403 @@
+//! Scale-out (issue 9): every pipeline's `--gpus` split against the single-device run.
+//!
+//! On the CPU the split runs on N CPU work queues (what `--device cpu --gpus N` does): the work
+//! items, the devices pulling them and the fixed-order reduction are those of N GPUs, so the split
+//! and the sum are tested on machines without one. Work items depend only on the input, so N-way
+//! and 1-way splits are equal bit for bit wherever the per-item computation is deterministic
+//! (Kirchhoff, PSTM, NLBF, wave packets); against the unsplit single-device function the regrouped
+//! f32 sums differ by rounding only (relative L2 < 1e-6). The GPU tests need two GPUs or more
+//! and skip with a printed reason otherwise.
+
+use seisgpu_host::backend::{gpu_or_skip, Backend};
+use seisgpu_host::bench::BenchSize;
+use seisgpu_host::ktm::{self, ImageGrid, OffsetClasses, Params, Velocity};
+use seisgpu_host::multi::{self, GpuCount};
+use seisgpu_host::nlbf::{self, Setup};
+use seisgpu_host::pstm::{self, bench as pb, GpuTuning, PstmParams, TraveltimeMode, TraveltimeModel};
+use seisgpu_host::runtime::Gpu;
+use seisgpu_host::srm::{self, GpuOptions, SrmParams};
+use seisgpu_host::traces::TraceSet;
+use seisgpu_host::wavepacket::fragments::{Fragmented, Tiling};
+use seisgpu_host::wavepacket::Params as WpParams;
+
+use crate::common::{random_vec, rel_l2};
+
+fn cpus(n: usize) -> Vec<Backend> { vec![Backend::Cpu; n] }
+
+fn bits(v: &[f32]) -> Vec<u32> { v.iter().map(|x| x.to_bits()).collect() }
+
+/// `n` GPUs (at least 2), or `None` after printing why the test is skipped.
+fn gpus_or_skip(test: &str, n: usize) -> Option<Vec<Backend>> {
+    use std::io::Write;
+    gpu_or_skip(test)?;
+    let count = Gpu::device_count();
+    if count < n {
+        let _ = writeln!(std::io::stderr(), "SKIPPED {test}: needs {n} GPUs, {count} visible");
+        return None;
+    }
+    match multi::open_gpus(GpuCount::N(n)) {
+        Ok(g) => Some(g.into_iter().map(Backend::Gpu).collect()),
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: opening {n} GPUs failed: {e}");
+            None
+        }
+    }
+}
+
+// ---- Kirchhoff (ktm): trace chunks, images summed in item order ------------------------------
+
+fn ktm_case(ntr: usize) -> (TraceSet, Vec<(&'static str, Params)>) {
+    // 17 x 13 columns, 97 times: nothing is a multiple of a block or a tile.
+    let grid = ImageGrid { x0: 0.0, dx: 25.0, nx: 17, y0: 0.0, dy: 25.0, ny: 13, tau0: 0.0, dtau: 0.004, ntau: 97 };
+    let mut t = ktm::bench::scattered_traces(ntr, 140, 0.004, &grid, 1200.0, 11);
+    t.data = random_vec(t.data.len(), "ktm traces");
+    let bare = Params::bare(grid, Velocity::Constant(2100.0));
+    let mut full = Params::full(grid, Velocity::Function { t0: 0.0, dt: 0.1, v: vec![1800.0, 2000.0, 2300.0, 2500.0, 2700.0] });
+    full.offset_classes = Some(OffsetClasses { first: 0.0, width: 400.0, count: 3 });
+    full.aperture = ktm::Aperture { max_distance: 250.0, max_angle_deg: 60.0, taper: 0.2 };
+    full.mute_stretch = Some(0.5);
+    (t, vec![("bare", bare), ("full+classes+aperture", full)])
+}
+
+#[test]
+fn scale_ktm_split_equals_single_device_on_cpu() {
+    let (traces, configs) = ktm_case(613);
+    for (name, p) in configs {
+        let one = ktm::migrate_multi(&traces, &p, &cpus(1)).unwrap();
+        let three = ktm::migrate_multi(&traces, &p, &cpus(3)).unwrap();
+        assert_eq!(bits(&one.data), bits(&three.data), "{name}: 3-way split differs from 1-way");
+        let single = ktm::migrate(&traces, &p, &Backend::Cpu).unwrap();
+        assert_eq!((one.classes, one.skipped_traces), (single.classes, single.skipped_traces), "{name}");
+        let e = rel_l2(&one.data, &single.data);
+        println!("ktm {name}: split vs single-device rel L2 {e:.2e}");
+        assert!(e < 1e-6, "{name}: split vs single-device rel L2 {e}");
+        assert!(single.data.iter().any(|&v| v != 0.0), "{name}: empty image");
+    }
+}
+
+#[test]
+fn scale_ktm_item_error_names_the_trace() {
+    let (mut traces, configs) = ktm_case(100);
+    let p = &configs[0].1;
+    let plan = ktm::Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, p).unwrap();
+    traces.data[70 * traces.ns + 5] = f32::NAN;
+    let items = ktm::work_items(traces.len());
+    let k = items.iter().position(|r| r.contains(&70)).unwrap();
+    let r = items[k].clone();
+    let e = ktm::migrate_item(&plan, &traces.slice(r.clone()), r, p, &Backend::Cpu).unwrap_err();
+    assert!(e.to_string().contains("trace 70 sample 5"), "{e:#}");
+}
+
+#[test]
+fn scale_ktm_split_on_gpus() {
+    let Some(gpus) = gpus_or_skip("scale_ktm_split_on_gpus", 2) else { return };
+    let (traces, configs) = ktm_case(2500);
+    for (name, p) in configs {
+        let one = ktm::migrate_multi(&traces, &p, &gpus[..1]).unwrap();
+        let n = ktm::migrate_multi(&traces, &p, &gpus).unwrap();
+        assert_eq!(bits(&one.data), bits(&n.data), "{name}: {}-GPU split differs from 1 GPU", gpus.len());
+        let cpu = ktm::migrate(&traces, &p, &Backend::Cpu).unwrap();
+        let e = rel_l2(&n.data, &cpu.data);
+        println!("ktm {name}: {} GPUs vs CPU rel L2 {e:.2e}", gpus.len());
+        assert!(e < 1e-5, "{name}: rel L2 {e}");
+    }
+}
+
+// ---- PSTM: trace chunks, images summed in item order -----------------------------------------
+
+fn pstm_case(ntr: usize) -> (PstmParams, TraceSet) {
+    let mut p = PstmParams {
+        nx: 3, ny: 13, x0: 500.0, y0: -300.0, dx: 30.0, dy: 20.0, nz: 150, tau0: 0.02, dtau: 0.004, noff: 2, offset0: 0.0,
+        doffset: 800.0, vrms: vec![], eta: vec![], aperture: 450.0, stretch: 0.6, dynamic_max_step: 32, gpu: GpuTuning::default(),
+    };
+    pb::smooth_model(&mut p, true);
+    let h = pb::survey(ntr, &p, 300.0, 1500.0, 7);
+    let mut t = TraceSet::zeros(h, 210, 0.004);
+    t.data = random_vec(t.data.len(), "pstm traces");
+    (p, t)
+}
+
+#[test]
+fn scale_pstm_split_equals_single_device_on_cpu() {
+    let (p, traces) = pstm_case(700);
+    for mode in [TraveltimeMode::Exact, TraveltimeMode::Static8] {
+        let model = TraveltimeModel::Vti;
+        let one = pstm::migrate_multi(&traces, &p, mode, model, &cpus(1)).unwrap();
+        let three = pstm::migrate_multi(&traces, &p, mode, model, &cpus(3)).unwrap();
+        assert_eq!(bits(&one.data), bits(&three.data), "{mode:?}: 3-way split differs from 1-way");
+        let single = pstm::migrate(&traces, &p, mode, model, &Backend::Cpu).unwrap();
+        assert_eq!(one.stats.traces_used, single.stats.traces_used);
+        assert_eq!(one.stats.pairs, single.stats.pairs);
+        let e = rel_l2(&one.data, &single.data);
+        println!("pstm {mode:?}: split vs single-device rel L2 {e:.2e}");
+        assert!(e < 1e-6, "{mode:?}: rel L2 {e}");
+    }
+}
+
+#[test]
+fn scale_pstm_split_on_gpus() {
+    let Some(gpus) = gpus_or_skip("scale_pstm_split_on_gpus", 2) else { return };
+    let (p, traces) = pstm_case(3000);
+    let (mode, model) = (TraveltimeMode::Exact, TraveltimeModel::Dsr);
+    let one = pstm::migrate_multi(&traces, &p, mode, model, &gpus[..1]).unwrap();
+    let n = pstm::migrate_multi(&traces, &p, mode, model, &gpus).unwrap();
+    assert_eq!(bits(&one.data), bits(&n.data), "{}-GPU split differs from 1 GPU", gpus.len());
+    let cpu = pstm::migrate(&traces, &p, mode, model, &Backend::Cpu).unwrap();
+    let e = rel_l2(&n.data, &cpu.data);
+    println!("pstm: {} GPUs vs CPU rel L2 {e:.2e}", gpus.len());
+    assert!(e < 1e-5, "rel L2 {e}");
+}
+
+// ---- NLBF: parameter traces -------------------------------------------------------------------
+
+fn nlbf_case() -> (TraceSet, nlbf::EstimateParams) {
+    let (mut t, mut p) = nlbf::synth::synthetic_2d(BenchSize::Small);
+    t.data = random_vec(t.data.len(), "nlbf traces");
+    p.spacing_x = 100.0;
+    p.spacing_y = 100.0;
+    (t, p)
+}
+
+#[test]
+fn scale_nlbf_split_equals_single_device_on_cpu() {
+    let (traces, p) = nlbf_case();
+    let single = nlbf::estimate(&Backend::Cpu, &traces, &p).unwrap();
+    assert!(single.grid.len() >= 4, "{} parameter traces: too few to split", single.grid.len());
+    for n in [1, 3] {
+        let est = nlbf::estimate_multi(&cpus(n), &traces, &p, None).unwrap();
+        assert_eq!(est.code, single.code, "{n}-way: picks differ");
+        assert_eq!(bits(&est.semblance), bits(&single.semblance), "{n}-way: semblance differs");
+        assert_eq!(est.grid, single.grid);
+    }
+}
+
+#[test]
+fn scale_nlbf_subset_setup_searches_like_the_whole() {
+    let (traces, p) = nlbf_case();
+    let setup = Setup::new(&traces, &p).unwrap();
+    let (code, sem) = nlbf::cpu::estimate(&setup, &traces.data);
+    let r = 2..setup.np() - 1;
+    let sub = setup.subset(r.clone());
+    assert_eq!(sub.np(), r.len());
+    for phase in 0..3 {
+        for (i, pt) in r.clone().enumerate() {
+            assert_eq!(sub.apertures.list(phase, i), setup.apertures.list(phase, pt), "phase {phase}, parameter trace {pt}");
+        }
+    }
+    let (c2, s2) = nlbf::cpu::estimate(&sub, &traces.data);
+    let ns = setup.ns;
+    assert_eq!(c2, code[r.start * ns..r.end * ns]);
+    assert_eq!(bits(&s2), bits(&sem[r.start * ns..r.end * ns]));
+}
+
+#[test]
+fn scale_nlbf_split_on_gpus() {
+    let Some(gpus) = gpus_or_skip("scale_nlbf_split_on_gpus", 2) else { return };
+    let (traces, p) = nlbf_case();
+    let one = nlbf::estimate_multi(&gpus[..1], &traces, &p, None).unwrap();
+    let n = nlbf::estimate_multi(&gpus, &traces, &p, None).unwrap();
+    assert_eq!(one.code, n.code, "{}-GPU split: picks differ from 1 GPU", gpus.len());
+    assert_eq!(bits(&one.semblance), bits(&n.semblance));
+    let single = nlbf::estimate(&gpus[0], &traces, &p).unwrap();
+    assert_eq!(single.code, n.code, "split: picks differ from the unsplit GPU search");
+    assert!(rel_l2(&single.semblance, &n.semblance) < 1e-6);
+}
+
+// ---- SRM: shots and frequency groups, window images summed in item order ---------------------
+
+/// Two shots (two point-scatterer records side by side) with random samples, on a small 3D model.
+fn srm_case() -> (TraceSet, srm::VelocityModel, SrmParams) {
+    use seisgpu_host::srm::synthetic::point_scatterer;
+    let (n, d, dz, nz) = (23usize, 20.0, 20.0, 12usize);
+    let (mut a, model) = point_scatterer(n, 19, nz, d, dz, 2000.0, (140.0, 180.0), (200.0, 180.0, 120.0), 100, 0.004, 20.0, 2);
+    let (b, _) = point_scatterer(n, 19, nz, d, dz, 2000.0, (300.0, 180.0), (200.0, 180.0, 120.0), 100, 0.004, 20.0, 2);
+    a.headers.extend(b.headers);
+    a.data.extend(b.data);
+    a.data = random_vec(a.data.len(), "srm traces");
+    let params = SrmParams { fmin: 5.0, fmax: 30.0, ricker_peak: 20.0, taper_width: 4, aperture: 100.0, table_rows: 48, nz,
+        ..Default::default() };
+    (a, model, params)
+}
+
+#[test]
+fn scale_srm_split_equals_single_device_on_cpu() {
+    let (traces, model, params) = srm_case();
+    // 4 frequencies per item: the band's 13 bins make 4 items per shot, the last one short.
+    let opts = GpuOptions { planes: 4, ..Default::default() };
+    let plan = srm::MultiPlan::new(&traces, &model, &params, opts).unwrap();
+    assert_eq!(plan.shots.len(), 2);
+    assert!(plan.items.len() >= 6, "{} items", plan.items.len());
+    let one = srm::migrate_multi(&cpus(1), &traces, &model, &params, opts).unwrap();
+    let three = srm::migrate_multi(&cpus(3), &traces, &model, &params, opts).unwrap();
+    // The CPU reference sums frequencies in whatever order its threads finish (inside an item):
+    // equal to rounding, not bit for bit.
+    let e = rel_l2(&three.data, &one.data);
+    assert!(e < 1e-6, "3-way vs 1-way rel L2 {e}");
+    let single = srm::migrate(&Backend::Cpu, &traces, &model, &params, false).unwrap();
+    let e = rel_l2(&three.data, &single.data);
+    println!("srm: split vs single-device rel L2 {e:.2e}");
+    assert!(e < 1e-6, "split vs single-device rel L2 {e}");
+    assert!(single.data.iter().any(|&v| v != 0.0));
+}
+
+#[test]
+fn scale_srm_split_on_gpus() {
+    let Some(gpus) = gpus_or_skip("scale_srm_split_on_gpus", 2) else { return };
+    let (traces, model, params) = srm_case();
+    let opts = GpuOptions { planes: 4, ..Default::default() };
+    let one = srm::migrate_multi(&gpus[..1], &traces, &model, &params, opts).unwrap();
+    let n = srm::migrate_multi(&gpus, &traces, &model, &params, opts).unwrap();
+    assert_eq!(bits(&one.data), bits(&n.data), "{}-GPU split differs from 1 GPU", gpus.len());
+    let cpu = srm::migrate(&Backend::Cpu, &traces, &model, &params, false).unwrap();
+    let e = rel_l2(&n.data, &cpu.data);
+    println!("srm: {} GPUs vs CPU rel L2 {e:.2e}", gpus.len());
+    assert!(e < 1e-5, "rel L2 {e}");
+}
+
+// ---- Wave packets: cubes, overlaps summed in cube order --------------------------------------
+
+#[test]
+fn scale_wavepacket_cubes_on_several_engines_equal_one() {
+    let shape = [40, 23, 70];
+    let params = WpParams { eps: 1e-6, ..WpParams::default() };
+    let tiling = Tiling::new(shape, 32, 8).unwrap();
+    assert!(tiling.count() >= 4);
+    let vol = random_vec(shape.iter().product(), "wave-packet volume");
+    let one = Fragmented::on_backends(&cpus(1), tiling.clone(), &params).unwrap();
+    let three = Fragmented::on_backends(&cpus(3), tiling.clone(), &params).unwrap();
+    assert_eq!(three.engines(), 3);
+    let (c1, c3) = (one.forward(&vol).unwrap(), three.forward(&vol).unwrap());
+    assert!(c1 == c3, "forward: 3 engines differ from 1");
+    let (v1, v3) = (one.inverse(&c1).unwrap(), three.inverse(&c3).unwrap());
+    assert_eq!(bits(&v1), bits(&v3), "inverse: 3 engines differ from 1");
+    let p1 = one.process(&vol, |_, c| c.iter_mut().for_each(|x| *x *= 0.5)).unwrap();
+    let p3 = three.process(&vol, |_, c| c.iter_mut().for_each(|x| *x *= 0.5)).unwrap();
+    assert_eq!(bits(&p1), bits(&p3), "process: 3 engines differ from 1");
+    let single = Fragmented::new(&Backend::Cpu, shape, 32, 8, &params, false).unwrap();
+    assert_eq!(bits(&single.inverse(&single.forward(&vol).unwrap()).unwrap()), bits(&v1));
+    assert!(rel_l2(&v1, &vol) < 1e-5);
+}
+
+#[test]
+fn scale_wavepacket_cubes_on_gpus() {
+    let Some(gpus) = gpus_or_skip("scale_wavepacket_cubes_on_gpus", 2) else { return };
+    let shape = [70, 45, 90];
+    let params = WpParams { eps: 1e-6, ..WpParams::default() };
+    let tiling = Tiling::new(shape, 32, 8).unwrap();
+    let vol = random_vec(shape.iter().product(), "wave-packet volume");
+    let one = Fragmented::on_backends(&gpus[..1], tiling.clone(), &params).unwrap();
+    let n = Fragmented::on_backends(&gpus, tiling.clone(), &params).unwrap();
+    let (c1, cn) = (one.forward(&vol).unwrap(), n.forward(&vol).unwrap());
+    assert!(c1 == cn, "forward: {} GPUs differ from 1", gpus.len());
+    let (v1, vn) = (one.inverse(&c1).unwrap(), n.inverse(&cn).unwrap());
+    assert_eq!(bits(&v1), bits(&vn), "inverse: {} GPUs differ from 1", gpus.len());
+    let cpu = Fragmented::on_backends(&cpus(1), tiling, &params).unwrap();
+    let vc = cpu.inverse(&cpu.forward(&vol).unwrap()).unwrap();
+    assert!(rel_l2(&vn, &vc) < 1e-4, "GPU vs CPU rel L2 {}", rel_l2(&vn, &vc));
+}
+
+// ---- The device list of `--gpus` ---------------------------------------------------------------
+
+#[test]
+fn scale_device_list_of_gpus_flag() {
+    let (b, note) = multi::backends(seisgpu_host::DeviceChoice::Cpu, GpuCount::N(4)).unwrap();
+    assert_eq!(b.len(), 4, "{note}");
+    // `auto` without GPUs falls back to CPU queues and says why; with GPUs it opens them.
+    let (b, note) = multi::backends(seisgpu_host::DeviceChoice::Auto, GpuCount::N(1)).unwrap();
+    assert_eq!(b.len(), 1, "{note}");
+}
+
+// ---- `seisgpu bench --gpus`: the strong-scaling rows -------------------------------------------
+
+#[test]
+fn scale_bench_rows_on_cpu_queues() {
+    // The code path on 2 CPU queues (no speed-up is expected: they share the cores): one row per
+    // device count, the 2-queue result checked bit-exact against the 1-queue one before timing.
+    for p in ["ktm", "pstm"] {
+        let rows = seisgpu_host::scale::bench(p, &cpus(2), BenchSize::Small).unwrap();
+        assert_eq!(rows.len(), 2, "{p}: {rows:?}");
+        assert_eq!(rows[0].variant, "1-cpu-queue");
+        assert_eq!(rows[1].check, "bit-exact vs 1 device", "{p}");
+        assert!(rows[1].note.contains("speed-up") && rows[1].note.contains("[4]-device rows skipped"), "{}", rows[1].note);
+        assert!(rows.iter().all(|r| r.stats.median_ms > 0.0 && r.work > 0.0));
+    }
+    // One device: its row alone, the larger counts skipped with a note.
+    let rows = seisgpu_host::scale::bench("wavepacket", &cpus(1), BenchSize::Small).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert!(rows[0].note.contains("[2, 4]-device rows skipped"), "{}", rows[0].note);
+    assert!(seisgpu_host::scale::bench("nothing", &cpus(1), BenchSize::Small).is_err());
+}
+
+#[test]
+fn scale_bench_rows_on_gpus() {
+    let Some(gpus) = gpus_or_skip("scale_bench_rows_on_gpus", 2) else { return };
+    let (rows, failures) = seisgpu_host::scale::bench_all(&seisgpu_host::scale::PIPELINES, &gpus, BenchSize::Small);
+    for r in &rows {
+        println!("{} {}: {:.3} ms, {} | {}", r.workload, r.variant, r.stats.median_ms, r.check, r.note);
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+    assert_eq!(rows.len(), seisgpu_host::scale::PIPELINES.len() * seisgpu_host::scale::counts(gpus.len()).len());
+}
+
+// ---- The CLI: `--gpus` on every pipeline -------------------------------------------------------
+
+/// Runs the CLI (cargo's build, or the one beside the test binary in a GPU bundle).
+fn seisgpu(args: &[&str]) {
+    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_seisgpu"));
+    let bin = if built.exists() {
+        built
+    } else {
+        std::env::current_exe().unwrap().parent().unwrap().join("seisgpu")
+    };
+    let out = std::process::Command::new(&bin).args(args).output().unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
+    assert!(out.status.success(), "seisgpu {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+}
+
+fn npy(path: &std::path::Path) -> Vec<f32> { seisgpu_host::ktm::output::read_npy(path).unwrap().1 }
+
+#[test]
+fn scale_cli_gpus_flag_on_every_pipeline() {
+    let dir = std::env::temp_dir().join(format!("seisgpu-scale-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |name: &str| dir.join(name).to_string_lossy().into_owned();
+    // (pipeline, arguments before the output, output flag, output file inside the output, bit-exact).
+    // Kirchhoff and PSTM regroup the image sums (rounding), SRM's CPU reference sums frequencies in
+    // thread order; NLBF and wave packets (cubes summed in cube order) are bit-exact.
+    let cases: [(&str, Vec<&str>, &str, &str, bool); 5] = [
+        ("ktm", vec!["ktm", "migrate", "--nx", "15", "--ny", "13", "--ntau", "120"], "-o", "", false),
+        ("pstm", vec!["pstm", "migrate", "--traces", "300", "--nx", "9", "--ny", "11", "--nz", "200", "--ns", "260"], "-o", "", false),
+        ("srm", vec!["srm", "--synthetic", "scatterer", "--fmax", "12", "--nz", "16", "--table-rows", "48", "--planes", "3"], "-o", "",
+            false),
+        ("nlbf", vec!["nlbf", "estimate", "--synthetic", "demo"], "--out", "S.npy", true),
+        ("wavepacket", vec!["wavepacket", "denoise", "--input", "synth:40x36x64:0.3", "--cube", "32", "--overlap", "8",
+            "--sigma", "0.05"], "--output", "", true),
+    ];
+    for (name, args, flag, inside, exact) in cases {
+        let (one, three) = (p(&format!("{name}-1.npy")), p(&format!("{name}-3.npy")));
+        let (one_dir, three_dir) = (p(&format!("{name}-1")), p(&format!("{name}-3")));
+        let (o1, o3) = if inside.is_empty() { (one.clone(), three.clone()) } else { (one_dir.clone(), three_dir.clone()) };
+        let mut a: Vec<&str> = vec!["--device", "cpu"];
+        a.extend(&args);
+        a.extend([flag, o1.as_str()]);
+        seisgpu(&a);
+        let mut b: Vec<&str> = vec!["--device", "cpu", "--gpus", "3"];
+        b.extend(&args);
+        b.extend([flag, o3.as_str()]);
+        seisgpu(&b);
+        let (f1, f3) = if inside.is_empty() {
+            (std::path::PathBuf::from(&one), std::path::PathBuf::from(&three))
+        } else {
+            (std::path::Path::new(&one_dir).join(inside), std::path::Path::new(&three_dir).join(inside))
+        };
+        let (x, y) = (npy(&f1), npy(&f3));
+        let e = rel_l2(&y, &x);
+        println!("{name}: --gpus 3 vs one device: rel L2 {e:.2e}");
+        assert!(x.iter().any(|&v| v != 0.0), "{name}: empty output");
+        if exact {
+            assert_eq!(bits(&x), bits(&y), "{name}: --gpus 3 differs from one device");
+        } else {
+            assert!(e < 1e-6, "{name}: --gpus 3 vs one device rel L2 {e}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
