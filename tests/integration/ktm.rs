@@ -306,12 +306,18 @@ fn bad_input_gives_clear_errors() {
     no_angle.aperture.max_angle_deg = 0.0;
     assert!(err_of(&good, &no_angle).contains("empty aperture"));
 
-    let mut interp = ok.clone();
-    interp.traveltime = TraveltimeMode::Static8;
-    assert!(err_of(&good, &interp).contains("seisgpu pstm"));
+    // Interpolated and VTI traveltimes run through the PSTM engine, whose checks apply.
     let mut vti = ok.clone();
     vti.traveltime_model = TraveltimeModel::Vti;
-    assert!(err_of(&good, &vti).contains("seisgpu pstm"));
+    vti.eta = -0.1;
+    assert!(err_of(&good, &vti).contains("eta must be >= 0"), "{}", err_of(&good, &vti));
+    let mut dynamic = ok.clone();
+    dynamic.traveltime = TraveltimeMode::Dynamic { tolerance: -1.0 };
+    assert!(err_of(&good, &dynamic).contains("tolerance"), "{}", err_of(&good, &dynamic));
+    let mut angle = ok.clone();
+    angle.traveltime = TraveltimeMode::Static8;
+    angle.aperture.max_angle_deg = 45.0;
+    assert!(err_of(&good, &angle).contains("--max-angle"), "{}", err_of(&good, &angle));
 
     let mut nan = good.clone();
     nan.data[77] = f32::NAN;
