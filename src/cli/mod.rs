@@ -29,8 +29,9 @@ pub struct Global {
     #[arg(long, global = true, default_value_t = 0)]
     pub threads: usize,
     /// Split the work over several devices: N GPUs (ordinals 0..N-1) or `all` visible GPUs, one host
-    /// thread each (NLBF by parameter traces, Kirchhoff and PSTM by trace chunks with the images
-    /// summed in a fixed order, wave packets by cubes, SRM by shots and frequencies). With
+    /// thread each, results independent of N (`nlbf estimate|enhance` by parameter traces, `ktm
+    /// migrate` and `pstm migrate` by trace chunks with the images summed in a fixed order,
+    /// `wavepacket` by cubes, `srm` by shots and frequencies; `bench`: strong-scaling rows). With
     /// `--device cpu`, N CPU work queues: the same split and sums, on the CPU.
     #[arg(long, global = true)]
     pub gpus: Option<GpuCount>,
