@@ -1013,24 +1013,8 @@ mod tests {
     use super::*;
     use crate::synth::geometry;
 
-    pub(crate) fn params_2d() -> EstimateParams {
-        EstimateParams {
-            coords: Coordinates::LINE_2D,
-            spacing_x: 140.0,
-            spacing_y: 140.0,
-            aperture_ad: Aperture { x: 400.0, y: 35.0 },
-            aperture_be: Aperture { x: 35.0, y: 400.0 },
-            aperture_c: Aperture { x: 400.0, y: 400.0 },
-            window: 11,
-            search: SearchSpace {
-                a: Range::new(-1e-4, 1e-5, 1e-4),
-                b: Range::new(-1e-4, 1e-5, 1e-4),
-                c: Range::new(-1.25e-7, 0.25e-7, 1.25e-7),
-                d: Range::new(-1.25e-7, 0.25e-7, 1.25e-7),
-                e: Range::new(-1.25e-7, 0.25e-7, 1.25e-7),
-            },
-        }
-    }
+    /// The paper's 2D search (one definition: `synth::params_synthetic_2d`).
+    pub(crate) fn params_2d() -> EstimateParams { super::synth::params_synthetic_2d() }
 
     #[test]
     fn range_counts_match_the_paper() {
