@@ -24,6 +24,39 @@ impl std::str::FromStr for BenchSize {
     }
 }
 
+/// Size of the `seisgpu demo` run: `small` (the default: under a minute on a 2-core CPU),
+/// `medium` and `large` scale every demo's survey by 2 and 4 along each horizontal axis (the
+/// wave-packet cube also in time), for GPU runs or patient CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DemoSize {
+    Small,
+    Medium,
+    Large,
+}
+
+impl DemoSize {
+    /// Linear scale factor of the horizontal axes.
+    pub fn factor(self) -> usize {
+        match self {
+            Self::Small => 1,
+            Self::Medium => 2,
+            Self::Large => 4,
+        }
+    }
+}
+
+impl std::str::FromStr for DemoSize {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "small" => Ok(Self::Small),
+            "medium" => Ok(Self::Medium),
+            "large" => Ok(Self::Large),
+            o => Err(format!("unknown demo size `{o}` (expected small, medium or large)")),
+        }
+    }
+}
+
 /// One measured line: a workload run by one variant in one scope.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchRow {

@@ -220,7 +220,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         }
         Cmd::Demo(a) => {
             let backend = global.backend()?;
-            let row = ktm::bench::demo(&backend, &a.out_dir)?;
+            let row = ktm::bench::demo(&backend, &a.out_dir, seisgpu_host::bench::DemoSize::Small)?;
             println!("ktm demo on {} in {:.2} s: {}", row.backend, row.seconds, row.quality);
             Ok(())
         }

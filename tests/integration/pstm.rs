@@ -198,7 +198,7 @@ fn a_diffractor_focuses_at_its_position() {
         backends.push(Backend::Gpu(g));
     }
     for b in backends {
-        let row = pb::demo(&b, &std::env::temp_dir().join("seisgpu-pstm-test")).unwrap();
+        let row = pb::demo(&b, &std::env::temp_dir().join("seisgpu-pstm-test"), seisgpu_host::bench::DemoSize::Small).unwrap();
         println!("{}: {}", b.name(), row.quality);
         assert!(row.quality.contains("focused at (ix 10, iy 10, z 15"), "{}", row.quality);
     }

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 
 use super::{migrate, Image, ImageGrid, Params, Plan, Variant, Velocity};
 use crate::backend::Backend;
-use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow};
+use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
 use crate::runtime::timing::measure_cpu;
 use crate::runtime::{Gpu, GpuTimer, Stats};
 use crate::traces::{TraceHeader, TraceSet};
@@ -286,14 +286,20 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
 
 /// A small 3-D survey over a point diffractor, migrated with every correction on: how well it
 /// focuses is the quality figure. Seconds on a 2-core CPU.
-pub fn demo(backend: &Backend, out_dir: &Path) -> anyhow::Result<DemoRow> {
-    let g = ImageGrid { x0: 0.0, dx: 20.0, nx: 21, y0: 0.0, dy: 20.0, ny: 21, tau0: 0.0, dtau: 0.004, ntau: 150 };
-    let (x, y, tau0, v) = (200.0, 200.0, 0.4f64, 2000.0f64);
+pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result<DemoRow> {
+    // `size` widens the image and the receiver patch (traces grow with its square).
+    let k = size.factor();
+    let n = 20 * k + 1;
+    let c = 10 * k; // the centre bin, where the diffractor sits
+    let g = ImageGrid { x0: 0.0, dx: 20.0, nx: n, y0: 0.0, dy: 20.0, ny: n, tau0: 0.0, dtau: 0.004, ntau: 150 };
+    let (x, y, tau0, v) = (20.0 * c as f64, 20.0 * c as f64, 0.4f64, 2000.0f64);
+    let nr = 8 * k; // receivers per side
+    let half = 40.0 * (nr - 1) as f64;
     let mut headers = Vec::new();
     for i in 0..16 {
-        for j in 0..64 {
+        for j in 0..nr * nr {
             let (sx, sy) = (x + (i / 4) as f64 * 120.0 - 180.0, y + (i % 4) as f64 * 120.0 - 180.0);
-            let (gx, gy) = (x + (j / 8) as f64 * 80.0 - 280.0, y + (j % 8) as f64 * 80.0 - 280.0);
+            let (gx, gy) = (x + (j / nr) as f64 * 80.0 - half, y + (j % nr) as f64 * 80.0 - half);
             headers.push(TraceHeader { sx, sy, gx, gy, ..Default::default() });
         }
     }
@@ -325,14 +331,14 @@ pub fn demo(backend: &Backend, out_dir: &Path) -> anyhow::Result<DemoRow> {
     let peak = img.data.iter().fold(0.0f32, |a, &b| a.max(b.abs())) as f64;
     std::fs::create_dir_all(out_dir)?;
     let path = out_dir.join("ktm-diffractor-inline.png");
-    let section: Vec<f32> = (0..g.nx).flat_map(|kx| (0..g.ntau).map(move |kt| (kx, kt))).map(|(kx, kt)| img.at(0, kx, 10, kt)).collect();
-    crate::plot::section_png(&path, &section, g.nx, g.ntau, crate::plot::Style::Density, "ktm: migrated diffractor, inline 10")?;
+    let section: Vec<f32> = (0..g.nx).flat_map(|kx| (0..g.ntau).map(move |kt| (kx, kt))).map(|(kx, kt)| img.at(0, kx, c, kt)).collect();
+    crate::plot::section_png(&path, &section, g.nx, g.ntau, crate::plot::Style::Density, &format!("ktm: migrated diffractor, inline {c}"))?;
     Ok(DemoRow {
         algorithm: "ktm".into(),
         backend: backend.name().into(),
         seconds,
-        quality: format!("diffractor focused at bin ({ix}, {iy}), sample {it} (true (10, 10), 100): off by {} bins, {} samples; \
-            peak/rms {:.0} (noisy input, S/N 2)", ix.abs_diff(10).max(iy.abs_diff(10)), it.abs_diff(100), peak / rms),
+        quality: format!("diffractor focused at bin ({ix}, {iy}), sample {it} (true ({c}, {c}), 100): off by {} bins, {} samples; \
+            peak/rms {:.0} (noisy input, S/N 2, {} traces)", ix.abs_diff(c).max(iy.abs_diff(c)), it.abs_diff(100), peak / rms, traces.len()),
         images: if path.exists() { vec![path] } else { vec![] },
     })
 }

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use super::{cpu, gpu, synth, Estimate, EstimateParams, Setup};
 use crate::backend::Backend;
-use crate::bench::{BenchRow, BenchSize, Ceilings, DemoRow};
+use crate::bench::{BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
 use crate::runtime::timing::{measure_cpu, GpuTimer, Stats};
 use crate::runtime::Gpu;
 use crate::traces::TraceSet;
@@ -432,9 +432,9 @@ pub fn paper_kernel_only(g: &Gpu, setup: &Setup, data: &[f32], ptraces: &[usize]
 
 /// The demo: a small 2D gather with known clean events plus noise; estimate on `backend`,
 /// enhance, and report the signal-to-noise gain in dB against the clean signal.
-pub fn demo(backend: &Backend, out_dir: &Path) -> anyhow::Result<DemoRow> {
+pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result<DemoRow> {
     let t0 = Instant::now();
-    let (clean, noisy, params) = demo_gather();
+    let (clean, noisy, params) = demo_gather_sized(size.factor());
     let est: Estimate = super::estimate(backend, &noisy, &params)?;
     let ep = super::EnhanceParams { aperture: params.aperture_c };
     let enhanced = super::enhance(backend, &noisy, &params.coords, &est, &ep)?;
@@ -444,7 +444,7 @@ pub fn demo(backend: &Backend, out_dir: &Path) -> anyhow::Result<DemoRow> {
     std::fs::create_dir_all(out_dir)?;
     let mut images = Vec::new();
     // One receiver line's worth of traces (the first shot) of each panel.
-    let n = 41usize.min(noisy.len());
+    let n = ((noisy.len() as f64).sqrt() as usize).min(noisy.len());
     for (name, t) in [("nlbf-input.png", &noisy), ("nlbf-enhanced.png", &enhanced), ("nlbf-clean.png", &clean)] {
         let path = out_dir.join(name);
         crate::plot::section_png(&path, &t.data[..n * t.ns], n, t.ns, crate::plot::Style::Density, name)?;
@@ -462,7 +462,7 @@ pub fn demo(backend: &Backend, out_dir: &Path) -> anyhow::Result<DemoRow> {
         algorithm: "nlbf".into(),
         backend: backend.name().into(),
         seconds,
-        quality: format!("SNR {before:.1} dB -> {after:.1} dB ({:+.1} dB) after 2+2+1 + enhancement", after - before),
+        quality: format!("SNR {before:.1} dB -> {after:.1} dB ({:+.1} dB) after 2+2+1 + enhancement ({} traces)", after - before, noisy.len()),
         images,
     })
 }
@@ -470,12 +470,18 @@ pub fn demo(backend: &Backend, out_dir: &Path) -> anyhow::Result<DemoRow> {
 /// The demo gather: 41 x 41 traces on a 25 m line, 0.6 s at 4 ms, four events of known operators
 /// plus Gaussian noise; returns (clean, noisy, parameters).
 pub fn demo_gather() -> (TraceSet, TraceSet, EstimateParams) {
-    let (n, ns) = (41usize, 150usize);
+    demo_gather_sized(1)
+}
+
+/// The demo gather with `k` times the line length in sources and receivers ((40 k + 1)^2 traces),
+/// the events centred on the longer line.
+pub fn demo_gather_sized(k: usize) -> (TraceSet, TraceSet, EstimateParams) {
+    let (n, ns) = (40 * k.max(1) + 1, 150usize);
     let h = crate::synth::geometry::line_2d(n, 25.0, n, 25.0);
     let mut clean = TraceSet::zeros(h, ns, 0.004);
     let x: Vec<f32> = clean.headers.iter().map(|h| h.gx as f32).collect();
     let y: Vec<f32> = clean.headers.iter().map(|h| h.sx as f32).collect();
-    let c = 500.0;
+    let c = 12.5 * (n - 1) as f32;
     let evs = [(0.12, 3e-5, -2e-5, 0.0, 2e-8, -2e-8), (0.25, -5e-5, 2e-5, 1e-8, 0.0, 3e-8), (0.38, 1e-5, 4e-5, 0.0, -2e-8, 0.0),
         (0.5, -2e-5, -1e-5, -1e-8, 1e-8, 1e-8)];
     let events: Vec<synth::Event> = evs

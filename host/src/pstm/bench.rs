@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use super::{count_pairs, cpu, plan, GpuTuning, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel,
     DEFAULT_DYNAMIC_TOLERANCE};
 use crate::backend::Backend;
-use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow};
+use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
 use crate::runtime::timing::measure_cpu;
 use crate::runtime::{GpuTimer, Stats};
 use crate::synth;
@@ -556,11 +556,14 @@ pub fn accuracy(backend: &Backend, cfg: &AccuracyConfig) -> anyhow::Result<Accur
 /// The demo: four diffractors in band-limited data, migrated with exact and static8 traveltimes;
 /// writes the inline section through the first diffractor. Quality: static8's relative L2 against
 /// exact, and where the strongest diffractor focuses.
-pub fn demo(backend: &Backend, out_dir: &Path) -> anyhow::Result<DemoRow> {
+pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result<DemoRow> {
     let t = Instant::now();
+    // `size` widens the image; the trace count grows with its area.
+    let k = size.factor();
+    let c = 10 * k; // the diffractor's column index in x and y
     let mut p = PstmParams {
-        nx: 20,
-        ny: 20,
+        nx: 20 * k,
+        ny: 20 * k,
         x0: 0.0,
         y0: 0.0,
         dx: 25.0,
@@ -579,10 +582,11 @@ pub fn demo(backend: &Backend, out_dir: &Path) -> anyhow::Result<DemoRow> {
         gpu: GpuTuning::default(),
     };
     p.vrms = vec![2000.0; p.nz];
-    let h = survey(3000, &p, 300.0, 1200.0, 31);
+    let h = survey(3000 * k * k, &p, 300.0, 1200.0, 31);
     let mut traces = TraceSet::zeros(h, 350, 0.004);
-    // One diffractor at (250 m, 250 m), 600 m deep: tau = 0.6 s at 2000 m/s (sample 150).
-    synth::events::diffractor(&mut traces, 250.0, 250.0, 600.0, 2000.0, 25.0);
+    // One diffractor at column (c, c) = (25 c m, 25 c m), 600 m deep: tau = 0.6 s at 2000 m/s (sample 150).
+    let xd = 25.0 * c as f64;
+    synth::events::diffractor(&mut traces, xd, xd, 600.0, 2000.0, 25.0);
     let exact = super::migrate(&traces, &p, TraveltimeMode::Exact, TraveltimeModel::Dsr, backend)?;
     let s8 = super::migrate(&traces, &p, TraveltimeMode::Static8, TraveltimeModel::Dsr, backend)?;
     let err = rel_l2(&s8.data, &exact.data);
@@ -591,12 +595,12 @@ pub fn demo(backend: &Backend, out_dir: &Path) -> anyhow::Result<DemoRow> {
     let (col, z) = (imax / p.nz, imax % p.nz);
     let (ix, iy) = (col / p.ny, col % p.ny);
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-    let section: Vec<f32> = (0..p.ny).flat_map(|j| stack[(10 * p.ny + j) * p.nz..(10 * p.ny + j + 1) * p.nz].to_vec()).collect();
+    let section: Vec<f32> = (0..p.ny).flat_map(|j| stack[(c * p.ny + j) * p.nz..(c * p.ny + j + 1) * p.nz].to_vec()).collect();
     let png = out_dir.join("pstm_static8_inline.png");
     crate::plot::section_png(&png, &section, p.ny, p.nz, crate::plot::Style::Density, "PSTM static8, inline through the diffractor")?;
     let mut quality = String::new();
-    let _ = write!(quality, "static8 vs exact rel L2 {:.2}%; diffractor (ix 10, iy 10, z 150) focused at (ix {ix}, iy {iy}, z {z})",
-        err * 100.0);
+    let _ = write!(quality, "static8 vs exact rel L2 {:.2}%; diffractor (ix {c}, iy {c}, z 150) focused at (ix {ix}, iy {iy}, z {z}); {} traces",
+        err * 100.0, traces.len());
     Ok(DemoRow {
         algorithm: "pstm".into(),
         backend: backend.name().into(),
