@@ -55,7 +55,10 @@ pub enum SrmCommand {
 /// Migration: shots and a velocity model in, a depth image out.
 #[derive(clap::Args, Debug)]
 pub struct MigrateArgs {
-    /// Interval velocity (m/s), .npy float32/64 of shape (nz, ny, nx), or (nz, nx) for a 2D line.
+    /// Interval velocity (m/s): .npy float32/64 of shape (nz, ny, nx), or (nz, nx) for a 2D line;
+    /// or SEG-Y (.sgy/.segy), one trace per (inline, crossline) node with depth samples down the
+    /// trace: crossline numbers run along x, inline numbers along y, the samples along depth at
+    /// --dz (the file's sample interval is not used for depth).
     #[arg(long, required_unless_present = "synthetic")]
     pub velocity: Option<PathBuf>,
     /// Lateral grid spacings and depth step of the velocity model (m).
@@ -70,13 +73,16 @@ pub struct MigrateArgs {
     pub x0: f64,
     #[arg(long, default_value_t = 0.0)]
     pub y0: f64,
-    /// Traces, .npy of shape (traces, samples); traces of one shot share a source position.
+    /// Shot gathers: SEG-Y (.sgy/.segy; source and receiver coordinates from the trace headers,
+    /// scaled by scalco; sample interval from the file), or .npy of shape (traces, samples) with
+    /// --geometry. Traces of one shot share a source position.
     #[arg(long, required_unless_present = "synthetic")]
     pub traces: Option<PathBuf>,
-    /// Geometry, .npy of shape (traces, 4): source x, source y, receiver x, receiver y (m).
-    #[arg(long, required_unless_present = "synthetic")]
+    /// Geometry for .npy traces, .npy of shape (traces, 4): source x, source y, receiver x,
+    /// receiver y (m).
+    #[arg(long)]
     pub geometry: Option<PathBuf>,
-    /// Sample interval of the traces (ms).
+    /// Sample interval of .npy traces (ms).
     #[arg(long, default_value_t = 4.0)]
     pub dt: f64,
     /// Built-in data instead of files: `flat` (one 3D shot over a flat reflector at 500 m under
@@ -241,13 +247,41 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// True for a SEG-Y file name (.sgy, .segy, any case).
+fn is_segy(p: &std::path::Path) -> bool {
+    p.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("sgy") || e.eq_ignore_ascii_case("segy"))
+}
+
 fn read_model(a: &MigrateArgs) -> anyhow::Result<VelocityModel> {
     let path = a.velocity.as_ref().context("--velocity is required")?;
-    let (shape, v) = npy::read_f32(path)?;
-    let (nz, ny, nx) = match shape[..] {
-        [nz, ny, nx] => (nz, ny, nx),
-        [nz, nx] => (nz, 1, nx),
-        _ => bail!("{}: velocity must have shape (nz, ny, nx) or (nz, nx), got {shape:?}", path.display()),
+    let (nz, ny, nx, v) = if is_segy(path) {
+        // One trace per (inline, crossline) node; a missing node would be a hole of zero
+        // velocity, so it is an error here rather than a silent zero.
+        let (_, set) = seisgpu_host::io::segy::read_segy(path)?;
+        let cube = seisgpu_host::io::cube::cube_from_traces(&set, &path.display().to_string())?;
+        let [nil, nxl, nz] = cube.shape;
+        if cube.missing > 0 {
+            bail!("{}: {} of the {nil} x {nxl} (inline, crossline) nodes have no velocity trace", path.display(), cube.missing);
+        }
+        // (inline = y, crossline = x, depth fastest) -> (nz, ny, nx).
+        let mut v = vec![0.0f32; nz * nil * nxl];
+        for iy in 0..nil {
+            for ix in 0..nxl {
+                let tr = &cube.data[(iy * nxl + ix) * nz..(iy * nxl + ix + 1) * nz];
+                for (iz, &x) in tr.iter().enumerate() {
+                    v[(iz * nil + iy) * nxl + ix] = x;
+                }
+            }
+        }
+        (nz, nil, nxl, v)
+    } else {
+        let (shape, v) = npy::read_f32(path)?;
+        let (nz, ny, nx) = match shape[..] {
+            [nz, ny, nx] => (nz, ny, nx),
+            [nz, nx] => (nz, 1, nx),
+            _ => bail!("{}: velocity must have shape (nz, ny, nx) or (nz, nx), got {shape:?}", path.display()),
+        };
+        (nz, ny, nx, v)
     };
     let m = VelocityModel { v, nx, ny, nz, dx: a.dx, dy: a.dy, dz: a.dz, x0: a.x0, y0: a.y0 };
     m.validate().map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
@@ -255,7 +289,19 @@ fn read_model(a: &MigrateArgs) -> anyhow::Result<VelocityModel> {
 }
 
 fn read_traces(a: &MigrateArgs) -> anyhow::Result<TraceSet> {
-    let (tp, gp) = (a.traces.as_ref().context("--traces is required")?, a.geometry.as_ref().context("--geometry is required")?);
+    let tp = a.traces.as_ref().context("--traces is required")?;
+    if is_segy(tp) {
+        if a.geometry.is_some() {
+            bail!("--geometry is for .npy traces; {} is SEG-Y and carries its coordinates in its trace headers", tp.display());
+        }
+        let (_, t) = seisgpu_host::io::segy::read_segy(tp)?;
+        if let Some(i) = t.headers.iter().position(|h| h.sx == 0.0 && h.sy == 0.0 && h.gx == 0.0 && h.gy == 0.0) {
+            bail!("{}: trace {i} has no source or receiver coordinates (bytes 73-88 are zero)", tp.display());
+        }
+        t.validate(&tp.display().to_string()).map_err(anyhow::Error::msg)?;
+        return Ok(t);
+    }
+    let gp = a.geometry.as_ref().with_context(|| format!("--geometry is required with .npy traces ({})", tp.display()))?;
     let (shape, data) = npy::read_f32(tp)?;
     let [ntr, ns] = shape[..] else { bail!("{}: traces must have shape (traces, samples), got {shape:?}", tp.display()) };
     let (gshape, geom) = npy::read_f32(gp)?;
