@@ -16,6 +16,7 @@
 
 #[cfg(target_arch = "nvptx64")]
 pub mod kernels;
+pub mod prep;
 
 use crate::math::sqrt;
 

@@ -16,6 +16,7 @@ pub mod gpu;
 pub mod interpolated;
 pub mod output;
 pub mod prep;
+pub mod prep_gpu;
 
 use std::ops::Range;
 
@@ -549,6 +550,14 @@ fn interp1(v: &[f32], t0: f32, dt: f32, t: f32) -> f32 {
     ((1.0 - f) * v[i] as f64 + f * v[i + 1] as f64) as f32
 }
 
+/// Rho filter, integration and pair layout on the backend that migrates (rustfft or cuFFT).
+fn prepare_on(backend: &Backend, traces: &TraceSet, plan: &Plan, params: &Params) -> anyhow::Result<prep::Prepared> {
+    match backend {
+        Backend::Cpu => Ok(prep::prepare(traces, plan, params)),
+        Backend::Gpu(gpu) => prep_gpu::prepare(gpu, traces, plan, params).context("GPU trace preprocessing"),
+    }
+}
+
 /// Migrates `traces` into an image: the entry point (CPU reference or GPU, by `backend`).
 pub fn migrate(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow::Result<Image> {
     traces.validate("ktm input").map_err(anyhow::Error::msg)?;
@@ -556,7 +565,7 @@ pub fn migrate(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow:
         return interpolated::migrate(traces, params, backend);
     }
     let plan = Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, params)?;
-    let prepared = prep::prepare(traces, &plan, params);
+    let prepared = prepare_on(backend, traces, &plan, params)?;
     let data = match backend {
         Backend::Cpu => cpu::migrate(&plan, &prepared),
         Backend::Gpu(gpu) => gpu::migrate(gpu, &plan, &prepared, params.variant, &params.limits).context("GPU migration")?,
@@ -594,7 +603,7 @@ pub fn migrate_item(plan: &Plan, chunk: &TraceSet, range: Range<usize>, params: 
     if sub.ntraces() == 0 {
         return Ok(vec![0.0; plan.classes() * plan.grid.len()]);
     }
-    let prepared = prep::prepare(chunk, &sub, params);
+    let prepared = prepare_on(backend, chunk, &sub, params)?;
     match backend {
         Backend::Cpu => Ok(cpu::migrate(&sub, &prepared)),
         Backend::Gpu(gpu) => gpu::migrate(gpu, &sub, &prepared, params.variant, &params.limits).context("GPU migration"),

@@ -7,9 +7,8 @@
 //!   (the dipping-reflector test checks the image is zero-phase; the causal filter leaves a 90
 //!   degree rotation). Over an areal 3-D aperture the summation is a full integration, so a 3-D
 //!   image keeps a 45 degree rotation (the full derivative would remove it). Applied by FFT with
-//!   zero padding to twice the trace length. It runs on the CPU (rayon +
-//!   rustfft) for both backends; the GPU path uploads the filtered traces (the filter is O(n log n)
-//!   per trace against the migration's O(n * image samples), under 1 % of the run).
+//!   zero padding to twice the trace length: rustfft on the CPU, batched cuFFT on the GPU
+//!   ([`super::prep_gpu`], which also builds the pair layout there; the response `h` is shared).
 //! - anti-aliasing: the trace is integrated causally then anticausally (Lumley, Claerbout and
 //!   Bevc 1994), so that a triangle filter of any length is three reads
 //!   (`gpu_kernels::ktm::antialias_read`); a least-squares line is removed from the double integral
@@ -214,6 +213,9 @@ impl RhoFilter {
             .collect();
         RhoFilter { ns, nfft, fwd, inv, h }
     }
+
+    /// FFT length and response (divided by the FFT length), for the GPU path (`prep_gpu`).
+    pub fn response(&self) -> (usize, &[Complex32]) { (self.nfft, &self.h) }
 
     pub fn buffers(&self) -> RhoBuffers {
         let scratch_len = self.fwd.get_inplace_scratch_len().max(self.inv.get_inplace_scratch_len());

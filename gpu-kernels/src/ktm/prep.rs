@@ -1,0 +1,102 @@
+//! Trace preprocessing on the GPU (host side: `seisgpu_host::ktm::prep_gpu`): the rho filter's
+//! spectral multiply between two batched cuFFTs, and the kernels' pair layout, plain or after the
+//! anti-aliasing double integration. The same steps as the CPU's `ktm::prep`, in the same order
+//! and precision (the integration in f64), so CPU and GPU pairs differ only by the FFTs' rounding.
+//!
+//! Complex data is interleaved (re, im) f32, one `nfft`-long row per trace (plan order).
+
+#[cfg(target_arch = "nvptx64")]
+use crate::device::*;
+
+/// `data[i] *= h[i % nfft]` (complex) for `i < n` (n = traces * nfft): the rho filter's response,
+/// with the inverse FFT's 1/nfft folded in (as on the CPU).
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn ktm_rho_multiply(n: u32, nfft: u32, h: *const f32, data: *mut f32) {
+    let i = global_x();
+    if i < n {
+        let k = (i % nfft) as usize;
+        let i = i as usize;
+        unsafe {
+            let (hr, hi) = (*h.add(2 * k), *h.add(2 * k + 1));
+            let (dr, di) = (*data.add(2 * i), *data.add(2 * i + 1));
+            *data.add(2 * i) = dr * hr - di * hi;
+            *data.add(2 * i + 1) = dr * hi + di * hr;
+        }
+    }
+}
+
+/// Sample `j` of trace row `p` (the real part), zero outside `0..ns`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn sample(data: *const f32, p: u32, nfft: u32, ns: u32, j: i64) -> f32 {
+    if j >= 0 && j < ns as i64 { unsafe { *data.add(2 * (p as usize * nfft as usize + j as usize)) } } else { 0.0 }
+}
+
+/// Plain pairs `(D[k], D[k+1] - D[k])` of the zero-padded trace `D[pad + j] = d[j]`, `stride`
+/// pairs per trace: one thread per (trace, pair), `n = traces * stride`.
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn ktm_pairs_plain(n: u32, ns: u32, nfft: u32, pad: u32, stride: u32, data: *const f32,
+    out: *mut f32) {
+    let i = global_x();
+    if i < n {
+        let (p, k) = (i / stride, (i % stride) as i64);
+        unsafe {
+            let a = sample(data, p, nfft, ns, k - pad as i64);
+            let b = sample(data, p, nfft, ns, k + 1 - pad as i64);
+            *out.add(2 * i as usize) = a;
+            *out.add(2 * i as usize + 1) = b - a;
+        }
+    }
+}
+
+/// The anti-aliasing layout (CPU: `ktm::prep::integrate`): causal then anticausal running sums of
+/// the padded trace in f64, minus their least-squares line, as pairs. One thread per trace (the
+/// sums are sequential); `work` holds `stride + 1` f64 per trace.
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn ktm_pairs_integrated(ntr: u32, ns: u32, nfft: u32, pad: u32, stride: u32,
+    data: *const f32, work: *mut f64, out: *mut f32) {
+    let p = global_x();
+    if p >= ntr {
+        return;
+    }
+    let len = stride as usize + 1;
+    unsafe {
+        let c = work.add(p as usize * len);
+        let mut acc = 0.0f64;
+        for k in 0..len {
+            acc += sample(data, p, nfft, ns, k as i64 - pad as i64) as f64;
+            *c.add(k) = acc;
+        }
+        let mut acc = 0.0f64;
+        for k in (0..len).rev() {
+            acc += *c.add(k);
+            *c.add(k) = acc;
+        }
+        // Detrend (CPU: `ktm::prep::detrend`).
+        let nf = len as f64;
+        let kmean = (nf - 1.0) / 2.0;
+        let mut sum = 0.0f64;
+        for k in 0..len {
+            sum += *c.add(k);
+        }
+        let mean = sum / nf;
+        let (mut num, mut den) = (0.0f64, 0.0f64);
+        for k in 0..len {
+            let x = k as f64 - kmean;
+            num += x * *c.add(k);
+            den += x * x;
+        }
+        let slope = if den > 0.0 { num / den } else { 0.0 };
+        let o = out.add(2 * p as usize * stride as usize);
+        let mut prev = (*c - (mean + slope * (0.0 - kmean))) as f32;
+        for k in 0..stride as usize {
+            let next = (*c.add(k + 1) - (mean + slope * ((k + 1) as f64 - kmean))) as f32;
+            *o.add(2 * k) = prev;
+            *o.add(2 * k + 1) = next - prev;
+            prev = next;
+        }
+    }
+}
