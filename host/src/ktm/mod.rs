@@ -620,7 +620,7 @@ pub struct DeviceImage {
 }
 
 enum DeviceAcc {
-    Resident(gpu::Accumulator),
+    Resident(Box<gpu::Accumulator>),
     Host(Vec<f32>, Backend),
 }
 
@@ -631,7 +631,7 @@ impl DeviceImage {
         let acc = match backend {
             Backend::Cpu => host(),
             Backend::Gpu(g) => match gpu::Accumulator::new(g, plan, params.variant, &params.limits, max_item).context("GPU image")? {
-                Some(a) => DeviceAcc::Resident(a),
+                Some(a) => DeviceAcc::Resident(Box::new(a)),
                 None => host(),
             },
         };
