@@ -2,8 +2,10 @@
 # MPI check (CI): `mpirun -np 2` of every pipeline that splits across ranks (ktm migrate, pstm
 # migrate, srm, nlbf estimate), on the CPU backend and small synthetic input, against single-process runs:
 # - against the single-device run: relative L2 < 1e-6 (the regrouped f32 sums round differently);
-# - against the single-process `--gpus 2` split (the same work items, summed in the same order):
-#   bit-exact for ktm and pstm; srm's CPU reference sums frequencies in thread order, so 1e-6;
+# - against the single-process `--gpus 2` split (one device per rank: rank r runs the block of work
+#   items that device r runs, into one image, and rank 0 adds the two images in rank order, as the
+#   single process adds its two device images in device order): bit-exact for ktm and pstm; srm's
+#   CPU reference sums frequencies in thread order, so 1e-6;
 # - nlbf: every pick and semblance bit-exact against the single-device run.
 # Then two failures, each of which must make the job exit non-zero, say which rank (and trace or
 # work item) failed, and leave no output file: a SEG-Y trace only rank 1 reads is corrupt, and a

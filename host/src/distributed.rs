@@ -3,9 +3,12 @@
 //! The same work items as `--gpus` (`multi`), split across ranks: rank r takes a contiguous
 //! block of the items ([`crate::multi::block_share`]) and runs them on its local devices (its
 //! GPUs, or CPU work queues), reading only the input traces those items need where the format
-//! allows (SEG-Y trace ranges). The reduction is exact: every item's result goes to rank 0, which
-//! folds them in item order, so the result equals the single-process `--gpus` result bit for bit
-//! (and the single-device one to f32 rounding). Output is written by rank 0 alone, through
+//! allows (SEG-Y trace ranges). Kirchhoff and PSTM: each local device adds its contiguous block
+//! of the rank's items into one resident image, the rank's image is the sum of its devices'
+//! images in device order, and rank 0 sums the ranks' images in rank order (one image per rank
+//! crosses the network, not one per item); with one device per rank this is exactly the sum of
+//! the single-process `--gpus <ranks>` run, bit for bit. SRM and NLBF send every item's result to
+//! rank 0, which folds them in item order. Output is written by rank 0 alone, through
 //! `AtomicFile`.
 //!
 //! Failures: each phase (reading, planning, computing, writing) ends with [`Cluster::agree`], a
@@ -229,6 +232,23 @@ impl Cluster {
         folded.map(|_| Some(acc))
     }
 
+    /// The rank-order sum: rank 0 receives every rank's image (`None`: a rank without work items
+    /// sends an empty one) and sums them in rank order ([`multi::sum_in_order`]); the others send
+    /// theirs. `Some(sum)` on rank 0. Call after an [`agree`](Self::agree) that every rank passed.
+    pub fn sum_ranks(&self, local: Option<Vec<f32>>) -> anyhow::Result<Option<Vec<f32>>> {
+        let local = local.unwrap_or_default();
+        if !self.is_root() {
+            self.send_vec(0, &local);
+            return Ok(None);
+        }
+        let mut parts = vec![local];
+        for r in 1..self.size {
+            parts.push(self.receive_vec::<f32>(r));
+        }
+        let parts: Vec<Vec<f32>> = parts.into_iter().filter(|p| !p.is_empty()).collect();
+        multi::sum_in_order(parts).map(Some)
+    }
+
     /// This rank's devices (collective). Without `--gpus`: one, the GPU `ordinal + local rank` (modulo the
     /// GPUs on the machine: one rank per GPU is the usual launch) or the CPU. With `--gpus N`:
     /// N GPUs from `local rank * N` on (N CPU work queues with `--device cpu`); `all`: every GPU.
@@ -329,8 +349,9 @@ pub fn read_trace_share(cluster: &Cluster, source: &TraceSource, items_of: impl 
 }
 
 /// Kirchhoff migration across the ranks (`seisgpu ktm migrate` under mpirun): [`crate::ktm::work_items`]
-/// split in blocks, each rank migrating its items on `devices`, partial images summed on rank 0
-/// in item order. `Some(image)` on rank 0.
+/// split in blocks over the ranks, each rank's block split in blocks over its devices, each device
+/// adding its items into one resident image ([`crate::ktm::DeviceImage`]); a rank's image is its
+/// devices' sum in device order, rank 0 sums the ranks in rank order. `Some(image)` on rank 0.
 pub fn ktm_migrate(cluster: &Cluster, source: &TraceSource, params: &crate::ktm::Params, devices: &[Backend])
     -> anyhow::Result<Option<crate::ktm::Image>> {
     use crate::ktm;
@@ -338,13 +359,17 @@ pub fn ktm_migrate(cluster: &Cluster, source: &TraceSource, params: &crate::ktm:
     let t = &share.traces;
     let plan = ktm::Plan::new(&share.all_headers, t.ns, t.dt, t.t0, params);
     let plan = cluster.agree("planning the migration", plan)?;
-    let local = run_share(devices, cluster.share(items.len()), |b, i| {
-        let r = items[i].clone();
-        ktm::migrate_item(&plan, &share.slice(r.clone()), r.clone(), params, b).with_context(|| format!("traces {r:?}"))
-    });
+    let max_item = items.iter().map(|r| r.len()).max().unwrap_or(1);
+    let local = run_share_blocks(devices, cluster.share(items.len()),
+        |b| ktm::DeviceImage::new(b, &plan, params, max_item),
+        |img, i| {
+            let r = items[i].clone();
+            img.add_item(&plan, &share.slice(r.clone()), r.clone(), params).with_context(|| format!("traces {r:?}"))
+        },
+        |img| img.finish());
+    let local = local.and_then(|images| if images.is_empty() { Ok(None) } else { multi::sum_in_order(images).map(Some) });
     let local = cluster.agree("migrating", local)?;
-    let sum = vec![0.0f32; plan.classes() * plan.grid.len()];
-    let reduced = cluster.reduce_items(items.len(), local, sum, |s, _, part| ktm::add_image(s, &part));
+    let reduced = cluster.sum_ranks(local);
     let reduced = cluster.agree("summing the partial images", reduced)?;
     Ok(reduced.map(|data| ktm::Image {
         grid: plan.grid,
@@ -356,49 +381,83 @@ pub fn ktm_migrate(cluster: &Cluster, source: &TraceSource, params: &crate::ktm:
 }
 
 /// Shot-record migration across the ranks (`seisgpu srm` under mpirun): the (shot, frequency
-/// group) items of [`crate::srm::MultiPlan`] split in blocks, window images summed into the model
-/// image on rank 0 in item order. The inputs (.npy traces and model) are on every rank.
+/// group) items of [`crate::srm::MultiPlan`] split in blocks over the ranks and over each rank's
+/// devices; each device adds its items of a shot into one window image ([`crate::srm::DeviceShots`]),
+/// a rank adds its devices' windows into a model image in device order, and rank 0 sums the
+/// ranks' images in rank order. The inputs (.npy traces and model) are on every rank.
 pub fn srm_migrate(cluster: &Cluster, traces: &TraceSet, model: &crate::srm::VelocityModel, params: &crate::srm::SrmParams,
     opts: crate::srm::GpuOptions, devices: &[Backend]) -> anyhow::Result<Option<crate::srm::Image>> {
-    use crate::srm::{MultiPlan, SrmDevice};
+    use crate::srm::{DeviceShots, MultiPlan, SrmDevice};
     let plan = cluster.agree("planning the migration", MultiPlan::new(traces, model, params, opts))?;
     let devs = devices.iter().map(|b| SrmDevice::new(b, &plan.op)).collect::<anyhow::Result<Vec<_>>>();
     let devs = cluster.agree("preparing the devices", devs)?;
+    let opts = cluster.agree("choosing the GPU kernel", plan.resolve_variant(&devs, model, params, opts))?;
     let n = plan.items.len();
-    let local = run_share(&devs, cluster.share(n), |d, i| plan.run_item(d, i, traces, model, params, opts));
+    // Test hook (CI's failing-rank check), as in `run_share_blocks`.
+    let inject: Option<usize> = std::env::var("SEISGPU_TEST_FAIL_ITEM").ok().and_then(|v| v.parse().ok());
+    let local = multi::run_blocks(&devs, cluster.share(n), |_| Ok(DeviceShots::default()),
+        |d, st, i| {
+            if inject == Some(i) {
+                bail!("injected failure (SEISGPU_TEST_FAIL_ITEM={i})");
+            }
+            plan.device_step(d, st, i, traces, model, params, opts)
+        },
+        |d, st| plan.device_finish(d, st))
+        .map_err(|e| anyhow::anyhow!("work item {} on local device {}: {:#}", e.item, e.device, e.source))
+        .and_then(|parts| {
+            let parts: Vec<(usize, Vec<f32>)> = parts.into_iter().flatten().flatten().collect();
+            if parts.is_empty() {
+                return Ok(None);
+            }
+            let mut image = plan.zero_image(model);
+            for (shot, part) in parts {
+                plan.add_shot(&mut image, shot, &part)?;
+            }
+            Ok(Some(image))
+        });
     let local = cluster.agree("migrating", local)?;
-    let reduced = cluster.reduce_items(n, local, plan.zero_image(model), |img, i, part| plan.add(img, i, &part));
-    cluster.agree("summing the window images", reduced)
+    let shape = local.as_ref().map(|i| (i.nx, i.ny, i.nz));
+    let reduced = cluster.sum_ranks(local.map(|i| i.data));
+    let reduced = cluster.agree("summing the window images", reduced)?;
+    Ok(reduced.map(|data| {
+        let (nx, ny, nz) = shape.unwrap_or((model.nx, model.ny, plan.nz));
+        crate::srm::Image { data, nx, ny, nz }
+    }))
 }
 
 /// PSTM across the ranks (`seisgpu pstm migrate` under mpirun): [`crate::pstm::work_items`] split in
-/// blocks (the built-in input is made on every rank; each migrates only its items' traces),
-/// partial images summed on rank 0 in item order, the counts summed over the ranks.
+/// blocks over the ranks and over each rank's devices (the built-in input is made on every rank;
+/// each migrates only its items' traces), each device adding its items into one resident image;
+/// rank images are their devices' sums in device order, summed on rank 0 in rank order, the
+/// counts summed over the ranks.
 pub fn pstm_migrate(cluster: &Cluster, traces: &TraceSet, params: &crate::pstm::PstmParams, mode: crate::pstm::TraveltimeMode,
     model: crate::pstm::TraveltimeModel, devices: &[Backend]) -> anyhow::Result<Option<crate::pstm::PstmImage>> {
     use crate::pstm;
     let checked = params.validate(mode, model).and_then(|_| traces.validate("input traces").map_err(anyhow::Error::msg));
     cluster.agree("checking the input", checked)?;
     let items = pstm::work_items(traces.len());
-    let local = run_share(devices, cluster.share(items.len()), |b, i| {
-        pstm::migrate(&traces.slice(items[i].clone()), params, mode, model, b).with_context(|| format!("traces {:?}", items[i]))
+    let local = run_share_blocks(devices, cluster.share(items.len()),
+        |b| pstm::DeviceImage::new(b, params, mode, model),
+        |img, i| img.add_item(&traces.slice(items[i].clone()), params).with_context(|| format!("traces {:?}", items[i])),
+        |img| img.finish());
+    let local = local.and_then(|images| {
+        if images.is_empty() {
+            return Ok(None);
+        }
+        let stats = images.iter().fold(pstm::MigrationStats::default(), |a, i| pstm::add_stats(a, &i.stats));
+        let data = multi::sum_in_order(images.into_iter().map(|i| i.data).collect())?;
+        Ok(Some((data, stats)))
     });
     let local = cluster.agree("migrating", local)?;
-    let mut counts = [0u64; 4];
-    for img in &local {
-        let s = &img.stats;
-        counts = [counts[0] + s.traces_used as u64, counts[1] + s.pairs, counts[2] + s.contributions, counts[3] + s.exact_evals];
-    }
+    let s = local.as_ref().map_or(pstm::MigrationStats::default(), |(_, s)| *s);
+    let counts = [s.traces_used as u64, s.pairs, s.contributions, s.exact_evals];
     let mut total = [0u64; 4];
     self_sum(cluster, &counts, &mut total);
-    let reduced = cluster.reduce_items(items.len(), local.into_iter().map(|i| i.data).collect(), pstm::zero_image(params),
-        |sum, _, part| {
-            ensure!(sum.data.len() == part.len(), "partial image of {} samples for an image of {}", part.len(), sum.data.len());
-            sum.data.iter_mut().zip(&part).for_each(|(s, p)| *s += p);
-            Ok(())
-        });
+    let reduced = cluster.sum_ranks(local.map(|(d, _)| d));
     let reduced = cluster.agree("summing the partial images", reduced)?;
-    Ok(reduced.map(|mut img| {
+    Ok(reduced.map(|data| {
+        let mut img = pstm::zero_image(params);
+        img.data = data;
         img.stats = pstm::MigrationStats { traces_used: total[0] as usize, pairs: total[1], contributions: total[2], exact_evals: total[3] };
         img
     }))
@@ -454,6 +513,25 @@ pub fn run_share<D: Sync, R: Send>(devices: &[D], mine: Range<usize>, work: impl
         work(d, i)
     })
         .map_err(|e| anyhow::anyhow!("work item {} on local device {}: {:#}", ids[e.item], e.device, e.source))
+}
+
+/// Runs this rank's work items `mine` (global numbers) on its devices, each device taking a
+/// contiguous block of them ([`multi::run_blocks`]) into its state (`start`, `step` per item in
+/// order, `finish`); the devices' results in device order (devices without items left out). An
+/// error names the work item by its global number and the local device.
+pub fn run_share_blocks<S, R: Send>(devices: &[Backend], mine: Range<usize>,
+    start: impl Fn(&Backend) -> anyhow::Result<S> + Sync, step: impl Fn(&mut S, usize) -> anyhow::Result<()> + Sync,
+    finish: impl Fn(S) -> anyhow::Result<R> + Sync) -> anyhow::Result<Vec<R>> {
+    // Test hook (CI's failing-rank check): the work item numbered here fails as a device would.
+    let inject: Option<usize> = std::env::var("SEISGPU_TEST_FAIL_ITEM").ok().and_then(|v| v.parse().ok());
+    multi::run_blocks(devices, mine, start, |_, s, i| {
+        if inject == Some(i) {
+            bail!("injected failure (SEISGPU_TEST_FAIL_ITEM={i})");
+        }
+        step(s, i)
+    }, |_, s| finish(s))
+        .map(|r| r.into_iter().flatten().collect())
+        .map_err(|e| anyhow::anyhow!("work item {} on local device {}: {:#}", e.item, e.device, e.source))
 }
 
 /// Runs `write` on rank 0 only, then lets every rank know whether it worked.

@@ -92,6 +92,101 @@ pub fn block_share(n: usize, parts: usize, k: usize) -> Range<usize> {
     start..start + q + usize::from(k < r)
 }
 
+/// The static split of the work items `items` over `ndevices` devices: device `d` takes the
+/// contiguous block [`block_share`]`(items.len(), ndevices, d)` (shifted to `items.start`), the
+/// same for every run. Used where each device accumulates its items into one resident result
+/// (an image), so that a given device count always sums the same items in the same order.
+pub fn device_blocks(items: Range<usize>, ndevices: usize) -> Vec<Range<usize>> {
+    let n = items.len();
+    (0..ndevices.max(1)).map(|d| {
+        let b = block_share(n, ndevices.max(1), d);
+        items.start + b.start..items.start + b.end
+    }).collect()
+}
+
+/// Runs each device's [`device_blocks`] block of `items` on it, one host thread per device:
+/// `start(device)` makes the device's state (a resident image), `step(device, state, item)` runs
+/// the items in order, `finish(device, state)` gives the device's result. Devices with an empty
+/// block give `None` (nothing is set up on them). Results come in device order. The first failure
+/// stops the other devices before their next item and is returned naming device and item (the
+/// block's first item for a failing `start`, its last for a failing `finish`).
+pub fn run_blocks<D, S, R, A, B, C>(devices: &[D], items: Range<usize>, start: A, step: B, finish: C)
+    -> Result<Vec<Option<R>>, WorkError>
+where
+    D: Sync,
+    R: Send,
+    A: Fn(&D) -> anyhow::Result<S> + Sync,
+    B: Fn(&D, &mut S, usize) -> anyhow::Result<()> + Sync,
+    C: Fn(&D, S) -> anyhow::Result<R> + Sync,
+{
+    assert!(!devices.is_empty(), "run_blocks needs at least one device");
+    let blocks = device_blocks(items, devices.len());
+    let stop = AtomicBool::new(false);
+    let outcomes: Vec<Result<Option<R>, WorkError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = devices.iter().zip(&blocks).enumerate().map(|(d, (dev, block))| {
+            let (stop, start, step, finish) = (&stop, &start, &step, &finish);
+            let block = block.clone();
+            s.spawn(move || -> Result<Option<R>, WorkError> {
+                if block.is_empty() {
+                    return Ok(None);
+                }
+                let fail = |item: usize, source: anyhow::Error| {
+                    stop.store(true, Ordering::Relaxed);
+                    WorkError { device: d, item, source }
+                };
+                let mut state = start(dev).map_err(|e| fail(block.start, e.context("setting up the device")))?;
+                for i in block.clone() {
+                    if stop.load(Ordering::Relaxed) {
+                        return Ok(None); // another device failed: its error is the one reported
+                    }
+                    step(dev, &mut state, i).map_err(|e| fail(i, e))?;
+                }
+                finish(dev, state).map(Some).map_err(|e| fail(block.end - 1, e.context("collecting the device's result")))
+            })
+        }).collect();
+        handles.into_iter().map(|h| h.join().expect("a device thread panicked")).collect()
+    });
+    let mut out = Vec::with_capacity(outcomes.len());
+    let mut first_err: Option<WorkError> = None;
+    for o in outcomes {
+        match o {
+            Ok(r) => out.push(r),
+            // The lowest device's failure (deterministic when several fail).
+            Err(e) => { first_err.get_or_insert(e); }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// The element-wise sum of `parts` in their order (device order, or rank order): every element is
+/// `((p0 + p1) + p2) + ...`, the same bits as adding the parts one after the other, computed in
+/// one parallel pass (rayon) over the first part, which becomes the sum.
+pub fn sum_in_order(parts: Vec<Vec<f32>>) -> anyhow::Result<Vec<f32>> {
+    use rayon::prelude::*;
+    let mut it = parts.into_iter();
+    let Some(mut acc) = it.next() else { anyhow::bail!("no partial result to sum") };
+    let rest: Vec<Vec<f32>> = it.collect();
+    for (k, p) in rest.iter().enumerate() {
+        anyhow::ensure!(p.len() == acc.len(), "partial result {} has {} samples, the first has {}", k + 1, p.len(), acc.len());
+    }
+    if rest.is_empty() {
+        return Ok(acc);
+    }
+    const CHUNK: usize = 1 << 16;
+    acc.par_chunks_mut(CHUNK).enumerate().for_each(|(c, a)| {
+        let (o, n) = (c * CHUNK, a.len());
+        for p in &rest {
+            for (x, y) in a.iter_mut().zip(&p[o..o + n]) {
+                *x += y;
+            }
+        }
+    });
+    Ok(acc)
+}
+
 /// A failed work item: which device, which item, and why.
 #[derive(Debug, thiserror::Error)]
 #[error("device {device} failed on work item {item}: {source:#}")]
@@ -284,6 +379,42 @@ mod tests {
         }
         assert_eq!(block_share(10, 3, 0), 0..4);
         assert_eq!(block_share(10, 3, 2), 7..10);
+    }
+
+    #[test]
+    fn scale_blocks_are_static_contiguous_and_in_order() {
+        assert_eq!(device_blocks(0..16, 4), vec![0..4, 4..8, 8..12, 12..16]);
+        assert_eq!(device_blocks(8..16, 3), vec![8..11, 11..14, 14..16]);
+        assert_eq!(device_blocks(0..2, 3), vec![0..1, 1..2, 2..2]);
+        // Each device sees its block in order; an empty block gives None.
+        let got = run_blocks(&[(), (), ()], 0..2, |_| Ok(Vec::new()), |_, s: &mut Vec<usize>, i| {
+            s.push(i);
+            Ok(())
+        }, |_, s| Ok(s)).unwrap();
+        assert_eq!(got, vec![Some(vec![0]), Some(vec![1]), None]);
+        let got = run_blocks(&[(); 4], 0..16, |_| Ok(Vec::new()), |_, s: &mut Vec<usize>, i| {
+            s.push(i);
+            Ok(())
+        }, |_, s| Ok(s)).unwrap();
+        assert_eq!(got.into_iter().flatten().flatten().collect::<Vec<_>>(), (0..16).collect::<Vec<_>>());
+        let e = run_blocks(&[(); 3], 0..12, |_| Ok(()), |_, _, i| if i == 9 { anyhow::bail!("bad trace") } else { Ok(()) },
+            |_, _| Ok(())).unwrap_err();
+        assert_eq!((e.device, e.item), (2, 9));
+        assert!(e.to_string().contains("work item 9") && e.to_string().contains("bad trace"), "{e}");
+    }
+
+    #[test]
+    fn scale_sum_in_order_is_the_sequential_sum() {
+        let parts: Vec<Vec<f32>> = (0..4).map(|k| (0..200_001).map(|i| ((i * 7919 + k * 104729) % 1000) as f32 * 1.37e-3 - 0.6)
+            .collect()).collect();
+        let mut seq = parts[0].clone();
+        for p in &parts[1..] {
+            seq.iter_mut().zip(p).for_each(|(a, b)| *a += b);
+        }
+        let got = sum_in_order(parts.clone()).unwrap();
+        assert!(got.iter().zip(&seq).all(|(a, b)| a.to_bits() == b.to_bits()));
+        assert!(sum_in_order(vec![vec![1.0; 3], vec![1.0; 2]]).is_err());
+        assert!(sum_in_order(vec![]).is_err());
     }
 
     #[test]

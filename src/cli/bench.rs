@@ -161,7 +161,12 @@ fn scaling(args: &Args, devices: &[Backend], names: &[&str]) -> anyhow::Result<(
     }
     let files = report.write(&args.out)?;
     println!("{}", report.markdown());
-    for f in files {
+    let table = seisgpu_host::scale::summary(&report.rows);
+    println!("\nStrong scaling ({}):\n\n{table}", report.device);
+    let summary = args.out.join("scaling.md");
+    std::fs::write(&summary, format!("# Strong scaling\n\n{} ({}), commit {}\n\n{table}", report.device, report.date, report.commit))
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", summary.display()))?;
+    for f in files.iter().chain([&summary]) {
         eprintln!("wrote {}", f.display());
     }
     if !report.failures.is_empty() {

@@ -29,10 +29,11 @@ pub struct Global {
     #[arg(long, global = true, default_value_t = 0)]
     pub threads: usize,
     /// Split the work over several devices: N GPUs (ordinals 0..N-1) or `all` visible GPUs, one host
-    /// thread each, results independent of N (`nlbf estimate|enhance` by parameter traces, `ktm
-    /// migrate` and `pstm migrate` by trace chunks with the images summed in a fixed order,
-    /// `wavepacket` by cubes, `srm` by shots and frequencies; `bench`: strong-scaling rows). With
-    /// `--device cpu`, N CPU work queues: the same split and sums, on the CPU.
+    /// thread each (`nlbf estimate|enhance` by parameter traces and `wavepacket` by cubes: results
+    /// independent of N; `ktm migrate`, `pstm migrate` by trace chunks and `srm` by shots and
+    /// frequencies, each GPU a fixed block of them into one resident image, the images summed in
+    /// device order: repeatable for a given N, other N differ by f32 rounding; `bench`:
+    /// strong-scaling rows). With `--device cpu`, N CPU work queues: the same split and sums.
     #[arg(long, global = true)]
     pub gpus: Option<GpuCount>,
     /// Run as one rank of an MPI job (implied when mpirun starts seisgpu): `ktm migrate`,

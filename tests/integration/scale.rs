@@ -1,12 +1,13 @@
 //! Scale-out (issue 9): every pipeline's `--gpus` split against the single-device run.
 //!
 //! On the CPU the split runs on N CPU work queues (what `--device cpu --gpus N` does): the work
-//! items, the devices pulling them and the fixed-order reduction are those of N GPUs, so the split
-//! and the sum are tested on machines without one. Work items depend only on the input, so N-way
-//! and 1-way splits are equal bit for bit wherever the per-item computation is deterministic
-//! (Kirchhoff, PSTM, NLBF, wave packets); against the unsplit single-device function the regrouped
-//! f32 sums differ by rounding only (relative L2 < 1e-6). The GPU tests need two GPUs or more
-//! and skip with a printed reason otherwise.
+//! items, the static blocks of items per device and the fixed-order reductions are those of N
+//! GPUs, so the split and the sums are tested on machines without one. Kirchhoff, PSTM and SRM:
+//! each device adds its contiguous block of items into one image and the host sums the device
+//! images in device order, so a given N is repeatable bit for bit and different N differ by the
+//! regrouped f32 sums (relative L2 < 1e-6, as against the unsplit single-device function). NLBF
+//! (concatenation) and wave packets (cubes summed in cube order) equal the 1-device run bit for
+//! bit. The GPU tests need two GPUs or more and skip with a printed reason otherwise.
 
 use seisgpu_host::backend::{gpu_or_skip, Backend};
 use seisgpu_host::bench::BenchSize;
@@ -65,7 +66,20 @@ fn scale_ktm_split_equals_single_device_on_cpu() {
     for (name, p) in configs {
         let one = ktm::migrate_multi(&traces, &p, &cpus(1)).unwrap();
         let three = ktm::migrate_multi(&traces, &p, &cpus(3)).unwrap();
-        assert_eq!(bits(&one.data), bits(&three.data), "{name}: 3-way split differs from 1-way");
+        let again = ktm::migrate_multi(&traces, &p, &cpus(3)).unwrap();
+        assert_eq!(bits(&three.data), bits(&again.data), "{name}: the 3-way split is not repeatable");
+        let e = rel_l2(&three.data, &one.data);
+        assert!(e < 1e-6, "{name}: 3-way vs 1-way rel L2 {e}");
+        // The 3-way image is the device-order sum of the three devices' block images.
+        let plan = ktm::Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, &p).unwrap();
+        let items = ktm::work_items(traces.len());
+        let images = ktm::device_images(&plan, &p, &cpus(3), &items, 0..items.len(), |r| traces.slice(r)).unwrap();
+        assert_eq!(images.len(), 3);
+        let mut sum = images[0].clone();
+        for im in &images[1..] {
+            sum.iter_mut().zip(im).for_each(|(a, b)| *a += b);
+        }
+        assert_eq!(bits(&sum), bits(&three.data), "{name}: not the device-order sum");
         let single = ktm::migrate(&traces, &p, &Backend::Cpu).unwrap();
         assert_eq!((one.classes, one.skipped_traces), (single.classes, single.skipped_traces), "{name}");
         let e = rel_l2(&one.data, &single.data);
@@ -93,14 +107,34 @@ fn scale_ktm_split_on_gpus() {
     let Some(gpus) = gpus_or_skip("scale_ktm_split_on_gpus", 2) else { return };
     let (traces, configs) = ktm_case(2500);
     for (name, p) in configs {
+        // Small image: the columns kernel splits the traces over blockIdx.z and adds atomically,
+        // so even one GPU is not bit-repeatable here (it is at production sizes).
         let one = ktm::migrate_multi(&traces, &p, &gpus[..1]).unwrap();
         let n = ktm::migrate_multi(&traces, &p, &gpus).unwrap();
-        assert_eq!(bits(&one.data), bits(&n.data), "{name}: {}-GPU split differs from 1 GPU", gpus.len());
+        let e1 = rel_l2(&n.data, &one.data);
+        println!("ktm {name}: {} GPUs vs 1 GPU rel L2 {e1:.2e}", gpus.len());
+        assert!(e1 < 1e-6, "{name}: {}-GPU split vs 1 GPU rel L2 {e1}", gpus.len());
         let cpu = ktm::migrate(&traces, &p, &Backend::Cpu).unwrap();
         let e = rel_l2(&n.data, &cpu.data);
         println!("ktm {name}: {} GPUs vs CPU rel L2 {e:.2e}", gpus.len());
         assert!(e < 1e-5, "{name}: rel L2 {e}");
+        // Forced tiles: the device image cannot stay resident; items are added on the host.
+        let tiled = Params { limits: ktm::GpuLimits { max_traces_per_chunk: Some(97), max_columns_per_tile: Some(26) }, ..p.clone() };
+        let t = ktm::migrate_multi(&traces, &tiled, &gpus).unwrap();
+        let e = rel_l2(&t.data, &cpu.data);
+        println!("ktm {name}: {} GPUs, tiled, vs CPU rel L2 {e:.2e}", gpus.len());
+        assert!(e < 1e-5, "{name}: tiled rel L2 {e}");
     }
+    // A production-sized image (one trace segment per launch: no atomics): N GPUs repeatable bit for bit.
+    let grid = ImageGrid { x0: 0.0, dx: 25.0, nx: 101, y0: 0.0, dy: 25.0, ny: 99, tau0: 0.0, dtau: 0.004, ntau: 300 };
+    let mut t = ktm::bench::scattered_traces(700, 400, 0.004, &grid, 1500.0, 5);
+    t.data = random_vec(t.data.len(), "ktm traces");
+    let p = Params::bare(grid, Velocity::Constant(2100.0));
+    let (a, b) = (ktm::migrate_multi(&t, &p, &gpus).unwrap(), ktm::migrate_multi(&t, &p, &gpus).unwrap());
+    assert_eq!(bits(&a.data), bits(&b.data), "{} GPUs: not repeatable bit for bit", gpus.len());
+    let one = ktm::migrate_multi(&t, &p, &gpus[..1]).unwrap();
+    let single = ktm::migrate(&t, &p, &gpus[0]).unwrap();
+    assert!(rel_l2(&a.data, &one.data) < 1e-6 && rel_l2(&one.data, &single.data) < 1e-6);
 }
 
 // ---- PSTM: trace chunks, images summed in item order -----------------------------------------
@@ -124,7 +158,10 @@ fn scale_pstm_split_equals_single_device_on_cpu() {
         let model = TraveltimeModel::Vti;
         let one = pstm::migrate_multi(&traces, &p, mode, model, &cpus(1)).unwrap();
         let three = pstm::migrate_multi(&traces, &p, mode, model, &cpus(3)).unwrap();
-        assert_eq!(bits(&one.data), bits(&three.data), "{mode:?}: 3-way split differs from 1-way");
+        let again = pstm::migrate_multi(&traces, &p, mode, model, &cpus(3)).unwrap();
+        assert_eq!(bits(&three.data), bits(&again.data), "{mode:?}: the 3-way split is not repeatable");
+        assert!(rel_l2(&three.data, &one.data) < 1e-6, "{mode:?}: 3-way vs 1-way");
+        assert_eq!((three.stats.traces_used, three.stats.pairs), (one.stats.traces_used, one.stats.pairs));
         let single = pstm::migrate(&traces, &p, mode, model, &Backend::Cpu).unwrap();
         assert_eq!(one.stats.traces_used, single.stats.traces_used);
         assert_eq!(one.stats.pairs, single.stats.pairs);
@@ -141,7 +178,12 @@ fn scale_pstm_split_on_gpus() {
     let (mode, model) = (TraveltimeMode::Exact, TraveltimeModel::Dsr);
     let one = pstm::migrate_multi(&traces, &p, mode, model, &gpus[..1]).unwrap();
     let n = pstm::migrate_multi(&traces, &p, mode, model, &gpus).unwrap();
-    assert_eq!(bits(&one.data), bits(&n.data), "{}-GPU split differs from 1 GPU", gpus.len());
+    let again = pstm::migrate_multi(&traces, &p, mode, model, &gpus).unwrap();
+    assert_eq!(bits(&n.data), bits(&again.data), "{}-GPU split not repeatable", gpus.len());
+    assert!(rel_l2(&n.data, &one.data) < 1e-6, "{}-GPU split vs 1 GPU rel L2 {}", gpus.len(), rel_l2(&n.data, &one.data));
+    assert_eq!((n.stats.traces_used, n.stats.pairs), (one.stats.traces_used, one.stats.pairs));
+    // Every sample written: the device images start at zero and every batch adds (no `first`).
+    assert!(n.data.iter().all(|v| v.is_finite()));
     let cpu = pstm::migrate(&traces, &p, mode, model, &Backend::Cpu).unwrap();
     let e = rel_l2(&n.data, &cpu.data);
     println!("pstm: {} GPUs vs CPU rel L2 {e:.2e}", gpus.len());
@@ -245,9 +287,16 @@ fn scale_srm_split_on_gpus() {
     let Some(gpus) = gpus_or_skip("scale_srm_split_on_gpus", 2) else { return };
     let (traces, model, params) = srm_case();
     let opts = GpuOptions { planes: 4, ..Default::default() };
+    // A fixed kernel: `Auto` tunes by timing, which may pick another kernel on another run.
+    let opts = GpuOptions { variant: srm::GpuVariant::Paper, ..opts };
     let one = srm::migrate_multi(&gpus[..1], &traces, &model, &params, opts).unwrap();
     let n = srm::migrate_multi(&gpus, &traces, &model, &params, opts).unwrap();
-    assert_eq!(bits(&one.data), bits(&n.data), "{}-GPU split differs from 1 GPU", gpus.len());
+    let again = srm::migrate_multi(&gpus, &traces, &model, &params, opts).unwrap();
+    assert_eq!(bits(&n.data), bits(&again.data), "{}-GPU split not repeatable", gpus.len());
+    assert!(rel_l2(&n.data, &one.data) < 1e-6, "{}-GPU split vs 1 GPU", gpus.len());
+    // One GPU, one shot at a time with all its frequencies: the single-device migration.
+    let single = srm::migrate_with(&gpus[0], &traces, &model, &params, opts, false).unwrap();
+    assert!(rel_l2(&one.data, &single.data) < 1e-6);
     let cpu = srm::migrate(&Backend::Cpu, &traces, &model, &params, false).unwrap();
     let e = rel_l2(&n.data, &cpu.data);
     println!("srm: {} GPUs vs CPU rel L2 {e:.2e}", gpus.len());
@@ -312,12 +361,13 @@ fn scale_device_list_of_gpus_flag() {
 #[test]
 fn scale_bench_rows_on_cpu_queues() {
     // The code path on 2 CPU queues (no speed-up is expected: they share the cores): one row per
-    // device count, the 2-queue result checked bit-exact against the 1-queue one before timing.
+    // device count, the 2-queue result checked against the 1-queue one before timing (rel L2 for
+    // the regrouped image sums) and the timed runs against the check run (bit for bit).
     for p in ["ktm", "pstm"] {
         let rows = seisgpu_host::scale::bench(p, &cpus(2), BenchSize::Small).unwrap();
         assert_eq!(rows.len(), 2, "{p}: {rows:?}");
         assert_eq!(rows[0].variant, "1-cpu-queue");
-        assert_eq!(rows[1].check, "bit-exact vs 1 device", "{p}");
+        assert!(rows[1].check.contains("vs 1 device") && rows[1].check.contains("repeatable bit for bit"), "{p}: {}", rows[1].check);
         assert!(rows[1].note.contains("speed-up") && rows[1].note.contains("[4]-device rows skipped"), "{}", rows[1].note);
         assert!(rows.iter().all(|r| r.stats.median_ms > 0.0 && r.work > 0.0));
     }

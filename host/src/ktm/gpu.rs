@@ -118,8 +118,87 @@ fn flat4(g: &[[f32; 4]]) -> &[f32] {
     unsafe { std::slice::from_raw_parts(g.as_ptr() as *const f32, g.len() * 4) }
 }
 
-/// Migration of every class (`classes * ncols * ntau` samples), chunked and tiled as memory allows.
+/// The whole image (every class) resident on one GPU, the traces of any number of calls to
+/// [`Accumulator::add`] streaming through in chunks and every launch adding into it: the
+/// single-device migration (one `add` of all traces) and a device's share of a multi-device one
+/// (one `add` per work item; the host prepares the next item while the GPU migrates this one,
+/// since launches are asynchronous). One download at the end.
+pub struct Accumulator {
+    gpu: Arc<Gpu>,
+    variant: Variant,
+    lay: Layout,
+    d_geom: CudaSlice<f32>,
+    d_pairs: CudaSlice<f32>,
+    d_vel: CudaSlice<f32>,
+    d_image: CudaSlice<f32>,
+}
+
+impl Accumulator {
+    /// Allocates the zeroed image of `plan` (all classes) and trace buffers for chunks of at most
+    /// `max_traces`. `None` when the whole image does not fit beside a chunk (or `limits` asks for
+    /// smaller tiles): then only the tiled [`migrate`] can run it.
+    pub fn new(gpu: &Arc<Gpu>, plan: &Plan, variant: Variant, limits: &GpuLimits, max_traces: usize) -> anyhow::Result<Option<Accumulator>> {
+        let ntau = plan.grid.ntau;
+        let ncols = plan.grid.ncols();
+        let vol = plan.consts.vel_stride != 0;
+        let per_col = ntau * 4 * (plan.classes() + usize::from(vol));
+        let stride = plan.stride();
+        let Ok(mut lay) = layout(gpu, plan, limits, 16 + stride * 8, per_col) else { return Ok(None) };
+        if lay.cols_per_tile < ncols {
+            return Ok(None);
+        }
+        lay.traces_per_chunk = lay.traces_per_chunk.min(max_traces.max(1));
+        let mut d_vel = gpu.zeros::<f32>(plan.vel.len())?;
+        htod(gpu, &plan.vel, &mut d_vel)?;
+        Ok(Some(Accumulator {
+            gpu: gpu.clone(),
+            variant,
+            lay,
+            d_geom: gpu.zeros::<f32>(4 * lay.traces_per_chunk)?,
+            d_pairs: gpu.zeros::<f32>(2 * stride * lay.traces_per_chunk)?,
+            d_vel,
+            d_image: gpu.zeros::<f32>(plan.classes() * ncols * ntau)?,
+        }))
+    }
+
+    /// Migrates the traces of `plan` (the accumulator's plan or one restricted to a work item:
+    /// same grid, classes and launch constants) into the image. Asynchronous: returns once the
+    /// launches are queued (the uploads of the next call wait for them on the stream).
+    pub fn add(&mut self, plan: &Plan, prep: &Prepared) -> anyhow::Result<()> {
+        let gpu = &*self.gpu;
+        let (ntau, ncols, stride) = (plan.grid.ntau, plan.grid.ncols(), plan.stride());
+        ensure!(self.d_image.len() == plan.classes() * ncols * ntau, "ktm: a plan of another image shape for this accumulator");
+        for (k, range) in plan.class_ranges.iter().enumerate() {
+            let mut t0 = range.start;
+            while t0 < range.end {
+                let n = self.lay.traces_per_chunk.min(range.end - t0);
+                htod(gpu, flat4(&plan.geom[t0..t0 + n]), &mut self.d_geom)?;
+                htod(gpu, prep.flat(stride, t0..t0 + n), &mut self.d_pairs)?;
+                let consts = KtmConsts { col0: 0, ncols: ncols as u32, ntraces: n as u32, ..plan.consts };
+                launch_migration(gpu, self.variant, plan.antialias, plan.corrections, consts, &self.d_geom.slice(..),
+                    &self.d_pairs.slice(..), &self.d_vel.slice(..), &mut self.d_image.slice_mut(k * ncols * ntau..(k + 1) * ncols * ntau))?;
+                t0 += n;
+            }
+        }
+        Ok(())
+    }
+
+    /// Downloads the image (`classes * ncols * ntau`, as `Image::data`).
+    pub fn download(self) -> anyhow::Result<Vec<f32>> {
+        let image = self.gpu.download(&self.d_image)?;
+        self.gpu.synchronize()?;
+        Ok(image)
+    }
+}
+
+/// Migration of every class (`classes * ncols * ntau` samples): the whole image resident when it
+/// fits ([`Accumulator`]), else chunked and tiled as memory allows.
 pub fn migrate(gpu: &Arc<Gpu>, plan: &Plan, prep: &Prepared, variant: Variant, limits: &GpuLimits) -> anyhow::Result<Vec<f32>> {
+    let biggest_class = plan.class_ranges.iter().map(|r| r.len()).max().unwrap_or(1);
+    if let Some(mut acc) = Accumulator::new(gpu, plan, variant, limits, biggest_class)? {
+        acc.add(plan, prep)?;
+        return acc.download();
+    }
     let ntau = plan.grid.ntau;
     let ncols = plan.grid.ncols();
     let stride = plan.stride();

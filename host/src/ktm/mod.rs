@@ -580,56 +580,135 @@ pub fn migrate(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow:
 }
 
 /// Work items of a multi-device (`--gpus`) or MPI migration: contiguous ranges of input traces,
-/// fixed by the trace count alone, so any number of devices or ranks sums the same partial
-/// images in the same order and gets the same image bit for bit. 16 items keep 1, 2, 4 and 8
-/// devices evenly loaded; each item still holds thousands of traces at production sizes, so the
-/// per-item cost (one image download and one host-side sum) stays small against the migration.
+/// fixed by the trace count alone. Devices take contiguous blocks of them
+/// ([`crate::multi::device_blocks`]) and add every item into one image resident on the device
+/// ([`DeviceImage`]), so the per-item cost is the host preparation of its traces (overlapped
+/// with the previous item's migration), not an image download. 16 items keep 1, 2, 4 and 8
+/// devices evenly loaded.
 pub fn work_items(ntraces: usize) -> Vec<Range<usize>> { crate::multi::even_ranges(ntraces, WORK_ITEMS) }
 
 /// Items of [`work_items`].
 pub const WORK_ITEMS: usize = 16;
 
-/// Migrates one work item: `chunk` holds the input traces `range` (only those: an MPI rank reads
-/// only its share), `plan` is the plan of all traces. Returns the item's partial image
-/// (`classes * ncols * ntau`, as [`Image::data`]).
-pub fn migrate_item(plan: &Plan, chunk: &TraceSet, range: Range<usize>, params: &Params, backend: &Backend)
-    -> anyhow::Result<Vec<f32>> {
+/// Checks and prepares one work item: `chunk` holds the input traces `range` (only those: an MPI
+/// rank reads only its share), `plan` is the plan of all traces. `None` when no trace of the
+/// item takes part (all outside the offset classes).
+fn prepare_item(plan: &Plan, chunk: &TraceSet, range: Range<usize>, params: &Params) -> anyhow::Result<Option<(Plan, prep::Prepared)>> {
     ensure!(chunk.len() == range.len() && chunk.ns == plan.ns,
         "ktm work item {range:?}: {} traces of {} samples given, the plan has {} samples", chunk.len(), chunk.ns, plan.ns);
-    if let Some(i) = chunk.data.iter().position(|v| !v.is_finite()) {
+    if let Some(i) = chunk.data.par_iter().position_first(|v| !v.is_finite()) {
         bail!("ktm input: trace {} sample {} is not finite", range.start + i / chunk.ns, i % chunk.ns);
     }
     let sub = plan.restrict(range);
     if sub.ntraces() == 0 {
-        return Ok(vec![0.0; plan.classes() * plan.grid.len()]);
+        return Ok(None);
     }
-    let prepared = prepare_on(backend, chunk, &sub, params)?;
+    // On the host (rayon), so it overlaps the device's migration of the previous item.
+    let prepared = prep::prepare(chunk, &sub, params);
+    Ok(Some((sub, prepared)))
+}
+
+/// Migrates one work item on its own and returns its partial image (`classes * ncols * ntau`, as
+/// [`Image::data`]); see [`prepare_item`] for the arguments.
+pub fn migrate_item(plan: &Plan, chunk: &TraceSet, range: Range<usize>, params: &Params, backend: &Backend)
+    -> anyhow::Result<Vec<f32>> {
+    let Some((sub, prepared)) = prepare_item(plan, chunk, range, params)? else {
+        return Ok(vec![0.0; plan.classes() * plan.grid.len()]);
+    };
     match backend {
         Backend::Cpu => Ok(cpu::migrate(&sub, &prepared)),
         Backend::Gpu(gpu) => gpu::migrate(gpu, &sub, &prepared, params.variant, &params.limits).context("GPU migration"),
     }
 }
 
-/// Adds a partial image into the running sum (item order: the caller's fold).
+/// One device's image in a multi-device or MPI migration: every work item the device takes is
+/// added into it, in item order. On a GPU the image stays resident ([`gpu::Accumulator`]) and is
+/// downloaded once by [`DeviceImage::finish`]; where it does not fit (tiling), and on a CPU work
+/// queue, each item's partial image is added on the host.
+pub struct DeviceImage {
+    acc: DeviceAcc,
+}
+
+enum DeviceAcc {
+    Resident(Box<gpu::Accumulator>),
+    Host(Vec<f32>, Backend),
+}
+
+impl DeviceImage {
+    /// A zero image of `plan` on `backend`; `max_item` is the largest work item (traces).
+    pub fn new(backend: &Backend, plan: &Plan, params: &Params, max_item: usize) -> anyhow::Result<DeviceImage> {
+        let host = || DeviceAcc::Host(vec![0.0; plan.classes() * plan.grid.len()], backend.clone());
+        let acc = match backend {
+            Backend::Cpu => host(),
+            Backend::Gpu(g) => match gpu::Accumulator::new(g, plan, params.variant, &params.limits, max_item).context("GPU image")? {
+                Some(a) => DeviceAcc::Resident(Box::new(a)),
+                None => host(),
+            },
+        };
+        Ok(DeviceImage { acc })
+    }
+
+    /// Adds work item `range` (its traces in `chunk`; see [`prepare_item`]).
+    pub fn add_item(&mut self, plan: &Plan, chunk: &TraceSet, range: Range<usize>, params: &Params) -> anyhow::Result<()> {
+        let Some((sub, prepared)) = prepare_item(plan, chunk, range, params)? else { return Ok(()) };
+        match &mut self.acc {
+            DeviceAcc::Resident(a) => a.add(&sub, &prepared).context("GPU migration"),
+            DeviceAcc::Host(image, backend) => {
+                let part = match backend {
+                    Backend::Cpu => cpu::migrate(&sub, &prepared),
+                    Backend::Gpu(g) => gpu::migrate(g, &sub, &prepared, params.variant, &params.limits).context("GPU migration")?,
+                };
+                add_image(image, &part)
+            }
+        }
+    }
+
+    /// The device's image (one download on a GPU).
+    pub fn finish(self) -> anyhow::Result<Vec<f32>> {
+        match self.acc {
+            DeviceAcc::Resident(a) => a.download().context("downloading the device's image"),
+            DeviceAcc::Host(image, _) => Ok(image),
+        }
+    }
+}
+
+/// Adds a partial image into the running sum.
 pub fn add_image(sum: &mut [f32], part: &[f32]) -> anyhow::Result<()> {
     ensure!(sum.len() == part.len(), "partial image of {} samples for an image of {}", part.len(), sum.len());
     sum.par_iter_mut().zip(part.par_iter()).for_each(|(s, p)| *s += p);
     Ok(())
 }
 
-/// [`migrate`] over several devices (`--gpus`): the [`work_items`] go to the devices as they free
-/// up (one host thread per device), and their partial images are summed in item order. The image
-/// is the same for any number of devices; against the single-device [`migrate`] it differs only
-/// by the f32 rounding of the regrouped sums (relative L2 ~1e-7).
+/// The images of `backends` for the work items `items` (global numbers into `all_items`), each
+/// device taking its contiguous block ([`crate::multi::device_blocks`]) into its [`DeviceImage`];
+/// `chunk(range)` gives the traces of an item. Images in device order (`None`: no item).
+pub fn device_images(plan: &Plan, params: &Params, backends: &[Backend], all_items: &[Range<usize>], items: Range<usize>,
+    chunk: impl Fn(Range<usize>) -> TraceSet + Sync) -> Result<Vec<Vec<f32>>, crate::multi::WorkError> {
+    let max_item = all_items.iter().map(|r| r.len()).max().unwrap_or(1);
+    let images = crate::multi::run_blocks(backends, items,
+        |b| DeviceImage::new(b, plan, params, max_item),
+        |_, img, i| {
+            let r = all_items[i].clone();
+            img.add_item(plan, &chunk(r.clone()), r.clone(), params).with_context(|| format!("traces {r:?}"))
+        },
+        |_, img| img.finish())?;
+    Ok(images.into_iter().flatten().collect())
+}
+
+/// [`migrate`] over several devices (`--gpus`): device `d` of N migrates the contiguous block `d`
+/// of the [`work_items`] into its own resident image, and the N images are downloaded once and
+/// summed on the host in device order ([`crate::multi::sum_in_order`]). The split is static, so a
+/// given N gives the same image bit for bit on every run (on GPUs wherever the kernel sums in a
+/// fixed order: the columns kernel with one trace segment, i.e. any image larger than about 8
+/// blocks per SM); different N regroup the f32 sums (relative L2 ~1e-7 to each other and to the
+/// single-device [`migrate`]).
 pub fn migrate_multi(traces: &TraceSet, params: &Params, backends: &[Backend]) -> anyhow::Result<Image> {
     ensure!(!backends.is_empty(), "ktm: no device to migrate on");
     traces.validate("ktm input").map_err(anyhow::Error::msg)?;
     let plan = Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, params)?;
     let items = work_items(traces.len());
-    let data = crate::multi::fold_on_devices(backends, &items, vec![0.0f32; plan.classes() * plan.grid.len()],
-        |backend, _, range| migrate_item(&plan, &traces.slice(range.clone()), range.clone(), params, backend)
-            .with_context(|| format!("traces {range:?}")),
-        |sum, _, part| add_image(sum, &part))?;
+    let images = device_images(&plan, params, backends, &items, 0..items.len(), |r| traces.slice(r))?;
+    let data = crate::multi::sum_in_order(images)?;
     Ok(Image { grid: plan.grid, classes: plan.classes(), class_offsets: plan.class_offsets(params), data, skipped_traces: plan.skipped_traces })
 }
 

@@ -128,6 +128,9 @@ pub struct Prepared {
     eta: CudaSlice<f32>,
     batches: Vec<DevBatch>,
     image: CudaSlice<f32>,
+    /// Every batch adds into the image (a device's image over several work items); otherwise the
+    /// first batch overwrites it.
+    accumulate: bool,
     /// Whether the traces are in textures.
     pub texture: bool,
     pub nx: usize,
@@ -151,6 +154,14 @@ impl Prepared {
     /// must then be written by the kernels).
     pub fn new(gpu: &Arc<Gpu>, traces: &TraceSet, p: &PstmParams, plan: &Plan, mode: TraveltimeMode,
         model: TraveltimeModel, poison: bool) -> anyhow::Result<Prepared> {
+        Self::with_image(gpu, traces, p, plan, mode, model, if poison { Image::Poisoned } else { Image::Zeroed })
+    }
+
+    /// [`Prepared::new`] with the image given: a fresh one (zeroed or poisoned), or a device
+    /// image that every batch adds into ([`Image::AddInto`], from [`Prepared::into_image`] of
+    /// the previous work item on this device).
+    pub fn with_image(gpu: &Arc<Gpu>, traces: &TraceSet, p: &PstmParams, plan: &Plan, mode: TraveltimeMode,
+        model: TraveltimeModel, image: Image) -> anyhow::Result<Prepared> {
         let kp = &plan.kp;
         let texture = p.gpu.texture && mode == TraveltimeMode::Static8;
         let (name, func, cfg) = launch_shape(gpu, p, kp.nz_pad, mode, model)?;
@@ -161,7 +172,8 @@ impl Prepared {
         let image_len = p.columns() * p.noff * kp.nz_pad as usize;
         let plen = plan.packed_len();
         let trace_bytes: usize = plan.batches.iter().map(|b| b.index.len() * plen * 8 + b.headers.len() * 16).sum();
-        gpu.ensure_fits("the PSTM image, coefficients and traces", image_len * 4 + (iv2.len() + eta.len()) * 4 + trace_bytes)?;
+        let fresh_image = if matches!(image, Image::AddInto(_)) { 0 } else { image_len * 4 };
+        gpu.ensure_fits("the PSTM image, coefficients and traces", fresh_image + (iv2.len() + eta.len()) * 4 + trace_bytes)?;
 
         let mut batches = Vec::with_capacity(plan.batches.len());
         for b in &plan.batches {
@@ -178,7 +190,14 @@ impl Prepared {
             let headers = if b.headers.is_empty() { vec![[0.0f32; 4]] } else { b.headers.clone() };
             batches.push(DevBatch { headers: gpu.upload(headers.as_flattened())?, bin_start: gpu.upload(&b.bin_start)?, traces });
         }
-        let image = if poison { gpu.poisoned(image_len)? } else { gpu.zeros(image_len)? };
+        let (image, accumulate) = match image {
+            Image::Poisoned => (gpu.poisoned(image_len)?, false),
+            Image::Zeroed => (gpu.zeros(image_len)?, false),
+            Image::AddInto(d) => {
+                ensure!(d.len() == image_len, "a device image of {} samples for a PSTM image of {image_len}", d.len());
+                (d, true)
+            }
+        };
         Ok(Prepared {
             gpu: gpu.clone(),
             func,
@@ -189,6 +208,7 @@ impl Prepared {
             eta: gpu.upload(eta)?,
             batches,
             image,
+            accumulate,
             texture,
             nx: p.nx,
             ny: p.ny,
@@ -211,7 +231,7 @@ impl Prepared {
     /// Launches every batch (asynchronously on the default stream).
     pub fn run(&mut self) -> Result<(), GpuError> {
         for i in 0..self.batches.len() {
-            let first = (i == 0) as u32;
+            let first = (i == 0 && !self.accumulate) as u32;
             let b = &self.batches[i];
             let stream = self.gpu.stream().clone();
             let mut l = stream.launch_builder(&self.func);
@@ -241,6 +261,18 @@ impl Prepared {
 
     /// Downloads the image (synchronises).
     pub fn download(&self) -> Result<Vec<f32>, GpuError> { self.gpu.download(&self.image) }
+
+    /// The device image, for the next work item to add into (the traces are freed).
+    pub fn into_image(self) -> CudaSlice<f32> { self.image }
+}
+
+/// The image a [`Prepared`] migrates into.
+pub enum Image {
+    Zeroed,
+    /// NaN first (tests: every sample must then be written by the kernels).
+    Poisoned,
+    /// An existing device image (zeroed at its start) that every batch adds into.
+    AddInto(CudaSlice<f32>),
 }
 
 /// Kernel name, function (from the capped module) and launch configuration.

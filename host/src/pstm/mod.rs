@@ -456,23 +456,25 @@ pub fn migrate(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMode, mod
 }
 
 /// Work items of a multi-device (`--gpus`) or MPI migration: contiguous ranges of input traces,
-/// fixed by the trace count alone, so any number of devices or ranks sums the same partial images
-/// in the same order (see `ktm::work_items`).
+/// fixed by the trace count alone; each device takes a contiguous block of them into one resident
+/// image (see `ktm::work_items`).
 pub fn work_items(ntraces: usize) -> Vec<std::ops::Range<usize>> { crate::multi::even_ranges(ntraces, WORK_ITEMS) }
 
 /// Items of [`work_items`].
 pub const WORK_ITEMS: usize = 16;
 
-/// Adds a work item's partial image (and its counts) into the running sum, in item order.
+/// Sums the counts of two runs.
+pub fn add_stats(s: MigrationStats, p: &MigrationStats) -> MigrationStats {
+    MigrationStats { traces_used: s.traces_used + p.traces_used, pairs: s.pairs + p.pairs,
+        contributions: s.contributions + p.contributions, exact_evals: s.exact_evals + p.exact_evals }
+}
+
+/// Adds a work item's partial image (and its counts) into the running sum.
 pub fn add_image(sum: &mut PstmImage, part: &PstmImage) -> anyhow::Result<()> {
     use rayon::prelude::*;
     ensure!(sum.data.len() == part.data.len(), "partial image of {} samples for an image of {}", part.data.len(), sum.data.len());
     sum.data.par_iter_mut().zip(part.data.par_iter()).for_each(|(s, p)| *s += p);
-    let (s, p) = (&mut sum.stats, &part.stats);
-    s.traces_used += p.traces_used;
-    s.pairs += p.pairs;
-    s.contributions += p.contributions;
-    s.exact_evals += p.exact_evals;
+    sum.stats = add_stats(sum.stats, &part.stats);
     Ok(())
 }
 
@@ -482,10 +484,70 @@ pub fn zero_image(params: &PstmParams) -> PstmImage {
         data: vec![0.0; params.columns() * params.noff * params.nz_pad()], stats: MigrationStats::default() }
 }
 
-/// [`migrate`] over several devices (`--gpus`): the [`work_items`] (trace ranges, each planned
-/// on its own: the plan only sorts and bins the traces) go to the devices as they free up, and
-/// the partial images are summed in item order. Equal for any number of devices; against the
-/// single-device [`migrate`] it differs by the f32 rounding of the regrouped sums.
+/// One device's image in a multi-device or MPI migration: each work item it takes is planned on
+/// its own (the plan only sorts and bins the item's traces) and added into it in item order. On a
+/// GPU the image stays resident: every kernel batch adds into it, the host packs the next item
+/// while the GPU migrates this one, and [`DeviceImage::finish`] downloads it once. A CPU work
+/// queue adds each item's image on the host.
+pub struct DeviceImage {
+    mode: TraveltimeMode,
+    model: TraveltimeModel,
+    host: Option<PstmImage>,
+    gpu: Option<(std::sync::Arc<crate::runtime::Gpu>, Option<cudarc::driver::CudaSlice<f32>>)>,
+    stats: MigrationStats,
+    /// nx, ny, noff, nz, nz_pad.
+    shape: [usize; 5],
+}
+
+impl DeviceImage {
+    pub fn new(backend: &Backend, params: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel) -> anyhow::Result<DeviceImage> {
+        let (host, gpu) = match backend {
+            Backend::Cpu => (Some(zero_image(params)), None),
+            Backend::Gpu(g) => {
+                let len = params.columns() * params.noff * params.nz_pad();
+                (None, Some((g.clone(), Some(g.zeros::<f32>(len).context("the device's PSTM image")?))))
+            }
+        };
+        let shape = [params.nx, params.ny, params.noff, params.nz, params.nz_pad()];
+        Ok(DeviceImage { mode, model, host, gpu, stats: MigrationStats::default(), shape })
+    }
+
+    /// Migrates the traces `chunk` (a work item) into the image.
+    pub fn add_item(&mut self, chunk: &TraceSet, params: &PstmParams) -> anyhow::Result<()> {
+        let plan = plan(chunk, params, self.mode)?;
+        if let Some(img) = &mut self.host {
+            return add_image(img, &cpu::migrate(chunk, params, &plan, self.mode, self.model));
+        }
+        let (g, slot) = self.gpu.as_mut().expect("a GPU device image");
+        let image = slot.take().context("the device image was lost after an earlier failure")?;
+        let mut prep = gpu::Prepared::with_image(g, chunk, params, &plan, self.mode, self.model, gpu::Image::AddInto(image))
+            .context("GPU PSTM")?;
+        prep.run().context("GPU PSTM")?;
+        // The counts on the host while the kernels run.
+        let (pairs, contributions) = count_pairs(params, &plan);
+        self.stats = add_stats(self.stats, &MigrationStats { traces_used: plan.traces_used, pairs, contributions, exact_evals: 0 });
+        *slot = Some(prep.into_image());
+        Ok(())
+    }
+
+    /// The device's image and counts (one download on a GPU).
+    pub fn finish(self) -> anyhow::Result<PstmImage> {
+        if let Some(img) = self.host {
+            return Ok(img);
+        }
+        let (g, slot) = self.gpu.expect("a GPU device image");
+        let image = slot.context("the device image was lost after an earlier failure")?;
+        let data = g.download(&image).context("downloading the device's PSTM image")?;
+        g.synchronize()?;
+        let [nx, ny, noff, nz, nz_pad] = self.shape;
+        Ok(PstmImage { nx, ny, noff, nz, nz_pad, data, stats: self.stats })
+    }
+}
+
+/// [`migrate`] over several devices (`--gpus`): device `d` of N migrates the contiguous block `d`
+/// of the [`work_items`] into its own resident image ([`DeviceImage`]); the N images are
+/// downloaded once and summed on the host in device order, the counts added. A given N gives the
+/// same image bit for bit on every run; different N regroup the f32 sums (rounding only).
 pub fn migrate_multi(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel,
     backends: &[Backend]) -> anyhow::Result<PstmImage> {
     ensure!(!backends.is_empty(), "pstm: no device to migrate on");
@@ -493,11 +555,16 @@ pub fn migrate_multi(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMod
     // The whole set's checks first, so an error names the trace by its index in the input.
     traces.validate("input traces").map_err(anyhow::Error::msg)?;
     let items = work_items(traces.len());
-    crate::multi::fold_on_devices(backends, &items, zero_image(params),
-        |backend, _, range| migrate(&traces.slice(range.clone()), params, mode, model, backend)
-            .with_context(|| format!("traces {range:?}")),
-        |sum, _, part| add_image(sum, &part))
-        .map_err(anyhow::Error::from)
+    let images = crate::multi::run_blocks(backends, 0..items.len(),
+        |b| DeviceImage::new(b, params, mode, model),
+        |_, img, i| img.add_item(&traces.slice(items[i].clone()), params).with_context(|| format!("traces {:?}", items[i])),
+        |_, img| img.finish())?;
+    let images: Vec<PstmImage> = images.into_iter().flatten().collect();
+    let stats = images.iter().fold(MigrationStats::default(), |a, i| add_stats(a, &i.stats));
+    let mut out = zero_image(params);
+    out.data = crate::multi::sum_in_order(images.into_iter().map(|i| i.data).collect())?;
+    out.stats = stats;
+    Ok(out)
 }
 
 /// The number of (trace, column) pairs within the aperture, and of contributions (pairs * nz).

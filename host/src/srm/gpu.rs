@@ -187,65 +187,131 @@ pub fn autotune(gpu: &Gpu, dop: &DeviceOperator, planes: &mut Planes, slow: &Cud
     Ok(best.1)
 }
 
-/// One shot on the GPU for frequency bins `bins` and `nz` depth samples: the window image
-/// (nz x gny x gnx), as the CPU's `cpu::migrate_shot`.
+/// One shot on a GPU: its slowness window, trace spectra (cuFFT there), receiver nodes, wavefield
+/// planes and window image stay resident while any number of frequency groups
+/// ([`ShotOnDevice::add`]) add into the image; one download at the end. A device's share of a
+/// multi-device migration adds all its (consecutive) items of a shot into one of these.
+pub struct ShotOnDevice {
+    slow: CudaSlice<f32>,
+    spectra: CudaSlice<f32>,
+    nodes: CudaSlice<u32>,
+    image: CudaSlice<f32>,
+    planes: Planes,
+    variant: GpuVariant,
+    ntr: usize,
+    nfft: usize,
+    stride: usize,
+    nxy: usize,
+    nz: usize,
+    src: u32,
+}
+
+impl ShotOnDevice {
+    /// Uploads the shot. `GpuVariant::Auto` is resolved here by timing the kernels on the shot's
+    /// grid at `tune_bins` (the first frequencies it will migrate).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(gpu: &Gpu, op: &Operator, dop: &DeviceOperator, traces: &TraceSet, model: &VelocityModel,
+        params: &SrmParams, plan: &FreqPlan, shot: &Shot, grid: &ShotGrid, tune_bins: &[usize], nz: usize, opts: GpuOptions)
+        -> anyhow::Result<ShotOnDevice> {
+        use rayon::prelude::*;
+        let (gnx, gny, nxy) = (grid.nx, grid.ny, grid.nxy());
+        let ntr = shot.traces.len();
+        let nfft = plan.nfft;
+        let stride = opts.planes.max(1);
+        gpu.ensure_fits("srm shot (traces, image, wavefields)", (ntr * nfft * 12 + 2 * nz * nxy * 4) + 20 * 2 * stride * nxy * 4)
+            .context("the shot does not fit on the GPU")?;
+        // Inputs up once: slowness window, traces (FFT on the device), receiver nodes.
+        let slow = gpu.upload(&cpu::window_slowness(model, grid, nz))?;
+        let mut packed = vec![0.0f32; ntr * nfft];
+        packed.par_chunks_mut(nfft.max(1)).zip(shot.traces.par_iter()).for_each(|(dst, &t)| {
+            let tr = traces.trace(t);
+            let n = tr.len().min(nfft);
+            dst[..n].copy_from_slice(&tr[..n]);
+        });
+        let real = gpu.upload(&packed)?;
+        let mut spectra = gpu.zeros::<f32>(2 * ntr * nfft)?;
+        let n = (ntr * nfft) as u32;
+        launch!(gpu, "srm_real_to_complex", grid_1d(ntr * nfft, 256), &n, &real, &mut spectra)?;
+        drop(real);
+        let fft = FftPlan::c2c_batched(gpu.stream(), &[nfft], ntr)?;
+        fft.exec_inplace(&mut spectra, false)?;
+        let nodes = gpu.upload(&grid.trace_nodes)?;
+        let image = gpu.zeros::<f32>(nz * nxy)?;
+        let taper = Taper::new(gnx, gny, params.taper_width, params.taper_strength);
+        let mut planes = Planes::new(gpu, gnx, gny, stride, &taper)?;
+        let variant = if opts.variant == GpuVariant::Auto {
+            anyhow::ensure!(!tune_bins.is_empty(), "srm: no frequency to tune the kernels on");
+            planes.set_maps(gpu, &vec![op.row_map(plan.omega(tune_bins[0])); stride])?;
+            autotune(gpu, dop, &mut planes, &slow.slice(0..nxy), tune_bins.len().min(stride))?
+        } else {
+            opts.variant
+        };
+        Ok(ShotOnDevice { slow, spectra, nodes, image, planes, variant, ntr, nfft, stride, nxy, nz, src: grid.source_node as u32 })
+    }
+
+    /// The kernel variant the shot runs with (`Auto` resolved).
+    pub fn variant(&self) -> GpuVariant { self.variant }
+
+    /// Migrates the frequency bins `bins` (any number: `planes` per launch) into the image.
+    pub fn add(&mut self, gpu: &Gpu, op: &Operator, dop: &DeviceOperator, params: &SrmParams, plan: &FreqPlan, bins: &[usize])
+        -> anyhow::Result<()> {
+        let (ntr, nfft, stride, nxy, nz) = (self.ntr, self.nfft, self.stride, self.nxy, self.nz);
+        let (ntr32, nfft32, stride32, nxy32, src) = (ntr as u32, nfft as u32, stride as u32, nxy as u32, self.src);
+        let planes = &mut self.planes;
+        for batch in bins.chunks(stride) {
+            let count = batch.len();
+            let cnt = count as u32;
+            let maps: Vec<RowMap> = batch.iter().map(|&k| op.row_map(plan.omega(k))).collect();
+            planes.set_maps(gpu, &maps)?;
+            let dbins = gpu.upload(&batch.iter().map(|&k| k as u32).collect::<Vec<u32>>())?;
+            let delays = gpu.upload(&batch.iter().flat_map(|&k| { let d = plan.delay(k); [d.re, d.im] }).collect::<Vec<f32>>())?;
+            let sources = gpu.upload(&batch.iter().map(|&k| plan.source(k, params.ricker_peak)).collect::<Vec<f32>>())?;
+            gpu.stream().memset_zeros(&mut planes.x).map_err(drv("clearing the wavefields"))?;
+            launch!(gpu, "srm_inject_source", grid_1d(count, 32), &cnt, &nxy32, &src, &sources, &mut planes.x)?;
+            launch!(gpu, "srm_inject_receivers", grid_1d(ntr * count, 256), &ntr32, &nfft32, &cnt, &stride32, &nxy32, &dbins,
+                &delays, &self.spectra, &self.nodes, &mut planes.x)?;
+            for iz in 0..nz {
+                if iz > 0 {
+                    let s = self.slow.slice((iz - 1) * nxy..iz * nxy);
+                    planes.step(gpu, dop, &s, count, self.variant)?;
+                }
+                let mut slice = self.image.slice_mut(iz * nxy..(iz + 1) * nxy);
+                launch!(gpu, "srm_image", grid_1d(nxy, 256), &nxy32, &cnt, &stride32, &planes.x, &mut slice)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The window image, nz x gny x gnx.
+    pub fn download(self, gpu: &Gpu) -> anyhow::Result<Vec<f32>> { Ok(gpu.download(&self.image)?) }
+}
+
+/// The kernel variant `GpuVariant::Auto` picks for `grid` at the frequencies `bins` (the same
+/// timing as [`ShotOnDevice::new`], on the first depth only): a multi-device migration resolves
+/// it once, so that every device runs the same kernel.
+#[allow(clippy::too_many_arguments)]
+pub fn tune(gpu: &Gpu, op: &Operator, dop: &DeviceOperator, model: &VelocityModel, params: &SrmParams, plan: &FreqPlan,
+    grid: &ShotGrid, bins: &[usize], opts: GpuOptions) -> anyhow::Result<GpuVariant> {
+    if opts.variant != GpuVariant::Auto {
+        return Ok(opts.variant);
+    }
+    anyhow::ensure!(!bins.is_empty(), "srm: no frequency to tune the kernels on");
+    let stride = opts.planes.max(1);
+    let slow = gpu.upload(&cpu::window_slowness(model, grid, 1))?;
+    let taper = Taper::new(grid.nx, grid.ny, params.taper_width, params.taper_strength);
+    let mut planes = Planes::new(gpu, grid.nx, grid.ny, stride, &taper)?;
+    planes.set_maps(gpu, &vec![op.row_map(plan.omega(bins[0])); stride])?;
+    Ok(autotune(gpu, dop, &mut planes, &slow.slice(..), bins.len().min(stride))?)
+}
+
+/// Migrates one shot on its window for the frequency bins `bins`; returns the window image.
 #[allow(clippy::too_many_arguments)]
 pub fn migrate_shot(gpu: &Gpu, op: &Operator, dop: &DeviceOperator, traces: &TraceSet, model: &VelocityModel,
     params: &SrmParams, plan: &FreqPlan, shot: &Shot, grid: &ShotGrid, bins: &[usize], nz: usize, opts: GpuOptions)
     -> anyhow::Result<Vec<f32>> {
-    let (gnx, gny, nxy) = (grid.nx, grid.ny, grid.nxy());
-    let ntr = shot.traces.len();
-    let nfft = plan.nfft;
-    let stride = opts.planes.max(1);
-    // Inputs up once: slowness window, traces (FFT on the device), receiver nodes.
-    let slow = gpu.upload(&cpu::window_slowness(model, grid, nz))?;
-    let mut packed = Vec::with_capacity(ntr * nfft);
-    for &t in &shot.traces {
-        let tr = traces.trace(t);
-        packed.extend((0..nfft).map(|i| if i < tr.len() { tr[i] } else { 0.0 }));
-    }
-    gpu.ensure_fits("srm shot (traces, image, wavefields)", (ntr * nfft * 12 + 2 * nz * nxy * 4) + 20 * 2 * stride * nxy * 4)
-        .context("the shot does not fit on the GPU")?;
-    let real = gpu.upload(&packed)?;
-    let mut spectra = gpu.zeros::<f32>(2 * ntr * nfft)?;
-    let n = (ntr * nfft) as u32;
-    launch!(gpu, "srm_real_to_complex", grid_1d(ntr * nfft, 256), &n, &real, &mut spectra)?;
-    drop(real);
-    let fft = FftPlan::c2c_batched(gpu.stream(), &[nfft], ntr)?;
-    fft.exec_inplace(&mut spectra, false)?;
-    let nodes = gpu.upload(&grid.trace_nodes)?;
-    let mut image = gpu.zeros::<f32>(nz * nxy)?;
-    let taper = Taper::new(gnx, gny, params.taper_width, params.taper_strength);
-    let mut planes = Planes::new(gpu, gnx, gny, stride, &taper)?;
-    let variant = if opts.variant == GpuVariant::Auto {
-        planes.set_maps(gpu, &vec![op.row_map(plan.omega(bins[0])); stride])?;
-        autotune(gpu, dop, &mut planes, &slow.slice(0..nxy), bins.len().min(stride))?
-    } else {
-        opts.variant
-    };
-    let (ntr32, nfft32, stride32, nxy32, src) = (ntr as u32, nfft as u32, stride as u32, nxy as u32, grid.source_node as u32);
-    for batch in bins.chunks(stride) {
-        let count = batch.len();
-        let cnt = count as u32;
-        let maps: Vec<RowMap> = batch.iter().map(|&k| op.row_map(plan.omega(k))).collect();
-        planes.set_maps(gpu, &maps)?;
-        let dbins = gpu.upload(&batch.iter().map(|&k| k as u32).collect::<Vec<u32>>())?;
-        let delays = gpu.upload(&batch.iter().flat_map(|&k| { let d = plan.delay(k); [d.re, d.im] }).collect::<Vec<f32>>())?;
-        let sources = gpu.upload(&batch.iter().map(|&k| plan.source(k, params.ricker_peak)).collect::<Vec<f32>>())?;
-        gpu.stream().memset_zeros(&mut planes.x).map_err(drv("clearing the wavefields"))?;
-        launch!(gpu, "srm_inject_source", grid_1d(count, 32), &cnt, &nxy32, &src, &sources, &mut planes.x)?;
-        launch!(gpu, "srm_inject_receivers", grid_1d(ntr * count, 256), &ntr32, &nfft32, &cnt, &stride32, &nxy32, &dbins,
-            &delays, &spectra, &nodes, &mut planes.x)?;
-        for iz in 0..nz {
-            if iz > 0 {
-                let s = slow.slice((iz - 1) * nxy..iz * nxy);
-                planes.step(gpu, dop, &s, count, variant)?;
-            }
-            let mut slice = image.slice_mut(iz * nxy..(iz + 1) * nxy);
-            launch!(gpu, "srm_image", grid_1d(nxy, 256), &nxy32, &cnt, &stride32, &planes.x, &mut slice)?;
-        }
-    }
-    Ok(gpu.download(&image)?)
+    let mut s = ShotOnDevice::new(gpu, op, dop, traces, model, params, plan, shot, grid, bins, nz, opts)?;
+    s.add(gpu, op, dop, params, plan, bins)?;
+    s.download(gpu)
 }
 
 /// All shots on the GPU.

@@ -31,6 +31,7 @@ use anyhow::{bail, Context};
 use num_complex::Complex32;
 
 use crate::backend::Backend;
+use rayon::prelude::*;
 use crate::traces::TraceSet;
 use design::{DesignParams, Operator, Spacing};
 
@@ -481,17 +482,129 @@ impl MultiPlan {
     }
 }
 
-/// [`migrate_with`] over several devices (`--gpus`): the (shot, frequency group) [`work_items`]
-/// go to the devices as they free up (one host thread per device, the operator table uploaded
-/// once per GPU), and the window images are summed into the model image in item order.
+/// One device's share of a multi-device migration: the window image of the shot it is working on
+/// (resident on a GPU: [`gpu::ShotOnDevice`]) and those of the shots it has finished. Its items
+/// are consecutive, so each shot's items on a device add into one window image, downloaded once.
+#[derive(Default)]
+pub struct DeviceShots {
+    current: Option<(usize, ShotAcc)>,
+    done: Vec<(usize, Vec<f32>)>,
+}
+
+enum ShotAcc {
+    Gpu(Box<gpu::ShotOnDevice>),
+    Host(Vec<f32>),
+}
+
+impl MultiPlan {
+    /// `opts` with `GpuVariant::Auto` resolved once, on the first device when it is a GPU (on the
+    /// first item's shot grid and frequencies), so every device runs the same kernel.
+    pub fn resolve_variant(&self, devices: &[SrmDevice], model: &VelocityModel, params: &SrmParams, opts: GpuOptions)
+        -> anyhow::Result<GpuOptions> {
+        let (Some(dev), Some(it)) = (devices.first(), self.items.first()) else { return Ok(opts) };
+        match (&dev.backend, &dev.dop) {
+            (Backend::Gpu(g), Some(dop)) if opts.variant == GpuVariant::Auto => {
+                let grid = &self.shots[it.shot].1;
+                let variant = gpu::tune(g, &self.op, dop, model, params, &self.freq, grid, &it.bins, opts)
+                    .context("choosing the GPU kernel")?;
+                Ok(GpuOptions { variant, ..opts })
+            }
+            _ => Ok(opts),
+        }
+    }
+
+    /// Adds item `i` into the device's current window image (starting a new one at a new shot).
+    #[allow(clippy::too_many_arguments)]
+    pub fn device_step(&self, dev: &SrmDevice, st: &mut DeviceShots, i: usize, traces: &TraceSet, model: &VelocityModel,
+        params: &SrmParams, opts: GpuOptions) -> anyhow::Result<()> {
+        let it = &self.items[i];
+        let (shot, grid) = &self.shots[it.shot];
+        let what = || format!("shot ffid {} (shot {}), {} frequencies from {:.2} Hz", shot.ffid, it.shot, it.bins.len(),
+            self.freq.freq(it.bins[0]));
+        if st.current.as_ref().is_some_and(|(s, _)| *s != it.shot) {
+            self.device_flush(dev, st)?;
+        }
+        match (&dev.backend, &dev.dop) {
+            (Backend::Gpu(g), Some(dop)) => {
+                if st.current.is_none() {
+                    let s = gpu::ShotOnDevice::new(g, &self.op, dop, traces, model, params, &self.freq, shot, grid, &it.bins,
+                        self.nz, opts).with_context(what)?;
+                    st.current = Some((it.shot, ShotAcc::Gpu(Box::new(s))));
+                }
+                let Some((_, ShotAcc::Gpu(s))) = &mut st.current else { anyhow::bail!("srm: a CPU window on a GPU device") };
+                s.add(g, &self.op, dop, params, &self.freq, &it.bins).with_context(what)
+            }
+            _ => {
+                let part = cpu::migrate_shot(&self.op, traces, model, params, &self.freq, shot, grid, &it.bins, self.nz);
+                match &mut st.current {
+                    Some((_, ShotAcc::Host(w))) => {
+                        anyhow::ensure!(w.len() == part.len(), "work item {i}: window image of {} samples", part.len());
+                        w.par_iter_mut().zip(part.par_iter()).for_each(|(a, b)| *a += b);
+                    }
+                    _ => st.current = Some((it.shot, ShotAcc::Host(part))),
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Finishes the device's current shot (downloads its window image).
+    fn device_flush(&self, dev: &SrmDevice, st: &mut DeviceShots) -> anyhow::Result<()> {
+        if let Some((shot, acc)) = st.current.take() {
+            let w = match (acc, dev.backend.gpu()) {
+                (ShotAcc::Gpu(s), Some(g)) => s.download(g).with_context(|| format!("downloading the window image of shot {shot}"))?,
+                (ShotAcc::Host(w), _) => w,
+                (ShotAcc::Gpu(_), None) => anyhow::bail!("srm: a GPU window on a CPU device"),
+            };
+            st.done.push((shot, w));
+        }
+        Ok(())
+    }
+
+    /// The device's window images, (shot, image) in item order.
+    pub fn device_finish(&self, dev: &SrmDevice, mut st: DeviceShots) -> anyhow::Result<Vec<(usize, Vec<f32>)>> {
+        self.device_flush(dev, &mut st)?;
+        Ok(st.done)
+    }
+
+    /// Adds shot `shot`'s window image into `image`.
+    pub fn add_shot(&self, image: &mut Image, shot: usize, part: &[f32]) -> anyhow::Result<()> {
+        let grid = &self.shots[shot].1;
+        anyhow::ensure!(part.len() == self.nz * grid.nxy(), "shot {shot}: window image of {} samples, expected {}",
+            part.len(), self.nz * grid.nxy());
+        cpu::add_window(image, grid, part);
+        Ok(())
+    }
+}
+
+/// [`migrate_with`] over several devices (`--gpus`): device `d` of N takes the contiguous block `d`
+/// of the (shot, frequency group) [`work_items`] (static, [`crate::multi::device_blocks`]) and adds
+/// them into one resident window image per shot ([`DeviceShots`]); the window images are
+/// downloaded once per (device, shot) and added into the model image in device order. The
+/// operator table goes up once per GPU ([`SrmDevice`]), `GpuVariant::Auto` is resolved once.
 pub fn migrate_multi(backends: &[Backend], traces: &TraceSet, model: &VelocityModel, params: &SrmParams, opts: GpuOptions)
     -> anyhow::Result<Image> {
     anyhow::ensure!(!backends.is_empty(), "srm: no device to migrate on");
     let plan = MultiPlan::new(traces, model, params, opts)?;
     let devices = backends.iter().map(|b| SrmDevice::new(b, &plan.op)).collect::<anyhow::Result<Vec<_>>>()?;
-    let idx: Vec<usize> = (0..plan.items.len()).collect();
-    crate::multi::fold_on_devices(&devices, &idx, plan.zero_image(model),
-        |dev, _, &i| plan.run_item(dev, i, traces, model, params, opts),
-        |image, i, part| plan.add(image, i, &part))
-        .map_err(anyhow::Error::from)
+    let opts = plan.resolve_variant(&devices, model, params, opts)?;
+    migrate_planned(&devices, &plan, traces, model, params, opts)
+}
+
+/// [`migrate_multi`] with the plan (operator design) and the devices (operator tables) made
+/// beforehand, as a job migrating many shot sets would make them once (the scaling bench times
+/// this). `opts.variant` should be resolved ([`MultiPlan::resolve_variant`]); `Auto` is tuned
+/// per (device, shot) otherwise.
+pub fn migrate_planned(devices: &[SrmDevice], plan: &MultiPlan, traces: &TraceSet, model: &VelocityModel, params: &SrmParams,
+    opts: GpuOptions) -> anyhow::Result<Image> {
+    anyhow::ensure!(!devices.is_empty(), "srm: no device to migrate on");
+    let parts = crate::multi::run_blocks(devices, 0..plan.items.len(),
+        |_| Ok(DeviceShots::default()),
+        |dev, st, i| plan.device_step(dev, st, i, traces, model, params, opts),
+        |dev, st| plan.device_finish(dev, st))?;
+    let mut image = plan.zero_image(model);
+    for (shot, part) in parts.into_iter().flatten().flatten() {
+        plan.add_shot(&mut image, shot, &part)?;
+    }
+    Ok(image)
 }

@@ -130,22 +130,26 @@ impl Tiling {
         out
     }
 
-    /// Adds the tapered cube t into the volume.
+    /// Adds the tapered cube t into the volume. In parallel over the cube's slabs (x0): each
+    /// volume sample gets one add per cube, so the result is that of a serial loop, bit for bit.
+    /// It runs on the thread that folds the cubes in order while the devices compute the next
+    /// ones; serial, 8 cubes of 256^3 took longer than their transforms on 4 GPUs.
     pub fn accumulate(&self, vol: &mut [f32], t: usize, cube: &[f32]) {
         let c = self.cube;
         let (st, ix) = (self.start(t), self.index(t));
         let w: [Vec<f32>; 3] = [0, 1, 2].map(|a| (0..c).map(|x| self.taper(a, ix[a], x)).collect());
         let [_, s1, s2] = self.shape;
-        for x0 in 0..c.min(self.shape[0] - st[0]) {
+        let rows = c.min(self.shape[0] - st[0]);
+        vol[st[0] * s1 * s2..(st[0] + rows) * s1 * s2].par_chunks_mut(s1 * s2).enumerate().for_each(|(x0, plane)| {
             for x1 in 0..c.min(s1 - st[1]) {
-                let dst = ((st[0] + x0) * s1 + st[1] + x1) * s2 + st[2];
+                let dst = (st[1] + x1) * s2 + st[2];
                 let src = (x0 * c + x1) * c;
                 let w01 = w[0][x0] * w[1][x1];
                 for x2 in 0..c.min(s2 - st[2]) {
-                    vol[dst + x2] += cube[src + x2] * w01 * w[2][x2];
+                    plane[dst + x2] += cube[src + x2] * w01 * w[2][x2];
                 }
             }
-        }
+        });
     }
 }
 

@@ -283,7 +283,9 @@ pub fn validate_volume(data: &[f32], shape: [usize; 3], what: &str) -> Result<()
     let len = shape[0] * shape[1] * shape[2];
     ensure!(data.len() == len, "{what}: {} samples for a {} x {} x {} volume ({len} expected)", data.len(), shape[0],
         shape[1], shape[2]);
-    if let Some(i) = data.iter().position(|v| !v.is_finite()) {
+    // In parallel: it reads the whole volume on every run (a fixed cost of any split).
+    use rayon::prelude::*;
+    if let Some(i) = data.par_iter().position_first(|v| !v.is_finite()) {
         let (i0, r) = (i / (shape[1] * shape[2]), i % (shape[1] * shape[2]));
         bail!("{what}: sample {} of trace ({i0}, {}) is not finite ({})", r % shape[2], r / shape[2], data[i]);
     }
