@@ -25,14 +25,20 @@ struct DevConsts(KtmConsts);
 // SAFETY: KtmConsts is repr(C), Copy, plain f32/u32 fields: the kernel reads it as the same struct.
 unsafe impl DeviceRepr for DevConsts {}
 
-/// Kernel name of a migration variant with or without corrections / anti-aliasing.
-pub fn migration_kernel(variant: Variant, aa: bool, corr: bool) -> String {
+/// Kernel name of a migration variant with or without corrections / anti-aliasing, for a launch
+/// with read-position offset `s_off` (samples). The v2 columns kernels need `s_off >= 0` (their
+/// magic-number floor takes non-negative positions), the fast one an integer `s_off` (folded into
+/// the magic constant); otherwise they fall back to v2, then v1 (same results within tolerance).
+pub fn migration_kernel(variant: Variant, aa: bool, corr: bool, s_off: f32) -> String {
+    let flavour = if aa { "aa" } else if corr { "corr" } else { "bare" };
+    let v2_ok = s_off >= 0.0 && s_off < 4_194_304.0;
     let base = match variant {
         Variant::Paper { .. } => "ktm_mig_paper",
         Variant::ImageDomain => "ktm_mig_image",
-        Variant::Columns => "ktm_mig_columns",
+        Variant::ColumnsFast if !corr && !aa && v2_ok && s_off.fract() == 0.0 => "ktm_mig_columns_fast",
+        Variant::Columns | Variant::ColumnsFast if !corr && !aa && v2_ok => "ktm_mig_columns2",
+        Variant::Columns | Variant::ColumnsV1 | Variant::ColumnsFast => "ktm_mig_columns",
     };
-    let flavour = if aa { "aa" } else if corr { "corr" } else { "bare" };
     format!("{base}_{flavour}")
 }
 
@@ -43,7 +49,7 @@ fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool, consts: K
     let ncols = consts.ncols;
     let ntau = consts.ntau;
     let cfg = match variant {
-        Variant::Columns => {
+        Variant::Columns | Variant::ColumnsV1 | Variant::ColumnsFast => {
             let k = if corr || aa { COL_K_CORR } else { COL_K_BARE } as u32;
             let (gx, gy) = (ncols.div_ceil(COL_WARPS), ntau.div_ceil(32 * k));
             // Small images: split the traces over blockIdx.z until about 8 blocks per SM exist.
@@ -70,7 +76,7 @@ fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool, consts: K
         }
     };
     ensure!(cfg.grid_dim.1 <= 65535, "{} image times exceed the kernel's grid limit", ntau);
-    let name = migration_kernel(variant, aa, corr);
+    let name = migration_kernel(variant, aa, corr, consts.s_off);
     let c = DevConsts(consts);
     launch!(gpu, &name, cfg, &c, geom, pairs, vel, image)?;
     Ok(())
@@ -228,7 +234,7 @@ pub fn model(gpu: &Arc<Gpu>, plan: &Plan, image: &[f32], limits: &GpuLimits) -> 
     if !vol {
         htod(gpu, &plan.vel, &mut d_vel)?;
     }
-    let name = migration_kernel(Variant::Columns, plan.antialias, plan.corrections).replace("mig_columns", "model");
+    let name = migration_kernel(Variant::ColumnsV1, plan.antialias, plan.corrections, 0.0).replace("mig_columns", "model");
     let mut out = vec![f32::NAN; plan.ntraces() * acc_len];
     for (k, range) in plan.class_ranges.iter().enumerate() {
         let mut t0 = range.start;
