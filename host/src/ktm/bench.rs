@@ -149,10 +149,8 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
     let mut rows = Vec::new();
     let only: Option<Vec<String>> = std::env::var(CASE_ENV).ok().map(|s| s.split(',').map(|c| c.trim().to_string()).collect());
     for wl in workloads(size) {
-        if let Some(only) = &only {
-            if !only.contains(&wl.name) {
-                continue;
-            }
+        if only.as_ref().is_some_and(|o| !o.contains(&wl.name)) {
+            continue;
         }
         rows.extend(bench_workload(backend, size, ceilings, &wl)?);
     }

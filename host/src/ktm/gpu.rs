@@ -31,7 +31,7 @@ unsafe impl DeviceRepr for DevConsts {}
 /// the magic constant); otherwise they fall back to v2, then v1 (same results within tolerance).
 pub fn migration_kernel(variant: Variant, aa: bool, corr: bool, s_off: f32) -> String {
     let flavour = if aa { "aa" } else if corr { "corr" } else { "bare" };
-    let v2_ok = s_off >= 0.0 && s_off < 4_194_304.0;
+    let v2_ok = (0.0..4_194_304.0).contains(&s_off);
     let base = match variant {
         Variant::Paper { .. } => "ktm_mig_paper",
         Variant::ImageDomain => "ktm_mig_image",
