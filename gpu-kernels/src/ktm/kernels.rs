@@ -13,7 +13,7 @@ use core::arch::asm;
 use super::*;
 use crate::device::*;
 
-/// `for $k in 0..$n { $body }` written out for `$n <= 8` (LLVM does not unroll the columns
+/// `for $k in 0..$n { $body }` written out for `$n <= 16` (LLVM does not unroll the columns
 /// kernel's time loop by itself, and a rolled loop puts the per-lane arrays in local memory).
 macro_rules! unroll {
     ($k:ident < $n:expr, $body:block) => {{
@@ -25,6 +25,14 @@ macro_rules! unroll {
         { let $k: usize = 5; if $k < $n $body }
         { let $k: usize = 6; if $k < $n $body }
         { let $k: usize = 7; if $k < $n $body }
+        { let $k: usize = 8; if $k < $n $body }
+        { let $k: usize = 9; if $k < $n $body }
+        { let $k: usize = 10; if $k < $n $body }
+        { let $k: usize = 11; if $k < $n $body }
+        { let $k: usize = 12; if $k < $n $body }
+        { let $k: usize = 13; if $k < $n $body }
+        { let $k: usize = 14; if $k < $n $body }
+        { let $k: usize = 15; if $k < $n $body }
     }};
 }
 
@@ -422,13 +430,13 @@ unsafe fn mig_columns2<const K: usize, const FAST: bool>(c: &KtmConsts, geom: *c
         let ds2 = exs * exs + eys * eys;
         let dr2 = exr * exr + eyr * eyr;
         unroll!(k < K, {
-            let (t, m) = if FAST {
-                (sqrt_amp(crate::math::mul_add(ds2, iv[k], h2[k])) + sqrt_amp(crate::math::mul_add(dr2, iv[k], h2[k])), magic_off)
+            let t = if FAST {
+                sqrt_amp(crate::math::mul_add(ds2, iv[k], h2[k])) + sqrt_amp(crate::math::mul_add(dr2, iv[k], h2[k]))
             } else {
                 let (ts, tr) = (sqrt_tt(fma_tt(ds2, iv[k], h2[k])), sqrt_tt(fma_tt(dr2, iv[k], h2[k])));
-                (c.sample_index(ts + tr), magic_off)
+                c.sample_index(ts + tr)
             };
-            let (b, f) = split_index_magic(t, c.stride, m);
+            let (b, f) = split_index_magic(t, c.stride, magic_off);
             let [a, d] = unsafe { ldg_pair(pairs.wrapping_add(b as usize)) };
             acc[k] += a;
             acc_b[k] = crate::math::mul_add(f, d, acc_b[k]);
@@ -574,6 +582,8 @@ migration_entry!(ktm_mig_columns_corr, mig_columns::<COL_K_CORR, false, true>);
 migration_entry!(ktm_mig_columns_aa, mig_columns::<COL_K_CORR, true, true>);
 migration_entry!(ktm_mig_columns2_bare, mig_columns2::<COL_K_BARE, false>);
 migration_entry!(ktm_mig_columns_fast_bare, mig_columns2::<COL_K_BARE, true>);
+migration_entry!(ktm_mig_columns2x16_bare, mig_columns2::<COL_K_WIDE, false>);
+migration_entry!(ktm_mig_columns_fastx16_bare, mig_columns2::<COL_K_WIDE, true>);
 
 macro_rules! model_entry {
     ($name:ident, $aa:expr, $corr:expr) => {

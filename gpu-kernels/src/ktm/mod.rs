@@ -56,6 +56,9 @@ pub const COL_WARPS: u32 = 8;
 /// per-sample state would spill at 8).
 pub const COL_K_BARE: usize = 8;
 pub const COL_K_CORR: usize = 4;
+/// Image times per lane of the `x16` bare v2 kernels (`columns-16`, `columns-fast-16`): half the
+/// per-trace overhead of K = 8, more registers (fewer resident blocks), more independent work.
+pub const COL_K_WIDE: usize = 16;
 
 /// Everything a migration or modelling launch needs besides the arrays. Coordinates are relative
 /// to the image origin (m), times in seconds, image time tau is two-way vertical time.

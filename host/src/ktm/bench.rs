@@ -26,12 +26,14 @@ use crate::traces::{TraceHeader, TraceSet};
 
 /// SASS instructions per contribution of the bare columns kernels (sm_90, from the disassembly of
 /// their inner loops; docs/notes/ktm.md): v1 205 for 8 image times of one trace, v2 396 and fast
-/// 248 for 8 image times of two traces.
+/// 248 for 8 image times of two traces, the 16-times kernels 742 and 454 for 16 times of two.
 pub fn columns_instr_per_contribution(v: Variant) -> Option<f64> {
     match v {
         Variant::ColumnsV1 => Some(25.6),
         Variant::Columns => Some(24.75),
         Variant::ColumnsFast => Some(15.5),
+        Variant::Columns16 => Some(23.19),
+        Variant::ColumnsFast16 => Some(14.19),
         _ => None,
     }
 }
@@ -192,7 +194,8 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
     rows.push(cpu_row);
     let Some(gpu) = backend.gpu() else { return Ok(rows) };
 
-    let mut variants = vec![Variant::Columns, Variant::ColumnsV1, Variant::ColumnsFast, Variant::ImageDomain, Variant::PAPER];
+    let mut variants = vec![Variant::Columns, Variant::ColumnsV1, Variant::ColumnsFast, Variant::Columns16, Variant::ColumnsFast16,
+        Variant::ImageDomain, Variant::PAPER];
     if wl.name == "ktm-table1" {
         // The paper's Table 1 sweep of its kernel's block shape.
         variants.extend([(64, 1), (256, 1), (512, 1), (64, 2), (128, 2), (256, 2), (64, 4), (128, 4), (64, 8)]
