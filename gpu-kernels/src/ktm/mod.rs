@@ -431,7 +431,15 @@ pub fn add_rd(a: f32, b: f32) -> f32 {
     {
         let exact = a as f64 + b as f64;
         let r = exact as f32;
-        if (r as f64) > exact { f32::from_bits(if r > 0.0 { r.to_bits() - 1 } else { r.to_bits() + 1 }) } else { r }
+        if (r as f64) <= exact {
+            r
+        } else if r > 0.0 {
+            f32::from_bits(r.to_bits() - 1)
+        } else if r < 0.0 {
+            f32::from_bits(r.to_bits() + 1)
+        } else {
+            -f32::from_bits(1) // a negative sum too small for a subnormal
+        }
     }
 }
 
