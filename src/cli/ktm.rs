@@ -141,7 +141,9 @@ pub struct MigrationOptions {
     /// Anellipticity eta for --traveltime-model vti (dimensionless, >= 0).
     #[arg(long, default_value_t = 0.0)]
     pub eta: f32,
-    /// GPU kernel: columns (fastest, default), image (image-domain) or paper (data-domain).
+    /// GPU kernel: columns (default), columns-v1 (the first columns kernel), columns-fast (approximate
+    /// square roots: positions within ~1e-5 samples of the exact ones), image (image-domain) or
+    /// paper (data-domain).
     #[arg(long, default_value = "columns")]
     pub kernel: String,
     /// Block shape of the paper kernel, `XxY` (threads per trace loop x image-time loop).

@@ -13,7 +13,7 @@ use core::arch::asm;
 use super::*;
 use crate::device::*;
 
-/// `for $k in 0..$n { $body }` written out for `$n <= 8` (LLVM does not unroll the columns
+/// `for $k in 0..$n { $body }` written out for `$n <= 16` (LLVM does not unroll the columns
 /// kernel's time loop by itself, and a rolled loop puts the per-lane arrays in local memory).
 macro_rules! unroll {
     ($k:ident < $n:expr, $body:block) => {{
@@ -25,6 +25,14 @@ macro_rules! unroll {
         { let $k: usize = 5; if $k < $n $body }
         { let $k: usize = 6; if $k < $n $body }
         { let $k: usize = 7; if $k < $n $body }
+        { let $k: usize = 8; if $k < $n $body }
+        { let $k: usize = 9; if $k < $n $body }
+        { let $k: usize = 10; if $k < $n $body }
+        { let $k: usize = 11; if $k < $n $body }
+        { let $k: usize = 12; if $k < $n $body }
+        { let $k: usize = 13; if $k < $n $body }
+        { let $k: usize = 14; if $k < $n $body }
+        { let $k: usize = 15; if $k < $n $body }
     }};
 }
 
@@ -373,6 +381,104 @@ unsafe fn mig_columns<const K: usize, const AA: bool, const CORR: bool>(c: &KtmC
 }
 
 
+/// Columns kernel v2, bare: the v1 layout (one warp per column, K image times per lane, the
+/// block's warps walking the traces in step), with an inner loop cut for instruction issue (the v1
+/// kernel is issue-bound, ~74 % of issue slots busy, and its F2I shares the quarter-rate pipe with
+/// the two MUFU.RSQ):
+/// - integer and fractional parts of the read position by [`split_index_magic`] (FADD.RM, IMNMX,
+///   two FADD; the index lands in the address through a trace pointer pre-offset by
+///   `-FLOOR_MAGIC_BITS` pairs): no F2I/I2F, bit-identical to [`split_index`];
+/// - the trace pointer advances by `stride` per trace, the chunk's trace count is computed once;
+/// - two traces per iteration of the trace loop (half the loop control).
+///
+/// `FAST`: the square roots are `sqrt.approx` (MUFU.SQRT, 1 instruction instead of 6; relative
+/// error ~2^-22, i.e. about 1e-5 samples on a 1000-sample traveltime) and the position offset
+/// `s_off` (an integer, checked by the host) is folded into the magic constant. Positions then
+/// differ from the CPU's by an ulp or two: rel L2 ~1e-5 on white-noise traces, far below a sample.
+/// Without `FAST` the positions are the CPU's bit for bit (`s_off >= 0` checked by the host).
+#[inline(always)]
+unsafe fn mig_columns2<const K: usize, const FAST: bool>(c: &KtmConsts, geom: *const [f32; 4], data: *const [f32; 2],
+    vel: *const f32, image: *mut f32) {
+    let lane = thread_idx_x();
+    let warp = thread_idx_y();
+    let tid = warp * 32 + lane;
+    let nthreads = 32 * COL_WARPS;
+    let col_req = block_idx_x() * COL_WARPS + warp;
+    let active = col_req < c.ncols;
+    let col_l = if active { col_req } else { c.ncols - 1 };
+    let (x, y) = column_xy(c, col_l);
+    let it0 = block_idx_y() * 32 * K as u32 + lane;
+    let mut h2 = [0.0f32; K];
+    let mut iv = [0.0f32; K];
+    let mut acc = [0.0f32; K];
+    let mut acc_b = [0.0f32; K];
+    unroll!(k < K, {
+        let q = unsafe { sample_at(c, vel, col_l, it0 + 32 * k as u32) };
+        h2[k] = q.h2s;
+        iv[k] = q.ivs;
+    });
+    // FAST reads at t + s_off with s_off in the magic; otherwise at s = t + s_off as the CPU rounds it.
+    let magic_off = if FAST { FLOOR_MAGIC + c.s_off } else { FLOOR_MAGIC };
+    let coords = dynamic_shared::<[f32; 4]>();
+    let seg = c.ntraces.div_ceil(grid_dim_z());
+    let mut base = block_idx_z() * seg;
+    let end = min_u32(base + seg, c.ntraces);
+    let stride = c.stride as usize;
+    // One trace's contributions to this lane's K samples.
+    let trace = |g: [f32; 4], pairs: *const [f32; 2], acc: &mut [f32; K], acc_b: &mut [f32; K]| {
+        let (exs, eys, exr, eyr) = (x - g[0], y - g[1], x - g[2], y - g[3]);
+        let ds2 = exs * exs + eys * eys;
+        let dr2 = exr * exr + eyr * eyr;
+        unroll!(k < K, {
+            let t = if FAST {
+                sqrt_amp(crate::math::mul_add(ds2, iv[k], h2[k])) + sqrt_amp(crate::math::mul_add(dr2, iv[k], h2[k]))
+            } else {
+                let (ts, tr) = (sqrt_tt(fma_tt(ds2, iv[k], h2[k])), sqrt_tt(fma_tt(dr2, iv[k], h2[k])));
+                c.sample_index(ts + tr)
+            };
+            let (b, f) = split_index_magic(t, c.stride, magic_off);
+            let [a, d] = unsafe { ldg_pair(pairs.wrapping_add(b as usize)) };
+            acc[k] += a;
+            acc_b[k] = crate::math::mul_add(f, d, acc_b[k]);
+        });
+    };
+    while base < end {
+        let n = min_u32(nthreads, end - base);
+        if tid < n {
+            unsafe { *coords.add(tid as usize) = ldg_quad(geom.add((base + tid) as usize)) };
+        }
+        sync_threads();
+        // Pre-offset so that the magic-number bits index it directly (wrapping: only the sum is used).
+        let mut pairs = data.wrapping_add(base as usize * stride).wrapping_sub(FLOOR_MAGIC_BITS as usize);
+        let mut j = 0;
+        while j + 2 <= n {
+            let (g0, g1) = unsafe { (*coords.add(j as usize), *coords.add(j as usize + 1)) };
+            trace(g0, pairs, &mut acc, &mut acc_b);
+            trace(g1, pairs.wrapping_add(stride), &mut acc, &mut acc_b);
+            pairs = pairs.wrapping_add(2 * stride);
+            j += 2;
+        }
+        if j < n {
+            trace(unsafe { *coords.add(j as usize) }, pairs, &mut acc, &mut acc_b);
+        }
+        sync_threads();
+        base += nthreads;
+    }
+    if active {
+        unroll!(k < K, {
+            let it = it0 + 32 * k as u32;
+            if it < c.ntau {
+                let dst = unsafe { image.add(col_l as usize * c.ntau as usize + it as usize) };
+                if grid_dim_z() == 1 {
+                    unsafe { *dst += acc[k] + acc_b[k] };
+                } else {
+                    unsafe { atomic_add_f32(dst, acc[k] + acc_b[k]) };
+                }
+            }
+        });
+    }
+}
+
 // ---- modelling (the adjoint) ---------------------------------------------------------------------
 
 /// blockIdx.x = group of `tb` traces, blockIdx.y = tile of `cols_per_block` columns. Warps take
@@ -474,6 +580,10 @@ migration_entry!(ktm_mig_image_aa, mig_image::<true, true>);
 migration_entry!(ktm_mig_columns_bare, mig_columns::<COL_K_BARE, false, false>);
 migration_entry!(ktm_mig_columns_corr, mig_columns::<COL_K_CORR, false, true>);
 migration_entry!(ktm_mig_columns_aa, mig_columns::<COL_K_CORR, true, true>);
+migration_entry!(ktm_mig_columns2_bare, mig_columns2::<COL_K_BARE, false>);
+migration_entry!(ktm_mig_columns_fast_bare, mig_columns2::<COL_K_BARE, true>);
+migration_entry!(ktm_mig_columns2x16_bare, mig_columns2::<COL_K_WIDE, false>);
+migration_entry!(ktm_mig_columns_fastx16_bare, mig_columns2::<COL_K_WIDE, true>);
 
 macro_rules! model_entry {
     ($name:ident, $aa:expr, $corr:expr) => {

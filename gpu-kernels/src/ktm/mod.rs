@@ -57,6 +57,9 @@ pub const COL_WARPS: u32 = 8;
 /// per-sample state would spill at 8).
 pub const COL_K_BARE: usize = 8;
 pub const COL_K_CORR: usize = 4;
+/// Image times per lane of the `x16` bare v2 kernels (`columns-16`, `columns-fast-16`): half the
+/// per-trace overhead of K = 8, more registers (fewer resident blocks), more independent work.
+pub const COL_K_WIDE: usize = 16;
 
 /// Everything a migration or modelling launch needs besides the arrays. Coordinates are relative
 /// to the image origin (m), times in seconds, image time tau is two-way vertical time.
@@ -407,6 +410,55 @@ pub fn split_index(s: f32, len: u32) -> (u32, f32) {
     (i, s - i as f32)
 }
 
+/// 1.5 * 2^23: for 0 <= s < 2^22, `s + FLOOR_MAGIC` rounded down has floor(s) in its low mantissa
+/// bits (and the sum minus FLOOR_MAGIC is floor(s), exactly). The columns-v2 kernels take integer
+/// and fractional parts of a read position this way, with FP32 adds instead of F2I/I2F, which run
+/// at a quarter of the issue rate on the same pipe as the square roots' MUFU.
+pub const FLOOR_MAGIC: f32 = 12_582_912.0;
+/// Bit pattern of [`FLOOR_MAGIC`]: `(s + FLOOR_MAGIC).to_bits() - FLOOR_MAGIC_BITS = floor(s)`.
+pub const FLOOR_MAGIC_BITS: u32 = 0x4B40_0000;
+
+/// a + b rounded towards minus infinity (`add.rm.f32` on the GPU; on the CPU the exact f64 sum,
+/// rounded to nearest f32 and stepped down when that rounded up).
+#[inline(always)]
+pub fn add_rd(a: f32, b: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        unsafe { core::arch::asm!("add.rm.f32 {r}, {a}, {b};", r = out(reg32) r, a = in(reg32) a, b = in(reg32) b, options(pure, nomem, nostack)) };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let exact = a as f64 + b as f64;
+        let r = exact as f32;
+        if (r as f64) <= exact {
+            r
+        } else if r > 0.0 {
+            f32::from_bits(r.to_bits() - 1)
+        } else if r < 0.0 {
+            f32::from_bits(r.to_bits() + 1)
+        } else {
+            -f32::from_bits(1) // a negative sum too small for a subnormal
+        }
+    }
+}
+
+/// [`split_index`] by the magic-number floor, for `t + off >= 0` where `magic_off = FLOOR_MAGIC +
+/// off` and `off` is an integer (0 <= off < 2^22): the position is t + off, the result is
+/// (`FLOOR_MAGIC_BITS` + the index clamped to `len - 1`, t + off - index). With `off = 0` and
+/// `t = s >= 0` it equals `split_index(s, len)` (index plus `FLOOR_MAGIC_BITS`) bit for bit
+/// (unit-tested); the kernels add the index to a trace pointer pre-offset by `-FLOOR_MAGIC_BITS`
+/// pairs, so one wide multiply-add forms the address. Positions at or past 2^22 and clamped ones
+/// read the last pair (zero).
+#[inline(always)]
+pub fn split_index_magic(t: f32, len: u32, magic_off: f32) -> (u32, f32) {
+    let m = add_rd(t, magic_off);
+    let (b, bmax) = (m.to_bits(), FLOOR_MAGIC_BITS + len - 1);
+    let b = if b < bmax { b } else { bmax };
+    (b, t - (f32::from_bits(b) - magic_off))
+}
+
 /// Whether an anti-aliased read at padded index `s` lies on the record: the same support as a
 /// plain read of the zero-extended trace (sample positions strictly between -1 and ns).
 #[inline(always)]
@@ -472,6 +524,39 @@ mod tests {
         // tau = 0 straight below the trace: zero, not NaN (the argument floor keeps it normal).
         let q = sample_geom(&c, 0.0, 2000.0);
         assert!(traveltime(&pair_geom(0.0, 0.0, [0.0; 4]), &q) < 1e-12);
+    }
+
+    #[test]
+    fn magic_floor_split_is_split_index() {
+        assert_eq!(FLOOR_MAGIC.to_bits(), FLOOR_MAGIC_BITS);
+        let len = 1027;
+        let mut x = 0.377f32;
+        let mut check = |s: f32| {
+            let (i, f) = split_index(s, len);
+            let (b, g) = split_index_magic(s, len, FLOOR_MAGIC);
+            assert_eq!(b - FLOOR_MAGIC_BITS, i, "s {s}");
+            if i < len - 1 {
+                assert_eq!(g.to_bits(), f.to_bits(), "s {s}");
+            }
+            // An integer offset folded into the magic: same index, fraction of t.
+            let t = s.min(4000.0);
+            let (b2, g2) = split_index_magic(t, len, FLOOR_MAGIC + 2.0);
+            let (i2, f2) = split_index(t + 2.0, len);
+            assert_eq!(b2 - FLOOR_MAGIC_BITS, i2, "t {t}");
+            if i2 < len - 1 {
+                assert_eq!(g2, t - crate::math::floor(t), "t {t}");
+                assert!((g2 - f2).abs() <= 1e-3, "t {t}");
+            }
+        };
+        for _ in 0..100_000 {
+            x = (x * 7.77 + 0.311).fract();
+            check(x * 1500.0);
+            check(x * 3.0);
+            check((x * 1500.0).floor());
+        }
+        for s in [0.0, 1.0, 1025.0, 1025.5, 1026.0, 1e6, 4194303.5, 4194304.0, 1e9, 3e38] {
+            check(s);
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, ensure};
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr, LaunchConfig};
-use gpu_kernels::ktm::{KtmConsts, COL_K_BARE, COL_K_CORR, COL_WARPS, IMG_SHARED_BYTES, IMG_TX, IMG_TY};
+use gpu_kernels::ktm::{KtmConsts, COL_K_BARE, COL_K_CORR, COL_K_WIDE, COL_WARPS, IMG_SHARED_BYTES, IMG_TX, IMG_TY};
 
 use super::prep::Prepared;
 use super::{GpuLimits, Plan, Variant};
@@ -25,15 +25,37 @@ struct DevConsts(KtmConsts);
 // SAFETY: KtmConsts is repr(C), Copy, plain f32/u32 fields: the kernel reads it as the same struct.
 unsafe impl DeviceRepr for DevConsts {}
 
-/// Kernel name of a migration variant with or without corrections / anti-aliasing.
-pub fn migration_kernel(variant: Variant, aa: bool, corr: bool) -> String {
-    let base = match variant {
-        Variant::Paper { .. } => "ktm_mig_paper",
-        Variant::ImageDomain => "ktm_mig_image",
-        Variant::Columns => "ktm_mig_columns",
-    };
+/// Kernel name of a migration variant with or without corrections / anti-aliasing, for a launch
+/// with read-position offset `s_off` (samples). The v2 columns kernels need `s_off >= 0` (their
+/// magic-number floor takes non-negative positions), the fast one an integer `s_off` (folded into
+/// the magic constant); otherwise they fall back to v2, then v1 (same results within tolerance).
+pub fn migration_kernel(variant: Variant, aa: bool, corr: bool, s_off: f32) -> String {
     let flavour = if aa { "aa" } else if corr { "corr" } else { "bare" };
+    let bare = !corr && !aa;
+    let v2_ok = bare && (0.0..4_194_304.0).contains(&s_off);
+    let fast_ok = v2_ok && s_off.fract() == 0.0;
+    use Variant::*;
+    let base = match variant {
+        Paper { .. } => "ktm_mig_paper",
+        ImageDomain => "ktm_mig_image",
+        ColumnsFast if fast_ok => "ktm_mig_columns_fast",
+        ColumnsFast16 if fast_ok => "ktm_mig_columns_fastx16",
+        Columns | ColumnsFast if v2_ok => "ktm_mig_columns2",
+        Columns16 | ColumnsFast16 if v2_ok => "ktm_mig_columns2x16",
+        Columns | ColumnsV1 | ColumnsFast | Columns16 | ColumnsFast16 => "ktm_mig_columns",
+    };
     format!("{base}_{flavour}")
+}
+
+/// Image times per lane of a columns kernel (by name).
+fn columns_k(name: &str, aa: bool, corr: bool) -> usize {
+    if name.contains("x16") {
+        COL_K_WIDE
+    } else if corr || aa {
+        COL_K_CORR
+    } else {
+        COL_K_BARE
+    }
 }
 
 /// Launches one migration of `consts.ntraces` traces into `consts.ncols` columns.
@@ -42,9 +64,10 @@ fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool, consts: K
     pairs: &CudaView<f32>, vel: &CudaView<f32>, image: &mut CudaViewMut<f32>) -> anyhow::Result<()> {
     let ncols = consts.ncols;
     let ntau = consts.ntau;
+    let name = migration_kernel(variant, aa, corr, consts.s_off);
     let cfg = match variant {
-        Variant::Columns => {
-            let k = if corr || aa { COL_K_CORR } else { COL_K_BARE } as u32;
+        Variant::Columns | Variant::ColumnsV1 | Variant::ColumnsFast | Variant::Columns16 | Variant::ColumnsFast16 => {
+            let k = columns_k(&name, aa, corr) as u32;
             let (gx, gy) = (ncols.div_ceil(COL_WARPS), ntau.div_ceil(32 * k));
             // Small images: split the traces over blockIdx.z until about 8 blocks per SM exist.
             let target = 8 * gpu.info().multiprocessors.max(1) as u32;
@@ -70,7 +93,6 @@ fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool, consts: K
         }
     };
     ensure!(cfg.grid_dim.1 <= 65535, "{} image times exceed the kernel's grid limit", ntau);
-    let name = migration_kernel(variant, aa, corr);
     let c = DevConsts(consts);
     launch!(gpu, &name, cfg, &c, geom, pairs, vel, image)?;
     Ok(())
@@ -307,7 +329,7 @@ pub fn model(gpu: &Arc<Gpu>, plan: &Plan, image: &[f32], limits: &GpuLimits) -> 
     if !vol {
         htod(gpu, &plan.vel, &mut d_vel)?;
     }
-    let name = migration_kernel(Variant::Columns, plan.antialias, plan.corrections).replace("mig_columns", "model");
+    let name = migration_kernel(Variant::ColumnsV1, plan.antialias, plan.corrections, 0.0).replace("mig_columns", "model");
     let mut out = vec![f32::NAN; plan.ntraces() * acc_len];
     for (k, range) in plan.class_ranges.iter().enumerate() {
         let mut t0 = range.start;
