@@ -55,6 +55,13 @@ trait Fetch: Copy {
     /// Shared-memory kernels: the global load of this thread's share of 8-layer unit `u` of the
     /// next trace's copy (issued before the unit's work, stored after it: the latency is hidden
     /// behind the unit). No-ops for the other trace paths.
+    /// (fraction, a, d) of the packed entry under position `s` ([`split`], then the entry).
+    #[inline(always)]
+    fn sample(&self, row: Self::Row, s: f32) -> (f32, f32, f32) {
+        let (i, fr) = split(s);
+        let (a, d) = self.load(row, i + PAD as i32);
+        (fr, a, d)
+    }
     #[inline(always)]
     fn stage_load(&self, _u: u32) -> (f32, f32) { (0.0, 0.0) }
     #[inline(always)]
@@ -191,12 +198,29 @@ impl Smem {
     }
 }
 
+/// `add.rm` bits of position 0 in [`split`], and the entry bytes they stand for.
+const SPLIT_BIAS: u32 = 0x4B40_0000;
+
 impl Fetch for Smem {
+    /// The buffer address biased so that the `add.rm` bits of a position, times 8, give its
+    /// entry's address in one IMAD ((bits - SPLIT_BIAS + PAD) * 8 + buffer, mod 2^32), opaque so
+    /// the bias is not re-split into every layer's address.
     type Row = u32;
     #[inline(always)]
-    fn row(&self, _tr: u32) -> u32 { self.cur }
+    fn row(&self, _tr: u32) -> u32 { fresh(self.cur.wrapping_add((PAD as u32).wrapping_sub(SPLIT_BIAS).wrapping_mul(8))) }
     #[inline(always)]
-    fn load(&self, row: u32, e: i32) -> (f32, f32) { unsafe { lds_f32x2(row.wrapping_add((e as u32).wrapping_mul(8))) } }
+    fn load(&self, row: u32, e: i32) -> (f32, f32) {
+        let bits = (e as u32).wrapping_add(SPLIT_BIAS).wrapping_sub(PAD as u32);
+        unsafe { lds_f32x2(row.wrapping_add(bits.wrapping_mul(8))) }
+    }
+    /// Same values as [`split`] (the same `add.rm` and subtractions), one address instruction.
+    #[inline(always)]
+    fn sample(&self, row: u32, s: f32) -> (f32, f32, f32) {
+        let m = super::add_rm(s, 12_582_912.0);
+        let fl = m - 12_582_912.0;
+        let (a, d) = unsafe { lds_f32x2(row.wrapping_add(m.to_bits().wrapping_mul(8))) };
+        (s - fl, a, d)
+    }
     #[inline(always)]
     fn stage_load(&self, u: u32) -> (f32, f32) {
         let (tid, nthr) = tid_fresh();
@@ -233,8 +257,7 @@ fn fresh(v: u32) -> u32 {
 
 #[inline(always)]
 fn contrib<F: Fetch>(f: &F, row: F::Row, s: f32) -> f32 {
-    let (i, fr) = split(s);
-    let (a, d) = f.load(row, i + PAD as i32);
+    let (fr, a, d) = f.sample(row, s);
     mul_add(fr, d, a)
 }
 
@@ -696,8 +719,7 @@ unsafe fn static8_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F
                         unroll!(LH in [0,1,2,3,4,5,6,7] {
                             let e = q[LH >> 1].0;
                             let (base, slope) = if LH % 2 == 0 { (e[0], e[1]) } else { (e[2], e[3]) };
-                            let (i, f) = split(interp(wj, slope, base));
-                            let (a, d) = fetch.load(row, i + PAD as i32);
+                            let (f, a, d) = fetch.sample(row, interp(wj, slope, base));
                             v[LH] = (f, d, a);
                         });
                         unroll!(LH in [0,1,2,3,4,5,6,7] {
