@@ -290,9 +290,11 @@ struct Column {
 #[inline(always)]
 fn column(p: &KParams, keep: bool) -> Option<Column> {
     let bdy = block_dim_y();
+    // (checked_*: no panicking division in the kernel; the host checks tile_x divides warps)
     let tx = if p.tile_x == 0 || p.tile_x > bdy { 1 } else { p.tile_x };
-    let tyn = if bdy / tx == 0 { 1 } else { bdy / tx };
-    let (wx, wy) = (thread_idx_y() / tyn, thread_idx_y() % tyn);
+    let tyn = bdy.checked_div(tx).unwrap_or(1).max(1);
+    let ty = thread_idx_y();
+    let (wx, wy) = (ty.checked_div(tyn).unwrap_or(0), ty.checked_rem(tyn).unwrap_or(0));
     let ix0 = block_idx_x() * tx;
     let ix_last = if ix0 + tx < p.nx { ix0 + tx - 1 } else { p.nx - 1 };
     let iy0 = block_idx_y() * tyn;
