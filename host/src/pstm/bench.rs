@@ -203,7 +203,7 @@ pub fn bench_filtered(backend: &Backend, size: BenchSize, n_traces: Option<usize
     for (mode, model) in [(m[0], d), (m[0], v), (m[1], d), (m[2], d), (m[1], v), (m[2], v)] {
         {
             let label = format!("{}-{}", mode.name(), model.name());
-            if !labels.is_empty() && !labels.iter().any(|l| *l == label) {
+            if !labels.is_empty() && !labels.contains(&label) {
                 continue;
             }
             // CPU reference on the subset.

@@ -263,7 +263,7 @@ fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, packed_len: u32, mo
     let name = kernel_name(mode, model, t.texture, t.smem);
     let func = kernel(gpu, &name, t.max_regs)?;
     let tile_x = t.tile_x.max(1);
-    ensure!(t.warps % tile_x == 0, "GPU tile of {tile_x} columns along x does not divide the {} warps per block", t.warps);
+    ensure!(t.warps.is_multiple_of(tile_x), "GPU tile of {tile_x} columns along x does not divide the {} warps per block", t.warps);
     let grid_x = p.nx.div_ceil(tile_x as usize);
     let grid_y = p.ny.div_ceil((t.warps / tile_x).max(1) as usize);
     let grid_z = chunks(nz_pad) as usize * p.noff;

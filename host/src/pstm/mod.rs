@@ -204,7 +204,7 @@ impl PstmParams {
         ensure!((1..=32).contains(&g.warps), "GPU block of {} warps: 1 to 32 allowed", g.warps);
         ensure!((32..=255).contains(&g.max_regs), "GPU register cap {} outside 32..=255", g.max_regs);
         ensure!((1..=65536).contains(&g.batch_traces), "trace batch of {} traces: 1 to 65536 allowed", g.batch_traces);
-        ensure!(g.tile_x >= 1 && g.warps % g.tile_x == 0,
+        ensure!(g.tile_x >= 1 && g.warps.is_multiple_of(g.tile_x),
             "GPU tile of {} columns along x does not divide the {} warps per block", g.tile_x, g.warps);
         ensure!(!(g.smem && g.texture), "the shared-memory trace path and textures exclude each other");
         Ok(())
