@@ -136,6 +136,13 @@ pub struct BenchArgs {
     /// Skip the remaining GPU measurements after this many seconds.
     #[arg(long)]
     pub budget_s: Option<f64>,
+    /// Only these mode-model pairs (comma-separated, e.g. `static8-dsr,exact-dsr`; default all).
+    #[arg(long, value_delimiter = ',')]
+    pub modes: Vec<String>,
+    /// Only the GPU variants whose name contains one of these (comma-separated, e.g.
+    /// `smem,w8-r80-lockstep-batched`); `gpu-best` always runs.
+    #[arg(long, value_delimiter = ',')]
+    pub variants: Vec<String>,
     /// Also write the rows as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -162,7 +169,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         }
         Command::Bench(a) => {
             let backend = global.backend()?;
-            let rows = pb::bench_traces(&backend, a.size, a.traces, a.budget_s)?;
+            let rows = pb::bench_filtered(&backend, a.size, a.traces, a.budget_s, &a.modes, &a.variants)?;
             println!("{:<14} {:<52} {:<11} {:>11} {:>14}  check", "workload", "variant", "scope", "median s", "contrib/s");
             for r in &rows {
                 println!("{:<14} {:<52} {:<11} {:>11.4} {:>14.3e}  {}", r.workload, r.variant, r.scope, r.stats.median_ms * 1e-3,

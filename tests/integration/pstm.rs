@@ -71,6 +71,12 @@ fn gpu_matches_cpu_for_every_mode_and_model() {
                 tunings.push(GpuTuning { batched_units: true, ..GpuTuning::paper() });
                 tunings.push(GpuTuning { batched_units: true, ..lockstep });
             }
+            // Traces staged in shared memory: row and 2D tiles (nx = 3, ny = 13: partial tiles in
+            // x and y), batched units, one warp per block.
+            let smem = GpuTuning { smem: true, warps: 8, max_regs: 80, ..GpuTuning::default() };
+            tunings.extend([smem, GpuTuning { warps: 10, max_regs: 96, ..smem }, GpuTuning { tile_x: 2, ..smem },
+                GpuTuning { warps: 16, tile_x: 4, ..smem }, GpuTuning { warps: 1, ..smem },
+                GpuTuning { batched_units: true, ..smem }, GpuTuning { batched_units: true, tile_x: 2, ..smem }]);
             for tu in tunings {
                 let mut pt = p.clone();
                 pt.gpu = tu;
@@ -96,12 +102,21 @@ fn gpu_handles_long_columns_and_many_batches() {
     p.gpu.batch_traces = 97;
     for mode in MODES {
         let c = migrate(&t, &p, mode, TraveltimeModel::Vti, &Backend::Cpu).unwrap();
-        for (batched, lockstep) in [(false, false), (true, false), (true, true)] {
+        for (batched, lockstep, smem, tile_x) in
+            [(false, false, false, 1), (true, false, false, 1), (true, true, false, 1), (false, false, true, 1),
+                (true, false, true, 2)]
+        {
             let mut pt = p.clone();
-            (pt.gpu.batched_units, pt.gpu.lockstep) = (batched, lockstep);
+            (pt.gpu.batched_units, pt.gpu.lockstep, pt.gpu.smem, pt.gpu.tile_x) = (batched, lockstep, smem, tile_x);
+            if smem {
+                // (8 warps: 1536 threads-entries per unit sweep < 1669 packed entries, so the copy's
+                // remainder loop runs; the second z-chunk has 3 layers, one unit.)
+                (pt.gpu.warps, pt.gpu.max_regs) = (8, 80);
+            }
             let g = gpu_image(&gpu, &t, &pt, mode, TraveltimeModel::Vti);
             let e = rel_l2(&g, &c.data);
-            assert!(g.iter().all(|v| v.is_finite()) && e < 1e-5, "{mode:?} batched {batched} lockstep {lockstep}: rel L2 {e}");
+            assert!(g.iter().all(|v| v.is_finite()) && e < 1e-5,
+                "{mode:?} batched {batched} lockstep {lockstep} smem {smem} tile_x {tile_x}: rel L2 {e}");
         }
     }
 }
@@ -121,10 +136,16 @@ fn static8_equals_exact_every_8th_sample() {
         }
         assert!(checked > 500, "{checked}");
         if let Some(gpu) = gpu_or_skip("static8_equals_exact_every_8th_sample (GPU part)") {
-            let g = gpu_image(&gpu, &t, &p, TraveltimeMode::Static8, model);
-            let ge = gpu_image(&gpu, &t, &p, TraveltimeMode::Exact, model);
-            for i in (0..g.len()).step_by(8) {
-                assert_eq!(g[i], ge[i], "GPU {model:?} sample {}", i % ex.nz_pad);
+            for smem in [false, true] {
+                let mut pt = p.clone();
+                if smem {
+                    pt.gpu = GpuTuning { smem: true, warps: 8, max_regs: 80, tile_x: 2, ..GpuTuning::default() };
+                }
+                let g = gpu_image(&gpu, &t, &pt, TraveltimeMode::Static8, model);
+                let ge = gpu_image(&gpu, &t, &pt, TraveltimeMode::Exact, model);
+                for i in (0..g.len()).step_by(8) {
+                    assert_eq!(g[i], ge[i], "GPU {model:?} smem {smem} sample {}", i % ex.nz_pad);
+                }
             }
         }
     }
@@ -221,6 +242,10 @@ fn bad_input_gives_clear_errors() {
     t.data[3 * t.ns + 7] = f32::NAN;
     let e = migrate(&t, &p, TraveltimeMode::Exact, TraveltimeModel::Dsr, &Backend::Cpu).unwrap_err().to_string();
     assert!(e.contains("trace 3 sample 7"), "{e}");
+    let (mut p, t) = random_case(100, 50);
+    p.gpu = GpuTuning { warps: 10, tile_x: 4, smem: true, ..GpuTuning::default() };
+    let e = migrate(&t, &p, TraveltimeMode::Static8, TraveltimeModel::Dsr, &Backend::Cpu).unwrap_err().to_string();
+    assert!(e.contains("tile of 4 columns along x does not divide the 10 warps"), "{e}");
 }
 
 #[test]

@@ -52,6 +52,20 @@ trait Fetch: Copy {
     fn row(&self, tr: u32) -> Self::Row;
     /// Entry `e` (0 = first padding entry) of a trace.
     fn load(&self, row: Self::Row, e: i32) -> (f32, f32);
+    /// Shared-memory kernels: the global load of this thread's share of 8-layer unit `u` of the
+    /// next trace's copy (issued before the unit's work, stored after it: the latency is hidden
+    /// behind the unit). No-ops for the other trace paths.
+    /// (fraction, a, d) of the packed entry under position `s` ([`split`], then the entry).
+    #[inline(always)]
+    fn sample(&self, row: Self::Row, s: f32) -> (f32, f32, f32) {
+        let (i, fr) = split(s);
+        let (a, d) = self.load(row, i + PAD as i32);
+        (fr, a, d)
+    }
+    #[inline(always)]
+    fn stage_load(&self, _u: u32) -> (f32, f32) { (0.0, 0.0) }
+    #[inline(always)]
+    fn stage_store(&self, _u: u32, _v: (f32, f32)) {}
 }
 
 /// Traces in global memory, row-major, read through the non-coherent (read-only) cache.
@@ -95,6 +109,134 @@ impl Fetch for Tex {
     }
 }
 
+/// Shared-memory address (32-bit window offset) of a generic pointer into shared memory.
+#[inline(always)]
+fn shared_addr<T>(p: *const T) -> u32 {
+    let r: u32;
+    unsafe {
+        asm!("{{ .reg .u64 t; cvta.to.shared.u64 t, {p}; cvt.u32.u64 {r}, t; }}", r = out(reg32) r, p = in(reg64) p,
+             options(pure, nomem, nostack))
+    };
+    r
+}
+
+#[inline(always)]
+unsafe fn lds_f32x2(addr: u32) -> (f32, f32) {
+    let (a, d): (f32, f32);
+    unsafe {
+        asm!("ld.shared.v2.f32 {{{a}, {d}}}, [{p}];", a = out(reg32) a, d = out(reg32) d, p = in(reg32) addr,
+             options(readonly, nostack, pure))
+    };
+    (a, d)
+}
+
+#[inline(always)]
+unsafe fn sts_f32x2(addr: u32, v: (f32, f32)) {
+    unsafe { asm!("st.shared.v2.f32 [{p}], {{{a}, {d}}};", p = in(reg32) addr, a = in(reg32) v.0, d = in(reg32) v.1, options(nostack)) };
+}
+
+#[inline(always)]
+unsafe fn lds_u32(addr: u32) -> u32 {
+    let r: u32;
+    unsafe { asm!("ld.shared.u32 {r}, [{p}];", r = out(reg32) r, p = in(reg32) addr, options(readonly, nostack)) };
+    r
+}
+
+#[inline(always)]
+unsafe fn sts_u32(addr: u32, v: u32) {
+    unsafe { asm!("st.shared.u32 [{p}], {v};", p = in(reg32) addr, v = in(reg32) v, options(nostack)) };
+}
+
+/// Global 8-byte load that stays where it is written (not `pure`): the staging load must be issued
+/// before the unit's work, not sunk next to its store.
+#[inline(always)]
+unsafe fn ldg_stage(p: *const f32) -> (f32, f32) {
+    let (a, b): (f32, f32);
+    unsafe {
+        asm!("ld.global.nc.v2.f32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, p = in(reg64) p,
+             options(readonly, nostack))
+    };
+    (a, b)
+}
+
+/// The current trace in a block's shared-memory buffer; the next one is copied into the other
+/// buffer meanwhile (each thread of the block copies entries tid, tid + nthr, ...; entry
+/// `u * nthr + tid` during 8-layer unit `u`, the rest after the trace's work).
+#[derive(Clone, Copy)]
+struct Smem {
+    /// Shared addresses of the current trace's buffer and of the next one's.
+    cur: u32,
+    dst: u32,
+    /// Next trace (batch index; NO_TRACE: none), the batch's packed traces and the row length.
+    next: u32,
+    traces: *const f32,
+    len: u32,
+}
+
+impl Smem {
+    #[inline(always)]
+    fn src(&self, e: u32) -> *const f32 { unsafe { self.traces.add(2 * (self.next as usize * self.len as usize + e as usize)) } }
+
+    /// Copies the entries from unit `u` on (those no unit hook copied), two loads in flight.
+    #[inline(always)]
+    fn stage_rest(&self, u: u32) {
+        if self.next == NO_TRACE {
+            return;
+        }
+        let (tid, nthr) = tid_fresh();
+        let mut e = u * nthr + tid;
+        while e < self.len {
+            let e2 = e + nthr;
+            let a = unsafe { ldg_stage(self.src(e)) };
+            let b = if e2 < self.len { unsafe { ldg_stage(self.src(e2)) } } else { (0.0, 0.0) };
+            unsafe { sts_f32x2(self.dst + 8 * e, a) };
+            if e2 < self.len {
+                unsafe { sts_f32x2(self.dst + 8 * e2, b) };
+            }
+            e = e2 + nthr;
+        }
+    }
+}
+
+/// `add.rm` bits of position 0 in [`split`], and the entry bytes they stand for.
+const SPLIT_BIAS: u32 = 0x4B40_0000;
+
+impl Fetch for Smem {
+    /// The buffer address biased so that the `add.rm` bits of a position, times 8, give its
+    /// entry's address in one IMAD ((bits - SPLIT_BIAS + PAD) * 8 + buffer, mod 2^32), opaque so
+    /// the bias is not re-split into every layer's address.
+    type Row = u32;
+    #[inline(always)]
+    fn row(&self, _tr: u32) -> u32 { fresh(self.cur.wrapping_add((PAD as u32).wrapping_sub(SPLIT_BIAS).wrapping_mul(8))) }
+    #[inline(always)]
+    fn load(&self, row: u32, e: i32) -> (f32, f32) {
+        let bits = (e as u32).wrapping_add(SPLIT_BIAS).wrapping_sub(PAD as u32);
+        unsafe { lds_f32x2(row.wrapping_add(bits.wrapping_mul(8))) }
+    }
+    /// Same values as [`split`] (the same `add.rm` and subtractions), one address instruction.
+    #[inline(always)]
+    fn sample(&self, row: u32, s: f32) -> (f32, f32, f32) {
+        let m = super::add_rm(s, 12_582_912.0);
+        let fl = m - 12_582_912.0;
+        let (a, d) = unsafe { lds_f32x2(row.wrapping_add(m.to_bits().wrapping_mul(8))) };
+        (s - fl, a, d)
+    }
+    #[inline(always)]
+    fn stage_load(&self, u: u32) -> (f32, f32) {
+        let (tid, nthr) = tid_fresh();
+        let e = u * nthr + tid;
+        if self.next != NO_TRACE && e < self.len { unsafe { ldg_stage(self.src(e)) } } else { (0.0, 0.0) }
+    }
+    #[inline(always)]
+    fn stage_store(&self, u: u32, v: (f32, f32)) {
+        let (tid, nthr) = tid_fresh();
+        let e = u * nthr + tid;
+        if self.next != NO_TRACE && e < self.len {
+            unsafe { sts_f32x2(self.dst + 8 * e, v) };
+        }
+    }
+}
+
 /// The lane index, read afresh each time (not `pure`): values derived from it inside the trace
 /// loop are then recomputed per trace instead of being hoisted into ~100 extra registers.
 #[inline(always)]
@@ -115,8 +257,7 @@ fn fresh(v: u32) -> u32 {
 
 #[inline(always)]
 fn contrib<F: Fetch>(f: &F, row: F::Row, s: f32) -> f32 {
-    let (i, fr) = split(s);
-    let (a, d) = f.load(row, i + PAD as i32);
+    let (fr, a, d) = f.sample(row, s);
     mul_add(fr, d, a)
 }
 
@@ -136,22 +277,35 @@ struct Column {
     /// False for the padding warps of the last block along y (lockstep mode keeps them in the
     /// trace walk for the block barriers; they contribute nothing and store nothing).
     active: bool,
-    /// y of the block's first and last real columns (lockstep bins).
+    /// x and y of the block's first and last real columns (lockstep bins).
+    x_lo: f32,
+    x_hi: f32,
     y_lo: f32,
     y_hi: f32,
 }
 
+/// The warp's column: warp w of a block is column (w / ty, w % ty) of its tile of tile_x x ty
+/// columns (ty = warps / tile_x). Padding warps (beyond nx or ny) return None unless `keep` (the
+/// lockstep walks need every warp at their barriers).
 #[inline(always)]
-fn column(p: &KParams) -> Option<Column> {
-    let ix = block_idx_x();
-    let iy0 = block_idx_y() * block_dim_y();
-    let iy_last = if iy0 + block_dim_y() < p.ny { iy0 + block_dim_y() - 1 } else { p.ny - 1 };
-    let iy = iy0 + thread_idx_y();
-    let active = iy < p.ny;
-    if !active && p.lockstep == 0 {
+fn column(p: &KParams, keep: bool) -> Option<Column> {
+    let bdy = block_dim_y();
+    // (checked_*: no panicking division in the kernel; the host checks tile_x divides warps)
+    let tx = if p.tile_x == 0 || p.tile_x > bdy { 1 } else { p.tile_x };
+    let tyn = bdy.checked_div(tx).unwrap_or(1).max(1);
+    let ty = thread_idx_y();
+    let (wx, wy) = (ty.checked_div(tyn).unwrap_or(0), ty.checked_rem(tyn).unwrap_or(0));
+    let ix0 = block_idx_x() * tx;
+    let ix_last = if ix0 + tx < p.nx { ix0 + tx - 1 } else { p.nx - 1 };
+    let iy0 = block_idx_y() * tyn;
+    let iy_last = if iy0 + tyn < p.ny { iy0 + tyn - 1 } else { p.ny - 1 };
+    let (ix, iy) = (ix0 + wx, iy0 + wy);
+    let active = ix < p.nx && iy < p.ny;
+    if !active && !keep {
         return None;
     }
-    let iy = if active { iy } else { iy_last };
+    let ix = if ix < p.nx { ix } else { ix_last };
+    let iy = if iy < p.ny { iy } else { iy_last };
     let noff = if p.noff == 0 { 1 } else { p.noff }; // (the host checks; this keeps `%` panic-free)
     let k = block_idx_z() % noff;
     let chunk = block_idx_z() / noff;
@@ -169,6 +323,8 @@ fn column(p: &KParams) -> Option<Column> {
         z0,
         n_layers,
         active,
+        x_lo: ix0 as f32 * p.dx,
+        x_hi: ix_last as f32 * p.dx,
         y_lo: iy0 as f32 * p.dy,
         y_hi: iy_last as f32 * p.dy,
     })
@@ -195,8 +351,8 @@ impl Traces {
     fn new(p: &KParams, col: &Column) -> Traces {
         if p.lockstep != 0 {
             // The union of the block's columns' bins: one candidate sequence for every warp.
-            let ((bx0, bx1), (by0, _)) = p.bins.around(col.x, col.y_lo, p.aperture);
-            let (_, (_, by1)) = p.bins.around(col.x, col.y_hi, p.aperture);
+            let ((bx0, _), (by0, _)) = p.bins.around(col.x_lo, col.y_lo, p.aperture);
+            let ((_, bx1), (_, by1)) = p.bins.around(col.x_hi, col.y_hi, p.aperture);
             return Traces { next_by: by0, by1, bx0, bx1, tr: 0, r1: 0, lockstep: true };
         }
         let ((bx0, bx1), (by0, by1)) = p.bins.around(col.x, col.y, p.aperture);
@@ -227,6 +383,220 @@ impl Traces {
             self.r1 = unsafe { ldg_u32(bin_start.add((row + self.bx1 + 1) as usize)) };
             self.next_by += 1;
         }
+    }
+}
+
+/// Bytes of the union-mask slots of the shared-memory kernels (2 parities x 32 warps), and of each
+/// warp's walk state (16 words) and candidate distances (32 x (ds2, dr2)).
+const SLOT_BYTES: u32 = 256;
+const WALK_BYTES: u32 = 64 + 256;
+const NO_TRACE: u32 = u32::MAX;
+
+/// `threadIdx.y * 32 + lane` and the block's thread count, read afresh (not hoisted into registers
+/// that would stay live across the trace loop).
+#[inline(always)]
+fn tid_fresh() -> (u32, u32) {
+    let (t, n): (u32, u32);
+    unsafe {
+        asm!("{{ .reg .u32 a, b; mov.u32 a, %tid.y; mov.u32 b, %laneid; mad.lo.u32 {t}, a, 32, b; }}", t = out(reg32) t,
+             options(nomem, nostack));
+        asm!("{{ .reg .u32 a; mov.u32 a, %ntid.y; shl.b32 {n}, a, 5; }}", n = out(reg32) n, options(nomem, nostack));
+    }
+    (t, n)
+}
+
+#[inline(always)]
+unsafe fn lds_u32x4(addr: u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    unsafe {
+        asm!("ld.shared.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, c = out(reg32) c,
+             d = out(reg32) d, p = in(reg32) addr, options(readonly, nostack))
+    };
+    [a, b, c, d]
+}
+
+#[inline(always)]
+unsafe fn sts_u32x4(addr: u32, v: [u32; 4]) {
+    unsafe {
+        asm!("st.shared.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};", p = in(reg32) addr, a = in(reg32) v[0], b = in(reg32) v[1],
+             c = in(reg32) v[2], d = in(reg32) v[3], options(nostack))
+    };
+}
+
+/// Shared-memory layout after the per-warp tables (`tables` bytes): mask slots, per-warp walk
+/// areas, then the two trace buffers (the host's `smem_stage_bytes` adds the same).
+#[derive(Clone, Copy)]
+struct Layout {
+    slots: u32,
+    walk: u32,
+    buf0: u32,
+    buf_bytes: u32,
+}
+
+impl Layout {
+    #[inline(always)]
+    fn new(p: &KParams, tables: u32) -> Layout {
+        let slots = shared_addr(dynamic_shared::<u8>()) + tables;
+        let walk = slots + SLOT_BYTES;
+        let buf0 = walk + block_dim_y() * WALK_BYTES;
+        Layout { slots, walk, buf0, buf_bytes: (p.packed_len * 8).div_ceil(16) * 16 }
+    }
+}
+
+/// The shared-memory walk: the warps of a block walk the union of their bins together (as in
+/// lockstep), in groups of up to 32 candidates whose aperture tests the lanes make at once; each
+/// trace some warp of the block needs is copied once per block into a double buffer in shared
+/// memory (trace n + 1 while trace n is used), with one block barrier per trace. Each warp gets the
+/// traces it needs in the sorted order the CPU uses, so results are unchanged.
+///
+/// The state lives in the warp's shared-memory area between traces (loaded and stored once per
+/// trace): in registers it would stay live across the unrolled trace body and push accumulators
+/// into local memory.
+#[derive(Clone, Copy)]
+struct Walk {
+    /// Candidate stream (as in [`Traces`]): next bin row to open, current candidate, run end.
+    next_by: u32,
+    tr: u32,
+    r1: u32,
+    /// Current group: first candidate, candidates some warp still needs (bits), those this warp
+    /// needs, slot parity.
+    gbase: u32,
+    rem: u32,
+    mine: u32,
+    parity: u32,
+    /// Sequence number of the staged trace (buffer j & 1), its batch index (NO_TRACE: none), and
+    /// this warp's need and distances for it.
+    j: u32,
+    cur: u32,
+    cur_mine: u32,
+    cur_ds2: f32,
+    cur_dr2: f32,
+}
+
+impl Walk {
+    #[inline(always)]
+    unsafe fn load(at: u32) -> Walk {
+        let [a, b, c, d] = unsafe { lds_u32x4(at) };
+        let [e, f, g, h] = unsafe { lds_u32x4(at + 16) };
+        let [i, j, k, l] = unsafe { lds_u32x4(at + 32) };
+        Walk { next_by: a, tr: b, r1: c, gbase: d, rem: e, mine: f, parity: g, j: h, cur: i, cur_mine: j,
+            cur_ds2: f32::from_bits(k), cur_dr2: f32::from_bits(l) }
+    }
+    #[inline(always)]
+    unsafe fn save(&self, at: u32) {
+        unsafe {
+            sts_u32x4(at, [self.next_by, self.tr, self.r1, self.gbase]);
+            sts_u32x4(at + 16, [self.rem, self.mine, self.parity, self.j]);
+            sts_u32x4(at + 32, [self.cur, self.cur_mine, self.cur_ds2.to_bits(), self.cur_dr2.to_bits()]);
+        }
+    }
+
+    /// The next trace some warp of the block needs (block-uniform), with whether this warp needs it
+    /// and its squared distances to this warp's column. `dist` = the warp's candidate distances.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn advance(&mut self, p: &KParams, col: &Column, lay: &Layout, dist: u32, bin_start: *const u32,
+        headers: *const f32) -> Option<(u32, bool, f32, f32)> {
+        loop {
+            if self.rem != 0 {
+                let b = self.rem.trailing_zeros();
+                self.rem &= self.rem - 1;
+                let (ds2, dr2) = unsafe { lds_f32x2(dist + 8 * b) };
+                return Some((self.gbase + b, (self.mine >> b) & 1 != 0, ds2, dr2));
+            }
+            if self.tr >= self.r1 {
+                let ((bx0, _), (_, _)) = p.bins.around(col.x_lo, col.y_lo, p.aperture);
+                let ((_, bx1), (_, by1)) = p.bins.around(col.x_hi, col.y_hi, p.aperture);
+                if self.next_by > by1 {
+                    return None;
+                }
+                let row = (col.k * p.bins.ny + self.next_by) * p.bins.nx;
+                self.tr = unsafe { ldg_u32(bin_start.add((row + bx0) as usize)) };
+                self.r1 = unsafe { ldg_u32(bin_start.add((row + bx1 + 1) as usize)) };
+                self.next_by += 1;
+                continue;
+            }
+            let n = if self.r1 - self.tr < 32 { self.r1 - self.tr } else { 32 };
+            self.gbase = self.tr;
+            self.tr += n;
+            let lane = lane_fresh();
+            let mut ok = false;
+            if lane < n {
+                let h = unsafe { ldg_f32x4(headers.add(4 * (self.gbase + lane) as usize)) };
+                let (ds2, dr2, md2) = distances(h[0], h[1], h[2], h[3], col.x, col.y);
+                ok = md2 <= p.aperture2 && col.active;
+                unsafe { sts_f32x2(dist + 8 * lane, (ds2, dr2)) };
+            }
+            let m = vote_ballot(ok);
+            self.mine = m;
+            // Union over the block's warps: slots alternate by group, so a group's slots are not
+            // rewritten before every warp has passed the next group's barrier (which also orders
+            // the distance stores above before their reads by other lanes).
+            let slots = lay.slots + self.parity * 128;
+            if lane == 0 {
+                unsafe { sts_u32(slots + 4 * thread_idx_y(), m) };
+            }
+            sync_threads();
+            let mut u = 0;
+            let mut w = 0;
+            while w < block_dim_y() {
+                u |= unsafe { lds_u32(slots + 4 * w) };
+                w += 1;
+            }
+            self.parity ^= 1;
+            self.rem = u;
+        }
+    }
+}
+
+/// Staging fetch of the shared-memory kernels.
+struct SmemWalk {
+    lay: Layout,
+}
+
+impl SmemWalk {
+    /// Sets up the walk and copies the first needed trace (synchronously). `tables` = bytes of
+    /// per-warp tables at the front of the dynamic shared memory.
+    #[inline(always)]
+    unsafe fn new(p: &KParams, col: &Column, tables: u32, traces: *const f32, bin_start: *const u32, headers: *const f32)
+        -> SmemWalk {
+        let lay = Layout::new(p, tables);
+        let at = lay.walk + thread_idx_y() * WALK_BYTES;
+        let (_, (by0, _)) = p.bins.around(col.x_lo, col.y_lo, p.aperture);
+        let mut w = Walk { next_by: by0, tr: 0, r1: 0, gbase: 0, rem: 0, mine: 0, parity: 0, j: 0, cur: NO_TRACE,
+            cur_mine: 0, cur_ds2: 0.0, cur_dr2: 0.0 };
+        if let Some((tr, m, a, b)) = unsafe { w.advance(p, col, &lay, at + 64, bin_start, headers) } {
+            (w.cur, w.cur_mine, w.cur_ds2, w.cur_dr2) = (tr, m as u32, a, b);
+            Smem { cur: 0, dst: lay.buf0, next: tr, traces, len: p.packed_len }.stage_rest(0);
+        }
+        unsafe { w.save(at) };
+        SmemWalk { lay }
+    }
+
+    /// The next trace of the block: whether this warp needs it, its context, and the fetch that
+    /// reads it from shared memory and copies the following one. One block barrier per trace:
+    /// after it the trace's copy is complete and every warp is done with the other buffer.
+    #[inline(always)]
+    unsafe fn next(&mut self, p: &KParams, col: &Column, traces: *const f32, bin_start: *const u32, headers: *const f32)
+        -> Option<(bool, Ctx, Smem)> {
+        let at = self.lay.walk + thread_idx_y() * WALK_BYTES;
+        let mut w = unsafe { Walk::load(at) };
+        if w.cur == NO_TRACE {
+            return None;
+        }
+        sync_threads();
+        let nxt = unsafe { w.advance(p, col, &self.lay, at + 64, bin_start, headers) };
+        let (mine, c) = (w.cur_mine != 0, p.ctx(w.cur_ds2, w.cur_dr2));
+        let j = w.j;
+        w.j += 1;
+        match nxt {
+            Some((tr, m, a, b)) => (w.cur, w.cur_mine, w.cur_ds2, w.cur_dr2) = (tr, m as u32, a, b),
+            None => w.cur = NO_TRACE,
+        }
+        unsafe { w.save(at) };
+        let lay = &self.lay;
+        Some((mine, c, Smem { cur: lay.buf0 + (j & 1) * lay.buf_bytes, dst: lay.buf0 + ((j + 1) & 1) * lay.buf_bytes,
+            next: w.cur, traces, len: p.packed_len }))
     }
 }
 
@@ -261,13 +631,21 @@ unsafe fn exact_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F, 
             let row = fetch.row(tr);
             let lane = lane_fresh();
             let z0 = fresh(col.z0);
-            unroll!(L in [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47] {
-                if (L as u32) < col.n_layers {
-                    let z = z0 + 32 * L as u32 + lane;
-                    let v2 = coef(iv2, col.col, p.coef_stride, z);
-                    let e = if M::NEEDS_ETA { coef(eta, col.col, p.coef_stride, z) } else { 0.0 };
-                    let s = checked(exact_pos::<M>(z, c, v2, e), z, c);
-                    acc[L] += contrib(fetch, row, s);
+            // In units of 8 layers (the shared-memory kernels copy a share of the next trace per unit).
+            unroll!(U in [0,1,2,3,4,5] {
+                if ((8 * U) as u32) < col.n_layers {
+                    let stg = fetch.stage_load(U as u32);
+                    unroll!(LH in [0,1,2,3,4,5,6,7] {
+                        let l = 8 * U + LH;
+                        if (l as u32) < col.n_layers {
+                            let z = z0 + 32 * l as u32 + lane;
+                            let v2 = coef(iv2, col.col, p.coef_stride, z);
+                            let e = if M::NEEDS_ETA { coef(eta, col.col, p.coef_stride, z) } else { 0.0 };
+                            let s = checked(exact_pos::<M>(z, c, v2, e), z, c);
+                            acc[l] += contrib(fetch, row, s);
+                        }
+                    });
+                    fetch.stage_store(U as u32, stg);
                 }
             });    }
 }
@@ -275,7 +653,7 @@ unsafe fn exact_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F, 
 #[inline(always)]
 unsafe fn exact<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32, bin_start: *const u32,
     iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
-    let Some(col) = column(p) else { return };
+    let Some(col) = column(p, p.lockstep != 0) else { return };
     let mut acc = [0.0f32; 48];
     unsafe {
         let mut it = Traces::new(p, &col);
@@ -314,6 +692,7 @@ unsafe fn static8_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F
             let extra = if last_full { exact_pos::<M>(z0 + UNIT * n_units, c, xiv2, xeta) } else { 0.0 };
             unroll!(U in [0,1,2,3,4,5] {
                 if (U as u32) < n_units {
+                    let stg = fetch.stage_load(U as u32);
                     // This unit's 32 steps: classify, then (position, slope) into the table.
                     let pa = pts[U];
                     let nb = shfl_down_f32(pa, 1);
@@ -342,8 +721,7 @@ unsafe fn static8_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F
                         unroll!(LH in [0,1,2,3,4,5,6,7] {
                             let e = q[LH >> 1].0;
                             let (base, slope) = if LH % 2 == 0 { (e[0], e[1]) } else { (e[2], e[3]) };
-                            let (i, f) = split(interp(wj, slope, base));
-                            let (a, d) = fetch.load(row, i + PAD as i32);
+                            let (f, a, d) = fetch.sample(row, interp(wj, slope, base));
                             v[LH] = (f, d, a);
                         });
                         unroll!(LH in [0,1,2,3,4,5,6,7] {
@@ -372,6 +750,7 @@ unsafe fn static8_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F
                             }
                         }
                     }); }
+                    fetch.stage_store(U as u32, stg);
                 }
             });    }
 }
@@ -379,7 +758,7 @@ unsafe fn static8_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F
 #[inline(always)]
 unsafe fn static8<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32, bin_start: *const u32,
     iv2_8: *const f32, eta_8: *const f32, image: *mut f32, first: u32) {
-    let Some(col) = column(p) else { return };
+    let Some(col) = column(p, p.lockstep != 0) else { return };
     let lane = thread_idx_x();
     // One unit's 32 steps of (position, slope), 16 float4 laid out so that the float4 at
     // (lh/2)*4 + g holds step g of layer lh (even) and of layer lh + 1.
@@ -453,14 +832,21 @@ unsafe fn dynamic_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F
                 }
             });
             sync_warp();
-            unroll!(L in [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47] {
-                if (L as u32) < col.n_layers && (dm[L / 32] >> (L % 32)) & 1 == 0 {
-                    let e = *tbl.add(4 * L + g);
-                    let mut s = interp(jf - e.0[2], e.0[1], e.0[0]);
-                    if (fm[L / 32] >> (L % 32)) & 1 == 0 {
-                        s = step_sample(e.0[3] as u32, s, z0 + 32 * L as u32 + lane, c);
-                    }
-                    acc[L] += contrib(fetch, row, s);
+            unroll!(U in [0,1,2,3,4,5] {
+                if ((8 * U) as u32) < col.n_layers {
+                    let stg = fetch.stage_load(U as u32);
+                    unroll!(LH in [0,1,2,3,4,5,6,7] {
+                        let l = 8 * U + LH;
+                        if (l as u32) < col.n_layers && (dm[l / 32] >> (l % 32)) & 1 == 0 {
+                            let e = *tbl.add(4 * l + g);
+                            let mut s = interp(jf - e.0[2], e.0[1], e.0[0]);
+                            if (fm[l / 32] >> (l % 32)) & 1 == 0 {
+                                s = step_sample(e.0[3] as u32, s, z0 + 32 * l as u32 + lane, c);
+                            }
+                            acc[l] += contrib(fetch, row, s);
+                        }
+                    });
+                    fetch.stage_store(U as u32, stg);
                 }
             });    }
 }
@@ -468,7 +854,7 @@ unsafe fn dynamic_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F
 #[inline(always)]
 unsafe fn dynamic<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32, bin_start: *const u32,
     iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
-    let Some(col) = column(p) else { return };
+    let Some(col) = column(p, p.lockstep != 0) else { return };
     // 48 segments x 4 quarters of (base, slope, step offset, class).
     let tbl = unsafe { dynamic_shared::<F4>().add(thread_idx_y() as usize * (CHUNK_LAYERS as usize * 4)) };
     let mut acc = [0.0f32; 48];
@@ -476,6 +862,80 @@ unsafe fn dynamic<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32
         let mut it = Traces::new(p, &col);
         while let Some((tr, c)) = it.next(p, &col, bin_start, headers) {
             dynamic_trace::<M, F>(p, &col, &fetch, tbl, iv2, eta, tr, &c, &mut acc);
+        }
+        store(image, &col, &acc, first);
+    }
+}
+
+// ---- shared-memory trace staging ------------------------------------------------------------------
+
+/// Per-warp table bytes at the front of the dynamic shared memory (the host adds the same).
+const STATIC8_TABLE: u32 = 16 * 16;
+const DYNAMIC_TABLE: u32 = CHUNK_LAYERS * 4 * 16;
+
+#[inline(always)]
+unsafe fn exact_smem<M: Model>(p: &KParams, traces: *const f32, headers: *const f32, bin_start: *const u32,
+    iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
+    let Some(col) = column(p, true) else { return };
+    let mut acc = [0.0f32; 48];
+    let n_units = col.n_layers.div_ceil(8);
+    unsafe {
+        let mut it = SmemWalk::new(p, &col, 0, traces, bin_start, headers);
+        while let Some((mine, c, f)) = it.next(p, &col, traces, bin_start, headers) {
+            if mine {
+                exact_trace::<M, Smem>(p, &col, &f, iv2, eta, 0, &c, &mut acc);
+                f.stage_rest(n_units);
+            } else {
+                f.stage_rest(0);
+            }
+        }
+        store(image, &col, &acc, first);
+    }
+}
+
+#[inline(always)]
+unsafe fn static8_smem<M: Model>(p: &KParams, traces: *const f32, headers: *const f32, bin_start: *const u32,
+    iv2_8: *const f32, eta_8: *const f32, image: *mut f32, first: u32) {
+    let Some(col) = column(p, true) else { return };
+    let tbl = unsafe { dynamic_shared::<F4>().add(thread_idx_y() as usize * 16) };
+    let n_units = col.n_layers.div_ceil(8);
+    let last_full = col.n_layers % 8 == 0;
+    let kmax = p.nz_pad / STEP;
+    let kx = col.z0 / STEP + 32 * n_units;
+    let kx = if kx < kmax { kx } else { kmax };
+    let xiv2 = unsafe { coef(iv2_8, col.col, p.coef8_stride, kx) };
+    let xeta = if M::NEEDS_ETA { unsafe { coef(eta_8, col.col, p.coef8_stride, kx) } } else { 0.0 };
+    let mut acc = [0.0f32; 48];
+    unsafe {
+        let mut it = SmemWalk::new(p, &col, block_dim_y() * STATIC8_TABLE, traces, bin_start, headers);
+        while let Some((mine, c, f)) = it.next(p, &col, traces, bin_start, headers) {
+            if mine {
+                static8_trace::<M, Smem>(p, &col, &f, tbl, n_units, last_full, kmax, xiv2, xeta, iv2_8, eta_8, 0, &c, &mut acc);
+                f.stage_rest(n_units);
+            } else {
+                f.stage_rest(0);
+            }
+        }
+        store(image, &col, &acc, first);
+    }
+}
+
+#[inline(always)]
+unsafe fn dynamic_smem<M: Model>(p: &KParams, traces: *const f32, headers: *const f32, bin_start: *const u32,
+    iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
+    let Some(col) = column(p, true) else { return };
+    let tbl = unsafe { dynamic_shared::<F4>().add(thread_idx_y() as usize * (CHUNK_LAYERS as usize * 4)) };
+    let n_units = col.n_layers.div_ceil(8);
+    let mut acc = [0.0f32; 48];
+    unsafe {
+        let mut it = SmemWalk::new(p, &col, block_dim_y() * DYNAMIC_TABLE, traces, bin_start, headers);
+        while let Some((mine, c, f)) = it.next(p, &col, traces, bin_start, headers) {
+            if mine {
+                dynamic_trace::<M, Smem>(p, &col, &f, tbl, iv2, eta, 0, &c, &mut acc);
+                f.stage_rest(n_units);
+            } else {
+                f.stage_rest(0);
+            }
         }
         store(image, &col, &acc, first);
     }
@@ -509,6 +969,13 @@ macro_rules! entry {
             unsafe { $body::<$model, Tex>(&p, Tex { handle: traces }, headers, bin_start, iv2, eta, image, first) }
         }
     };
+    ($name:ident, $body:ident, $model:ty, smem) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: KParams, traces: *const f32, headers: *const f32,
+            bin_start: *const u32, iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
+            unsafe { $body::<$model>(&p, traces, headers, bin_start, iv2, eta, image, first) }
+        }
+    };
 }
 
 entry!(pstm_exact_dsr, exact, Dsr, global);
@@ -519,3 +986,9 @@ entry!(pstm_static8_dsr_tex, static8, Dsr, tex);
 entry!(pstm_static8_vti_tex, static8, Vti, tex);
 entry!(pstm_dynamic_dsr, dynamic, Dsr, global);
 entry!(pstm_dynamic_vti, dynamic, Vti, global);
+entry!(pstm_exact_dsr_smem, exact_smem, Dsr, smem);
+entry!(pstm_exact_vti_smem, exact_smem, Vti, smem);
+entry!(pstm_static8_dsr_smem, static8_smem, Dsr, smem);
+entry!(pstm_static8_vti_smem, static8_smem, Vti, smem);
+entry!(pstm_dynamic_dsr_smem, dynamic_smem, Dsr, smem);
+entry!(pstm_dynamic_vti_smem, dynamic_smem, Vti, smem);

@@ -385,6 +385,10 @@ pub struct KParams {
     /// every 2 candidate traces, so each packed trace is read from L2 once per block and then hit
     /// in L1 by the other warps (same per-column order, same results). 0 = off.
     pub lockstep: u32,
+    /// GPU: image columns per block along x (a tile of `tile_x` x (warps / tile_x) columns; 0 or 1
+    /// = one row of columns along y, the paper's shape). Larger tiles make the aperture sets of a
+    /// block's columns overlap more (lockstep / shared-memory kernels).
+    pub tile_x: u32,
     pub bins: Bins,
 }
 

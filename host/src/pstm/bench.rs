@@ -174,6 +174,14 @@ pub fn bench(backend: &Backend, size: BenchSize, _ceilings: &Ceilings) -> anyhow
 /// budget (s) after which the remaining GPU measurements are skipped (said on stderr).
 pub fn bench_traces(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budget_s: Option<f64>)
     -> anyhow::Result<Vec<BenchRow>> {
+    bench_filtered(backend, size, n_traces, budget_s, &[], &[])
+}
+
+/// [`bench_traces`] restricted to the (mode, model) labels (e.g. `static8-dsr`, `exact-dsr`) in
+/// `labels` and to the GPU variants whose name contains one of `variants` (`gpu-best` and the
+/// paper's shape always run); empty lists = everything.
+pub fn bench_filtered(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budget_s: Option<f64>,
+    labels: &[String], filter: &[String]) -> anyhow::Result<Vec<BenchRow>> {
     let (p, ntr, ns) = table2(size);
     let ntr = n_traces.unwrap_or(ntr);
     let wl = "pstm-table2";
@@ -195,6 +203,9 @@ pub fn bench_traces(backend: &Backend, size: BenchSize, n_traces: Option<usize>,
     for (mode, model) in [(m[0], d), (m[0], v), (m[1], d), (m[2], d), (m[1], v), (m[2], v)] {
         {
             let label = format!("{}-{}", mode.name(), model.name());
+            if !labels.is_empty() && !labels.contains(&label) {
+                continue;
+            }
             // CPU reference on the subset.
             let pl = plan(&cpu_traces, &p, mode)?;
             let (_, work_cpu) = count_pairs(&p, &pl);
@@ -222,20 +233,37 @@ pub fn bench_traces(backend: &Backend, size: BenchSize, n_traces: Option<usize>,
             // static8-DSR (measured first) tries launch shapes; the fastest read-only-cache one is
             // then `gpu-best` for every other mode. The paper's shape (textures) is measured too.
             let tune = |w: u32, r: u32| GpuTuning { warps: w, max_regs: r, ..p.gpu };
-            let variants: Vec<(String, GpuTuning)> = if mode == TraveltimeMode::Static8 && model == TraveltimeModel::Dsr {
-                let batched = |t: GpuTuning| GpuTuning { batched_units: true, ..t };
-                let lockstep = |t: GpuTuning| GpuTuning { lockstep: true, ..t };
+            let batched = |t: GpuTuning| GpuTuning { batched_units: true, ..t };
+            let lockstep = |t: GpuTuning| GpuTuning { lockstep: true, ..t };
+            // Traces staged in shared memory per block (`*_smem` kernels); `tile_x` columns along x.
+            let smem = |t: GpuTuning, tile_x: u32| GpuTuning { smem: true, tile_x, ..t };
+            let mut variants: Vec<(String, GpuTuning)> = if mode == TraveltimeMode::Static8 && model == TraveltimeModel::Dsr {
                 vec![("gpu-w10-r96".into(), tune(10, 96)), ("gpu-w8-r80".into(), tune(8, 80)), ("gpu-w4-r128".into(), tune(4, 128)),
                     ("gpu-w8-r80-batched".into(), batched(tune(8, 80))), ("gpu-w8-r80-lockstep".into(), lockstep(tune(8, 80))),
                     ("gpu-w8-r80-lockstep-batched".into(), lockstep(batched(tune(8, 80)))),
                     ("gpu-w16-r80-lockstep-batched".into(), lockstep(batched(tune(16, 80)))),
                     ("gpu-w10-r96-lockstep-batched".into(), lockstep(batched(tune(10, 96)))),
+                    ("gpu-w8-r80-smem".into(), smem(tune(8, 80), 1)),
+                    ("gpu-w8-r80-smem-batched".into(), smem(batched(tune(8, 80)), 1)),
+                    ("gpu-w8-r80-smem-batched-t2x4".into(), smem(batched(tune(8, 80)), 2)),
+                    ("gpu-w8-r80-smem-batched-t4x2".into(), smem(batched(tune(8, 80)), 4)),
+                    ("gpu-w4-r80-smem-batched".into(), smem(batched(tune(4, 80)), 1)),
+                    ("gpu-w16-r80-smem-batched-t4x4".into(), smem(batched(tune(16, 80)), 4)),
+                    ("gpu-w10-r96-smem-batched".into(), smem(batched(tune(10, 96)), 1)),
+                    ("gpu-w8-r96-smem-batched-t2x4".into(), smem(batched(tune(8, 96)), 2)),
                     ("gpu-paper (block 32x10, textures)".into(), GpuTuning::paper())]
             } else if mode == TraveltimeMode::Static8 {
                 vec![("gpu-best".into(), best.0), ("gpu-paper (block 32x10, textures)".into(), GpuTuning::paper())]
+            } else if model == TraveltimeModel::Dsr {
+                // The old and the new trace path with static8's best shapes, so the static8/exact
+                // ratio is read at equal footing.
+                vec![("gpu-best".into(), best.0), ("gpu-w8-r80-lockstep-batched".into(), lockstep(batched(tune(8, 80)))),
+                    ("gpu-w8-r80-smem".into(), smem(tune(8, 80), 1)), ("gpu-w8-r80-smem-t2x4".into(), smem(tune(8, 80), 2))]
             } else {
                 vec![("gpu-best".into(), best.0)]
             };
+            variants.retain(|(n, _)| filter.is_empty() || n.starts_with("gpu-best")
+                || filter.iter().any(|f| n.contains(f.as_str())));
             let mut prep: Option<super::gpu::Prepared> = None;
             for (vname, tuning) in variants {
                 let mut pt = p.clone();

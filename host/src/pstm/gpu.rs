@@ -100,10 +100,16 @@ struct KpArg(KParams);
 // SAFETY: KParams is repr(C) plain old data (u32/f32 only), the layout the kernels declare.
 unsafe impl cudarc::driver::DeviceRepr for KpArg {}
 
-/// Kernel name for a mode, model and trace path.
-pub fn kernel_name(mode: TraveltimeMode, model: TraveltimeModel, texture: bool) -> String {
-    let tex = if texture && mode == TraveltimeMode::Static8 { "_tex" } else { "" };
-    format!("pstm_{}_{}{tex}", mode.name(), model.name())
+/// Kernel name for a mode, model and trace path (`smem`: traces staged in shared memory).
+pub fn kernel_name(mode: TraveltimeMode, model: TraveltimeModel, texture: bool, smem: bool) -> String {
+    let path = if smem {
+        "_smem"
+    } else if texture && mode == TraveltimeMode::Static8 {
+        "_tex"
+    } else {
+        ""
+    };
+    format!("pstm_{}_{}{path}", mode.name(), model.name())
 }
 
 enum DevTraces {
@@ -140,6 +146,11 @@ pub struct Prepared {
     pub nz_pad: usize,
 }
 
+/// Bytes of shared memory the `_smem` kernels add after the per-warp tables: the union-mask slots
+/// (2 x 32 u32), per warp its walk state (64 B) and candidate distances (256 B), and two
+/// 16-byte-aligned packed traces (the kernels' `Layout`).
+pub fn smem_stage_bytes(packed_len: u32, warps: u32) -> u32 { 256 + 320 * warps + 2 * (packed_len * 8).div_ceil(16) * 16 }
+
 /// Bytes of shared memory per warp.
 fn table_bytes(mode: TraveltimeMode) -> u32 {
     match mode {
@@ -164,7 +175,7 @@ impl Prepared {
         model: TraveltimeModel, image: Image) -> anyhow::Result<Prepared> {
         let kp = &plan.kp;
         let texture = p.gpu.texture && mode == TraveltimeMode::Static8;
-        let (name, func, cfg) = launch_shape(gpu, p, kp.nz_pad, mode, model)?;
+        let (name, func, cfg) = launch_shape(gpu, p, kp.nz_pad, kp.packed_len, mode, model)?;
 
         let coefs = Coefs::new(p, kp, if mode == TraveltimeMode::Static8 { 8 } else { 1 });
         let iv2 = &coefs.iv2;
@@ -203,7 +214,8 @@ impl Prepared {
             func,
             name,
             cfg,
-            params: KpArg(KParams { batched_units: p.gpu.batched_units as u32, lockstep: p.gpu.lockstep as u32, ..*kp }),
+            params: KpArg(KParams { batched_units: p.gpu.batched_units as u32, lockstep: p.gpu.lockstep as u32,
+                tile_x: p.gpu.tile_x, ..*kp }),
             iv2: gpu.upload(iv2)?,
             eta: gpu.upload(eta)?,
             batches,
@@ -221,10 +233,11 @@ impl Prepared {
     /// Switches to another launch shape / register cap (same device data; not to or from textures).
     pub fn retune(&mut self, p: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel) -> anyhow::Result<()> {
         ensure!(!self.texture && !(p.gpu.texture && mode == TraveltimeMode::Static8), "retune cannot change the trace path");
-        let (name, func, cfg) = launch_shape(&self.gpu, p, self.nz_pad as u32, mode, model)?;
+        let (name, func, cfg) = launch_shape(&self.gpu, p, self.nz_pad as u32, self.params.0.packed_len, mode, model)?;
         (self.name, self.func, self.cfg) = (name, func, cfg);
         self.params.0.batched_units = p.gpu.batched_units as u32;
         self.params.0.lockstep = p.gpu.lockstep as u32;
+        self.params.0.tile_x = p.gpu.tile_x;
         Ok(())
     }
 
@@ -276,24 +289,29 @@ pub enum Image {
 }
 
 /// Kernel name, function (from the capped module) and launch configuration.
-fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, mode: TraveltimeMode, model: TraveltimeModel)
-    -> anyhow::Result<(String, CudaFunction, LaunchConfig)> {
+fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, packed_len: u32, mode: TraveltimeMode,
+    model: TraveltimeModel) -> anyhow::Result<(String, CudaFunction, LaunchConfig)> {
     let t = &p.gpu;
-    let name = kernel_name(mode, model, t.texture);
+    let name = kernel_name(mode, model, t.texture, t.smem);
     let func = kernel(gpu, &name, t.max_regs)?;
-    let grid_y = p.ny.div_ceil(t.warps as usize);
+    let tile_x = t.tile_x.max(1);
+    ensure!(t.warps.is_multiple_of(tile_x), "GPU tile of {tile_x} columns along x does not divide the {} warps per block", t.warps);
+    let grid_x = p.nx.div_ceil(tile_x as usize);
+    let grid_y = p.ny.div_ceil((t.warps / tile_x).max(1) as usize);
     let grid_z = chunks(nz_pad) as usize * p.noff;
     ensure!(grid_y <= 65535, "ny = {} needs {grid_y} blocks along y (at most 65535): use more warps per block", p.ny);
     ensure!(grid_z <= 65535, "{} offset classes x {} time chunks exceed the 65535 grid limit", p.noff, chunks(nz_pad));
-    ensure!(p.nx <= 65535 * 32768, "nx = {} too large", p.nx);
+    ensure!(grid_x <= 65535 * 32768, "nx = {} too large", p.nx);
     let cfg = LaunchConfig {
-        grid_dim: (p.nx as u32, grid_y as u32, grid_z as u32),
+        grid_dim: (grid_x as u32, grid_y as u32, grid_z as u32),
         block_dim: (32, t.warps, 1),
-        shared_mem_bytes: t.warps * table_bytes(mode),
+        shared_mem_bytes: t.warps * table_bytes(mode) + if t.smem { smem_stage_bytes(packed_len, t.warps) } else { 0 },
     };
     let max_shared = gpu.info().max_shared_per_block_optin as u32;
-    ensure!(cfg.shared_mem_bytes <= max_shared, "{} warps per block need {} B of shared memory ({max_shared} B allowed)",
-        t.warps, cfg.shared_mem_bytes);
+    ensure!(cfg.shared_mem_bytes <= max_shared,
+        "{} warps per block{} need {} B of shared memory ({max_shared} B allowed){}", t.warps,
+        if t.smem { " and two staged traces" } else { "" }, cfg.shared_mem_bytes,
+        if t.smem { ": traces too long for the shared-memory path, turn it off" } else { "" });
     if cfg.shared_mem_bytes > 48 * 1024 {
         func.set_attribute(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             cfg.shared_mem_bytes as i32)

@@ -104,10 +104,19 @@ pub struct GpuTuning {
     /// All kernels: the warps of a block walk one trace list together (block barriers), so a trace
     /// is fetched from L2 once per block. Same results; off by default until measured.
     pub lockstep: bool,
+    /// All kernels (`*_smem` entry points): the block walks one trace list (as `lockstep`), and
+    /// each trace some warp needs is copied once into a shared-memory double buffer (the next one
+    /// during the current one's work); warps then read samples from shared memory. Same results.
+    /// Ignores `lockstep`, `batched_units` still applies; not with `texture`.
+    pub smem: bool,
+    /// Columns per block along x (block = tile_x x warps/tile_x columns); must divide `warps`.
+    /// 1 = the paper's row of columns along y.
+    pub tile_x: u32,
 }
 
 impl Default for GpuTuning {
-    fn default() -> Self { Self { warps: 10, max_regs: 96, texture: false, batch_traces: 65536, batched_units: false, lockstep: false } }
+    fn default() -> Self { Self { warps: 10, max_regs: 96, texture: false, batch_traces: 65536, batched_units: false, lockstep: false,
+        smem: false, tile_x: 1 } }
 }
 
 impl GpuTuning {
@@ -195,6 +204,9 @@ impl PstmParams {
         ensure!((1..=32).contains(&g.warps), "GPU block of {} warps: 1 to 32 allowed", g.warps);
         ensure!((32..=255).contains(&g.max_regs), "GPU register cap {} outside 32..=255", g.max_regs);
         ensure!((1..=65536).contains(&g.batch_traces), "trace batch of {} traces: 1 to 65536 allowed", g.batch_traces);
+        ensure!(g.tile_x >= 1 && g.warps.is_multiple_of(g.tile_x),
+            "GPU tile of {} columns along x does not divide the {} warps per block", g.tile_x, g.warps);
+        ensure!(!(g.smem && g.texture), "the shared-memory trace path and textures exclude each other");
         Ok(())
     }
 
@@ -373,6 +385,7 @@ pub fn plan(traces: &TraceSet, p: &PstmParams, mode: TraveltimeMode) -> anyhow::
         max_step,
         batched_units: p.gpu.batched_units as u32,
         lockstep: p.gpu.lockstep as u32,
+        tile_x: p.gpu.tile_x,
         bins,
     };
     Ok(Plan { kp, batches, traces_used, ns: traces.ns })
