@@ -224,8 +224,8 @@ pub fn slide_kernel_name(l: u32, h: u32) -> Option<&'static str> {
     })
 }
 
-/// C values per thread the C-scan kernels are compiled for (the host takes the largest whose
-/// shifts of one trace span less than one sample).
+/// C values per thread the C-scan kernels are compiled for (the host takes the first of its
+/// measured preference order whose shifts of one trace span less than one sample).
 pub const CSCAN_GROUPS: [u32; 4] = [4, 3, 2, 1];
 
 /// Kernel name of the C-scan kernel for half window `h` and `g` C values per thread.

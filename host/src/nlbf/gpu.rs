@@ -13,11 +13,12 @@
 //! the next gather's upload is a chunked, overlapped copy.
 
 use std::sync::Arc;
+use std::time::Instant;
 
-use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PinnedHostSlice};
+use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PinnedHostSlice};
 use rayon::prelude::*;
 
-use super::{EnhanceSetup, Estimate, EstimateParams, NlbfError, Result, Setup};
+use super::{Apertures, EnhanceSetup, Estimate, EstimateParams, NlbfError, Result, Setup};
 use crate::traces::TraceSet;
 use crate::launch;
 use crate::runtime::{Gpu, GpuError};
@@ -221,7 +222,7 @@ impl FastPlan {
     /// Plans with the sliding variant (L, G) and the C-scan group forced where given. A group whose
     /// shifts of one trace could span a sample or more is refused. Unforced, the sliding variant
     /// minimises computed evaluations x measured cost per evaluation ([`SLIDE_COST`]) and the C
-    /// scan takes the largest valid group.
+    /// scan takes the first valid group of [`CSCAN_PREFERENCE`].
     pub fn tuned(gpu: &Gpu, setup: &Setup, tune: Tuning) -> std::result::Result<FastPlan, String> {
         let h = setup.half as u32;
         let ns = setup.ns as u32;
@@ -274,7 +275,7 @@ impl FastPlan {
         let group = match group {
             Some(g) if span_of(g) < 0.99 && k::cscan_kernel_name(h, g).is_some() => g,
             Some(g) => return Err(format!("C-scan group {g} does not apply (span {:.2} samples or no kernel)", span_of(g))),
-            None => k::CSCAN_GROUPS.iter().copied().filter(|&g| k::cscan_kernel_name(h, g).is_some() && span_of(g) < 0.99)
+            None => CSCAN_PREFERENCE.iter().copied().filter(|&g| k::cscan_kernel_name(h, g).is_some() && span_of(g) < 0.99)
                 .next().ok_or_else(|| format!("no C-scan kernel for half window {h}"))?,
         };
         let cscan_kernel = k::cscan_kernel_name(h, group).unwrap();
@@ -412,13 +413,19 @@ pub struct Tuning {
 }
 
 /// Relative cost per computed evaluation of the sliding variants (L, G, cost); the planner
-/// multiplies it by the padded number of evaluations. G = 1 entries are the H100 measurements at
-/// paper size (docs/notes/nlbf.md: time per evaluation relative to L = 7, the same on both
-/// workloads to 0.2 %). The grouped (G > 1) and even-L variants have not been timed at paper size
-/// yet: they carry a neutral 1.0 so that the default stays on measured ground; `seisgpu bench
-/// nlbf` times every variant and reports the best.
-pub const SLIDE_COST: [(u32, u32, f64); 10] = [(7, 1, 1.0), (9, 1, 0.927), (10, 1, 1.0), (11, 1, 0.905), (13, 1, 0.869),
-    (14, 1, 1.0), (7, 4, 1.0), (9, 4, 1.0), (9, 2, 1.0), (13, 2, 1.0)];
+/// multiplies it by the padded number of evaluations. H100 measurements at paper size
+/// (BENCHMARKS.md, commit da259d9): time per evaluation relative to L = 7 G = 1 on
+/// `nlbf-crossspread-3d`; `nlbf-synthetic-2d` gives the same ratios to 1 % (L10 0.878, L11 0.898,
+/// L13 0.915), so the planner picks L10 on the cross-spread (104.4 ms, fastest measured) and L11
+/// on the 2D line (6.56 ms, fastest measured). `seisgpu bench nlbf` times every variant and reports
+/// the best.
+pub const SLIDE_COST: [(u32, u32, f64); 10] = [(7, 1, 1.0), (9, 1, 0.927), (10, 1, 0.880), (11, 1, 0.896), (13, 1, 0.913),
+    (14, 1, 0.918), (7, 4, 0.980), (9, 4, 0.994), (9, 2, 0.994), (13, 2, 1.115)];
+
+/// C values per thread of the C-scan kernel in order of preference: H100 at paper size, G3 41.4 ms,
+/// G4 46.0 ms, G2 46.2 ms, G1 73.4 ms on the cross-spread (18.3 / 20.4 / 20.0 / 29.3 ms in 2D); the
+/// first whose shifts of one trace span less than a sample is taken.
+pub const CSCAN_PREFERENCE: [u32; 4] = [3, 4, 2, 1];
 
 /// Device buffers of the fast variant.
 pub struct FastBuffers {
@@ -449,6 +456,8 @@ pub struct FastEngine {
     /// Events at start, after the uploads, after the kernels, after the downloads.
     events: [cudarc::driver::CudaEvent; 4],
     tuning: Tuning,
+    /// Streams, events and band offsets of the pipelined [`FastEngine::estimate`].
+    pipe: Pipe,
 }
 
 /// Chunks the gather upload is split into (host copy of chunk i+1 overlaps the DMA of chunk i).
@@ -465,8 +474,9 @@ impl FastEngine {
         let bufs = plan.upload(gpu, setup, data)?;
         let n = setup.estimations();
         let ev = || gpu.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(drv("creating an event"));
+        let pipe = Pipe::new(gpu, setup.np())?;
         Ok(FastEngine { plan, bufs, stage: pinned(gpu, data.len(), true)?, out_code: pinned(gpu, n, false)?,
-            out_s: pinned(gpu, n, false)?, events: [ev()?, ev()?, ev()?, ev()?], tuning })
+            out_s: pinned(gpu, n, false)?, events: [ev()?, ev()?, ev()?, ev()?], tuning, pipe })
     }
 
     /// GPU-side times of the last [`FastEngine::process`] (ms): uploads (including the host's
@@ -487,10 +497,11 @@ impl FastEngine {
         self.finish(gpu, setup)
     }
 
-    /// The whole search for one gather, end to end, in one pass over the samples: they are checked
-    /// for finiteness while being staged for the upload, and the geometry (coordinates, apertures)
-    /// is derived on the host while the copies are in flight.
-    pub fn estimate(&mut self, gpu: &Gpu, traces: &TraceSet, params: &EstimateParams) -> Result<Estimate> {
+    /// The whole search for one gather, end to end, in one pass over the samples, serially: the
+    /// samples are checked for finiteness while being staged for the upload, the geometry is
+    /// derived on the host after that, then both kernels run over all parameter traces and the
+    /// results come back. The benchmark's reference for the pipelined [`FastEngine::estimate`].
+    pub fn estimate_serial(&mut self, gpu: &Gpu, traces: &TraceSet, params: &EstimateParams) -> Result<Estimate> {
         super::validate_shape(traces)?;
         if traces.data.len() != self.bufs.data.len() {
             return Err(NlbfError::Invalid(format!("FastEngine: the gather has {} samples, the engine was built for {}",
@@ -504,6 +515,134 @@ impl FastEngine {
         self.plan = FastPlan::tuned(gpu, &setup, self.tuning).map_err(NlbfError::Invalid)?;
         let (code, s) = self.finish(gpu, &setup)?;
         Ok(Estimate::from_setup(&setup, code, s))
+    }
+
+    /// The whole search for one gather, end to end, pipelined (the issue's stream pool that uploads
+    /// the next chunk while the current one computes): the geometry (headers only) is derived on a
+    /// host thread while the samples are staged (and checked for finiteness) chunk by chunk on all
+    /// cores and uploaded on a copy stream; the parameter traces are split into bands
+    /// ([`BAND_ENDS`], grid order) and each band's sliding scan starts as soon as the traces its
+    /// apertures read are on the device, its C scan (a second, higher-priority stream) as soon as
+    /// its picks exist, and its packed results come back and are copied out while later bands
+    /// compute. Every parameter trace runs through the same kernels with the same bounds as in
+    /// [`FastEngine::estimate_serial`], so the results are identical.
+    pub fn estimate(&mut self, gpu: &Gpu, traces: &TraceSet, params: &EstimateParams) -> Result<Estimate> {
+        self.estimate_bands(gpu, traces, params, &BAND_ENDS)
+    }
+
+    /// [`FastEngine::estimate`] with the bands ending at the cumulative fractions `ends` of the
+    /// parameter traces (tests, tuning); at most [`MAX_BANDS`] bands.
+    pub fn estimate_bands(&mut self, gpu: &Gpu, traces: &TraceSet, params: &EstimateParams, ends: &[f64])
+        -> Result<Estimate> {
+        let wall = Instant::now();
+        super::validate_shape(traces)?;
+        if traces.data.len() != self.bufs.data.len() {
+            return Err(NlbfError::Invalid(format!("FastEngine: the gather has {} samples, the engine was built for {}",
+                traces.data.len(), self.bufs.data.len())));
+        }
+        if ends.is_empty() || ends.len() >= MAX_BANDS {
+            return Err(NlbfError::Invalid(format!("FastEngine: {} band ends (1 to {} allowed)", ends.len(), MAX_BANDS - 1)));
+        }
+        let r = self.pipelined(gpu, traces, params, ends);
+        // Whatever happened, no copy may still read the staging or write the result buffers.
+        let synced = [&self.pipe.up, &self.pipe.slide, &self.pipe.cscan]
+            .iter()
+            .try_for_each(|s| s.synchronize())
+            .map_err(drv("waiting for the pipelined search (an earlier launch may have faulted)"));
+        let est = r?;
+        synced?;
+        self.pipe.host.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
+        Ok(est)
+    }
+
+    /// Times of the last pipelined [`FastEngine::estimate`] (GPU events and host clocks).
+    pub fn last_pipeline_times(&self) -> Result<PipelineTimes> {
+        let t = &self.pipe.t;
+        let ms = |a: &CudaEvent, b: &CudaEvent| a.elapsed_ms(b).map(|v| v as f64).map_err(drv("reading event times"));
+        Ok(PipelineTimes { upload_ms: ms(&t[0], &t[1])?, lead_ms: ms(&t[0], &t[2])?, kernels_ms: ms(&t[2], &t[3])?,
+            download_ms: ms(&t[3], &t[4])?, ..self.pipe.host })
+    }
+
+    fn pipelined(&mut self, gpu: &Gpu, traces: &TraceSet, params: &EstimateParams, ends: &[f64]) -> Result<Estimate> {
+        let ev = |e: &CudaEvent, s: &CudaStream| e.record(s).map_err(drv("recording an event"));
+        let wait = |s: &CudaStream, e: &CudaEvent| s.wait(e).map_err(drv("ordering streams"));
+        let FastEngine { plan, bufs, stage, out_code, out_s, tuning, pipe, .. } = self;
+        let (ns, ntr) = (traces.ns, traces.headers.len());
+        // Work queued earlier on the main stream (allocations, other entries) comes first.
+        ev(&pipe.ready, gpu.stream())?;
+        for s in [&pipe.up, &pipe.slide, &pipe.cscan] {
+            wait(s, &pipe.ready)?;
+        }
+        ev(&pipe.t[0], &pipe.up)?;
+        let d_data = dptr_mut(&mut bufs.data, &pipe.up);
+        let stage = pinned_mut(stage)?;
+        let (oc, os) = (pinned_mut(out_code)?, pinned_mut(out_s)?);
+        let tpc = ntr.div_ceil(PIPE_CHUNKS).max(1);
+        let nchunks = ntr.div_ceil(tpc);
+        let data = &traces.data;
+        let mut finite = true;
+        let mut ready: Option<Banded> = None;
+        let host0 = Instant::now();
+        let mut setup_ms = 0.0;
+        std::thread::scope(|sc| -> Result<()> {
+            // Geometry from the headers on its own thread (its aperture search uses the rayon pool
+            // too), overlapping the staging below.
+            let mut handle = Some(sc.spawn(|| {
+                let t = Instant::now();
+                (Setup::from_headers(traces, params), t.elapsed().as_secs_f64() * 1e3)
+            }));
+            let join = |h: std::thread::ScopedJoinHandle<'_, (Result<Setup>, f64)>| {
+                h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+            };
+            for ci in 0..nchunks {
+                let (a, b) = (ci * tpc * ns, ((ci + 1) * tpc).min(ntr) * ns);
+                let dst = &mut stage[a..b];
+                finite &= dst.par_chunks_mut(1 << 16).zip(data[a..b].par_chunks(1 << 16)).map(|(d, s)| {
+                    d.copy_from_slice(s);
+                    s.iter().fold(true, |acc, v| acc & v.is_finite())
+                }).reduce(|| true, |x, y| x & y);
+                unsafe { htod(&pipe.up, d_data + (a * 4) as u64, &stage[a..b])? };
+                ev(&pipe.chunk[ci], &pipe.up)?;
+                if handle.as_ref().is_some_and(|h| h.is_finished()) {
+                    let (setup, ms) = join(handle.take().unwrap());
+                    setup_ms = ms;
+                    ready = Some(Banded::prepare(gpu, setup?, *tuning, plan, bufs, pipe, ends)?);
+                }
+                if let Some(r) = ready.as_mut() {
+                    r.launch_ready(gpu, plan, pipe, ((ci + 1) * tpc).min(ntr), tpc, oc, os)?;
+                }
+            }
+            ev(&pipe.t[1], &pipe.up)?;
+            if let Some(h) = handle.take() {
+                let (setup, ms) = join(h);
+                setup_ms = ms;
+                ready = Some(Banded::prepare(gpu, setup?, *tuning, plan, bufs, pipe, ends)?);
+            }
+            let r = ready.as_mut().unwrap();
+            r.launch_ready(gpu, plan, pipe, ntr, tpc, oc, os)
+        })?;
+        let stage_ms = host0.elapsed().as_secs_f64() * 1e3;
+        if !finite {
+            super::validate_traces(traces)?;
+        }
+        let r = ready.unwrap();
+        // Result vectors touched while the GPU works; each band copied out as soon as it is back.
+        let n = r.setup.estimations();
+        let mut code = vec![0u32; n];
+        let mut sem = vec![0f32; n];
+        code.par_chunks_mut(1 << 16).for_each(|c| c.fill(1));
+        sem.par_chunks_mut(1 << 16).for_each(|c| c.fill(1.0));
+        let mut tail = Instant::now();
+        for (b, &(p0, p1)) in r.bands.iter().enumerate() {
+            pipe.done[b].synchronize().map_err(drv("waiting for a band (an earlier launch may have faulted)"))?;
+            tail = Instant::now();
+            let (lo, hi) = (p0 * ns, p1 * ns);
+            code[lo..hi].par_chunks_mut(1 << 16).zip(oc[lo..hi].par_chunks(1 << 16)).for_each(|(d, x)| d.copy_from_slice(x));
+            sem[lo..hi].par_chunks_mut(1 << 16).zip(os[lo..hi].par_chunks(1 << 16)).for_each(|(d, x)| d.copy_from_slice(x));
+        }
+        pipe.host = PipelineTimes { setup_ms, stage_ms, tail_ms: tail.elapsed().as_secs_f64() * 1e3,
+            bands: r.bands.len(), ..Default::default() };
+        Ok(Estimate::from_setup(&r.setup, code, sem))
     }
 
     /// Copies the gather into page-locked staging in chunks (all cores) and queues each chunk's
@@ -560,6 +699,278 @@ impl FastEngine {
         code.par_chunks_mut(1 << 16).zip(oc.par_chunks(1 << 16)).for_each(|(d, x)| d.copy_from_slice(x));
         s.par_chunks_mut(1 << 16).zip(os.par_chunks(1 << 16)).for_each(|(d, x)| d.copy_from_slice(x));
         Ok((code, s))
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Pipelined end to end (bands of parameter traces over three streams).
+// -------------------------------------------------------------------------------------------------
+
+/// Cumulative fractions of the parameter traces (grid order) that end the bands of the pipelined
+/// [`FastEngine::estimate`]: a small first band, so that the kernels start as soon as the first
+/// traces are on the device, and a small last band, so that little is left to copy back after the
+/// last kernel. Traces in gather order follow the parameter-trace rows on sorted surveys (the
+/// cross-spread: source-major, y = source); on other orders the first band simply waits longer.
+pub const BAND_ENDS: [f64; 7] = [1.0 / 32.0, 1.0 / 8.0, 1.0 / 4.0, 1.0 / 2.0, 3.0 / 4.0, 15.0 / 16.0, 1.0];
+/// Most bands the engine has events for.
+pub const MAX_BANDS: usize = 16;
+/// Chunks (of whole traces) the pipelined upload is split into.
+pub const PIPE_CHUNKS: usize = 16;
+
+/// Contiguous bands `(p0, p1)` of `np` parameter traces ending at the cumulative fractions `ends`
+/// (empty bands dropped; the last band always ends at `np`).
+pub fn bands(np: usize, ends: &[f64]) -> Vec<(usize, usize)> {
+    let mut v = Vec::new();
+    let mut p0 = 0;
+    for &f in ends {
+        let p1 = ((np as f64 * f).round() as usize).clamp(p0, np);
+        if p1 > p0 {
+            v.push((p0, p1));
+            p0 = p1;
+        }
+    }
+    if p0 < np {
+        v.push((p0, np));
+    }
+    v
+}
+
+/// For each band, the prefix of the gather (in traces) that it and every earlier band read: one
+/// past the largest trace index in any of their apertures.
+pub fn band_needs(ap: &Apertures, bands: &[(usize, usize)]) -> Vec<usize> {
+    let mut need = 0usize;
+    bands
+        .iter()
+        .map(|&(p0, p1)| {
+            for phase in 0..3 {
+                for p in p0..p1 {
+                    // Lists are ascending: the last entry is the largest.
+                    if let Some(&t) = ap.list(phase, p).last() {
+                        need = need.max(t as usize + 1);
+                    }
+                }
+            }
+            need
+        })
+        .collect()
+}
+
+/// Aperture offsets of each band as the kernels read them (3 x (band length + 1), phase-major, the
+/// values positions in the whole index list, so the index list itself is shared), concatenated;
+/// and where each band's offsets start.
+pub fn band_offsets(ap: &Apertures, bands: &[(usize, usize)]) -> (Vec<u32>, Vec<usize>) {
+    let mut off = Vec::with_capacity(3 * (ap.np + bands.len()));
+    let mut start = Vec::with_capacity(bands.len());
+    for &(p0, p1) in bands {
+        start.push(off.len());
+        for phase in 0..3 {
+            let o = phase * (ap.np + 1);
+            off.extend_from_slice(&ap.off[o + p0..=o + p1]);
+        }
+    }
+    (off, start)
+}
+
+/// Where the time of the last pipelined [`FastEngine::estimate`] went (ms).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PipelineTimes {
+    /// Host: `Setup::from_headers` (on its own thread, overlapping the staging).
+    pub setup_ms: f64,
+    /// Host: staging every chunk (copy and finiteness check) and queueing uploads and launches.
+    pub stage_ms: f64,
+    /// Host: after the last band's results were in page-locked memory, until they were copied out.
+    pub tail_ms: f64,
+    /// Host: the whole call.
+    pub wall_ms: f64,
+    /// GPU events: start -> last chunk on the device.
+    pub upload_ms: f64,
+    /// GPU events: start -> first sliding scan starts (what the pipeline did not hide).
+    pub lead_ms: f64,
+    /// GPU events: first sliding scan starts -> last C scan done.
+    pub kernels_ms: f64,
+    /// GPU events: last C scan done -> last band's results in page-locked memory.
+    pub download_ms: f64,
+    pub bands: usize,
+}
+
+impl std::fmt::Display for PipelineTimes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} bands; GPU: first kernel starts at {:.1} ms, upload done at {:.1} ms, kernels {:.1} ms, last \
+            download {:.2} ms; host: setup {:.1} ms (overlapped), staging+queueing {:.1} ms, copy-out tail {:.2} ms, \
+            wall {:.1} ms", self.bands, self.lead_ms, self.upload_ms, self.kernels_ms, self.download_ms, self.setup_ms,
+            self.stage_ms, self.tail_ms, self.wall_ms)
+    }
+}
+
+/// Streams, events and the band-offset buffer of the pipelined engine. The C-scan stream has the
+/// highest priority: each band's C scan takes SMs as soon as its picks exist, so only the last
+/// band's is left once the sliding scans end.
+struct Pipe {
+    up: Arc<CudaStream>,
+    slide: Arc<CudaStream>,
+    cscan: Arc<CudaStream>,
+    /// Main-stream work before the call.
+    ready: CudaEvent,
+    chunk: Vec<CudaEvent>,
+    slid: Vec<CudaEvent>,
+    done: Vec<CudaEvent>,
+    band_off: CudaSlice<u32>,
+    /// Timing: start, last chunk uploaded, first sliding scan starts, last C scan done, downloads done.
+    t: [CudaEvent; 5],
+    host: PipelineTimes,
+}
+
+impl Pipe {
+    fn new(gpu: &Gpu, np: usize) -> Result<Pipe> {
+        let ctx = gpu.context();
+        let sync = || ctx.new_event(None).map_err(drv("creating an event"));
+        let timed = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(drv("creating an event"));
+        let stream = || ctx.new_stream().map_err(drv("creating a stream"));
+        let (_, highest) = cudarc::driver::result::stream::get_priority_range().unwrap_or((0, 0));
+        let cscan = ctx.new_stream_with_priority(highest).map_err(drv("creating a stream"))?;
+        Ok(Pipe {
+            up: stream()?,
+            slide: stream()?,
+            cscan,
+            ready: sync()?,
+            chunk: (0..PIPE_CHUNKS).map(|_| sync()).collect::<Result<_>>()?,
+            slid: (0..MAX_BANDS).map(|_| sync()).collect::<Result<_>>()?,
+            done: (0..MAX_BANDS).map(|_| sync()).collect::<Result<_>>()?,
+            band_off: gpu.zeros::<u32>(3 * (np + MAX_BANDS))?,
+            t: [timed()?, timed()?, timed()?, timed()?, timed()?],
+            host: PipelineTimes::default(),
+        })
+    }
+}
+
+/// Raw device addresses the band launches use (ordered by the pipe's events, not by cudarc's
+/// per-buffer tracking).
+struct Ptrs {
+    data: u64,
+    tx: u64,
+    ty: u64,
+    px: u64,
+    py: u64,
+    idx: u64,
+    vals: u64,
+    picks: u64,
+    pick_s: u64,
+    code: u64,
+    sem: u64,
+    off: u64,
+}
+
+/// One gather's setup split into bands, with the launches queued so far.
+struct Banded {
+    setup: Setup,
+    bands: Vec<(usize, usize)>,
+    need: Vec<usize>,
+    /// Kept alive until the end of the call: the source of an asynchronous copy.
+    _off: Vec<u32>,
+    off_start: Vec<usize>,
+    ptrs: Ptrs,
+    next: usize,
+}
+
+impl Banded {
+    /// Plans the kernels for `setup`, splits it into bands and queues the geometry uploads on the
+    /// sliding-scan stream (ahead of its first launch).
+    fn prepare(gpu: &Gpu, setup: Setup, tuning: Tuning, plan: &mut FastPlan, bufs: &mut FastBuffers, pipe: &mut Pipe,
+        ends: &[f64]) -> Result<Banded> {
+        *plan = FastPlan::tuned(gpu, &setup, tuning).map_err(NlbfError::Invalid)?;
+        if setup.estimations() != bufs.code.len() || setup.ntr() != bufs.tx.len() || setup.np() != bufs.px.len()
+            || setup.tables.vals.len() != bufs.vals.len() || setup.apertures.off.len() != bufs.ap_off.len() {
+            return Err(NlbfError::Invalid("FastEngine: the gather's geometry differs from the engine's".into()));
+        }
+        let st = pipe.slide.clone();
+        if setup.apertures.idx.len() > bufs.ap_idx.len() {
+            bufs.ap_idx = gpu.zeros::<u32>(setup.apertures.idx.len())?;
+            pipe.ready.record(gpu.stream()).map_err(drv("recording an event"))?;
+            st.wait(&pipe.ready).map_err(drv("ordering streams"))?;
+        }
+        let bands = bands(setup.np(), ends);
+        let need = band_needs(&setup.apertures, &bands);
+        let (off, off_start) = band_offsets(&setup.apertures, &bands);
+        let ptrs = Ptrs {
+            data: dptr(&bufs.data, &st),
+            tx: dptr_mut(&mut bufs.tx, &st),
+            ty: dptr_mut(&mut bufs.ty, &st),
+            px: dptr_mut(&mut bufs.px, &st),
+            py: dptr_mut(&mut bufs.py, &st),
+            idx: dptr_mut(&mut bufs.ap_idx, &st),
+            vals: dptr_mut(&mut bufs.vals, &st),
+            picks: dptr_mut(&mut bufs.picks, &st),
+            pick_s: dptr_mut(&mut bufs.pick_s, &st),
+            code: dptr_mut(&mut bufs.code, &st),
+            sem: dptr_mut(&mut bufs.sem, &st),
+            off: dptr_mut(&mut pipe.band_off, &st),
+        };
+        // Pageable sources: each call returns once the driver has staged them; they stay alive in
+        // `setup` / `off` until the call ends anyway.
+        unsafe {
+            htod(&st, ptrs.tx, &setup.tx)?;
+            htod(&st, ptrs.ty, &setup.ty)?;
+            htod(&st, ptrs.px, &setup.px)?;
+            htod(&st, ptrs.py, &setup.py)?;
+            htod(&st, ptrs.vals, &setup.tables.vals)?;
+            htod(&st, ptrs.idx, &setup.apertures.idx)?;
+            htod(&st, ptrs.off, &off)?;
+        }
+        Ok(Banded { setup, bands, need, _off: off, off_start, ptrs, next: 0 })
+    }
+
+    /// Queues every band not yet launched whose traces are among the first `uploaded` (chunks of
+    /// `tpc` traces, each with its event on the upload stream): its sliding scan after the chunk
+    /// holding its last trace, its C scan and download after its sliding scan.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_ready(&mut self, gpu: &Gpu, plan: &FastPlan, pipe: &Pipe, uploaded: usize, tpc: usize, oc: &mut [u32],
+        os: &mut [f32]) -> Result<()> {
+        let ev = |e: &CudaEvent, s: &CudaStream| e.record(s).map_err(drv("recording an event"));
+        let s = &self.setup;
+        let t = &s.tables;
+        let (ns, ns32) = (s.ns, s.ns as u32);
+        let (na, nb, nc, nd, ne) = (t.na as u32, t.nb as u32, t.nc as u32, t.nd as u32, t.ne as u32);
+        let q = &self.ptrs;
+        while self.next < self.bands.len() && self.need[self.next] <= uploaded {
+            let b = self.next;
+            let (p0, p1) = self.bands[b];
+            let npb = (p1 - p0) as u32;
+            let chunk = self.need[b].max(1).div_ceil(tpc) - 1;
+            pipe.slide.wait(&pipe.chunk[chunk]).map_err(drv("ordering streams"))?;
+            if b == 0 {
+                ev(&pipe.t[2], &pipe.slide)?;
+            }
+            let (px, py) = (q.px + 4 * p0 as u64, q.py + 4 * p0 as u64);
+            let (picks, pick_s) = (q.picks + 8 * (p0 * ns) as u64, q.pick_s + 8 * (p0 * ns) as u64);
+            let off = q.off + 4 * self.off_start[b] as u64;
+            let cfg = LaunchConfig { grid_dim: (npb * plan.nchunks, 2, 1), ..plan.slide_cfg };
+            launch!(on pipe.slide, gpu, plan.slide_kernel, cfg, &ns32, &npb, &plan.nchunks, &s.inv_dt, &plan.smax,
+                &plan.span, &plan.mmax, &q.data, &q.tx, &q.ty, &px, &py, &off, &q.idx, &q.vals, &na, &nb, &nc, &nd, &ne,
+                &picks, &pick_s)?;
+            ev(&pipe.slid[b], &pipe.slide)?;
+            pipe.cscan.wait(&pipe.slid[b]).map_err(drv("ordering streams"))?;
+            let off3 = off + 4 * 2 * (npb as u64 + 1);
+            let (code, sem) = (q.code + 4 * (p0 * ns) as u64, q.sem + 4 * (p0 * ns) as u64);
+            let cfg = LaunchConfig { grid_dim: (npb * plan.nchunks3, 1, 1), ..plan.cscan_cfg };
+            launch!(on pipe.cscan, gpu, plan.cscan_kernel, cfg, &ns32, &npb, &plan.nchunks3, &s.inv_dt, &plan.smax3,
+                &plan.span3, &q.data, &q.tx, &q.ty, &px, &py, &off3, &q.idx, &q.vals, &na, &nb, &nc, &nd, &ne, &picks,
+                &code, &sem)?;
+            let last = b + 1 == self.bands.len();
+            if last {
+                ev(&pipe.t[3], &pipe.cscan)?;
+            }
+            let (lo, hi) = (p0 * ns, p1 * ns);
+            unsafe {
+                dtoh(&pipe.cscan, &mut oc[lo..hi], code)?;
+                dtoh(&pipe.cscan, &mut os[lo..hi], sem)?;
+            }
+            ev(&pipe.done[b], &pipe.cscan)?;
+            if last {
+                ev(&pipe.t[4], &pipe.cscan)?;
+            }
+            self.next += 1;
+        }
+        Ok(())
     }
 }
 
@@ -641,4 +1052,48 @@ pub fn nmo(gpu: &Gpu, data: &[f32], ns: usize, dt: f32, t_first: f32, offsets: &
     let cfg = LaunchConfig { grid_dim: ((ntr * tchunks as u64).max(1) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
     launch!(gpu, "nlbf_nmo", cfg, &ns32, &tchunks, &dt, &t_first, &max_stretch, &d, &off, &v, &mut out)?;
     Ok(gpu.download(&out)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::BenchSize;
+    use crate::nlbf::synth;
+
+    /// The band helpers of the pipelined engine: bands tile the parameter traces, each band's
+    /// offsets reproduce its aperture lists exactly (the kernels read the shared index list through
+    /// them), and each band's need covers every trace its apertures read.
+    #[test]
+    fn bands_tile_and_offsets_reproduce_the_apertures() {
+        let (t, p) = synth::crossspread_3d(BenchSize::Small);
+        let s = Setup::new(&t, &p).unwrap();
+        let ap = &s.apertures;
+        let np = s.np();
+        for ends in [&BAND_ENDS[..], &[1.0], &[0.5], &[0.01, 0.02, 0.9], &[1.0 / 3.0, 2.0 / 3.0, 1.0, 1.0]] {
+            let b = bands(np, ends);
+            assert!(!b.is_empty() && b.len() <= ends.len() + 1);
+            assert_eq!(b[0].0, 0);
+            assert_eq!(b.last().unwrap().1, np);
+            assert!(b.windows(2).all(|w| w[0].1 == w[1].0) && b.iter().all(|&(a, z)| z > a), "{ends:?}: {b:?}");
+            let need = band_needs(ap, &b);
+            assert!(need.windows(2).all(|w| w[0] <= w[1]));
+            let (off, start) = band_offsets(ap, &b);
+            for (bi, &(p0, p1)) in b.iter().enumerate() {
+                let n = p1 - p0;
+                let o = &off[start[bi]..start[bi] + 3 * (n + 1)];
+                for phase in 0..3 {
+                    for p in p0..p1 {
+                        let k = phase * (n + 1) + (p - p0);
+                        let list = &ap.idx[o[k] as usize..o[k + 1] as usize];
+                        assert_eq!(list, ap.list(phase, p));
+                        assert!(list.iter().all(|&tr| (tr as usize) < need[bi]));
+                    }
+                }
+            }
+        }
+        // The cross-spread is source-major and y = source: the first band reads a prefix of the gather.
+        let b = bands(np, &BAND_ENDS);
+        let need = band_needs(ap, &b);
+        assert!(need[0] < s.ntr(), "first band needs {} of {} traces", need[0], s.ntr());
+    }
 }
