@@ -108,7 +108,7 @@ pub struct MigrateArgs {
     #[arg(long, default_value_t = 0)]
     pub nz: usize,
     /// GPU kernel: paper (the paper's, one Chebyshev step per launch), paperh (its loads hoisted),
-    /// paperq (hoisted, one 16-byte coefficient load per lookup), fused2..4 (2..4 Chebyshev steps per
+    /// paperq (hoisted, one 16-byte coefficient load per lookup), paperq56 (paperq, 56 registers), fused2..4 (2..4 Chebyshev steps per
     /// pass over a tile), fusedb2..4 (fused, balanced, FMA), fusedc2..4 (fused, batched loads,
     /// register-capped), auto (time each on the shot's grid, keep the fastest).
     #[arg(long, default_value = "paper")]

@@ -178,7 +178,7 @@ fn gpu_depth_step_matches_cpu_for_every_variant() {
     maps2.extend_from_slice(&maps);
     cpu::step_planes(&op, &maps2, &slow, &taper, nx, ny, &mut want);
     let dslow = gpu.upload(&slow).unwrap();
-    // Every `auto` candidate (paper, paperh, paperq, fused2..4, fusedb2..4, fusedc2..4).
+    // Every `auto` candidate (paper, paperh, paperq, paperq56, fused2..4, fusedb2..4, fusedc2..4).
     for variant in seisgpu_host::srm::gpu::CANDIDATES {
         let mut pl = Planes::new(&gpu, nx, ny, stride, &taper).unwrap();
         // Poison every buffer, then place the input planes at their strided positions.
@@ -229,10 +229,10 @@ fn gpu_image_matches_cpu() {
 }
 
 #[test]
-fn fusedc_kernels_move_to_register_capped_modules() {
-    // CPU-only: the `fusedc` entry points call no function, so each can be JIT-compiled alone with
+fn capped_kernels_move_to_register_capped_modules() {
+    // CPU-only: the `fusedc` and `paperq` entry points call no function, so each can be JIT-compiled alone with
     // `.maxnreg` (what `Planes::step` does on the GPU).
-    for k in ["srm_step_fusedc2", "srm_step_fusedc3", "srm_step_fusedc4"] {
+    for k in ["srm_step_fusedc2", "srm_step_fusedc3", "srm_step_fusedc4", "srm_step_paperq"] {
         let m = seisgpu_host::srm::gpu::capped_ptx(seisgpu_host::runtime::PTX, k, 80).unwrap();
         assert_eq!(m.matches(".visible .entry").count(), 1, "{k}");
         assert!(m.contains(&format!(".visible .entry {k}(")) && m.contains(".maxnreg 80"), "{k}");

@@ -120,7 +120,7 @@ pub fn bench_with(backend: &Backend, size: BenchSize, ceilings: &Ceilings, step_
         let variants = [(GpuVariant::Paper, 1usize), (GpuVariant::Paper, 16), (GpuVariant::PaperHoisted, 1),
             (GpuVariant::PaperHoisted, 16), (GpuVariant::Fused(2), 16), (GpuVariant::Fused(3), 16), (GpuVariant::Fused(4), 16),
             (GpuVariant::FusedB(2), 16), (GpuVariant::FusedB(3), 16), (GpuVariant::FusedB(4), 16),
-            (GpuVariant::PaperPair, 16), (GpuVariant::FusedC(2), 16), (GpuVariant::FusedC(3), 16),
+            (GpuVariant::PaperPair, 16), (GpuVariant::PaperPairCapped, 16), (GpuVariant::FusedC(2), 16), (GpuVariant::FusedC(3), 16),
             (GpuVariant::FusedC(4), 16)];
         for (variant, count) in variants {
             let mut pl = Planes::new(g, nx, ny, np, &case.taper)?;

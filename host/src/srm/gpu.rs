@@ -120,17 +120,26 @@ impl Planes {
                     std::mem::swap(&mut self.x, &mut self.y);
                 }
             }
-            GpuVariant::PaperPair => {
+            GpuVariant::PaperPair | GpuVariant::PaperPairCapped => {
+                let name = "srm_step_paperq";
                 let cfg = LaunchConfig {
                     grid_dim: (nx.div_ceil(PAPER_TW), ny.div_ceil(PAPER_TH), cnt),
                     block_dim: (48, 8, 1),
                     shared_mem_bytes: PAPER_SHARED_BYTES,
                 };
+                let func = if variant == GpuVariant::PaperPairCapped {
+                    capped_kernel(gpu, name, PAPERQ_MAX_REGS, &cfg)?
+                } else {
+                    gpu.prepare_launch(name, &cfg)?
+                };
                 for n in 1..=degree {
                     let Planes { x, y, acc, maps, taper_x, taper_y, .. } = self;
                     let (tin, tio) = if n % 2 == 1 { (&*x, y) } else { (&*y, x) };
-                    launch!(gpu, "srm_step_paperq", cfg, &st, &nx, &ny, &stride, &n, &degree, tin, tio, acc, slow,
-                        &dop.pairs, &rows, &*maps, &*taper_x, &*taper_y)?;
+                    let mut l = gpu.stream().launch_builder(&func);
+                    l.arg(&st).arg(&nx).arg(&ny).arg(&stride).arg(&n).arg(&degree).arg(tin).arg(tio).arg(acc).arg(slow);
+                    l.arg(&dop.pairs).arg(&rows).arg(&*maps).arg(&*taper_x).arg(&*taper_y);
+                    let r = unsafe { l.launch(cfg) };
+                    gpu.finish_launch(name, &cfg, r.map(|_| ()))?;
                 }
                 if degree % 2 == 1 {
                     std::mem::swap(&mut self.x, &mut self.y);
@@ -206,7 +215,7 @@ impl Planes {
             GpuVariant::Auto => f64::NAN,
             // n = 1: read T0, write T1 + acc; 2..N-1: read T_{n-1}, T_{n-2}, acc, write T_n, acc;
             // N: read T_{N-1}, T_{N-2}, acc, write W. Both waves share the slowness read.
-            GpuVariant::Paper | GpuVariant::PaperHoisted | GpuVariant::PaperPair => {
+            GpuVariant::Paper | GpuVariant::PaperHoisted | GpuVariant::PaperPair | GpuVariant::PaperPairCapped => {
                 let per_wave = 3.0 * c + (degree as f64 - 2.0) * 5.0 * c + 4.0 * c;
                 pts * (2.0 * per_wave + degree as f64 * s)
             }
@@ -222,14 +231,18 @@ impl Planes {
 }
 
 /// Every kernel variant `auto` chooses from.
-pub const CANDIDATES: [GpuVariant; 12] = [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2),
+pub const CANDIDATES: [GpuVariant; 13] = [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2),
     GpuVariant::Fused(3), GpuVariant::Fused(4), GpuVariant::FusedB(2), GpuVariant::FusedB(3), GpuVariant::FusedB(4),
-    GpuVariant::PaperPair, GpuVariant::FusedC(2), GpuVariant::FusedC(3), GpuVariant::FusedC(4)];
+    GpuVariant::PaperPair, GpuVariant::PaperPairCapped, GpuVariant::FusedC(2), GpuVariant::FusedC(3), GpuVariant::FusedC(4)];
 
 /// Register cap of the `fusedc` kernels: 80 x 256 threads lets three blocks (3 x 72..77 KB of shared
 /// memory) share an SM. Unconstrained, ptxas gives them 94..100 registers (two blocks per SM); at 80
 /// fusedc2/3 need no spills and fusedc4 12 bytes (ptxas sm_90).
 pub const FUSEDC_MAX_REGS: u32 = 80;
+
+/// Register cap of `paperq56`: 56 x 384 threads lets three blocks share an SM (66 registers
+/// unconstrained: two); ptxas sm_90 needs no spills at 56 (48: 68 bytes).
+pub const PAPERQ_MAX_REGS: u32 = 56;
 
 /// Entry point `name` of `ptx` alone in a module, with `.maxnreg max_regs` (Rust cannot emit the
 /// directive; the same approach as host/src/pstm/gpu.rs). The kernel must call no function.

@@ -335,6 +335,9 @@ pub enum GpuVariant {
     FusedB(u32),
     /// `PaperHoisted` with one 16-byte pair-table load per coefficient lookup (`paperq`).
     PaperPair,
+    /// `PaperPair` JIT-compiled with a cap of 56 registers: three 384-thread blocks per SM instead
+    /// of two (ptxas sm_90: no spills at 56) (`paperq56`).
+    PaperPairCapped,
     /// As `FusedB` with batched tile loads, the pair table, the accumulator in shared memory and a
     /// register cap of 80 for three blocks per SM (`fusedc2..4`).
     FusedC(u32),
@@ -354,10 +357,11 @@ impl std::str::FromStr for GpuVariant {
             "fusedb3" => Ok(Self::FusedB(3)),
             "fusedb4" => Ok(Self::FusedB(4)),
             "paperq" => Ok(Self::PaperPair),
+            "paperq56" => Ok(Self::PaperPairCapped),
             "fusedc2" => Ok(Self::FusedC(2)),
             "fusedc3" => Ok(Self::FusedC(3)),
             "fusedc4" => Ok(Self::FusedC(4)),
-            o => Err(format!("unknown kernel `{o}` (expected auto, paper, paperh, paperq, fused2..4, fusedb2..4 or fusedc2..4)")),
+            o => Err(format!("unknown kernel `{o}` (expected auto, paper, paperh, paperq, paperq56, fused2..4, fusedb2..4 or fusedc2..4)")),
         }
     }
 }
@@ -371,6 +375,7 @@ impl std::fmt::Display for GpuVariant {
             GpuVariant::Fused(k) => write!(f, "fused{k}"),
             GpuVariant::FusedB(k) => write!(f, "fusedb{k}"),
             GpuVariant::PaperPair => write!(f, "paperq"),
+            GpuVariant::PaperPairCapped => write!(f, "paperq56"),
             GpuVariant::FusedC(k) => write!(f, "fusedc{k}"),
         }
     }
