@@ -3,12 +3,17 @@ import re
 import sys
 
 rows, err = [], False
+props_of = None
 for line in sys.stdin:
     m = re.search(r"Compiling entry function '(\w+)'", line)
     if m:
         rows.append({"name": m.group(1)})
+    m = re.search(r"Function properties for (\w+)", line)
+    if m:
+        # Non-entry functions (panic paths) follow an entry's lines: do not credit their stack to it.
+        props_of = m.group(1)
     m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
-    if m and rows:
+    if m and rows and props_of == rows[-1]["name"]:
         rows[-1].update(stack=m.group(1), st=m.group(2), ld=m.group(3))
     m = re.search(r"Used (\d+) registers", line)
     if m and rows:

@@ -114,8 +114,9 @@ pub struct MigrateArgs {
     #[arg(long, default_value_t = 0)]
     pub nz: usize,
     /// GPU kernel: paper (the paper's, one Chebyshev step per launch), paperh (its loads hoisted),
-    /// fused2..4 (2..4 Chebyshev steps per pass over a tile), fusedb2..4 (fused, balanced, FMA),
-    /// auto (time each on the shot's grid, keep the fastest).
+    /// paperq (hoisted, one 16-byte coefficient load per lookup), paperq56 (paperq, 56 registers), fused2..4 (2..4 Chebyshev steps per
+    /// pass over a tile), fusedb2..4 (fused, balanced, FMA), fusedc2..4 (fused, batched loads,
+    /// register-capped), auto (time each on the shot's grid, keep the fastest).
     #[arg(long, default_value = "paper")]
     pub kernel: GpuVariant,
     /// Frequency planes per GPU launch.
@@ -159,6 +160,10 @@ pub struct BenchArgs {
     /// `small` (seconds on a CPU) or `paper` (400 x 400 grids, 500 depths, 256 frequencies).
     #[arg(long, default_value = "small")]
     pub size: BenchSize,
+    /// Only the srm-step workload (one depth step, every kernel checked against the CPU and timed);
+    /// skips the srm-shot workload.
+    #[arg(long)]
+    pub step_only: bool,
 }
 
 /// `seisgpu extrapolate`: one frequency plane through `steps` depth steps in constant velocity.
@@ -363,7 +368,7 @@ fn run_design(a: &DesignArgs) -> anyhow::Result<()> {
 
 fn run_bench(a: &BenchArgs, global: &Global) -> anyhow::Result<()> {
     let backend = global.backend()?;
-    let rows = srm::bench::bench(&backend, a.size, &Ceilings::default())?;
+    let rows = srm::bench::bench_with(&backend, a.size, &Ceilings::default(), a.step_only)?;
     println!("{:<10} {:<22} {:<11} {:>12} {:>9}  {}", "workload", "variant", "scope", "median ms", "of ceil", "check / note");
     for r in rows {
         let frac = r.fraction_of_ceiling.map(|f| format!("{:.0}%", 100.0 * f)).unwrap_or_default();

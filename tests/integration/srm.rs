@@ -178,8 +178,8 @@ fn gpu_depth_step_matches_cpu_for_every_variant() {
     maps2.extend_from_slice(&maps);
     cpu::step_planes(&op, &maps2, &slow, &taper, nx, ny, &mut want);
     let dslow = gpu.upload(&slow).unwrap();
-    for variant in [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2), GpuVariant::Fused(3),
-        GpuVariant::Fused(4), GpuVariant::FusedB(2), GpuVariant::FusedB(3), GpuVariant::FusedB(4)] {
+    // Every `auto` candidate (paper, paperh, paperq, paperq56, fused2..4, fusedb2..4, fusedc2..4).
+    for variant in seisgpu_host::srm::gpu::CANDIDATES {
         let mut pl = Planes::new(&gpu, nx, ny, stride, &taper).unwrap();
         // Poison every buffer, then place the input planes at their strided positions.
         let poison = vec![f32::NAN; pl.x.len()];
@@ -217,13 +217,41 @@ fn gpu_image_matches_cpu() {
     let want = migrate(&Backend::Cpu, &traces, &model, &params, false).unwrap();
     let shots = seisgpu_host::srm::validate_inputs(&traces, &model, &params).unwrap();
     let op = seisgpu_host::srm::design_for(&model, &params).unwrap();
-    for variant in [GpuVariant::Paper, GpuVariant::Fused(4), GpuVariant::FusedB(3), GpuVariant::Auto] {
+    for variant in [GpuVariant::Paper, GpuVariant::Fused(4), GpuVariant::FusedB(3), GpuVariant::PaperPair, GpuVariant::FusedC(3),
+        GpuVariant::Auto] {
         // 7 planes per launch: the band's bins do not divide evenly into batches.
         let opts = GpuOptions { variant, planes: 7 };
         let got = seisgpu_host::srm::gpu::migrate_shots(&gpu, &op, &traces, &model, &params, &shots, opts, false).unwrap();
         let e = rel_l2(&got.data, &want.data);
         println!("{variant}: image rel L2 {e:.2e}");
         assert!(e < 1e-5, "{variant}: image rel L2 {e}");
+    }
+}
+
+#[test]
+fn capped_kernels_move_to_register_capped_modules() {
+    // CPU-only: the `fusedc` and `paperq` entry points call no function, so each can be JIT-compiled alone with
+    // `.maxnreg` (what `Planes::step` does on the GPU).
+    for k in ["srm_step_fusedc2", "srm_step_fusedc3", "srm_step_fusedc4", "srm_step_paperq"] {
+        let m = seisgpu_host::srm::gpu::capped_ptx(seisgpu_host::runtime::PTX, k, 80).unwrap();
+        assert_eq!(m.matches(".visible .entry").count(), 1, "{k}");
+        assert!(m.contains(&format!(".visible .entry {k}(")) && m.contains(".maxnreg 80"), "{k}");
+    }
+    assert!(seisgpu_host::srm::gpu::capped_ptx(seisgpu_host::runtime::PTX, "srm_step_none", 80).is_err());
+}
+
+#[test]
+fn pair_table_entries_interpolate_like_the_table() {
+    use seisgpu_host::kernels::srm::{coef_at, coef_from_pair, pair_entry};
+    let (ncoef, rows) = (5usize, 4usize);
+    let table = random_vec(2 * ncoef * rows, "table");
+    for i0 in 0..rows - 1 {
+        for n in 0..ncoef {
+            for f in [0.0f32, 0.3, 1.0] {
+                let want = unsafe { coef_at(table.as_ptr(), ncoef as u32, i0 as u32, f, n as u32) };
+                assert_eq!(coef_from_pair(pair_entry(&table, ncoef, i0, n), f), want);
+            }
+        }
     }
 }
 

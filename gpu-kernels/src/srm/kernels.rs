@@ -247,6 +247,13 @@ pub unsafe extern "ptx-kernel" fn srm_step_paperh(st: Stencil, nx: u32, ny: u32,
 // Fused kernel: K Chebyshev steps per pass over a 64 x 64 tile held in shared memory.
 // ------------------------------------------------------------------------------------------------
 
+/// `v` clamped to [0, n - 1] (n >= 1, validated on the host), without `i32::clamp`'s panic path.
+#[inline(always)]
+fn clampi(v: i32, n: u32) -> i32 {
+    let hi = n as i32 - 1;
+    if v < 0 { 0 } else if v > hi { hi } else { v }
+}
+
 #[inline(always)]
 unsafe fn lds4(p: *const F4, row: i32, pair: i32) -> F4 {
     unsafe { *p.add((row * (FUSED_TILE as i32 / 2) + pair) as usize) }
@@ -622,6 +629,373 @@ macro_rules! fusedb_kernel {
 fusedb_kernel!(srm_step_fusedb2, 2);
 fusedb_kernel!(srm_step_fusedb3, 3);
 fusedb_kernel!(srm_step_fusedb4, 4);
+
+// ------------------------------------------------------------------------------------------------
+// `paperq`: the paper-style kernel of `paperh` with one 16-byte pair-table load per lookup.
+// ------------------------------------------------------------------------------------------------
+
+/// `srm_step_paperh` with the coefficients read from the pair table (`ptab`, see
+/// `gpu_kernels::srm::pair_entry`): one 16-byte load per lookup instead of four scalar loads on four
+/// cache lines (the bench's velocity changes at every node, so the rows a warp reads are scattered).
+/// Results identical to `paperh`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn srm_step_paperq(st: Stencil, nx: u32, ny: u32, stride: u32, n: u32, degree: u32,
+    tin: *const f32, tio: *mut f32, acc: *mut f32, slow: *const f32, ptab: *const f32, rows: u32,
+    maps: *const RowMap, taper_x: *const f32, taper_y: *const f32) {
+    let sm = dynamic_shared::<f32>();
+    let (tx, ty) = (thread_idx_x(), thread_idx_y());
+    let plane = block_idx_z();
+    let nxy = (nx * ny) as usize;
+    let base = [(plane as usize) * nxy, ((stride + plane) as usize) * nxy];
+    let plane_sm = PAPER_RW * PAPER_RH;
+    let prow = pair_rows(rows);
+    // Load phase: each thread reads 4 nodes of a column, both waves, all loads before the stores.
+    let gx = (block_idx_x() * PAPER_TW + tx) as i32 - 4;
+    let gy0 = (block_idx_y() * PAPER_TH + ty * 4) as i32 - 4;
+    let mut v = [[0.0f32; 2]; 8];
+    for i in 0..4u32 {
+        let gy = gy0 + i as i32;
+        let inside = gx >= 0 && gy >= 0 && (gx as u32) < nx && (gy as u32) < ny;
+        // A clamped (valid) address for outside nodes, then a select: no divergent branch.
+        let (cx, cy) = (clampi(gx, nx) as usize, clampi(gy, ny) as usize);
+        for w in 0..2 {
+            let x = unsafe { ldg_f32x2(tin.add(2 * (base[w] + cy * nx as usize + cx))) };
+            v[2 * i as usize + w] = if inside { x } else { [0.0; 2] };
+        }
+    }
+    for i in 0..4usize {
+        let k = (ty as usize * 4 + i) * PAPER_RW + tx as usize;
+        for w in 0..2 {
+            unsafe {
+                *sm.add((2 * w) * plane_sm + k) = v[2 * i + w][0];
+                *sm.add((2 * w + 1) * plane_sm + k) = v[2 * i + w][1];
+            }
+        }
+    }
+    sync_threads();
+    if tx >= PAPER_TW {
+        return;
+    }
+    let gthx = block_idx_x() * PAPER_TW + tx;
+    if gthx >= nx {
+        return;
+    }
+    let map = unsafe { *maps.add(plane as usize) };
+    let first = n == 1;
+    let last = n == degree;
+    struct Out {
+        ok: bool,
+        g: usize,
+        s: f32,
+        prev: [F2; 2],
+        acc: [F2; 2],
+    }
+    let load = |i: u32| -> Out {
+        let gthy = block_idx_y() * PAPER_TH + ty * 3 + i;
+        let mut o = Out { ok: false, g: 0, s: 0.0, prev: [ZERO2; 2], acc: [ZERO2; 2] };
+        if gthy < ny {
+            let g = (gthy * nx + gthx) as usize;
+            o.ok = true;
+            o.g = g;
+            o.s = unsafe { ldg_f32(slow.add(g)) };
+            if !first {
+                unsafe {
+                    o.prev = [ld2(tio, base[0] + g), ld2(tio, base[1] + g)];
+                    o.acc = [ld2(acc, base[0] + g), ld2(acc, base[1] + g)];
+                }
+            }
+        }
+        o
+    };
+    let (o0, o1, o2) = (load(0), load(1), load(2));
+    let coefs = |o: &Out| -> ((f32, f32), (f32, f32)) {
+        let (i0, f) = table_pos(o.s, map, rows);
+        let a = coef_from_pair(unsafe { ldg_f32x4(ptab.add(4 * (n * prow + i0) as usize)) }, f);
+        let a0 = if first { coef_from_pair(unsafe { ldg_f32x4(ptab.add(4 * i0 as usize)) }, f) } else { (0.0, 0.0) };
+        (a, a0)
+    };
+    let (c0, c1, c2) = (coefs(&o0), coefs(&o1), coefs(&o2));
+    let out = |i: u32, o: &Out, (a, a0): ((f32, f32), (f32, f32))| {
+        if !o.ok {
+            return;
+        }
+        let gthy = block_idx_y() * PAPER_TH + ty * 3 + i;
+        let tw = if last { unsafe { *taper_x.add(gthx as usize) * *taper_y.add(gthy as usize) } } else { 1.0 };
+        let c = (ty * 3 + i + 4) as usize * PAPER_RW + (tx + 4) as usize;
+        let wave = |w: usize| {
+            let lap = |comp: usize| -> f32 {
+                let p = unsafe { sm.add((2 * w + comp) * plane_sm) };
+                let at = |off: isize| unsafe { *p.offset(c as isize + off) };
+                let r = PAPER_RW as isize;
+                st.apply(at(0), [at(-1), at(-2), at(-3), at(-4)], [at(1), at(2), at(3), at(4)],
+                    [at(-r), at(-2 * r), at(-3 * r), at(-4 * r)], [at(r), at(2 * r), at(3 * r), at(4 * r)])
+            };
+            let (lr, li) = (lap(0), lap(1));
+            let g = base[w] + o.g;
+            let prev2 = o.prev[w];
+            let t = (cheb_next(first, lr, prev2.re), cheb_next(first, li, prev2.im));
+            let mut ac = if first {
+                let t0 = unsafe { (*sm.add(2 * w * plane_sm + c), *sm.add((2 * w + 1) * plane_sm + c)) };
+                cmadd((0.0, 0.0), a0, t0)
+            } else {
+                (o.acc[w].re, o.acc[w].im)
+            };
+            ac = cmadd(ac, a, t);
+            unsafe {
+                if last {
+                    st2(tio, g, F2 { re: ac.0 * tw, im: ac.1 * tw });
+                } else {
+                    st2(tio, g, F2 { re: t.0, im: t.1 });
+                    st2(acc, g, F2 { re: ac.0, im: ac.1 });
+                }
+            }
+        };
+        wave(0);
+        wave(1);
+    };
+    out(0, &o0, c0);
+    out(1, &o1, c1);
+    out(2, &o2, c2);
+}
+
+// ------------------------------------------------------------------------------------------------
+// `fusedc`: the balanced fused kernel with what limited `fusedb` removed (docs/notes/srm.md):
+// - tile loads: each thread's 16 (32 with T_{n-2}) global loads are all issued before its shared
+//   stores, from clamped addresses (no branch); `fusedb` waited a full memory latency per node;
+// - one 16-byte pair-table load per lookup (`fusedb`: four scalar loads on four cache lines);
+// - the per-node state (table position, accumulator, tile offset) unrolled into registers
+//   (`fusedb3`'s 7-iteration loops stayed rolled: its arrays were on the stack, 120 B per thread);
+// - wave and plane from a compare instead of a division by `count` (no trap path).
+// ------------------------------------------------------------------------------------------------
+
+/// Expands `$body` for `$m` = 0..9 while `$m < $n` (a compile-time count): every per-node array index
+/// is a constant, so the arrays live in registers.
+macro_rules! unroll9 {
+    ($m:ident < $n:expr => $body:block) => {
+        unroll9!(@go $m, $n, $body, 0 1 2 3 4 5 6 7 8)
+    };
+    (@go $m:ident, $n:expr, $body:block, $($i:literal)*) => {
+        $( { let $m: usize = $i; if $m < $n $body } )*
+    };
+}
+
+/// One Chebyshev step of the stencil phase of the fused kernels (FMA stencil, as `fusedb`): reads
+/// T_{n-1} from `sa`, T_{n-2} from `sb`, writes T_n over `sb` on the rows/columns [lo, hi) of the
+/// tile; nodes outside the grid get 0.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn fused_stencil_step(st: Stencil, sa: *const F4, sb: *mut F4, tx: i32, ty: i32, lo: i32, hi: i32, first: bool,
+    ox: i32, oy: i32, nx: u32, ny: u32) {
+    const T: i32 = FUSED_TILE as i32;
+    let inside = |x: i32, y: i32| x >= 0 && y >= 0 && (x as u32) < nx && (y as u32) < ny;
+    let x0 = 2 * tx;
+    if !(x0 >= lo && x0 + 1 < hi) {
+        return;
+    }
+    let pair = tx;
+    let row0 = 8 * ty - 4;
+    let clamp = |r: i32| if r < 0 { 0 } else if r > T - 1 { T - 1 } else { r };
+    let mut win = [F4 { r0: 0.0, i0: 0.0, r1: 0.0, i1: 0.0 }; 9];
+    for k in 0..8 {
+        win[k] = unsafe { lds4(sa, clamp(row0 + k as i32), pair) };
+    }
+    let row = move |r: i32, win: &mut [F4; 9]| {
+        win[8] = unsafe { lds4(sa, clamp(row0 + r + 8), pair) };
+        let y = 8 * ty + r;
+        if y >= lo && y < hi {
+            let pm2 = unsafe { lds4(sa, y, pair - 2) };
+            let pm1 = unsafe { lds4(sa, y, pair - 1) };
+            let pp1 = unsafe { lds4(sa, y, pair + 1) };
+            let pp2 = unsafe { lds4(sa, y, pair + 2) };
+            let c = win[4];
+            let l0r = st.apply_fma(c.r0, [pm1.r1, pm1.r0, pm2.r1, pm2.r0], [c.r1, pp1.r0, pp1.r1, pp2.r0],
+                [win[3].r0, win[2].r0, win[1].r0, win[0].r0], [win[5].r0, win[6].r0, win[7].r0, win[8].r0]);
+            let l0i = st.apply_fma(c.i0, [pm1.i1, pm1.i0, pm2.i1, pm2.i0], [c.i1, pp1.i0, pp1.i1, pp2.i0],
+                [win[3].i0, win[2].i0, win[1].i0, win[0].i0], [win[5].i0, win[6].i0, win[7].i0, win[8].i0]);
+            let l1r = st.apply_fma(c.r1, [c.r0, pm1.r1, pm1.r0, pm2.r1], [pp1.r0, pp1.r1, pp2.r0, pp2.r1],
+                [win[3].r1, win[2].r1, win[1].r1, win[0].r1], [win[5].r1, win[6].r1, win[7].r1, win[8].r1]);
+            let l1i = st.apply_fma(c.i1, [c.i0, pm1.i1, pm1.i0, pm2.i1], [pp1.i0, pp1.i1, pp2.i0, pp2.i1],
+                [win[3].i1, win[2].i1, win[1].i1, win[0].i1], [win[5].i1, win[6].i1, win[7].i1, win[8].i1]);
+            let bp = unsafe { sb.add((y * (T / 2) + pair) as usize) };
+            let prev = unsafe { *bp };
+            let (gx, gy) = (ox + x0, oy + y);
+            let (in0, in1) = (inside(gx, gy), inside(gx + 1, gy));
+            let t = F4 {
+                r0: if in0 { cheb_next(first, l0r, prev.r0) } else { 0.0 },
+                i0: if in0 { cheb_next(first, l0i, prev.i0) } else { 0.0 },
+                r1: if in1 { cheb_next(first, l1r, prev.r1) } else { 0.0 },
+                i1: if in1 { cheb_next(first, l1i, prev.i1) } else { 0.0 },
+            };
+            unsafe { *bp = t };
+        }
+        for k in 0..8 {
+            win[k] = win[k + 1];
+        }
+    };
+    for r in 0..8 {
+        row(r, &mut win);
+    }
+}
+
+/// The body of the `fusedc` kernels for K steps (see the section comment above).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn fusedc_body<const K: u32, const M: usize>(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, n0: u32,
+    steps: u32, degree: u32, tin_a: *const f32, tin_b: *const f32, tout_a: *mut f32, tout_b: *mut f32, acc: *mut f32,
+    slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32, taper_y: *const f32) {
+    const T: i32 = FUSED_TILE as i32;
+    const { assert!(M <= 9) };
+    let h = 4 * K as i32;
+    let bi = fused_interior(K) as i32;
+    let mut carver = SharedCarver::new();
+    let mut sa = carver.take::<F4>((FUSED_TILE * FUSED_TILE / 2) as usize);
+    let mut sb = carver.take::<F4>((FUSED_TILE * FUSED_TILE / 2) as usize);
+    let (tx, ty) = (thread_idx_x() as i32, thread_idx_y() as i32);
+    let tid = ty * 32 + tx;
+    let z = block_idx_z();
+    let wave = (z >= count) as u32;
+    let plane = z - wave * count;
+    let nxy = (nx * ny) as usize;
+    let base = ((wave * stride + plane) as usize) * nxy;
+    let ox = block_idx_x() as i32 * bi - h;
+    let oy = block_idx_y() as i32 * bi - h;
+    let map = unsafe { *maps.add(plane as usize) };
+    let inside = |x: i32, y: i32| x >= 0 && y >= 0 && (x as u32) < nx && (y as u32) < ny;
+    let last_pass = n0 + steps - 1 == degree;
+    let prow = pair_rows(rows);
+
+    // Tile load: the thread's own pair column (nodes 2tx, 2tx + 1 of rows 8ty .. 8ty + 7), every
+    // global load issued before the first shared store; outside nodes read a clamped address and
+    // are replaced by 0.
+    let gx0 = ox + 2 * tx;
+    let (cx0, cx1) = (clampi(gx0, nx) as usize, clampi(gx0 + 1, nx) as usize);
+    let load_col = |src: *const f32| -> [F4; 8] {
+        let mut v = [F4 { r0: 0.0, i0: 0.0, r1: 0.0, i1: 0.0 }; 8];
+        unroll9!(r < 8 => {
+            let gy = oy + 8 * ty + r as i32;
+            let cy = clampi(gy, ny) as usize * nx as usize;
+            let a = unsafe { ldg_f32x2(src.add(2 * (base + cy + cx0))) };
+            let b = unsafe { ldg_f32x2(src.add(2 * (base + cy + cx1))) };
+            let (i0, i1) = (inside(gx0, gy), inside(gx0 + 1, gy));
+            v[r] = F4 {
+                r0: if i0 { a[0] } else { 0.0 },
+                i0: if i0 { a[1] } else { 0.0 },
+                r1: if i1 { b[0] } else { 0.0 },
+                i1: if i1 { b[1] } else { 0.0 },
+            };
+        });
+        v
+    };
+    // T_{n0-1}, then T_{n0-2}, then the accumulator: each batch's loads all in flight before its
+    // stores (holding both tiles' 32 loads at once pushed the kernel past 80 registers).
+    let va = load_col(tin_a);
+    unroll9!(r < 8 => {
+        unsafe { *sa.add(((8 * ty + r as i32) * (T / 2) + tx) as usize) = va[r] };
+    });
+    // The interior accumulator lives in shared memory (bi x bi complex after the two tiles) and the
+    // table position is recomputed from the slowness at every step (an L1-resident coalesced load
+    // and a few flops): per-node state in registers (7 nodes x 4 registers at K = 3) pushed the
+    // kernel past 80 registers, i.e. below three blocks per SM.
+    let sacc = carver.take::<F2>((bi * bi) as usize);
+    let nint = (bi * bi) as u32;
+    if n0 > 1 {
+        let vb = load_col(tin_b);
+        unroll9!(r < 8 => {
+            unsafe { *sb.add(((8 * ty + r as i32) * (T / 2) + tx) as usize) = vb[r] };
+        });
+        let mut acc_in = [ZERO2; M];
+        unroll9!(m < M => {
+            let q = tid as u32 + 256 * m as u32;
+            let (lx, ly) = ((q % bi as u32) as i32, (q / bi as u32) as i32);
+            let (gx, gy) = (ox + h + lx, oy + h + ly);
+            if q < nint && inside(gx, gy) {
+                acc_in[m] = unsafe { ld2(acc, base + (gy * nx as i32 + gx) as usize) };
+            }
+        });
+        unroll9!(m < M => {
+            let q = tid as u32 + 256 * m as u32;
+            if q < nint {
+                unsafe { *sacc.add(q as usize) = acc_in[m] };
+            }
+        });
+    }
+    sync_threads();
+    // acc (+)= a_n T_n over the interior, T_n in `t`; n = 0 starts the sum.
+    // acc (+)= a_n T_n over the interior, T_n in `t`; n = 0 starts the sum.
+    let accumulate = |t: *const F2, n: u32| {
+        let pn = unsafe { ptab.add(4 * (n * prow) as usize) };
+        let mut q = tid as u32;
+        while q < nint {
+            let (lx, ly) = ((q % bi as u32) as i32, (q / bi as u32) as i32);
+            let (gx, gy) = (ox + h + lx, oy + h + ly);
+            if inside(gx, gy) {
+                let (i0, f) = table_pos(unsafe { ldg_f32(slow.add((gy * nx as i32 + gx) as usize)) }, map, rows);
+                let a = coef_from_pair(unsafe { ldg_f32x4(pn.add(4 * i0 as usize)) }, f);
+                let tn = unsafe { *t.add(((ly + h) * T + lx + h) as usize) };
+                let prev = if n == 0 { ZERO2 } else { unsafe { *sacc.add(q as usize) } };
+                let v = cmadd((prev.re, prev.im), a, (tn.re, tn.im));
+                unsafe { *sacc.add(q as usize) = F2 { re: v.0, im: v.1 } };
+            }
+            q += 256;
+        }
+    };
+    if n0 == 1 {
+        accumulate(sa as *const F2, 0);
+    }
+
+    for j in 1..=steps as i32 {
+        let n = n0 + j as u32 - 1;
+        unsafe { fused_stencil_step(st, sa, sb, tx, ty, 4 * j, T - 4 * j, n == 1, ox, oy, nx, ny) };
+        sync_threads();
+        core::mem::swap(&mut sa, &mut sb);
+        // T_n is now in `sa`; the next stencil phase only writes `sb`, and each accumulator entry is
+        // touched by one thread only, so no barrier is needed before the next step.
+        accumulate(sa as *const F2, n);
+    }
+
+    let mut q = tid as u32;
+    while q < nint {
+        let (lx, ly) = ((q % bi as u32) as i32, (q / bi as u32) as i32);
+        let (gx, gy) = (ox + h + lx, oy + h + ly);
+        if inside(gx, gy) {
+            let g = base + (gy * nx as i32 + gx) as usize;
+            let ac = unsafe { *sacc.add(q as usize) };
+            if last_pass {
+                let tw = unsafe { *taper_x.add(gx as usize) * *taper_y.add(gy as usize) };
+                unsafe { st2(tout_a, g, F2 { re: ac.re * tw, im: ac.im * tw }) };
+            } else {
+                let k = ((ly + h) * T + lx + h) as usize;
+                unsafe {
+                    st2(tout_a, g, *(sa as *const F2).add(k));
+                    st2(tout_b, g, *(sb as *const F2).add(k));
+                    st2(acc, g, ac);
+                }
+            }
+        }
+        q += 256;
+    }
+}
+
+macro_rules! fusedc_kernel {
+    ($name:ident, $k:expr) => {
+        /// As the `srm_step_fusedb*` kernels (same buffers; `ptab` the pair table and `rows` the
+        /// table's rows instead of `table`, `ncoef`, `rows`), with the changes listed above.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, n0: u32,
+            steps: u32, degree: u32, tin_a: *const f32, tin_b: *const f32, tout_a: *mut f32, tout_b: *mut f32,
+            acc: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap,
+            taper_x: *const f32, taper_y: *const f32) {
+            unsafe {
+                fusedc_body::<$k, { fusedb_per_thread($k) as usize }>(st, nx, ny, stride, count, n0, steps, degree, tin_a,
+                    tin_b, tout_a, tout_b, acc, slow, ptab, rows, maps, taper_x, taper_y)
+            }
+        }
+    };
+}
+
+fusedc_kernel!(srm_step_fusedc2, 2);
+fusedc_kernel!(srm_step_fusedc3, 3);
+fusedc_kernel!(srm_step_fusedc4, 4);
 
 // ------------------------------------------------------------------------------------------------
 // Shot pipeline: traces to complex, injection of the receiver spectra and the source, imaging.

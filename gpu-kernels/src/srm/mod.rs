@@ -40,6 +40,9 @@ pub const fn fusedb_per_thread(k: u32) -> u32 { (fused_interior(k) * fused_inter
 /// Shared bytes of the balanced fused kernel: the two 64 x 64 complex tiles only (accumulator and
 /// table positions live in registers).
 pub const fn fusedb_shared_bytes() -> u32 { 2 * FUSED_TILE * FUSED_TILE * 8 }
+/// Shared bytes of the `fusedc` kernels: the two 64 x 64 complex tiles and the interior accumulator
+/// (as `fused`).
+pub const fn fusedc_shared_bytes(k: u32) -> u32 { fused_shared_bytes(k) }
 /// Shared bytes of the fused kernel: two 64 x 64 complex tiles and the interior accumulator.
 pub const fn fused_shared_bytes(k: u32) -> u32 {
     let b = fused_interior(k);
@@ -143,6 +146,25 @@ pub unsafe fn coef_at(table: *const f32, ncoef: u32, i0: u32, f: f32, n: u32) ->
         (r0 + f * (r1 - r0), m0 + f * (m1 - m0))
     }
 }
+
+/// The coefficient table re-laid out for one 16-byte load per lookup (`fusedc`, `paperq`): entry
+/// (n, i0), i0 = 0..rows - 2, at float 4 (n (rows - 1) + i0), holds (a_n[i0], a_n[i0 + 1]) as
+/// (re0, im0, re1, im1). Coefficient-major, so the two rows a lookup interpolates between sit in one
+/// aligned 16-byte word and the rows of one coefficient are contiguous (rows x 16 bytes: cache
+/// resident). With a velocity that varies from node to node, the row-major table's four scalar loads
+/// per lookup touch four cache lines per node; this is one. `table` as in [`coef_at`].
+pub fn pair_entry(table: &[f32], ncoef: usize, i0: usize, n: usize) -> [f32; 4] {
+    let (k0, k1) = (2 * (i0 * ncoef + n), 2 * ((i0 + 1) * ncoef + n));
+    [table[k0], table[k0 + 1], table[k1], table[k1 + 1]]
+}
+
+/// Entries per coefficient in the pair table: one per row pair (i0, i0 + 1).
+#[inline(always)]
+pub const fn pair_rows(rows: u32) -> u32 { rows - 1 }
+
+/// Interpolates a pair-table entry with the arithmetic of [`coef_at`] (identical results).
+#[inline(always)]
+pub fn coef_from_pair(e: [f32; 4], f: f32) -> (f32, f32) { (e[0] + f * (e[2] - e[0]), e[1] + f * (e[3] - e[1])) }
 
 /// acc + a t for complex a, t (one coefficient times one Chebyshev term).
 #[inline(always)]

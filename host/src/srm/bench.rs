@@ -83,6 +83,11 @@ fn step_case(size: BenchSize) -> anyhow::Result<StepCase> {
 /// Runs every workload on the CPU and, when present, on the GPU; GPU results are checked against
 /// the CPU before they are timed.
 pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow::Result<Vec<BenchRow>> {
+    bench_with(backend, size, ceilings, false)
+}
+
+/// [`bench`], optionally without the srm-shot workload (`step_only`).
+pub fn bench_with(backend: &Backend, size: BenchSize, ceilings: &Ceilings, step_only: bool) -> anyhow::Result<Vec<BenchRow>> {
     let mut rows = Vec::new();
     let threads = rayon::current_num_threads();
     // ---- srm-step ----
@@ -114,7 +119,9 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
         let timer = GpuTimer::new(g.stream())?;
         let variants = [(GpuVariant::Paper, 1usize), (GpuVariant::Paper, 16), (GpuVariant::PaperHoisted, 1),
             (GpuVariant::PaperHoisted, 16), (GpuVariant::Fused(2), 16), (GpuVariant::Fused(3), 16), (GpuVariant::Fused(4), 16),
-            (GpuVariant::FusedB(2), 16), (GpuVariant::FusedB(3), 16), (GpuVariant::FusedB(4), 16)];
+            (GpuVariant::FusedB(2), 16), (GpuVariant::FusedB(3), 16), (GpuVariant::FusedB(4), 16),
+            (GpuVariant::PaperPair, 16), (GpuVariant::PaperPairCapped, 16), (GpuVariant::FusedC(2), 16), (GpuVariant::FusedC(3), 16),
+            (GpuVariant::FusedC(4), 16)];
         for (variant, count) in variants {
             let mut pl = Planes::new(g, nx, ny, np, &case.taper)?;
             pl.set_maps(g, &case.maps)?;
@@ -176,10 +183,13 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
             if count == np && per_plane < best.0 {
                 best = (per_plane, variant);
             }
-            if count == np && matches!(variant, GpuVariant::Fused(_) | GpuVariant::FusedB(_)) && per_plane < best_fused.0 {
+            if count == np && matches!(variant, GpuVariant::Fused(_) | GpuVariant::FusedB(_) | GpuVariant::FusedC(_)) && per_plane < best_fused.0 {
                 best_fused = (per_plane, variant);
             }
         }
+    }
+    if step_only {
+        return Ok(rows);
     }
     // ---- srm-shot: the fastest srm-step kernel, the fastest fused one and the paper's ----
     let mut shot_variants = vec![best.1];

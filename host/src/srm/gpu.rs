@@ -2,12 +2,15 @@
 //! the shot's traces go up once (FFT by cuFFT there), the slowness window once, and only the image
 //! comes back. Frequencies run `planes` at a time (one launch covers all of them and both waves).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::Context;
-use cudarc::driver::{CudaSlice, CudaView, DeviceRepr, LaunchConfig};
+use cudarc::driver::{sys, CudaFunction, CudaModule, CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::Ptx;
 
-use gpu_kernels::srm::{fused_interior, fused_shared_bytes, fusedb_shared_bytes, RowMap, Stencil, PAPER_SHARED_BYTES, PAPER_TH, PAPER_TW};
+use gpu_kernels::srm::{fused_interior, fused_shared_bytes, fusedb_shared_bytes, fusedc_shared_bytes, pair_entry, RowMap, Stencil,
+    PAPER_SHARED_BYTES, PAPER_TH, PAPER_TW};
 
 use super::design::Operator;
 use super::{cpu, FreqPlan, GpuOptions, GpuVariant, Image, Shot, ShotGrid, SrmParams, Taper, VelocityModel};
@@ -30,6 +33,9 @@ fn drv(what: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> GpuErr
 /// The operator's coefficient table and stencil on the device.
 pub struct DeviceOperator {
     pub table: CudaSlice<f32>,
+    /// The table as (a_n[i], a_n[i + 1]) pairs, coefficient-major (`gpu_kernels::srm::pair_entry`):
+    /// one 16-byte load per lookup for `paperq` and `fusedc`.
+    pub pairs: CudaSlice<f32>,
     pub stencil: StencilArg,
     pub ncoef: u32,
     pub rows: u32,
@@ -38,8 +44,11 @@ pub struct DeviceOperator {
 
 impl DeviceOperator {
     pub fn new(gpu: &Gpu, op: &Operator) -> GpuResult<Self> {
+        let (nc, rows) = (op.ncoef(), op.rows);
+        let pairs: Vec<f32> = (0..nc).flat_map(|n| (0..rows - 1).flat_map(move |i| pair_entry(&op.table, nc, i, n))).collect();
         Ok(DeviceOperator {
             table: gpu.upload(&op.table)?,
+            pairs: gpu.upload(&pairs)?,
             stencil: StencilArg(op.stencil),
             ncoef: op.ncoef() as u32,
             rows: op.rows as u32,
@@ -111,6 +120,59 @@ impl Planes {
                     std::mem::swap(&mut self.x, &mut self.y);
                 }
             }
+            GpuVariant::PaperPair | GpuVariant::PaperPairCapped => {
+                let name = "srm_step_paperq";
+                let cfg = LaunchConfig {
+                    grid_dim: (nx.div_ceil(PAPER_TW), ny.div_ceil(PAPER_TH), cnt),
+                    block_dim: (48, 8, 1),
+                    shared_mem_bytes: PAPER_SHARED_BYTES,
+                };
+                let func = if variant == GpuVariant::PaperPairCapped {
+                    capped_kernel(gpu, name, PAPERQ_MAX_REGS, &cfg)?
+                } else {
+                    gpu.prepare_launch(name, &cfg)?
+                };
+                for n in 1..=degree {
+                    let Planes { x, y, acc, maps, taper_x, taper_y, .. } = self;
+                    let (tin, tio) = if n % 2 == 1 { (&*x, y) } else { (&*y, x) };
+                    let mut l = gpu.stream().launch_builder(&func);
+                    l.arg(&st).arg(&nx).arg(&ny).arg(&stride).arg(&n).arg(&degree).arg(tin).arg(tio).arg(acc).arg(slow);
+                    l.arg(&dop.pairs).arg(&rows).arg(&*maps).arg(&*taper_x).arg(&*taper_y);
+                    let r = unsafe { l.launch(cfg) };
+                    gpu.finish_launch(name, &cfg, r.map(|_| ()))?;
+                }
+                if degree % 2 == 1 {
+                    std::mem::swap(&mut self.x, &mut self.y);
+                }
+            }
+            GpuVariant::FusedC(k) => {
+                let name = match k {
+                    2 => "srm_step_fusedc2",
+                    3 => "srm_step_fusedc3",
+                    4 => "srm_step_fusedc4",
+                    _ => return Err(GpuError::BadLaunch { kernel: "srm_step_fusedc".into(), why: format!("{k} fused steps (2..=4)") }),
+                };
+                let bi = fused_interior(k);
+                let cfg = LaunchConfig {
+                    grid_dim: (nx.div_ceil(bi), ny.div_ceil(bi), 2 * cnt),
+                    block_dim: (32, 8, 1),
+                    shared_mem_bytes: fusedc_shared_bytes(k),
+                };
+                let func = capped_kernel(gpu, name, FUSEDC_MAX_REGS, &cfg)?;
+                let mut n0 = 1u32;
+                while n0 <= degree {
+                    let steps = k.min(degree - n0 + 1);
+                    let Planes { x, y, x2, y2, acc, maps, taper_x, taper_y, .. } = self;
+                    let mut l = gpu.stream().launch_builder(&func);
+                    l.arg(&st).arg(&nx).arg(&ny).arg(&stride).arg(&cnt).arg(&n0).arg(&steps).arg(&degree).arg(&*x).arg(&*y);
+                    l.arg(x2).arg(y2).arg(acc).arg(slow).arg(&dop.pairs).arg(&rows).arg(&*maps).arg(&*taper_x).arg(&*taper_y);
+                    let r = unsafe { l.launch(cfg) };
+                    gpu.finish_launch(name, &cfg, r.map(|_| ()))?;
+                    std::mem::swap(&mut self.x, &mut self.x2);
+                    std::mem::swap(&mut self.y, &mut self.y2);
+                    n0 += steps;
+                }
+            }
             GpuVariant::Fused(k) | GpuVariant::FusedB(k) => {
                 let balanced = matches!(variant, GpuVariant::FusedB(_));
                 let name = match (k, balanced) {
@@ -153,11 +215,11 @@ impl Planes {
             GpuVariant::Auto => f64::NAN,
             // n = 1: read T0, write T1 + acc; 2..N-1: read T_{n-1}, T_{n-2}, acc, write T_n, acc;
             // N: read T_{N-1}, T_{N-2}, acc, write W. Both waves share the slowness read.
-            GpuVariant::Paper | GpuVariant::PaperHoisted => {
+            GpuVariant::Paper | GpuVariant::PaperHoisted | GpuVariant::PaperPair | GpuVariant::PaperPairCapped => {
                 let per_wave = 3.0 * c + (degree as f64 - 2.0) * 5.0 * c + 4.0 * c;
                 pts * (2.0 * per_wave + degree as f64 * s)
             }
-            GpuVariant::Fused(k) | GpuVariant::FusedB(k) => {
+            GpuVariant::Fused(k) | GpuVariant::FusedB(k) | GpuVariant::FusedC(k) => {
                 let passes = degree.div_ceil(k as usize);
                 // First pass: read T0, write 2 terms + acc; middle: read 2 + acc, write 2 + acc;
                 // last: read 2 + acc, write W. Each wave-block reads the slowness itself.
@@ -169,8 +231,79 @@ impl Planes {
 }
 
 /// Every kernel variant `auto` chooses from.
-pub const CANDIDATES: [GpuVariant; 8] = [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2),
-    GpuVariant::Fused(3), GpuVariant::Fused(4), GpuVariant::FusedB(2), GpuVariant::FusedB(3), GpuVariant::FusedB(4)];
+pub const CANDIDATES: [GpuVariant; 13] = [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2),
+    GpuVariant::Fused(3), GpuVariant::Fused(4), GpuVariant::FusedB(2), GpuVariant::FusedB(3), GpuVariant::FusedB(4),
+    GpuVariant::PaperPair, GpuVariant::PaperPairCapped, GpuVariant::FusedC(2), GpuVariant::FusedC(3), GpuVariant::FusedC(4)];
+
+/// Register cap of the `fusedc` kernels: 80 x 256 threads lets three blocks (3 x 72..77 KB of shared
+/// memory) share an SM. Unconstrained, ptxas gives them 94..100 registers (two blocks per SM); at 80
+/// fusedc2/3 need no spills and fusedc4 12 bytes (ptxas sm_90).
+pub const FUSEDC_MAX_REGS: u32 = 80;
+
+/// Register cap of `paperq56`: 56 x 384 threads lets three blocks share an SM (66 registers
+/// unconstrained: two); ptxas sm_90 needs no spills at 56 (48: 68 bytes).
+pub const PAPERQ_MAX_REGS: u32 = 56;
+
+/// Entry point `name` of `ptx` alone in a module, with `.maxnreg max_regs` (Rust cannot emit the
+/// directive; the same approach as host/src/pstm/gpu.rs). The kernel must call no function.
+pub fn capped_ptx(ptx: &str, name: &str, max_regs: u32) -> Result<String, String> {
+    let mut out = String::new();
+    for l in ptx.lines() {
+        let t = l.trim_start();
+        if t.starts_with(".version") || t.starts_with(".target") || t.starts_with(".address_size")
+            || t.starts_with(".extern .shared")
+        {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    let lines: Vec<&str> = ptx.lines().collect();
+    let head = format!(".visible .entry {name}(");
+    let start = lines.iter().position(|l| *l == head).ok_or_else(|| format!("the embedded PTX has no kernel `{name}`"))?;
+    let close = (start..lines.len()).find(|&k| lines[k] == ")").ok_or_else(|| format!("PTX of `{name}` has no parameter list end"))?;
+    let end = (close..lines.len()).find(|&k| lines[k] == "}").ok_or_else(|| format!("PTX of `{name}` has no end"))?;
+    for (k, l) in lines.iter().enumerate().take(end + 1).skip(start) {
+        if l.trim_start().starts_with("call") {
+            return Err(format!("PTX kernel `{name}` calls a function; it cannot be moved to its own module"));
+        }
+        out.push_str(l);
+        out.push('\n');
+        if k == close {
+            out.push_str(&format!(".maxnreg {max_regs}\n"));
+        }
+    }
+    Ok(out)
+}
+
+type ModuleKey = (usize, String, u32);
+static MODULES: OnceLock<Mutex<HashMap<ModuleKey, Arc<CudaModule>>>> = OnceLock::new();
+
+/// Kernel `name` capped at `max_regs` registers (module JIT-compiled once per context), with its
+/// shared-memory limit raised for `cfg`.
+fn capped_kernel(gpu: &Gpu, name: &str, max_regs: u32, cfg: &LaunchConfig) -> GpuResult<CudaFunction> {
+    // Validates the launch shape against the device (and the kernel's presence in the main module).
+    gpu.prepare_launch(name, cfg)?;
+    let key = (gpu.context().cu_ctx() as usize, name.to_string(), max_regs);
+    let module = {
+        let mut cache = MODULES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+        match cache.get(&key) {
+            Some(m) => m.clone(),
+            None => {
+                let src = capped_ptx(crate::runtime::PTX, name, max_regs)
+                    .map_err(|why| GpuError::BadLaunch { kernel: name.into(), why })?;
+                let m = gpu.context().load_module(Ptx::from_src(src)).map_err(drv("JIT-compiling a register-capped srm kernel"))?;
+                cache.insert(key, m.clone());
+                m
+            }
+        }
+    };
+    let func = module.load_function(name).map_err(drv("loading a register-capped srm kernel"))?;
+    if cfg.shared_mem_bytes > 48 * 1024 {
+        func.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cfg.shared_mem_bytes as i32)
+            .map_err(drv("raising the shared-memory limit of a register-capped srm kernel"))?;
+    }
+    Ok(func)
+}
 
 /// Times one depth step of `count` planes with every candidate kernel (median of 3 after a
 /// warm-up) and returns the fastest. The planes' contents are overwritten.

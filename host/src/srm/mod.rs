@@ -334,6 +334,14 @@ pub enum GpuVariant {
     /// As `Fused`, with the coefficient work balanced over all threads (table positions and
     /// accumulators in registers) and an FMA stencil.
     FusedB(u32),
+    /// `PaperHoisted` with one 16-byte pair-table load per coefficient lookup (`paperq`).
+    PaperPair,
+    /// `PaperPair` JIT-compiled with a cap of 56 registers: three 384-thread blocks per SM instead
+    /// of two (ptxas sm_90: no spills at 56) (`paperq56`).
+    PaperPairCapped,
+    /// As `FusedB` with batched tile loads, the pair table, the accumulator in shared memory and a
+    /// register cap of 80 for three blocks per SM (`fusedc2..4`).
+    FusedC(u32),
 }
 
 impl std::str::FromStr for GpuVariant {
@@ -349,7 +357,12 @@ impl std::str::FromStr for GpuVariant {
             "fusedb2" => Ok(Self::FusedB(2)),
             "fusedb3" => Ok(Self::FusedB(3)),
             "fusedb4" => Ok(Self::FusedB(4)),
-            o => Err(format!("unknown kernel `{o}` (expected auto, paper, paperh, fused2..4 or fusedb2..4)")),
+            "paperq" => Ok(Self::PaperPair),
+            "paperq56" => Ok(Self::PaperPairCapped),
+            "fusedc2" => Ok(Self::FusedC(2)),
+            "fusedc3" => Ok(Self::FusedC(3)),
+            "fusedc4" => Ok(Self::FusedC(4)),
+            o => Err(format!("unknown kernel `{o}` (expected auto, paper, paperh, paperq, paperq56, fused2..4, fusedb2..4 or fusedc2..4)")),
         }
     }
 }
@@ -362,6 +375,9 @@ impl std::fmt::Display for GpuVariant {
             GpuVariant::PaperHoisted => write!(f, "paperh"),
             GpuVariant::Fused(k) => write!(f, "fused{k}"),
             GpuVariant::FusedB(k) => write!(f, "fusedb{k}"),
+            GpuVariant::PaperPair => write!(f, "paperq"),
+            GpuVariant::PaperPairCapped => write!(f, "paperq56"),
+            GpuVariant::FusedC(k) => write!(f, "fusedc{k}"),
         }
     }
 }
