@@ -92,9 +92,9 @@ pub struct MigrateArgs {
     #[arg(long, default_value_t = 600)]
     pub ns: usize,
     /// GPU: columns (warps) per block, register cap, traces through a texture.
-    #[arg(long, default_value_t = GpuTuning::default().warps)]
+    #[arg(long, default_value_t = GpuTuning::fastest().warps)]
     pub warps: u32,
-    #[arg(long, default_value_t = GpuTuning::default().max_regs)]
+    #[arg(long, default_value_t = GpuTuning::fastest().max_regs)]
     pub max_regs: u32,
     #[arg(long)]
     pub texture: bool,
@@ -204,7 +204,12 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
         aperture: a.aperture,
         stretch: a.stretch,
         dynamic_max_step: a.tt.max_step,
-        gpu: GpuTuning { warps: a.warps, max_regs: a.max_regs, texture: a.texture, ..GpuTuning::default() },
+        // The measured fastest shape; `--texture` selects the paper's trace path (no shared-memory staging).
+        gpu: if a.texture {
+            GpuTuning { warps: a.warps, max_regs: a.max_regs, texture: true, ..GpuTuning::default() }
+        } else {
+            GpuTuning { warps: a.warps, max_regs: a.max_regs, tile_x: if a.warps % 2 == 0 { 2 } else { 1 }, ..GpuTuning::fastest() }
+        },
     };
     p.validate(mode, model)?;
     let h = pb::survey(a.traces, &p, a.aperture as f64 * 0.5, 2000.0, 41);

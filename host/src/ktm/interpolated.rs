@@ -66,7 +66,7 @@ pub fn migrate(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow:
         aperture: if a.max_distance.is_finite() { a.max_distance as f32 } else { full_aperture(traces, &g) },
         stretch: params.mute_stretch.unwrap_or(1e6),
         dynamic_max_step: 32,
-        gpu: Default::default(),
+        gpu: crate::pstm::GpuTuning::fastest(),
     };
     let filtered;
     let input = if params.rho_filter {

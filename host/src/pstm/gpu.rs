@@ -291,7 +291,14 @@ pub enum Image {
 /// Kernel name, function (from the capped module) and launch configuration.
 fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, packed_len: u32, mode: TraveltimeMode,
     model: TraveltimeModel) -> anyhow::Result<(String, CudaFunction, LaunchConfig)> {
-    let t = &p.gpu;
+    let max_shared = gpu.info().max_shared_per_block_optin as u32;
+    let mut t = p.gpu;
+    if t.smem && t.warps * table_bytes(mode) + smem_stage_bytes(packed_len, t.warps) > max_shared {
+        // Traces too long to stage two per block: the read-only-cache kernels, same walk order
+        // and arithmetic (so the image is the same).
+        t.smem = false;
+    }
+    let t = &t;
     let name = kernel_name(mode, model, t.texture, t.smem);
     let func = kernel(gpu, &name, t.max_regs)?;
     let tile_x = t.tile_x.max(1);
@@ -307,7 +314,6 @@ fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, packed_len: u32, mo
         block_dim: (32, t.warps, 1),
         shared_mem_bytes: t.warps * table_bytes(mode) + if t.smem { smem_stage_bytes(packed_len, t.warps) } else { 0 },
     };
-    let max_shared = gpu.info().max_shared_per_block_optin as u32;
     ensure!(cfg.shared_mem_bytes <= max_shared,
         "{} warps per block{} need {} B of shared memory ({max_shared} B allowed){}", t.warps,
         if t.smem { " and two staged traces" } else { "" }, cfg.shared_mem_bytes,

@@ -122,6 +122,15 @@ impl Default for GpuTuning {
 impl GpuTuning {
     /// The paper's launch shape: block (32, 10), traces through a texture.
     pub fn paper() -> Self { Self { warps: 10, max_regs: 96, texture: true, ..Self::default() } }
+
+    /// The fastest shape measured on the H100 (`seisgpu pstm bench --size paper`, static8 DSR,
+    /// 100,000 traces: 0.44 s against 0.66 s for `w8-r80-lockstep-batched`; BENCHMARKS.md): 8
+    /// columns per block as a 2 x 4 tile, traces staged in shared memory, 80 registers, batched
+    /// all-FAST units. What the CLI and the Kirchhoff dispatch use; traces too long to stage fall
+    /// back to the read-only-cache kernels (see `gpu::launch_shape`).
+    pub fn fastest() -> Self {
+        Self { warps: 8, max_regs: 80, batched_units: true, smem: true, tile_x: 2, ..Self::default() }
+    }
 }
 
 /// Migration parameters. Coordinates are those of the trace headers (m); image times are two-way.

@@ -390,9 +390,9 @@ pub struct GpuOptions {
 }
 
 impl Default for GpuOptions {
-    /// The paper's kernel: verified on the H100 and the fastest there end to end (docs/notes/srm.md);
-    /// `paperh`, `fusedb*` and `auto` await their first GPU run.
-    fn default() -> Self { Self { variant: GpuVariant::Paper, planes: 16 } }
+    /// `paperq56`: the fastest depth step measured on the H100 (75 us per step and plane, 88 % of
+    /// the copy bandwidth; `srm bench --step-only`, BENCHMARKS.md).
+    fn default() -> Self { Self { variant: GpuVariant::PaperPairCapped, planes: 16 } }
 }
 
 /// Migrates all shots in `traces` through `model`; the image covers the whole model (`params.nz`
