@@ -111,6 +111,9 @@ pub struct MigrationOptions {
     /// Skip the rho (anticausal half-derivative) filter on the traces.
     #[arg(long)]
     pub no_rho: bool,
+    /// GPU runs: rho filter (cuFFT) and trace layout on the GPU instead of the host's cores.
+    #[arg(long)]
+    pub prep_on_gpu: bool,
     /// Skip the amplitude weights (cos / sqrt(v r)).
     #[arg(long)]
     pub no_weights: bool,
@@ -271,6 +274,7 @@ pub fn params(o: &MigrationOptions) -> anyhow::Result<Params> {
     };
     let mut p = Params::full(grid, velocity);
     p.rho_filter = !o.no_rho;
+    p.prep_on_gpu = o.prep_on_gpu;
     p.weights = !o.no_weights;
     p.antialias = if o.no_antialias {
         None

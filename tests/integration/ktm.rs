@@ -240,6 +240,12 @@ fn gpu_trace_preprocessing_matches_cpu() {
         let err = rel_l2(&a, &b);
         println!("rho {rho:5} antialias {aa:5}: GPU vs CPU pairs rel L2 {err:.2e}");
         assert!(err < 1e-5, "rho {rho} aa {aa}: rel L2 {err}");
+        // And a whole migration through it.
+        let cpu_img = ktm::migrate(&traces, &params, &Backend::Cpu).unwrap();
+        let gpu_img = ktm::migrate(&traces, &Params { prep_on_gpu: true, ..params.clone() }, &Backend::Gpu(gpu.clone())).unwrap();
+        let err = rel_l2(&gpu_img.data, &cpu_img.data);
+        println!("rho {rho:5} antialias {aa:5}: image with GPU preprocessing vs CPU rel L2 {err:.2e}");
+        assert!(err < 1e-5, "rho {rho} aa {aa}: image rel L2 {err}");
     }
 }
 

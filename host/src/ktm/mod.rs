@@ -227,6 +227,11 @@ pub struct Params {
     pub eta: f32,
     pub variant: Variant,
     pub limits: GpuLimits,
+    /// GPU migrations: rho filter and pair layout on the GPU (cuFFT, [`prep_gpu`]) instead of the
+    /// host (rustfft on all cores). Off by default: the GPU path hands its pairs back to the host
+    /// (the migration driver uploads host pairs), and with it on by default the end-to-end rows
+    /// of the H100 run at d5fda16 were 60-70 ms slower than before (BENCHMARKS.md).
+    pub prep_on_gpu: bool,
 }
 
 impl Params {
@@ -246,6 +251,7 @@ impl Params {
             eta: 0.0,
             variant: Variant::default(),
             limits: GpuLimits::default(),
+            prep_on_gpu: false,
         }
     }
     /// A production migration: rho filter, weights, anti-aliasing at the bin size, full aperture.
@@ -579,11 +585,12 @@ fn interp1(v: &[f32], t0: f32, dt: f32, t: f32) -> f32 {
     ((1.0 - f) * v[i] as f64 + f * v[i + 1] as f64) as f32
 }
 
-/// Rho filter, integration and pair layout on the backend that migrates (rustfft or cuFFT).
+/// Rho filter, integration and pair layout: on the host, or on the GPU with `prep_on_gpu`.
 fn prepare_on(backend: &Backend, traces: &TraceSet, plan: &Plan, params: &Params) -> anyhow::Result<prep::Prepared> {
     match backend {
         Backend::Cpu => Ok(prep::prepare(traces, plan, params)),
-        Backend::Gpu(gpu) => prep_gpu::prepare(gpu, traces, plan, params).context("GPU trace preprocessing"),
+        Backend::Gpu(gpu) if params.prep_on_gpu => prep_gpu::prepare(gpu, traces, plan, params).context("GPU trace preprocessing"),
+        Backend::Gpu(_) => Ok(prep::prepare(traces, plan, params)),
     }
 }
 

@@ -7,8 +7,9 @@
 //!   (the dipping-reflector test checks the image is zero-phase; the causal filter leaves a 90
 //!   degree rotation). Over an areal 3-D aperture the summation is a full integration, so a 3-D
 //!   image keeps a 45 degree rotation (the full derivative would remove it). Applied by FFT with
-//!   zero padding to twice the trace length: rustfft on the CPU, batched cuFFT on the GPU
-//!   ([`super::prep_gpu`], which also builds the pair layout there; the response `h` is shared).
+//!   zero padding to twice the trace length: rustfft on the CPU, or batched cuFFT on the GPU
+//!   ([`super::prep_gpu`] with `Params::prep_on_gpu`, which also builds the pair layout there;
+//!   the response `h` is shared).
 //! - anti-aliasing: the trace is integrated causally then anticausally (Lumley, Claerbout and
 //!   Bevc 1994), so that a triangle filter of any length is three reads
 //!   (`gpu_kernels::ktm::antialias_read`); a least-squares line is removed from the double integral
