@@ -354,7 +354,12 @@ impl ShotOnDevice {
         gpu.ensure_fits("srm shot (traces, image, wavefields)", (ntr * nfft * 12 + 2 * nz * nxy * 4) + 20 * 2 * stride * nxy * 4)
             .context("the shot does not fit on the GPU")?;
         // Inputs up once: slowness window, traces (FFT on the device), receiver nodes.
-        let slow = gpu.upload(&cpu::window_slowness(model, grid, nz))?;
+        let t = std::time::Instant::now();
+        let slow = cpu::window_slowness(model, grid, nz);
+        crate::multi::mark("shot slowness (host)", t);
+        let slow = gpu.upload(&slow)?;
+        crate::multi::mark("shot slowness up", t);
+        let t = std::time::Instant::now();
         let mut packed = vec![0.0f32; ntr * nfft];
         packed.par_chunks_mut(nfft.max(1)).zip(shot.traces.par_iter()).for_each(|(dst, &t)| {
             let tr = traces.trace(t);
@@ -368,6 +373,7 @@ impl ShotOnDevice {
         drop(real);
         let fft = FftPlan::c2c_batched(gpu.stream(), &[nfft], ntr)?;
         fft.exec_inplace(&mut spectra, false)?;
+        crate::multi::mark("shot traces packed+up+fft queued", t);
         let nodes = gpu.upload(&grid.trace_nodes)?;
         let image = gpu.zeros::<f32>(nz * nxy)?;
         let taper = Taper::new(gnx, gny, params.taper_width, params.taper_strength);

@@ -618,9 +618,11 @@ pub fn migrate_planned(devices: &[SrmDevice], plan: &MultiPlan, traces: &TraceSe
         |_| Ok(DeviceShots::default()),
         |dev, st, i| plan.device_step(dev, st, i, traces, model, params, opts),
         |dev, st| plan.device_finish(dev, st))?;
+    let t = std::time::Instant::now();
     let mut image = plan.zero_image(model);
     for (shot, part) in parts.into_iter().flatten().flatten() {
         plan.add_shot(&mut image, shot, &part)?;
     }
+    crate::multi::mark("host sum", t);
     Ok(image)
 }

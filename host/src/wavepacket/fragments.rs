@@ -270,7 +270,9 @@ impl Fragmented {
     /// Forward, `edit` the cube's coefficients, inverse, merge: one pass, cube by cube, never
     /// holding the whole volume's coefficients.
     pub fn process<F: Fn(usize, &mut [Complex32]) + Sync>(&self, vol: &[f32], edit: F) -> Result<Vec<f32>> {
+        let t = std::time::Instant::now();
         validate_volume(vol, self.tiling.shape, "wave-packet processing")?;
+        crate::multi::mark("validate", t);
         self.accumulate_cubes(|e, t| e.roundtrip(&self.tiling.extract(vol, t), &mut |c| edit(t, c)))
     }
 
@@ -279,7 +281,9 @@ impl Fragmented {
     /// for any number of engines; only the out-of-order cubes wait in memory).
     fn accumulate_cubes<F: Fn(&mut Engine, usize) -> Result<Vec<f32>> + Sync>(&self, cube: F) -> Result<Vec<f32>> {
         let ts: Vec<usize> = (0..self.tiling.count()).collect();
+        let t = std::time::Instant::now();
         let out = vec![0.0f32; self.tiling.shape.iter().product()];
+        crate::multi::mark("output alloc", t);
         crate::multi::fold_on_devices(&self.engines, &ts, out, |eng, _, &t| {
             let mut e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
             cube(&mut e, t).map_err(|err| err.context(format!("cube {t} at {:?}", self.tiling.start(t))))
