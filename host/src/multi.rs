@@ -203,12 +203,11 @@ static MARKS: Mutex<Vec<(&'static str, f64)>> = Mutex::new(Vec::new());
 
 /// Records `phase` at `since.elapsed()` (kept bounded: a job that nobody reads the marks of
 /// stops recording after a few thousand).
-pub fn mark(phase: &'static str, since: std::time::Instant) {
-    let ms = since.elapsed().as_secs_f64() * 1e3;
-    if let Ok(mut m) = MARKS.lock() {
-        if m.len() < 4096 {
-            m.push((phase, ms));
-        }
+pub fn mark(phase: &'static str, since: std::time::Instant) { mark_ms(phase, since.elapsed().as_secs_f64() * 1e3) }
+
+fn mark_ms(phase: &'static str, ms: f64) {
+    if let Ok(mut m) = MARKS.lock() && m.len() < 4096 {
+        m.push((phase, ms));
     }
 }
 
@@ -361,11 +360,7 @@ where
             folding += tf.elapsed().as_secs_f64();
         }
         mark("folded at", t0);
-        if let Ok(mut m) = MARKS.lock() {
-            if m.len() < 4096 {
-                m.push(("host fold busy", folding * 1e3));
-            }
-        }
+        mark_ms("host fold busy", folding * 1e3);
     });
     match failure {
         Some(e) => Err(e),
@@ -487,6 +482,13 @@ mod tests {
         assert_eq!(b.len(), 3);
         assert!(b.iter().all(|b| b.gpu().is_none()) && note.contains("3 CPU"), "{note}");
         assert_eq!(backends(DeviceChoice::Cpu, GpuCount::All).unwrap().0.len(), 1);
+    }
+
+    #[test]
+    fn scale_marks_line_gives_ranges_over_devices() {
+        assert_eq!(marks_line(&[("plan", 1.2), ("devices set up at", 2.0), ("devices set up at", 5.0), ("host sum", 3.0)]),
+            "plan 1 ms, devices set up at 2-5 ms, host sum 3 ms");
+        assert_eq!(marks_line(&[]), "");
     }
 
     #[test]

@@ -550,8 +550,14 @@ impl DeviceImage {
         }
         let (g, slot) = self.gpu.expect("a GPU device image");
         let image = slot.context("the device image was lost after an earlier failure")?;
+        // Synchronised first, so the scaling marks tell the kernels' drain from the copy.
+        let t = std::time::Instant::now();
+        g.synchronize()?;
+        crate::multi::mark("kernels drained", t);
+        let t = std::time::Instant::now();
         let data = g.download(&image).context("downloading the device's PSTM image")?;
         g.synchronize()?;
+        crate::multi::mark("image download", t);
         let [nx, ny, noff, nz, nz_pad] = self.shape;
         Ok(PstmImage { nx, ny, noff, nz, nz_pad, data, stats: self.stats })
     }
