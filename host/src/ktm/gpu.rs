@@ -212,7 +212,7 @@ impl Accumulator {
         self.gpu.synchronize()?;
         crate::multi::mark("kernels drained", t);
         let t = std::time::Instant::now();
-        let image = self.gpu.download(&self.d_image)?;
+        let image = self.gpu.download_prefaulted(&self.d_image)?;
         self.gpu.synchronize()?;
         crate::multi::mark("image download", t);
         Ok(image)

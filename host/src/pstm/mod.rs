@@ -555,7 +555,7 @@ impl DeviceImage {
         g.synchronize()?;
         crate::multi::mark("kernels drained", t);
         let t = std::time::Instant::now();
-        let data = g.download(&image).context("downloading the device's PSTM image")?;
+        let data = g.download_prefaulted(&image).context("downloading the device's PSTM image")?;
         g.synchronize()?;
         crate::multi::mark("image download", t);
         let [nx, ny, noff, nz, nz_pad] = self.shape;

@@ -452,7 +452,13 @@ impl ShotOnDevice {
     }
 
     /// The window image, nz x gny x gnx.
-    pub fn download(self, gpu: &Gpu) -> anyhow::Result<Vec<f32>> { Ok(gpu.download(&self.image)?) }
+    pub fn download(self, gpu: &Gpu) -> anyhow::Result<Vec<f32>> {
+        let t = std::time::Instant::now();
+        let w = gpu.download_prefaulted(&self.image)?;
+        gpu.synchronize()?;
+        crate::multi::mark("window download (with the kernels' drain)", t);
+        Ok(w)
+    }
 }
 
 /// The kernel variant `GpuVariant::Auto` picks for `grid` at the frequencies `bins` (the same
