@@ -122,6 +122,7 @@ where
     assert!(!devices.is_empty(), "run_blocks needs at least one device");
     let blocks = device_blocks(items, devices.len());
     let stop = AtomicBool::new(false);
+    let t0 = std::time::Instant::now();
     let outcomes: Vec<Result<Option<R>, WorkError>> = std::thread::scope(|s| {
         let handles: Vec<_> = devices.iter().zip(&blocks).enumerate().map(|(d, (dev, block))| {
             let (stop, start, step, finish) = (&stop, &start, &step, &finish);
@@ -135,13 +136,20 @@ where
                     WorkError { device: d, item, source }
                 };
                 let mut state = start(dev).map_err(|e| fail(block.start, e.context("setting up the device")))?;
+                mark("devices set up at", t0);
                 for i in block.clone() {
                     if stop.load(Ordering::Relaxed) {
                         return Ok(None); // another device failed: its error is the one reported
                     }
                     step(dev, &mut state, i).map_err(|e| fail(i, e))?;
+                    if i == block.start {
+                        mark("first item queued at", t0);
+                    }
                 }
-                finish(dev, state).map(Some).map_err(|e| fail(block.end - 1, e.context("collecting the device's result")))
+                mark("all items queued at", t0);
+                let r = finish(dev, state).map(Some).map_err(|e| fail(block.end - 1, e.context("collecting the device's result")));
+                mark("device results in at", t0);
+                r
             })
         }).collect();
         handles.into_iter().map(|h| h.join().expect("a device thread panicked")).collect()
@@ -185,6 +193,44 @@ pub fn sum_in_order(parts: Vec<Vec<f32>>) -> anyhow::Result<Vec<f32>> {
         }
     });
     Ok(acc)
+}
+
+/// Wall-clock marks of the multi-device jobs (issue 9's scaling notes): `(phase, ms)`, where ms is
+/// (phases named "... at") the time from the start of the split ([`run_blocks`], [`fold_on_devices`]) to the event, or
+/// a duration for host steps around it (plan, sum). Diagnostics only: nothing reads them but the
+/// scaling bench, which clears them before a run and prints the last run's ([`take_marks`]).
+static MARKS: Mutex<Vec<(&'static str, f64)>> = Mutex::new(Vec::new());
+
+/// Records `phase` at `since.elapsed()` (kept bounded: a job that nobody reads the marks of
+/// stops recording after a few thousand).
+pub fn mark(phase: &'static str, since: std::time::Instant) { mark_ms(phase, since.elapsed().as_secs_f64() * 1e3) }
+
+fn mark_ms(phase: &'static str, ms: f64) {
+    if let Ok(mut m) = MARKS.lock() && m.len() < 4096 {
+        m.push((phase, ms));
+    }
+}
+
+/// The marks recorded since the last call, in recording order (and clears them).
+pub fn take_marks() -> Vec<(&'static str, f64)> {
+    MARKS.lock().map(|mut m| std::mem::take(&mut *m)).unwrap_or_default()
+}
+
+/// The marks as one line: each phase once, in order of first appearance, its time (`min-max`
+/// where several devices recorded it), e.g. `plan 12 ms, device setup 3-5 ms, ...`.
+pub fn marks_line(marks: &[(&'static str, f64)]) -> String {
+    let mut seen: Vec<(&'static str, f64, f64)> = Vec::new();
+    for &(p, ms) in marks {
+        match seen.iter_mut().find(|(q, _, _)| *q == p) {
+            Some((_, lo, hi)) => {
+                *lo = lo.min(ms);
+                *hi = hi.max(ms);
+            }
+            None => seen.push((p, ms, ms)),
+        }
+    }
+    seen.iter().map(|&(p, lo, hi)| if hi - lo >= 0.5 { format!("{p} {lo:.0}-{hi:.0} ms") } else { format!("{p} {hi:.0} ms") })
+        .collect::<Vec<_>>().join(", ")
 }
 
 /// A failed work item: which device, which item, and why.
@@ -257,6 +303,7 @@ where
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let mut failure: Option<WorkError> = None;
+    let t0 = std::time::Instant::now();
     std::thread::scope(|s| {
         let (tx, rx) = mpsc::channel::<(usize, usize, anyhow::Result<R>)>();
         for (d, dev) in devices.iter().enumerate() {
@@ -280,10 +327,19 @@ where
         // The calling thread folds: results wait in `early` until every earlier item is in.
         let mut early: BTreeMap<usize, R> = BTreeMap::new();
         let mut due = 0;
+        let (mut got, mut folding) = (0usize, 0.0f64);
         for (d, i, r) in rx {
+            got += 1;
+            if got == 1 {
+                mark("first result at", t0);
+            }
+            if got == items.len() {
+                mark("last result at", t0);
+            }
             if failure.is_some() {
                 continue; // drain, so the workers finish
             }
+            let tf = std::time::Instant::now();
             match r {
                 Err(source) => {
                     stop.store(true, Ordering::Relaxed);
@@ -301,7 +357,10 @@ where
                     }
                 }
             }
+            folding += tf.elapsed().as_secs_f64();
         }
+        mark("folded at", t0);
+        mark_ms("host fold busy", folding * 1e3);
     });
     match failure {
         Some(e) => Err(e),
@@ -423,6 +482,13 @@ mod tests {
         assert_eq!(b.len(), 3);
         assert!(b.iter().all(|b| b.gpu().is_none()) && note.contains("3 CPU"), "{note}");
         assert_eq!(backends(DeviceChoice::Cpu, GpuCount::All).unwrap().0.len(), 1);
+    }
+
+    #[test]
+    fn scale_marks_line_gives_ranges_over_devices() {
+        assert_eq!(marks_line(&[("plan", 1.2), ("devices set up at", 2.0), ("devices set up at", 5.0), ("host sum", 3.0)]),
+            "plan 1 ms, devices set up at 2-5 ms, host sum 3 ms");
+        assert_eq!(marks_line(&[]), "");
     }
 
     #[test]

@@ -83,11 +83,17 @@ pub fn bench(pipeline: &str, devices: &[Backend], size: BenchSize) -> Result<Vec
         let repeats = if t_check < 5.0 { 3 } else { 1 };
         let mut err = None;
         let mut last = None;
-        let stats = measure_cpu(0, repeats, || match (w.run)(devs) {
-            Ok(v) => last = Some(v),
-            Err(e) => {
-                err.get_or_insert(e);
+        // The last timed run's wall-clock marks (crate::multi::mark): where its serial time goes.
+        let mut marks = Vec::new();
+        let stats = measure_cpu(0, repeats, || {
+            crate::multi::take_marks();
+            match (w.run)(devs) {
+                Ok(v) => last = Some(v),
+                Err(e) => {
+                    err.get_or_insert(e);
+                }
             }
+            marks = crate::multi::take_marks();
         });
         if let Some(e) = err {
             return Err(e.context(format!("{} on {n} device(s), timed run", w.name)));
@@ -104,6 +110,7 @@ pub fn bench(pipeline: &str, devices: &[Backend], size: BenchSize) -> Result<Vec
             None => format!("{n} {kind}; speed-up 1.00x"),
             Some((_, t1)) => format!("{n} {kind}s; speed-up {:.2}x vs 1 (efficiency {:.0} %)", t1 / t, 100.0 * t1 / t / n as f64),
         };
+        let note = if marks.is_empty() { note } else { format!("{note}; last run: {}", crate::multi::marks_line(&marks)) };
         if one.is_none() {
             one = Some((got, t));
         }

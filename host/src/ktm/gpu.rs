@@ -207,8 +207,14 @@ impl Accumulator {
 
     /// Downloads the image (`classes * ncols * ntau`, as `Image::data`).
     pub fn download(self) -> anyhow::Result<Vec<f32>> {
-        let image = self.gpu.download(&self.d_image)?;
+        // Synchronised first, so the scaling marks tell the kernels' drain from the copy.
+        let t = std::time::Instant::now();
         self.gpu.synchronize()?;
+        crate::multi::mark("kernels drained", t);
+        let t = std::time::Instant::now();
+        let image = self.gpu.download_prefaulted(&self.d_image)?;
+        self.gpu.synchronize()?;
+        crate::multi::mark("image download", t);
         Ok(image)
     }
 }

@@ -740,11 +740,17 @@ pub fn device_images(plan: &Plan, params: &Params, backends: &[Backend], all_ite
 /// single-device [`migrate`]).
 pub fn migrate_multi(traces: &TraceSet, params: &Params, backends: &[Backend]) -> anyhow::Result<Image> {
     ensure!(!backends.is_empty(), "ktm: no device to migrate on");
+    let t = std::time::Instant::now();
     traces.validate("ktm input").map_err(anyhow::Error::msg)?;
+    crate::multi::mark("validate", t);
+    let t = std::time::Instant::now();
     let plan = Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, params)?;
+    crate::multi::mark("plan", t);
     let items = work_items(traces.len());
     let images = device_images(&plan, params, backends, &items, 0..items.len(), |r| traces.slice(r))?;
+    let t = std::time::Instant::now();
     let data = crate::multi::sum_in_order(images)?;
+    crate::multi::mark("host sum", t);
     Ok(Image { grid: plan.grid, classes: plan.classes(), class_offsets: plan.class_offsets(params), data, skipped_traces: plan.skipped_traces })
 }
 

@@ -559,8 +559,14 @@ impl DeviceImage {
         }
         let (g, slot) = self.gpu.expect("a GPU device image");
         let image = slot.context("the device image was lost after an earlier failure")?;
-        let data = g.download(&image).context("downloading the device's PSTM image")?;
+        // Synchronised first, so the scaling marks tell the kernels' drain from the copy.
+        let t = std::time::Instant::now();
         g.synchronize()?;
+        crate::multi::mark("kernels drained", t);
+        let t = std::time::Instant::now();
+        let data = g.download_prefaulted(&image).context("downloading the device's PSTM image")?;
+        g.synchronize()?;
+        crate::multi::mark("image download", t);
         let [nx, ny, noff, nz, nz_pad] = self.shape;
         Ok(PstmImage { nx, ny, noff, nz, nz_pad, data, stats: self.stats })
     }
@@ -575,7 +581,9 @@ pub fn migrate_multi(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMod
     ensure!(!backends.is_empty(), "pstm: no device to migrate on");
     params.validate(mode, model)?;
     // The whole set's checks first, so an error names the trace by its index in the input.
+    let t = std::time::Instant::now();
     traces.validate("input traces").map_err(anyhow::Error::msg)?;
+    crate::multi::mark("validate", t);
     let items = work_items(traces.len());
     let images = crate::multi::run_blocks(backends, 0..items.len(),
         |b| DeviceImage::new(b, params, mode, model),
@@ -583,8 +591,10 @@ pub fn migrate_multi(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMod
         |_, img| img.finish())?;
     let images: Vec<PstmImage> = images.into_iter().flatten().collect();
     let stats = images.iter().fold(MigrationStats::default(), |a, i| add_stats(a, &i.stats));
+    let t = std::time::Instant::now();
     let mut out = zero_image(params);
     out.data = crate::multi::sum_in_order(images.into_iter().map(|i| i.data).collect())?;
+    crate::multi::mark("host sum", t);
     out.stats = stats;
     Ok(out)
 }

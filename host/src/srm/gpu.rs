@@ -339,6 +339,33 @@ pub struct ShotOnDevice {
     src: u32,
 }
 
+/// A shot's host-side inputs to [`ShotOnDevice`]: its slowness window (nz x gny x gnx) and its
+/// traces packed to `nfft` samples. The same for every device, so a multi-device migration makes
+/// them once per shot and every device uploads from them (issue 9: N devices each making ~1 GB of
+/// fresh host arrays for the same shot was a cost that did not shrink with N).
+pub struct ShotInputs {
+    slow: Vec<f32>,
+    packed: Vec<f32>,
+    nfft: usize,
+}
+
+impl ShotInputs {
+    pub fn new(traces: &TraceSet, model: &VelocityModel, plan: &FreqPlan, shot: &Shot, grid: &ShotGrid, nz: usize) -> ShotInputs {
+        use rayon::prelude::*;
+        let nfft = plan.nfft;
+        let t = std::time::Instant::now();
+        let slow = cpu::window_slowness(model, grid, nz);
+        let mut packed = vec![0.0f32; shot.traces.len() * nfft];
+        packed.par_chunks_mut(nfft.max(1)).zip(shot.traces.par_iter()).for_each(|(dst, &t)| {
+            let tr = traces.trace(t);
+            let n = tr.len().min(nfft);
+            dst[..n].copy_from_slice(&tr[..n]);
+        });
+        crate::multi::mark("shot inputs (host)", t);
+        ShotInputs { slow, packed, nfft }
+    }
+}
+
 impl ShotOnDevice {
     /// Uploads the shot. `GpuVariant::Auto` is resolved here by timing the kernels on the shot's
     /// grid at `tune_bins` (the first frequencies it will migrate).
@@ -346,28 +373,37 @@ impl ShotOnDevice {
     pub fn new(gpu: &Gpu, op: &Operator, dop: &DeviceOperator, traces: &TraceSet, model: &VelocityModel,
         params: &SrmParams, plan: &FreqPlan, shot: &Shot, grid: &ShotGrid, tune_bins: &[usize], nz: usize, opts: GpuOptions)
         -> anyhow::Result<ShotOnDevice> {
-        use rayon::prelude::*;
+        let inputs = ShotInputs::new(traces, model, plan, shot, grid, nz);
+        Self::with_inputs(gpu, op, dop, &inputs, params, plan, shot, grid, tune_bins, nz, opts)
+    }
+
+    /// [`ShotOnDevice::new`] from the shot's host inputs made beforehand ([`ShotInputs::new`] with
+    /// the same traces, model, plan, shot, grid and `nz`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_inputs(gpu: &Gpu, op: &Operator, dop: &DeviceOperator, inputs: &ShotInputs,
+        params: &SrmParams, plan: &FreqPlan, shot: &Shot, grid: &ShotGrid, tune_bins: &[usize], nz: usize, opts: GpuOptions)
+        -> anyhow::Result<ShotOnDevice> {
         let (gnx, gny, nxy) = (grid.nx, grid.ny, grid.nxy());
         let ntr = shot.traces.len();
         let nfft = plan.nfft;
         let stride = opts.planes.max(1);
+        anyhow::ensure!(inputs.nfft == nfft && inputs.slow.len() == nz * nxy && inputs.packed.len() == ntr * nfft,
+            "srm: shot inputs of another shape ({} slowness samples, {} trace samples)", inputs.slow.len(), inputs.packed.len());
         gpu.ensure_fits("srm shot (traces, image, wavefields)", (ntr * nfft * 12 + 2 * nz * nxy * 4) + 20 * 2 * stride * nxy * 4)
             .context("the shot does not fit on the GPU")?;
         // Inputs up once: slowness window, traces (FFT on the device), receiver nodes.
-        let slow = gpu.upload(&cpu::window_slowness(model, grid, nz))?;
-        let mut packed = vec![0.0f32; ntr * nfft];
-        packed.par_chunks_mut(nfft.max(1)).zip(shot.traces.par_iter()).for_each(|(dst, &t)| {
-            let tr = traces.trace(t);
-            let n = tr.len().min(nfft);
-            dst[..n].copy_from_slice(&tr[..n]);
-        });
-        let real = gpu.upload(&packed)?;
+        let t = std::time::Instant::now();
+        let slow = gpu.upload(&inputs.slow)?;
+        crate::multi::mark("shot slowness up", t);
+        let t = std::time::Instant::now();
+        let real = gpu.upload(&inputs.packed)?;
         let mut spectra = gpu.zeros::<f32>(2 * ntr * nfft)?;
         let n = (ntr * nfft) as u32;
         launch!(gpu, "srm_real_to_complex", grid_1d(ntr * nfft, 256), &n, &real, &mut spectra)?;
         drop(real);
         let fft = FftPlan::c2c_batched(gpu.stream(), &[nfft], ntr)?;
         fft.exec_inplace(&mut spectra, false)?;
+        crate::multi::mark("shot traces up+fft queued", t);
         let nodes = gpu.upload(&grid.trace_nodes)?;
         let image = gpu.zeros::<f32>(nz * nxy)?;
         let taper = Taper::new(gnx, gny, params.taper_width, params.taper_strength);
@@ -416,7 +452,13 @@ impl ShotOnDevice {
     }
 
     /// The window image, nz x gny x gnx.
-    pub fn download(self, gpu: &Gpu) -> anyhow::Result<Vec<f32>> { Ok(gpu.download(&self.image)?) }
+    pub fn download(self, gpu: &Gpu) -> anyhow::Result<Vec<f32>> {
+        let t = std::time::Instant::now();
+        let w = gpu.download_prefaulted(&self.image)?;
+        gpu.synchronize()?;
+        crate::multi::mark("window download (with the kernels' drain)", t);
+        Ok(w)
+    }
 }
 
 /// The kernel variant `GpuVariant::Auto` picks for `grid` at the frequencies `bins` (the same

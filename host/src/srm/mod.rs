@@ -456,6 +456,9 @@ pub struct MultiPlan {
     pub freq: FreqPlan,
     pub nz: usize,
     pub items: Vec<WorkItem>,
+    /// Per shot, its host inputs while some device is uploading them ([`gpu::ShotInputs`]: made
+    /// once, shared by the devices starting the shot together, freed when the last lets go).
+    inputs: Vec<std::sync::Mutex<std::sync::Weak<gpu::ShotInputs>>>,
 }
 
 impl MultiPlan {
@@ -466,7 +469,8 @@ impl MultiPlan {
             .map_err(anyhow::Error::msg).context("frequency band")?;
         let nz = if params.nz > 0 { params.nz } else { model.nz };
         let items = work_items(shots.len(), &freq, opts.planes);
-        Ok(MultiPlan { shots, op, freq, nz, items })
+        let inputs = shots.iter().map(|_| Default::default()).collect();
+        Ok(MultiPlan { shots, op, freq, nz, items, inputs })
     }
 
     /// The window image of item `i` on `dev`.
@@ -529,6 +533,20 @@ impl MultiPlan {
         }
     }
 
+    /// Shot `s`'s host inputs: those another device holds, else made now (the others starting the
+    /// shot meanwhile wait for them rather than make their own).
+    fn shot_inputs(&self, s: usize, traces: &TraceSet, model: &VelocityModel) -> anyhow::Result<Arc<gpu::ShotInputs>> {
+        let slot = self.inputs.get(s).context("srm: no such shot")?;
+        let mut w = slot.lock().map_err(|_| anyhow::anyhow!("srm shot inputs poisoned"))?;
+        if let Some(a) = w.upgrade() {
+            return Ok(a);
+        }
+        let (shot, grid) = &self.shots[s];
+        let a = Arc::new(gpu::ShotInputs::new(traces, model, &self.freq, shot, grid, self.nz));
+        *w = Arc::downgrade(&a);
+        Ok(a)
+    }
+
     /// Adds item `i` into the device's current window image (starting a new one at a new shot).
     #[allow(clippy::too_many_arguments)]
     pub fn device_step(&self, dev: &SrmDevice, st: &mut DeviceShots, i: usize, traces: &TraceSet, model: &VelocityModel,
@@ -543,8 +561,10 @@ impl MultiPlan {
         match (&dev.backend, &dev.dop) {
             (Backend::Gpu(g), Some(dop)) => {
                 if st.current.is_none() {
-                    let s = gpu::ShotOnDevice::new(g, &self.op, dop, traces, model, params, &self.freq, shot, grid, &it.bins,
+                    let inputs = self.shot_inputs(it.shot, traces, model)?;
+                    let s = gpu::ShotOnDevice::with_inputs(g, &self.op, dop, &inputs, params, &self.freq, shot, grid, &it.bins,
                         self.nz, opts).with_context(what)?;
+                    drop(inputs);
                     st.current = Some((it.shot, ShotAcc::Gpu(Box::new(s))));
                 }
                 let Some((_, ShotAcc::Gpu(s))) = &mut st.current else { anyhow::bail!("srm: a CPU window on a GPU device") };
@@ -618,9 +638,11 @@ pub fn migrate_planned(devices: &[SrmDevice], plan: &MultiPlan, traces: &TraceSe
         |_| Ok(DeviceShots::default()),
         |dev, st, i| plan.device_step(dev, st, i, traces, model, params, opts),
         |dev, st| plan.device_finish(dev, st))?;
+    let t = std::time::Instant::now();
     let mut image = plan.zero_image(model);
     for (shot, part) in parts.into_iter().flatten().flatten() {
         plan.add_shot(&mut image, shot, &part)?;
     }
+    crate::multi::mark("host sum", t);
     Ok(image)
 }

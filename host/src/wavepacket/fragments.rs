@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use anyhow::{ensure, Result};
+use anyhow::{ensure, Context, Result};
 use num_complex::Complex32;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -270,7 +270,9 @@ impl Fragmented {
     /// Forward, `edit` the cube's coefficients, inverse, merge: one pass, cube by cube, never
     /// holding the whole volume's coefficients.
     pub fn process<F: Fn(usize, &mut [Complex32]) + Sync>(&self, vol: &[f32], edit: F) -> Result<Vec<f32>> {
+        let t = std::time::Instant::now();
         validate_volume(vol, self.tiling.shape, "wave-packet processing")?;
+        crate::multi::mark("validate", t);
         self.accumulate_cubes(|e, t| e.roundtrip(&self.tiling.extract(vol, t), &mut |c| edit(t, c)))
     }
 
@@ -279,15 +281,39 @@ impl Fragmented {
     /// for any number of engines; only the out-of-order cubes wait in memory).
     fn accumulate_cubes<F: Fn(&mut Engine, usize) -> Result<Vec<f32>> + Sync>(&self, cube: F) -> Result<Vec<f32>> {
         let ts: Vec<usize> = (0..self.tiling.count()).collect();
-        let out = vec![0.0f32; self.tiling.shape.iter().product()];
-        crate::multi::fold_on_devices(&self.engines, &ts, out, |eng, _, &t| {
-            let mut e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
-            cube(&mut e, t).map_err(|err| err.context(format!("cube {t} at {:?}", self.tiling.start(t))))
-        }, |out, t, c| {
-            self.tiling.accumulate(out, t, &c);
-            Ok(())
+        let len: usize = self.tiling.shape.iter().product();
+        std::thread::scope(|s| {
+            // The zero volume is made on another thread, its pages written in parallel, while the
+            // engines transform the first cubes: left to the folds, the first touch of its pages
+            // (442 MB at 480^3) fell on the last cubes' folds, a serial tail after the devices finish.
+            let zeros = s.spawn(move || {
+                let t = std::time::Instant::now();
+                let mut v = Vec::new();
+                rayon::iter::repeat_n(0.0f32, len).collect_into_vec(&mut v);
+                crate::multi::mark("output zeroed (beside the devices)", t);
+                v
+            });
+            let mut zeros = Some(zeros);
+            let out = crate::multi::fold_on_devices(&self.engines, &ts, None::<Vec<f32>>, |eng, _, &t| {
+                let mut e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
+                cube(&mut e, t).map_err(|err| err.context(format!("cube {t} at {:?}", self.tiling.start(t))))
+            }, |out, t, c| {
+                if out.is_none() {
+                    let v = zeros.take().context("the output volume")?.join().map_err(|_| anyhow::anyhow!("zeroing the volume panicked"))?;
+                    *out = Some(v);
+                }
+                let Some(out) = out.as_mut() else { anyhow::bail!("no output volume") };
+                self.tiling.accumulate(out, t, &c);
+                Ok(())
+            })
+            .map_err(anyhow::Error::from)?;
+            match (out, zeros) {
+                (Some(v), _) => Ok(v),
+                // No cube (an empty tiling): the zero volume itself.
+                (None, Some(z)) => z.join().map_err(|_| anyhow::anyhow!("zeroing the volume panicked")),
+                (None, None) => anyhow::bail!("no output volume"),
+            }
         })
-        .map_err(anyhow::Error::from)
     }
 }
 
