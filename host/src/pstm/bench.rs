@@ -173,8 +173,8 @@ pub fn bench(backend: &Backend, size: BenchSize, _ceilings: &Ceilings) -> anyhow
 /// The launch shapes `seisgpu bench` (the whole suite) measures, so it fits its ten minutes: the
 /// paper's, the old default, the best read-only-cache shape and the shared-memory shapes that
 /// led the full sweep (`seisgpu pstm bench` runs every shape). `=` means the exact name.
-const SUITE_VARIANTS: [&str; 7] = ["=gpu-w10-r96", "=gpu-w8-r80-lockstep-batched", "=gpu-w8-r80-smem-batched",
-    "=gpu-w8-r80-smem-batched-t2x4", "=gpu-w10-r96-smem-batched", "=gpu-w8-r80-smem-t2x4", "=gpu-paper (block 32x10, textures)"];
+const SUITE_VARIANTS: [&str; 5] = ["=gpu-w10-r96", "=gpu-w8-r80-lockstep-batched", "=gpu-w8-r80-smem-batched",
+    "=gpu-w8-r80-smem-batched-t2x4", "=gpu-paper (block 32x10, textures)"];
 
 /// [`bench`] with the GPU trace count overridden (the paper's is 450,000) and an optional time
 /// budget (s) after which the remaining GPU measurements are skipped (said on stderr).
