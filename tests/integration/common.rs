@@ -4,9 +4,11 @@
 use rand::{RngExt, SeedableRng};
 
 /// Fresh random values in [-1, 1) (never zeros), seeded from the clock unless `SEISGPU_TEST_SEED` is set;
-/// the seed is printed so a failure can be replayed.
+/// the seed is printed so a failure can be replayed (`SEISGPU_TEST_SEED_<WHAT>`, e.g.
+/// `SEISGPU_TEST_SEED_VELOCITY`, sets one vector's seed alone, for tests that draw several).
 pub fn random_vec(len: usize, what: &str) -> Vec<f32> {
-    let seed = test_seed();
+    let key = format!("SEISGPU_TEST_SEED_{}", what.to_uppercase().replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
+    let seed = std::env::var(&key).ok().and_then(|s| s.parse().ok()).unwrap_or_else(test_seed);
     println!("{what}: seed {seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     (0..len).map(|_| rng.random_range(-1.0f32..1.0)).collect()
