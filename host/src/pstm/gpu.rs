@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use anyhow::{bail, ensure, Context};
+use anyhow::ensure;
 use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, LaunchConfig, PushKernelArg};
 // (KParams crosses to the kernels by value; see `KpArg`.)
 use cudarc::nvrtc::Ptx;
@@ -24,43 +24,20 @@ use crate::traces::TraceSet;
 /// The pstm entry points of `ptx` (all, or only `only`) as a module of their own, each capped at
 /// `max_regs` registers.
 pub fn pstm_ptx(ptx: &str, only: Option<&str>, max_regs: u32) -> anyhow::Result<String> {
-    let mut out = String::new();
-    for l in ptx.lines() {
-        let t = l.trim_start();
-        if t.starts_with(".version") || t.starts_with(".target") || t.starts_with(".address_size")
-            || t.starts_with(".extern .shared")
-        {
-            out.push_str(l);
-            out.push('\n');
-        }
-    }
+    use crate::runtime::ptx::{entry_span, module_header, push_capped};
+    let mut out = module_header(ptx);
     let lines: Vec<&str> = ptx.lines().collect();
     let mut i = 0;
     let mut n = 0;
     while i < lines.len() {
         if lines[i].starts_with(".visible .entry pstm_") {
             let name = lines[i].trim_start_matches(".visible .entry ").trim_end_matches('(');
-            let mut j = i;
-            while j < lines.len() && lines[j] != ")" {
-                j += 1;
+            let span = entry_span(&lines, i, name).map_err(anyhow::Error::msg)?;
+            if only.is_none_or(|o| o == name) {
+                push_capped(&lines, i, span, name, max_regs, &mut out).map_err(anyhow::Error::msg)?;
+                n += 1;
             }
-            let end = (j..lines.len()).find(|&k| lines[k] == "}").with_context(|| format!("PTX of `{name}` has no end"))?;
-            if only.is_some_and(|o| o != name) {
-                i = end + 1;
-                continue;
-            }
-            for (k, l) in lines.iter().enumerate().take(end + 1).skip(i) {
-                if l.trim_start().starts_with("call") {
-                    bail!("PTX kernel `{name}` calls a function; it cannot be moved to its own module");
-                }
-                out.push_str(l);
-                out.push('\n');
-                if k == j {
-                    out.push_str(&format!(".maxnreg {max_regs}\n"));
-                }
-            }
-            n += 1;
-            i = end + 1;
+            i = span.1 + 1;
         } else {
             i += 1;
         }

@@ -14,6 +14,7 @@ pub mod context;
 pub mod error;
 pub mod fft;
 pub mod launch;
+pub mod ptx;
 pub mod memory;
 pub mod texture;
 pub mod timing;

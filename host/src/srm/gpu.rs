@@ -244,34 +244,14 @@ pub const FUSEDC_MAX_REGS: u32 = 80;
 /// unconstrained: two); ptxas sm_90 needs no spills at 56 (48: 68 bytes).
 pub const PAPERQ_MAX_REGS: u32 = 56;
 
-/// Entry point `name` of `ptx` alone in a module, with `.maxnreg max_regs` (Rust cannot emit the
-/// directive; the same approach as host/src/pstm/gpu.rs). The kernel must call no function.
+/// Entry point `name` of `ptx` alone in a module, with `.maxnreg max_regs` ([`crate::runtime::ptx`]).
 pub fn capped_ptx(ptx: &str, name: &str, max_regs: u32) -> Result<String, String> {
-    let mut out = String::new();
-    for l in ptx.lines() {
-        let t = l.trim_start();
-        if t.starts_with(".version") || t.starts_with(".target") || t.starts_with(".address_size")
-            || t.starts_with(".extern .shared")
-        {
-            out.push_str(l);
-            out.push('\n');
-        }
-    }
+    let mut out = crate::runtime::ptx::module_header(ptx);
     let lines: Vec<&str> = ptx.lines().collect();
     let head = format!(".visible .entry {name}(");
     let start = lines.iter().position(|l| *l == head).ok_or_else(|| format!("the embedded PTX has no kernel `{name}`"))?;
-    let close = (start..lines.len()).find(|&k| lines[k] == ")").ok_or_else(|| format!("PTX of `{name}` has no parameter list end"))?;
-    let end = (close..lines.len()).find(|&k| lines[k] == "}").ok_or_else(|| format!("PTX of `{name}` has no end"))?;
-    for (k, l) in lines.iter().enumerate().take(end + 1).skip(start) {
-        if l.trim_start().starts_with("call") {
-            return Err(format!("PTX kernel `{name}` calls a function; it cannot be moved to its own module"));
-        }
-        out.push_str(l);
-        out.push('\n');
-        if k == close {
-            out.push_str(&format!(".maxnreg {max_regs}\n"));
-        }
-    }
+    let span = crate::runtime::ptx::entry_span(&lines, start, name)?;
+    crate::runtime::ptx::push_capped(&lines, start, span, name, max_regs, &mut out)?;
     Ok(out)
 }
 
