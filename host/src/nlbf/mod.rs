@@ -387,7 +387,9 @@ impl Setup {
             }
         }
         let aps = [params.aperture_ad, params.aperture_be, params.aperture_c];
-        let apertures = build_apertures(&tx64, &ty64, (xmin, ymin), (xmax, ymax), &grid, &aps)?;
+        let inv_dt = 1.0 / traces.dt;
+        let (apertures, maxima) = apertures_and_bounds(&tx64, &ty64, (xmin, ymin), &grid, &aps, (&tx, &ty, &px, &py),
+            &params.search)?;
         let names = ["(A, D)", "(B, E)", "C"];
         for (phase, ap) in aps.iter().enumerate() {
             if let Some(p) = (0..grid.len()).find(|&p| apertures.list(phase, p).is_empty()) {
@@ -399,8 +401,7 @@ impl Setup {
         }
         let tables = Tables::new(&params.search);
         let dt = traces.dt;
-        let inv_dt = 1.0 / dt;
-        let (shift_bound, sq) = shift_bounds(&tx, &ty, &px, &py, &apertures, &params.search, inv_dt as f64)?;
+        let (shift_bound, sq) = finish_bounds(maxima, inv_dt as f64)?;
         Ok(Setup { ns, dt, inv_dt, half: params.window / 2, tx, ty, origin: (xmin, ymin), grid, px, py, apertures,
             tables, shift_bound, max_abs_dxdy: sq[2], max_dx2_ad: sq[0], max_dy2_be: sq[1] })
     }
@@ -621,6 +622,8 @@ pub fn coordinates(headers: &[TraceHeader], c: &Coordinates) -> Result<(Vec<f64>
 
 /// The apertures of every parameter trace, through a bucket grid of the traces (cells of the
 /// parameter-trace spacing), in parallel over parameter traces. Lists are ascending trace indices.
+/// The reference for [`apertures_and_bounds`] (tests).
+#[cfg(test)]
 fn build_apertures(x: &[f64], y: &[f64], origin: (f64, f64), upper: (f64, f64), grid: &Grid, aps: &[Aperture; 3])
     -> Result<Apertures> {
     let np = grid.len();
@@ -696,7 +699,9 @@ fn build_apertures(x: &[f64], y: &[f64], origin: (f64, f64), upper: (f64, f64), 
 
 /// Bound (samples) on |shift| for each phase over every aperture entry and every combination the
 /// phase can use, plus a margin of 2 for the floor and the interpolation neighbour; and the largest
-/// dx^2 (phase 0), dy^2 (phase 1), |dx dy| (phase 2) of each phase's apertures.
+/// dx^2 (phase 0), dy^2 (phase 1), |dx dy| (phase 2) of each phase's apertures. The reference for
+/// the bounds [`apertures_and_bounds`] collects while it builds the lists (tests).
+#[cfg(test)]
 fn shift_bounds(tx: &[f32], ty: &[f32], px: &[f32], py: &[f32], ap: &Apertures, s: &SearchSpace, inv_dt: f64)
     -> Result<([i32; 3], [f64; 3])> {
     let amax = |r: &Range| r.min.abs().max(r.max.abs());
@@ -735,6 +740,141 @@ fn shift_bounds(tx: &[f32], ty: &[f32], px: &[f32], py: &[f32], ap: &Apertures, 
         *o = sm.ceil() as i32 + 2;
     }
     Ok((out, sq))
+}
+
+/// Largest |moveout| (s) over every combination phase `phase` can use, and the phase's offset
+/// product (dx^2, dy^2, |dx dy|), of one aperture entry at |dx|, |dy| (m); `amax` = largest |A..E|.
+#[inline]
+fn entry_bound(phase: usize, dx: f64, dy: f64, amax: &[f64; 5]) -> (f64, f64) {
+    let [a, b, c, d, e] = *amax;
+    match phase {
+        0 => (a * dx + d * dx * dx, dx * dx),
+        1 => (b * dy + e * dy * dy, dy * dy),
+        _ => (a * dx + b * dy + c * dx * dy + d * dx * dx + e * dy * dy, dx * dy),
+    }
+}
+
+/// Shift bounds (samples, margin 2) and offset products per phase from the per-phase maxima of
+/// [`entry_bound`]; errors on absurd search spaces.
+fn finish_bounds(maxima: [(f64, f64); 3], inv_dt: f64) -> Result<([i32; 3], [f64; 3])> {
+    let mut out = [0i32; 3];
+    let mut sq = [0.0f64; 3];
+    for (phase, &(m, mxy)) in maxima.iter().enumerate() {
+        sq[phase] = mxy;
+        let sm = m * inv_dt * (1.0 + 1e-5);
+        if sm > 1e6 {
+            return invalid(format!("the search space shifts traces by up to {sm:.0} samples in the {} scan: \
+                the ranges of A..E or the apertures are far too large", ["(A, D)", "(B, E)", "C"][phase]));
+        }
+        out[phase] = sm.ceil() as i32 + 2;
+    }
+    Ok((out, sq))
+}
+
+/// The apertures of every parameter trace (CSR, ascending trace indices) and, per phase, the
+/// maxima of [`entry_bound`] over their entries, in one pass. Each trace is tested (|x - x0| <=
+/// hx, |y - y0| <= hy, exactly the reference predicate) only against the grid columns and rows
+/// next to it, and marks itself in a bit set per column and per row; a parameter trace's list is
+/// then the AND of its column's and row's sets, read out in ascending order (no sort), over the
+/// words where both have bits. About 10x less work than testing every trace of the neighbouring
+/// buckets per parameter trace and sorting, and the bounds come with it (no second pass over the
+/// lists): the host setup is on the critical path of the pipelined engine (issue 3).
+fn apertures_and_bounds(x: &[f64], y: &[f64], origin: (f64, f64), grid: &Grid, aps: &[Aperture; 3],
+    rel: (&[f32], &[f32], &[f32], &[f32]), s: &SearchSpace) -> Result<(Apertures, [(f64, f64); 3])> {
+    let (tx, ty, px, py) = rel;
+    let np = grid.len();
+    let ntr = x.len();
+    let words = ntr.div_ceil(64);
+    let amax = |r: &Range| r.min.abs().max(r.max.abs());
+    let amax = [amax(&s.a), amax(&s.b), amax(&s.c), amax(&s.d), amax(&s.e)];
+    // Bit sets: for each (phase, axis) one set per grid column (axis x) or row (axis y), plus the
+    // first and one-past-last non-zero word of each.
+    struct Sets {
+        bits: Vec<u64>,
+        span: Vec<(usize, usize)>,
+    }
+    let sets = |v: &[f64], o: f64, step: f64, n: usize, h: f64| -> Sets {
+        let mut bits = vec![0u64; n * words];
+        for (t, &c) in v.iter().enumerate() {
+            // Candidate nodes from the division (one node of slack each way), then the exact test.
+            let lo = (((c - h - o) / step).floor() - 1.0).max(0.0) as usize;
+            let hi = ((((c + h - o) / step).ceil() + 1.0).max(0.0) as usize).min(n - 1);
+            for i in lo..=hi {
+                if (c - (o + i as f64 * step)).abs() <= h {
+                    bits[i * words + t / 64] |= 1u64 << (t % 64);
+                }
+            }
+        }
+        let span = bits.chunks(words).map(|b| match b.iter().position(|&w| w != 0) {
+            Some(f) => (f, words - b.iter().rev().position(|&w| w != 0).unwrap()),
+            None => (0, 0),
+        }).collect();
+        Sets { bits, span }
+    };
+    let half = |ap: &Aperture| (ap.x / 2.0 * (1.0 + 1e-9) + 1e-9, ap.y / 2.0 * (1.0 + 1e-9) + 1e-9);
+    let mut all: Vec<(Sets, Sets)> = aps.par_iter().map(|ap| {
+        let (hx, hy) = half(ap);
+        rayon::join(|| sets(x, origin.0, grid.sx, grid.nx, hx), || sets(y, origin.1, grid.sy, grid.ny, hy))
+    }).collect();
+    let and_range = |cs: &Sets, rs: &Sets, i: usize, j: usize| {
+        let (a, b) = (cs.span[i], rs.span[j]);
+        (a.0.max(b.0), a.1.min(b.1))
+    };
+    // Counts per (phase, parameter trace), then offsets.
+    let mut off = Vec::with_capacity(3 * (np + 1));
+    let mut total = 0u64;
+    for (cs, rs) in &all {
+        let counts: Vec<u32> = (0..np).into_par_iter().map(|p| {
+            let (i, j) = (p % grid.nx, p / grid.nx);
+            let (w0, w1) = and_range(cs, rs, i, j);
+            (w0..w1).map(|w| (cs.bits[i * words + w] & rs.bits[j * words + w]).count_ones()).sum()
+        }).collect();
+        off.push(total as u32);
+        for c in counts {
+            total += c as u64;
+            if total > u32::MAX as u64 {
+                return invalid("aperture lists exceed 2^32 entries: reduce the apertures or the number of parameter traces");
+            }
+            off.push(total as u32);
+        }
+    }
+    // Fill every list in place (disjoint slices of one index vector), in parallel.
+    let mut idx = vec![0u32; total as usize];
+    let mut slices: Vec<(usize, usize, &mut [u32])> = Vec::with_capacity(3 * np);
+    let mut rest: &mut [u32] = &mut idx;
+    for phase in 0..3 {
+        for p in 0..np {
+            let o = phase * (np + 1) + p;
+            let (head, tail) = rest.split_at_mut((off[o + 1] - off[o]) as usize);
+            slices.push((phase, p, head));
+            rest = tail;
+        }
+    }
+    let maxima = slices.into_par_iter().map(|(phase, p, out)| {
+        let (cs, rs) = &all[phase];
+        let (i, j) = (p % grid.nx, p / grid.nx);
+        let (w0, w1) = and_range(cs, rs, i, j);
+        let (mut k, mut m, mut mxy) = (0usize, [0.0f64; 3], [0.0f64; 3]);
+        for w in w0..w1 {
+            let mut bits = cs.bits[i * words + w] & rs.bits[j * words + w];
+            while bits != 0 {
+                let t = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                out[k] = t as u32;
+                k += 1;
+                let dx = (tx[t] - px[p]).abs() as f64;
+                let dy = (ty[t] - py[p]).abs() as f64;
+                let (b, q) = entry_bound(phase, dx, dy, &amax);
+                m[phase] = m[phase].max(b);
+                mxy[phase] = mxy[phase].max(q);
+            }
+        }
+        (m, mxy)
+    }).reduce(|| ([0.0; 3], [0.0; 3]), |a, b| {
+        (std::array::from_fn(|q| a.0[q].max(b.0[q])), std::array::from_fn(|q| a.1[q].max(b.1[q])))
+    });
+    all.clear();
+    Ok((Apertures { off, idx, np }, std::array::from_fn(|q| (maxima.0[q], maxima.1[q]))))
 }
 
 /// The result of the 2+2+1 search: for every parameter trace p (grid order, x fastest) and time
@@ -1071,5 +1211,78 @@ mod tests {
         let mut p = params_2d();
         p.coords.y = CoordKey::ReceiverY;
         assert!(err(p).contains("zero on every trace"), "{}", err(p));
+    }
+    /// The bit-set aperture search and its bounds equal the bucket search and the separate bound
+    /// pass (the references), on lines, cross-spreads, shuffled trace orders and odd apertures.
+    #[test]
+    fn apertures_and_bounds_equal_the_reference() {
+        use rand::RngExt;
+        let mut cases: Vec<(TraceSet, EstimateParams)> = vec![
+            super::synth::crossspread_3d(crate::bench::BenchSize::Small),
+            super::synth::synthetic_2d(crate::bench::BenchSize::Small),
+        ];
+        let (mut t, p) = super::synth::crossspread_3d(crate::bench::BenchSize::Small);
+        let mut r = crate::synth::rng(7);
+        for i in (1..t.headers.len()).rev() {
+            let j = r.random_range(0..=i);
+            t.headers.swap(i, j);
+        }
+        cases.push((t.clone(), p));
+        let mut p2 = p;
+        p2.aperture_ad = Aperture { x: 61.0, y: 20.0 };
+        p2.aperture_c = Aperture { x: 40.0, y: 39.999 };
+        p2.spacing_x = 20.0;
+        p2.spacing_y = 13.0;
+        cases.push((t, p2));
+        for (k, (t, p)) in cases.iter().enumerate() {
+            let s = Setup::from_headers(t, p).unwrap();
+            let (x, y) = coordinates(&t.headers, &p.coords).unwrap();
+            let aps = [p.aperture_ad, p.aperture_be, p.aperture_c];
+            let (lo, hi) = ((min_max(&x).0, min_max(&y).0), (min_max(&x).1, min_max(&y).1));
+            let old = build_apertures(&x, &y, lo, hi, &s.grid, &aps).unwrap();
+            assert_eq!(old, s.apertures, "case {k}");
+            let bounds = shift_bounds(&s.tx, &s.ty, &s.px, &s.py, &old, &p.search, s.inv_dt as f64).unwrap();
+            assert_eq!(bounds, (s.shift_bound, [s.max_dx2_ad, s.max_dy2_be, s.max_abs_dxdy]), "case {k}");
+        }
+    }
+
+    /// Host setup time at paper size (`cargo test --release -p seisgpu-host --lib setup_timing -- --ignored
+    /// --nocapture`): `Setup::from_headers` on the cross-spread, its parts, on this machine's cores.
+    #[test]
+    #[ignore]
+    fn setup_timing_crossspread() {
+        let (t, p) = super::synth::crossspread_3d(crate::bench::BenchSize::Paper);
+        let ms = |t0: std::time::Instant| t0.elapsed().as_secs_f64() * 1e3;
+        for _ in 0..2 {
+            Setup::from_headers(&t, &p).unwrap();
+        }
+        let mut v = Vec::new();
+        for _ in 0..7 {
+            let t0 = std::time::Instant::now();
+            let s = Setup::from_headers(&t, &p).unwrap();
+            v.push(ms(t0));
+            std::hint::black_box(s);
+        }
+        v.sort_by(f64::total_cmp);
+        let t0 = std::time::Instant::now();
+        let (x, y) = coordinates(&t.headers, &p.coords).unwrap();
+        let c_ms = ms(t0);
+        let s = Setup::from_headers(&t, &p).unwrap();
+        let aps = [p.aperture_ad, p.aperture_be, p.aperture_c];
+        let (lo, hi) = ((min_max(&x).0, min_max(&y).0), (min_max(&x).1, min_max(&y).1));
+        let t0 = std::time::Instant::now();
+        let old = build_apertures(&x, &y, lo, hi, &s.grid, &aps).unwrap();
+        let a_ms = ms(t0);
+        let t0 = std::time::Instant::now();
+        let bounds = shift_bounds(&s.tx, &s.ty, &s.px, &s.py, &old, &p.search, s.inv_dt as f64).unwrap();
+        let b_ms = ms(t0);
+        assert_eq!(old, s.apertures);
+        assert_eq!(bounds, (s.shift_bound, [s.max_dx2_ad, s.max_dy2_be, s.max_abs_dxdy]));
+        let t0 = std::time::Instant::now();
+        apertures_and_bounds(&x, &y, lo, &s.grid, &aps, (&s.tx, &s.ty, &s.px, &s.py), &p.search).unwrap();
+        let n_ms = ms(t0);
+        eprintln!("SETUP {} threads: from_headers median {:.2} ms (min {:.2}); coordinates {c_ms:.2} ms, apertures + \
+            bounds {n_ms:.2} ms (bucket search {a_ms:.2} ms + shift bounds {b_ms:.2} ms before); {} parameter traces, {} \
+            aperture entries", rayon::current_num_threads(), v[3], v[0], s.np(), s.apertures.idx.len());
     }
 }
