@@ -182,6 +182,7 @@ fn workload(pipeline: &str, size: BenchSize) -> Result<Workload> {
         "nlbf" => {
             // The paper's field cross-spread shape (94 x 224 traces, 1500 samples).
             use crate::nlbf::{self, NlbfDevice, Setup, Variant};
+            use rayon::prelude::*;
             let (traces, params) = nlbf::synth::crossspread_3d(size);
             let setup = Setup::new(&traces, &params)?;
             let work = setup.estimations() as f64;
@@ -198,9 +199,18 @@ fn workload(pipeline: &str, size: BenchSize) -> Result<Workload> {
                         Ok((variant, d.iter().map(NlbfDevice::new).collect()))
                     })?;
                     let (variant, devs) = &*state;
-                    let (code, sem) = nlbf::estimate_setup_multi(devs, &setup, &traces.data, *variant)?;
-                    // Picks as their bit patterns next to the semblance, so the check covers both.
-                    Ok(code.iter().map(|&c| f32::from_bits(c)).chain(sem).collect())
+                    // The job's output: picks (as their bit patterns) then semblance, in one vector
+                    // that the devices write in place (the check covers both). Its pages are
+                    // written on all cores first, as any job's output would be.
+                    let n = setup.estimations();
+                    let mut out = Vec::new();
+                    rayon::iter::repeat_n(0f32, 2 * n).collect_into_vec(&mut out);
+                    let (code, sem) = out.split_at_mut(n);
+                    // SAFETY: u32 and f32 have the same size and alignment, and every bit pattern
+                    // is valid for both; `code` is borrowed only for the call.
+                    let code: &mut [u32] = unsafe { std::slice::from_raw_parts_mut(code.as_mut_ptr().cast::<u32>(), n) };
+                    nlbf::estimate_setup_multi_into(devs, &setup, &traces.data, *variant, code, sem)?;
+                    Ok(out)
                 }) }
         }
         "srm" => {

@@ -131,15 +131,25 @@ struct Workload {
     paper: &'static str,
 }
 
+/// `SEISGPU_NLBF_CASE`: comma-separated workload names (e.g. `nlbf-crossspread-3d`) to run alone.
+pub const CASE_ENV: &str = "SEISGPU_NLBF_CASE";
+
+/// The workloads (those named in [`CASE_ENV`] when it is set; the others are not even generated).
 fn workloads(size: BenchSize) -> Vec<Workload> {
-    let (t2, p2) = synth::synthetic_2d(size);
-    let (t3, p3) = synth::crossspread_3d(size);
-    vec![
-        Workload { name: "nlbf-synthetic-2d", traces: t2, params: p2,
-            paper: "paper (SEAM Arid 2D slice; line length and window unstated): V100 5.86 s, 24 Xeon cores 45.65 s (7.8x)" },
-        Workload { name: "nlbf-crossspread-3d", traces: t3, params: p3,
-            paper: "paper (field cross-spread, same shape): V100 147.39 s, 24 Xeon cores 1639.94 s (11.1x)" },
-    ]
+    let only: Option<Vec<String>> = std::env::var(CASE_ENV).ok().map(|s| s.split(',').map(|c| c.trim().to_string()).collect());
+    let wanted = |name: &str| only.as_ref().is_none_or(|o| o.iter().any(|c| c == name));
+    let mut v = Vec::new();
+    if wanted("nlbf-synthetic-2d") {
+        let (t2, p2) = synth::synthetic_2d(size);
+        v.push(Workload { name: "nlbf-synthetic-2d", traces: t2, params: p2,
+            paper: "paper (SEAM Arid 2D slice; line length and window unstated): V100 5.86 s, 24 Xeon cores 45.65 s (7.8x)" });
+    }
+    if wanted("nlbf-crossspread-3d") {
+        let (t3, p3) = synth::crossspread_3d(size);
+        v.push(Workload { name: "nlbf-crossspread-3d", traces: t3, params: p3,
+            paper: "paper (field cross-spread, same shape): V100 147.39 s, 24 Xeon cores 1639.94 s (11.1x)" });
+    }
+    v
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -358,49 +358,82 @@ impl FastPlan {
 }
 
 /// What the fast kernels read of a whole gather, uploaded once and kept on a device across the
-/// work items of a multi-device search (`super::estimate_setup_multi`).
+/// work items of a multi-device search (`super::estimate_setup_multi`), with the items' buffers
+/// (parameter traces, apertures, picks, results), allocated with the first item and grown only
+/// when an item needs more: an item allocates, zeroes and frees nothing (issue 9).
 pub struct Resident {
-    data: CudaSlice<f32>,
-    tx: CudaSlice<f32>,
-    ty: CudaSlice<f32>,
-    vals: CudaSlice<f32>,
+    bufs: FastBuffers,
 }
 
 impl Resident {
     pub fn upload(gpu: &Gpu, setup: &Setup, data: &[f32]) -> Result<Resident> {
         gpu.ensure_fits("the gather", data.len() * 4 + setup.ntr() * 8)?;
-        Ok(Resident { data: gpu.upload(data)?, tx: gpu.upload(&setup.tx)?, ty: gpu.upload(&setup.ty)?,
-            vals: gpu.upload(&setup.tables.vals)? })
+        let one_u = || gpu.zeros::<u32>(1);
+        let one_f = || gpu.zeros::<f32>(1);
+        Ok(Resident { bufs: FastBuffers { data: gpu.upload(data)?, tx: gpu.upload(&setup.tx)?, ty: gpu.upload(&setup.ty)?,
+            vals: gpu.upload(&setup.tables.vals)?, px: one_f()?, py: one_f()?, ap_off: one_u()?, ap_idx: one_u()?,
+            picks: one_u()?, pick_s: one_f()?, code: one_u()?, sem: one_f()? } })
     }
+}
+
+/// Grows `buf` to at least `len` elements (contents not kept).
+fn grow<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(gpu: &Gpu, buf: &mut CudaSlice<T>, len: usize)
+    -> Result<()> {
+    if buf.len() < len {
+        *buf = gpu.zeros::<T>(len)?;
+    }
+    Ok(())
 }
 
 /// The fast search of `sub` (a [`Setup::subset`] of the setup `res` was uploaded for) on the
 /// resident gather: only the parameter traces and their apertures go up.
 pub fn estimate_fast_resident(gpu: &Gpu, sub: &Setup, res: &mut Resident) -> Result<(Vec<u32>, Vec<f32>)> {
-    if sub.tx.len() != res.tx.len() || sub.tables.vals.len() != res.vals.len() {
+    let n = sub.estimations();
+    let (mut code, mut sem) = (vec![0u32; n], vec![0f32; n]);
+    estimate_fast_resident_into(gpu, sub, res, &mut code, &mut sem)?;
+    Ok((code, sem))
+}
+
+/// [`estimate_fast_resident`] with the codes and semblance downloaded straight into `code` and
+/// `sem` (`sub.estimations()` each; e.g. the item's part of the whole result).
+pub fn estimate_fast_resident_into(gpu: &Gpu, sub: &Setup, res: &mut Resident, code: &mut [u32], sem: &mut [f32])
+    -> Result<()> {
+    let b = &mut res.bufs;
+    if sub.tx.len() != b.tx.len() || sub.tables.vals.len() != b.vals.len() {
         return Err(NlbfError::Invalid("the resident gather belongs to another setup".into()));
     }
+    let (np, n) = (sub.np(), sub.estimations());
+    if code.len() != n || sem.len() != n {
+        return Err(NlbfError::Invalid(format!("estimate_fast_resident_into: {} / {} outputs for {n} estimations",
+            code.len(), sem.len())));
+    }
     let plan = FastPlan::new(gpu, sub, None).map_err(NlbfError::Invalid)?;
-    let (np, ns) = (sub.np(), sub.ns);
-    gpu.ensure_fits("the fast kernels' buffers", np * ns * 24 + sub.apertures.idx.len() * 4)?;
-    let (px, py) = (gpu.upload(&sub.px)?, gpu.upload(&sub.py)?);
-    let (ap_off, ap_idx) = (gpu.upload(&sub.apertures.off)?, gpu.upload(&sub.apertures.idx)?);
-    let (picks, pick_s) = (gpu.zeros::<u32>(2 * np * ns)?, gpu.zeros::<f32>(2 * np * ns)?);
-    let (code, sem) = (gpu.zeros::<u32>(np * ns)?, gpu.zeros::<f32>(np * ns)?);
-    // The resident buffers move into the launch's buffer set and back out after it.
-    let placeholder = || gpu.zeros::<f32>(1);
-    let mut b = FastBuffers {
-        data: std::mem::replace(&mut res.data, placeholder()?),
-        tx: std::mem::replace(&mut res.tx, placeholder()?),
-        ty: std::mem::replace(&mut res.ty, placeholder()?),
-        vals: std::mem::replace(&mut res.vals, placeholder()?),
-        px, py, ap_off, ap_idx, picks, pick_s, code, sem,
-    };
-    let launched = plan.launch(gpu, sub, &mut b);
-    let out = launched.and_then(|_| Ok((gpu.download(&b.code)?, gpu.download(&b.sem)?)));
-    let FastBuffers { data, tx, ty, vals, .. } = b;
-    *res = Resident { data, tx, ty, vals };
-    out
+    let (off, idx) = (&sub.apertures.off, &sub.apertures.idx);
+    let need = [np, np, off.len(), idx.len(), 2 * n, 2 * n, n, n];
+    let have = [b.px.len(), b.py.len(), b.ap_off.len(), b.ap_idx.len(), b.picks.len(), b.pick_s.len(), b.code.len(), b.sem.len()];
+    if need.iter().zip(&have).any(|(a, h)| a > h) {
+        gpu.ensure_fits("the fast kernels' buffers", n * 24 + idx.len() * 4)?;
+        grow(gpu, &mut b.px, np)?;
+        grow(gpu, &mut b.py, np)?;
+        grow(gpu, &mut b.ap_off, off.len())?;
+        grow(gpu, &mut b.ap_idx, idx.len())?;
+        grow(gpu, &mut b.picks, 2 * n)?;
+        grow(gpu, &mut b.pick_s, 2 * n)?;
+        grow(gpu, &mut b.code, n)?;
+        grow(gpu, &mut b.sem, n)?;
+    }
+    let st = gpu.stream();
+    // The kernels read only the first np / 3 (np + 1) entries (np is a launch argument), so larger
+    // buffers from an earlier, larger item are fine.
+    st.memcpy_htod(sub.px.as_slice(), &mut b.px.slice_mut(0..np)).map_err(drv("uploading parameter traces"))?;
+    st.memcpy_htod(sub.py.as_slice(), &mut b.py.slice_mut(0..np)).map_err(drv("uploading parameter traces"))?;
+    st.memcpy_htod(off.as_slice(), &mut b.ap_off.slice_mut(0..off.len())).map_err(drv("uploading apertures"))?;
+    st.memcpy_htod(idx.as_slice(), &mut b.ap_idx.slice_mut(0..idx.len())).map_err(drv("uploading apertures"))?;
+    plan.launch(gpu, sub, b)?;
+    st.memcpy_dtoh(&b.code.slice(0..n), code).map_err(drv("downloading picks"))?;
+    st.memcpy_dtoh(&b.sem.slice(0..n), sem).map_err(drv("downloading semblance"))?;
+    st.synchronize().map_err(drv("waiting for the fast kernels (an earlier launch may have faulted)"))?;
+    Ok(())
 }
 
 /// Forced kernel variants (tuning); `None` = chosen by [`FastPlan::tuned`].

@@ -476,16 +476,34 @@ impl NlbfDevice {
 /// `variant` is that of the whole search ([`variant_for`]); a CPU device runs the reference.
 pub fn estimate_item(variant: Variant, dev: &NlbfDevice, setup: &Setup, data: &[f32], ptraces: std::ops::Range<usize>)
     -> Result<(Vec<u32>, Vec<f32>)> {
+    let n = ptraces.len() * setup.ns;
+    let (mut code, mut sem) = (vec![0u32; n], vec![0f32; n]);
+    estimate_item_into(variant, dev, setup, data, ptraces, &mut code, &mut sem)?;
+    Ok((code, sem))
+}
+
+/// [`estimate_item`] writing into `code` and `sem` (`ptraces.len() * ns` each): on a GPU running
+/// the fast kernels the results are downloaded straight there (no intermediate vectors).
+pub fn estimate_item_into(variant: Variant, dev: &NlbfDevice, setup: &Setup, data: &[f32], ptraces: std::ops::Range<usize>,
+    code: &mut [u32], sem: &mut [f32]) -> Result<()> {
     let list = || ptraces.clone().collect::<Vec<usize>>();
+    let put = |(c, s): (Vec<u32>, Vec<f32>), code: &mut [u32], sem: &mut [f32]| -> Result<()> {
+        if c.len() != code.len() || s.len() != sem.len() {
+            return invalid(format!("work item {ptraces:?}: {} picks for {} outputs", c.len(), code.len()));
+        }
+        code.copy_from_slice(&c);
+        sem.copy_from_slice(&s);
+        Ok(())
+    };
     match (&dev.backend, variant) {
-        (Backend::Cpu, _) | (_, Variant::Cpu) => Ok(cpu::estimate_subset(setup, data, &list())),
-        (Backend::Gpu(g), Variant::GpuPaper) => gpu::estimate_paper_subset(g, setup, data, &list()),
+        (Backend::Cpu, _) | (_, Variant::Cpu) => put(cpu::estimate_subset(setup, data, &list()), code, sem),
+        (Backend::Gpu(g), Variant::GpuPaper) => put(gpu::estimate_paper_subset(g, setup, data, &list())?, code, sem),
         (Backend::Gpu(g), Variant::GpuFast) => {
             let mut r = dev.resident.lock().map_err(|_| NlbfError::Invalid("a device thread panicked".into()))?;
             if r.is_none() {
                 *r = Some(gpu::Resident::upload(g, setup, data)?);
             }
-            gpu::estimate_fast_resident(g, &setup.subset(ptraces), r.as_mut().unwrap())
+            gpu::estimate_fast_resident_into(g, &setup.subset(ptraces), r.as_mut().unwrap(), code, sem)
         }
     }
 }
@@ -494,20 +512,47 @@ pub fn estimate_item(variant: Variant, dev: &NlbfDevice, setup: &Setup, data: &[
 /// the [`work_items`] going to the devices as they free up.
 pub fn estimate_setup_multi(devices: &[NlbfDevice], setup: &Setup, data: &[f32], variant: Variant)
     -> Result<(Vec<u32>, Vec<f32>)> {
+    let n = setup.estimations();
+    // Written (page faults taken) on all cores, not inside the downloads.
+    let mut code = Vec::new();
+    rayon::iter::repeat_n(0u32, n).collect_into_vec(&mut code);
+    let mut sem = Vec::new();
+    rayon::iter::repeat_n(0f32, n).collect_into_vec(&mut sem);
+    estimate_setup_multi_into(devices, setup, data, variant, &mut code, &mut sem)?;
+    Ok((code, sem))
+}
+
+/// [`estimate_setup_multi`] into `code` and `sem` (`setup.estimations()` each). Each work item is a
+/// contiguous range of parameter traces, so its results are a contiguous part of the outputs: the
+/// device threads write (on a GPU: download) them in place, in parallel, and nothing is left to
+/// fold on the calling thread (the result is the concatenation, bit for bit, for any number of
+/// devices and any timing).
+pub fn estimate_setup_multi_into(devices: &[NlbfDevice], setup: &Setup, data: &[f32], variant: Variant, code: &mut [u32],
+    sem: &mut [f32]) -> Result<()> {
     if devices.is_empty() {
         return invalid("nlbf: no device to search on");
     }
+    let (ns, n) = (setup.ns, setup.estimations());
+    if code.len() != n || sem.len() != n {
+        return invalid(format!("nlbf: {} / {} outputs for {n} estimations", code.len(), sem.len()));
+    }
     let items = work_items(setup.np());
-    let ns = setup.ns;
-    crate::multi::fold_on_devices(devices, &items,
-        (Vec::with_capacity(setup.estimations()), Vec::with_capacity(setup.estimations())),
-        |dev, _, r| estimate_item(variant, dev, setup, data, r.clone()).map_err(|e| anyhow::anyhow!("parameter traces {r:?}: {e}")),
-        |(code, sem), i, (c, s)| {
-            anyhow::ensure!(c.len() == items[i].len() * ns && s.len() == c.len(), "work item {i}: {} picks", c.len());
-            code.extend_from_slice(&c);
-            sem.extend_from_slice(&s);
-            Ok(())
-        })
+    type Slot<'a> = std::sync::Mutex<Option<(&'a mut [u32], &'a mut [f32])>>;
+    let mut slots: Vec<Slot> = Vec::with_capacity(items.len());
+    let (mut rc, mut rs) = (code, sem);
+    for r in &items {
+        let (c, tc) = rc.split_at_mut(r.len() * ns);
+        let (s, ts) = rs.split_at_mut(r.len() * ns);
+        slots.push(std::sync::Mutex::new(Some((c, s))));
+        (rc, rs) = (tc, ts);
+    }
+    crate::multi::fold_on_devices(devices, &items, (),
+        |dev, i, r| {
+            let (c, s) = slots[i].lock().map_err(|_| anyhow::anyhow!("output slot poisoned"))?.take()
+                .ok_or_else(|| anyhow::anyhow!("work item {i} ran twice"))?;
+            estimate_item_into(variant, dev, setup, data, r.clone(), c, s).map_err(|e| anyhow::anyhow!("parameter traces {r:?}: {e}"))
+        },
+        |_, _, ()| Ok(()))
         .map_err(|e| NlbfError::Invalid(format!("{e:#}")))
 }
 
