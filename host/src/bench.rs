@@ -95,6 +95,23 @@ pub struct Ceilings {
     pub sfu: f64,
 }
 
+/// Peak instruction issue rate of a device, in thread instructions per second: each SM issues one
+/// warp instruction per scheduler per cycle, the same slots an FP32 FMA (2 flop per lane) takes, so
+/// half the FP32 rate: the measured one (`ceilings.fp32`) when there is one, else `nominal_fp32`.
+pub fn peak_issue(ceilings: &Ceilings, nominal_fp32: f64) -> f64 {
+    if ceilings.fp32 > 0.0 { ceilings.fp32 / 2.0 } else { nominal_fp32 / 2.0 }
+}
+
+/// Marks `row` as bound by instruction issue: `instr` SASS instructions (per thread) per unit of
+/// work, counted from the kernel's disassembly, at `peak` thread instructions/s (see [`peak_issue`])
+/// give the ceiling `peak / instr` work units/s; sets the ceiling text and the fraction reached.
+/// `what` qualifies the count (e.g. "SASS instr/contribution").
+pub fn set_issue_ceiling(row: &mut BenchRow, instr: f64, what: &str, peak: f64) {
+    let ceiling = peak / instr;
+    row.ceiling = Some(format!("issue limit ({instr} {what}) {ceiling:.2e}/s"));
+    row.fraction_of_ceiling = Some(row.throughput() / ceiling);
+}
+
 /// One line of `seisgpu demo`'s table.
 #[derive(Debug, Clone, Serialize)]
 pub struct DemoRow {

@@ -210,7 +210,7 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
         variants.extend([(64, 1), (256, 1), (512, 1), (64, 2), (128, 2), (256, 2), (64, 4), (128, 4), (64, 8)]
             .map(|(x, y)| Variant::Paper { block_x: x, block_y: y }));
     }
-    let peak_issue = if ceilings.fp32 > 0.0 { ceilings.fp32 / 2.0 } else { gpu.info().peak_fp32() / 2.0 };
+    let peak_issue = crate::bench::peak_issue(ceilings, gpu.info().peak_fp32());
     for variant in variants {
         let params = Params { variant, ..wl.params.clone() };
         // Check against the CPU on the CPU's subset first.
@@ -257,9 +257,7 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
         let rate = kernel_row.throughput();
         kernel_row.note = format!("{note_sub}{:.2e} contributions/s, {:.1}x the CPU reference", rate, rate / cpu_rate);
         if let Some(ipc) = columns_instr_per_contribution(variant) {
-            let ceiling = peak_issue / ipc;
-            kernel_row.ceiling = Some(format!("issue limit ({ipc} SASS instr/contribution) {ceiling:.2e}/s"));
-            kernel_row.fraction_of_ceiling = Some(rate / ceiling);
+            crate::bench::set_issue_ceiling(&mut kernel_row, ipc, "SASS instr/contribution", peak_issue);
         }
         rows.push(kernel_row);
         // End to end: host traces in, host image out (preprocessing, uploads, launches, download).

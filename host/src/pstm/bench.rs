@@ -146,6 +146,38 @@ fn subset(t: &TraceSet, n: usize) -> TraceSet {
     s
 }
 
+/// SASS instructions (per thread) per contribution of a kernel, for its row's issue ceiling: sm_90,
+/// `.maxnreg 80`, the hot path of one trace through a full 48-layer chunk (every 8-sample step
+/// FAST, no slow-path sqrt/division, converged warps), walked through the disassembly of the trace
+/// loop (`scripts/pstm-sass-count.py`; docs/notes/pstm.md, "Counted issue limit") and divided by the
+/// 48 contributions per lane. Includes the per-trace walk, the exact evaluations, the step
+/// classification, the staging copy and the per-layer interpolate + gather + add (8.5 per FAST
+/// layer from shared memory, 9.5 from global). Returns (count, exact): `exact` false where the
+/// count is a lower bound (the unbatched static8 layer path and textures run more instructions
+/// than the batched path counted; dynamic's step selection is divergent and data dependent, the
+/// count is one walked path of it).
+pub fn instr_per_contribution(mode: TraveltimeMode, model: TraveltimeModel, t: &GpuTuning) -> (f64, bool) {
+    let smem = t.smem && !t.texture;
+    let per_trace = match (mode, model, smem) {
+        (TraveltimeMode::Static8, TraveltimeModel::Dsr, true) => 1422.0,
+        (TraveltimeMode::Static8, TraveltimeModel::Vti, true) => 1770.0,
+        (TraveltimeMode::Static8, TraveltimeModel::Dsr, false) => 1330.0,
+        (TraveltimeMode::Static8, TraveltimeModel::Vti, false) => 1650.0,
+        (TraveltimeMode::Exact, TraveltimeModel::Dsr, true) => 3115.0,
+        (TraveltimeMode::Exact, TraveltimeModel::Vti, true) => 5347.0,
+        (TraveltimeMode::Exact, TraveltimeModel::Dsr, false) => 2857.0,
+        (TraveltimeMode::Exact, TraveltimeModel::Vti, false) => 4977.0,
+        // (dynamic: the smem DSR kernel's walked path; the others not walked, the same used)
+        (TraveltimeMode::Dynamic { .. }, _, _) => 3725.0,
+    };
+    let exact = match mode {
+        TraveltimeMode::Static8 => t.batched_units && !t.texture,
+        TraveltimeMode::Exact => true,
+        TraveltimeMode::Dynamic { .. } => false,
+    };
+    ((per_trace / 48.0f64 * 10.0).round() / 10.0, exact)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn row(workload: &str, variant: &str, scope: &str, stats: Stats, work: f64, check: String, paper: Option<String>,
     note: String) -> BenchRow {
@@ -166,8 +198,8 @@ fn row(workload: &str, variant: &str, scope: &str, stats: Stats, work: f64, chec
 
 /// Runs `pstm-table2` (every mode and model, CPU reference on a subset, every GPU variant on the
 /// full trace count, GPU checked against the CPU first) and returns the rows.
-pub fn bench(backend: &Backend, size: BenchSize, _ceilings: &Ceilings) -> anyhow::Result<Vec<BenchRow>> {
-    bench_filtered(backend, size, None, None, &[], &SUITE_VARIANTS.map(String::from))
+pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow::Result<Vec<BenchRow>> {
+    bench_impl(backend, size, None, None, &[], &SUITE_VARIANTS.map(String::from), ceilings)
 }
 
 /// The launch shapes `seisgpu bench` (the whole suite) measures, so it fits its ten minutes: the
@@ -189,6 +221,13 @@ pub fn bench_traces(backend: &Backend, size: BenchSize, n_traces: Option<usize>,
 /// exactly.
 pub fn bench_filtered(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budget_s: Option<f64>,
     labels: &[String], filter: &[String]) -> anyhow::Result<Vec<BenchRow>> {
+    bench_impl(backend, size, n_traces, budget_s, labels, filter, &Ceilings::default())
+}
+
+/// [`bench_filtered`] with the device's measured ceilings (zero: the nominal peak is used for the
+/// issue limit of each GPU kernel row).
+fn bench_impl(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budget_s: Option<f64>,
+    labels: &[String], filter: &[String], ceilings: &Ceilings) -> anyhow::Result<Vec<BenchRow>> {
     let (p, ntr, ns) = table2(size);
     let ntr = n_traces.unwrap_or(ntr);
     let wl = "pstm-table2";
@@ -298,10 +337,17 @@ pub fn bench_filtered(backend: &Backend, size: BenchSize, n_traces: Option<usize
                     let reps = if first.median_ms > 700.0 { 2 } else { 5 };
                     timer.measure(0, reps, || pr.run())?
                 };
-                let r = row(wl, &format!("{vname} {label}"), "kernel", st, work as f64, check.clone(), Some(paper_note.into()),
-                    format!("{} traces, {pairs} trace-column pairs, aperture {} m; {}", plf.traces_used, p.aperture,
-                        pr.describe()));
-                eprintln!("pstm bench: {vname} {label}: {:.3} s ({} runs), {:.3e} contributions/s; {}", st.median_ms * 1e-3,
+                let mut r = row(wl, &format!("{vname} {label}"), "kernel", st, work as f64, check.clone(), Some(paper_note.into()),
+                    String::new());
+                // Latency-bound kernels (Nsight Compute): the fraction of the counted issue limit.
+                let (ipc, exact_count) = instr_per_contribution(mode, model, &tuning);
+                crate::bench::set_issue_ceiling(&mut r, ipc, if exact_count { "SASS instr/contribution" } else {
+                    "SASS instr/contribution, lower bound" }, crate::bench::peak_issue(ceilings, gpu.info().peak_fp32()));
+                let issue = format!("{}{:.0}% of issue limit ({ipc} SASS/contribution)", if exact_count { "" } else { ">= " },
+                    100.0 * r.fraction_of_ceiling.unwrap_or(0.0));
+                r.note = format!("{issue}; {} traces, {pairs} trace-column pairs, aperture {} m; {}", plf.traces_used, p.aperture,
+                    pr.describe());
+                eprintln!("pstm bench: {vname} {label}: {:.3} s ({} runs), {:.3e} contributions/s, {issue}; {}", st.median_ms * 1e-3,
                     st.repeats, work as f64 / (st.median_ms * 1e-3), pr.describe());
                 if mode == TraveltimeMode::Static8 && model == TraveltimeModel::Dsr && !tuning.texture
                     && st.median_ms < best.1.as_ref().map_or(f64::INFINITY, |b: &BenchRow| b.stats.median_ms)
