@@ -656,6 +656,44 @@ mod tests {
         assert!(err.contains("samples for a 45 x 23 x 70 volume"), "{err}");
     }
 
+    /// Host phases of `process` at the scaling workload's size (480^3, cubes of 256), without any
+    /// device: `cargo test --release -p seisgpu-host --lib host_phase_times -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn host_phase_times() {
+        let shape = [480, 480, 480];
+        let t = Tiling::new(shape, 256, 32).unwrap();
+        let vol = crate::wavepacket::apps::synthetic_cube(shape, 0.004, 25.0);
+        let ms = |f: &mut dyn FnMut()| {
+            let mut best = f64::MAX;
+            for _ in 0..3 {
+                let s = std::time::Instant::now();
+                f();
+                best = best.min(s.elapsed().as_secs_f64() * 1e3);
+            }
+            best
+        };
+        let per_sample = ms(&mut || assert!(vol.par_iter().position_first(|v| !v.is_finite()).is_none()));
+        let chunked = ms(&mut || validate_volume(&vol, shape, "v").unwrap());
+        let mut sink = 0.0f32;
+        let fresh = ms(&mut || {
+            let c = t.extract(&vol, 7);
+            sink += c[12345];
+        });
+        let mut buf = vec![0.0f32; 256 * 256 * 256];
+        let kept = ms(&mut || assert!(t.extract_staged(&vol, 7, &mut buf, |_, _| Ok(())).unwrap()));
+        let mut out = vec![0.0f32; vol.len()];
+        let fold = ms(&mut || t.accumulate(&mut out, 7, &buf));
+        let zero = ms(&mut || {
+            let mut v = Vec::new();
+            rayon::iter::repeat_n(0.0f32, vol.len()).collect_into_vec(&mut v);
+            sink += v[777];
+        });
+        println!("{} threads: validate per sample {per_sample:.1} ms, chunked {chunked:.1} ms; cube extraction into a fresh \
+            Vec {fresh:.1} ms, into a kept buffer (checked, slabs) {kept:.1} ms; fold of one cube {fold:.1} ms; \
+            zeroed output {zero:.1} ms ({sink})", rayon::current_num_threads());
+    }
+
     #[test]
     fn tapers_square_sum_to_one() {
         let t = Tiling::new([300, 40, 90], 64, 16).unwrap();
