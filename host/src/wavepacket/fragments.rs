@@ -373,7 +373,7 @@ impl Fragmented {
     /// finishes this one. The calling thread adds the cubes into the volume in cube order straight
     /// from those buffers (the same bits for any number of engines and any timing), then hands
     /// each buffer back to its engine. The output volume's pages are written (zeroed) beside the
-    /// devices once every engine has its first cube up.
+    /// devices once every engine has written its first cube.
     pub fn process<F: Fn(usize, &mut [Complex32]) + Sync>(&self, vol: &[f32], edit: F) -> Result<Vec<f32>> {
         let t0 = std::time::Instant::now();
         let [s0, s1, s2] = self.tiling.shape;
@@ -446,6 +446,11 @@ impl Fragmented {
                                 return Err(NotFinite.into());
                             }
                             crate::multi::mark("cube written and queued up (each)", te);
+                            if std::mem::take(&mut first) {
+                                // The output's zeroing starts now, beside this cube's transform.
+                                crate::multi::mark("first cube written at", t0);
+                                let _ = up_tx.send(());
+                            }
                             if let Some((pt, pb, ev)) = prev.take() {
                                 if let Some(ev) = ev {
                                     ev.synchronize().context("waiting for a cube's result")?;
@@ -456,10 +461,6 @@ impl Fragmented {
                             // SAFETY: `buf` is the staged page-locked buffer; it is not touched again
                             // until the event completes (the synchronisation above, or below).
                             let ev = unsafe { e.roundtrip_queued(b, &mut |c| edit(t, c)) }?;
-                            if std::mem::take(&mut first) {
-                                crate::multi::mark("first cube queued at", t0);
-                                let _ = up_tx.send(());
-                            }
                             prev = Some((t, buf, ev));
                             if stop.load(Ordering::Relaxed) {
                                 break;
