@@ -83,18 +83,22 @@ pub fn bench(pipeline: &str, devices: &[Backend], size: BenchSize) -> Result<Vec
         let repeats = if t_check < 5.0 { 3 } else { 1 };
         let mut err = None;
         let mut last = None;
+        // The earlier timed runs' results, freed after the timing: unmapping a big result (442 MB
+        // for the 480^3 wave-packet volume) is not the next run's work.
+        let mut spent: Vec<Vec<f32>> = Vec::new();
         // The last timed run's wall-clock marks (crate::multi::mark): where its serial time goes.
         let mut marks = Vec::new();
         let stats = measure_cpu(0, repeats, || {
             crate::multi::take_marks();
             match (w.run)(devs) {
-                Ok(v) => last = Some(v),
+                Ok(v) => spent.extend(last.replace(v)),
                 Err(e) => {
                     err.get_or_insert(e);
                 }
             }
             marks = crate::multi::take_marks();
         });
+        drop(spent);
         if let Some(e) = err {
             return Err(e.context(format!("{} on {n} device(s), timed run", w.name)));
         }

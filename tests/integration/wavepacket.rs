@@ -227,3 +227,44 @@ fn wavepacket_bench_paper() {
     };
     seisgpu_host::wavepacket::bench::bench_with(&Backend::Gpu(gpu), size, &Default::default(), &mut progress).unwrap();
 }
+
+/// `Fragmented::process` on GPUs (issue 9's pipeline: page-locked cube buffers, slab uploads, the
+/// next cube written while the device finishes one, the ordered fold from the buffers): the same
+/// bits as the serial cube loop on the same GPU, as every visible GPU together, and as a second
+/// run; close to the CPU; a bad sample named as by the whole-volume check.
+#[test]
+fn wavepacket_gpu_process_pipeline() {
+    let Some(gpu) = gpu_or_skip("wavepacket_gpu_process_pipeline") else { return };
+    use seisgpu_host::wavepacket::fragments::Tiling;
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let shape = [70, 45, 90];
+    let params = Params { eps: 1e-6, ..Params::default() };
+    let tiling = Tiling::new(shape, 32, 8).unwrap();
+    let vol = random_vec(shape.iter().product(), "wave-packet volume");
+    let edit = |t: usize, c: &mut [Complex32]| c.iter_mut().for_each(|x| *x *= 0.5 + 0.01 * t as f32);
+    let one = Fragmented::on_backends(&[Backend::Gpu(gpu.clone())], tiling.clone(), &params).unwrap();
+    let p1 = one.process(&vol, edit).unwrap();
+    let mut e = Engine::new(&Backend::Gpu(gpu), one.frame.clone()).unwrap();
+    let mut serial = vec![0.0f32; vol.len()];
+    for t in 0..tiling.count() {
+        let c = e.roundtrip(&tiling.extract(&vol, t), &mut |c| edit(t, c)).unwrap();
+        tiling.accumulate(&mut serial, t, &c);
+    }
+    assert_eq!(bits(&p1), bits(&serial), "pipeline differs from the serial cube loop");
+    assert_eq!(bits(&one.process(&vol, edit).unwrap()), bits(&p1), "second run differs");
+    let (all, note) = seisgpu_host::multi::backends(seisgpu_host::DeviceChoice::Gpu, seisgpu_host::multi::GpuCount::All).unwrap();
+    let n = Fragmented::on_backends(&all, tiling.clone(), &params).unwrap();
+    for run in 0..2 {
+        assert_eq!(bits(&n.process(&vol, edit).unwrap()), bits(&p1), "{note}, run {run}: differs from 1 GPU");
+    }
+    let cpu = Fragmented::on_backends(&[Backend::Cpu], tiling, &params).unwrap();
+    let pc = cpu.process(&vol, edit).unwrap();
+    let err = rel_l2(&p1, &pc);
+    println!("process pipeline: {note}: bit-exact vs 1 GPU; GPU vs CPU rel L2 {err:.2e}");
+    assert!(err < 1e-4, "GPU vs CPU rel L2 {err:.2e}");
+    let mut bad = vol.clone();
+    bad[(50 * 45 + 7) * 90 + 81] = f32::NAN;
+    let msg = n.process(&bad, edit).unwrap_err().to_string();
+    assert!(msg.contains("sample 81 of trace (50, 7) is not finite"), "{msg}");
+    assert_eq!(bits(&n.process(&vol, edit).unwrap()), bits(&p1), "after a failed job");
+}

@@ -290,6 +290,60 @@ impl GpuEngine {
         Ok(())
     }
 
+    /// Queues the copy of `slab` into the device volume from sample `at` on (issue 9: the
+    /// cube goes up slab by slab as the host writes it, so the first upload starts within a slab's
+    /// extraction). Asynchronous where `host` is page-locked memory.
+    ///
+    /// # Safety
+    /// `slab` must stay alive and unchanged until the stream has passed the copy (the next
+    /// synchronisation of the stream, e.g. inside [`GpuEngine::roundtrip_launch`]).
+    pub(crate) unsafe fn stage_slab(&mut self, slab: &[f32], at: usize) -> Result<()> {
+        ensure!(at + slab.len() <= self.vol.len(), "slab of {} samples at {at} for a {}^3 engine", slab.len(), self.frame.n());
+        let stream = self.gpu.stream().clone();
+        let mut dst = self.vol.slice_mut(at..at + slab.len());
+        stream.memcpy_htod(slab, &mut dst).context("uploading a slab of the cube")?;
+        Ok(())
+    }
+
+    /// One cube's processing with its volume already staged ([`GpuEngine::stage_slab`]): forward,
+    /// coefficients down into the page-locked buffer, `edit`, up, inverse, and the download of the
+    /// result into `out` queued. Returns an event that completes when `out` holds the cube; the
+    /// host meanwhile prepares the next cube.
+    ///
+    /// # Safety
+    /// `out` must be page-locked memory that stays alive and untouched until the event completes.
+    pub(crate) unsafe fn roundtrip_launch(&mut self, edit: &mut dyn FnMut(&mut [Complex32]), out: &mut [f32])
+        -> Result<CudaEvent> {
+        ensure!(out.len() == self.vol.len(), "output of {} samples for a {}^3 engine", out.len(), self.frame.n());
+        self.pinned_buffers()?;
+        let stream = self.gpu.stream().clone();
+        self.forward_device()?;
+        {
+            let (_, c) = self.pinned.as_mut().unwrap();
+            let c = c.as_mut_slice()?;
+            for j in 0..self.frame.scales() {
+                let r = self.frame.scale_range(j);
+                stream.memcpy_dtoh(&self.boxes[j], &mut c[2 * r.start..2 * r.end]).context("downloading coefficients")?;
+            }
+        }
+        stream.synchronize().context("waiting for the forward transform")?;
+        edit(self.pinned_buffers()?.1);
+        {
+            let (_, c) = self.pinned.as_ref().unwrap();
+            let c = c.as_slice()?;
+            for j in 0..self.frame.scales() {
+                let r = self.frame.scale_range(j);
+                stream.memcpy_htod(&c[2 * r.start..2 * r.end], &mut self.boxes[j]).context("uploading coefficients")?;
+            }
+        }
+        self.inverse_device()?;
+        stream.memcpy_dtoh(&self.vol, out).context("downloading the cube")?;
+        let ev = stream.context().new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+            .context("creating the cube's event")?;
+        ev.record(&stream).context("recording the cube's event")?;
+        Ok(ev)
+    }
+
     pub fn upload_volume(&mut self, f: &[f32]) -> Result<()> {
         ensure!(f.len() == self.vol.len(), "volume of {} samples for a {}^3 engine", f.len(), self.frame.n());
         self.gpu.stream().memcpy_htod(f, &mut self.vol).context("uploading the cube")?;

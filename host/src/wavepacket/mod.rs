@@ -285,11 +285,38 @@ pub fn validate_volume(data: &[f32], shape: [usize; 3], what: &str) -> Result<()
         shape[1], shape[2]);
     // In parallel: it reads the whole volume on every run (a fixed cost of any split).
     use rayon::prelude::*;
-    if let Some(i) = data.par_iter().position_first(|v| !v.is_finite()) {
+    // Chunks with a branch-free test (vectorised), then the first bad sample of the first bad chunk:
+    // `position_first` per sample ran at ~13 GB/s on 64 threads (33 ms for 480^3).
+    const CHUNK: usize = 1 << 15;
+    let bad = data.par_chunks(CHUNK).position_first(|c| !c.iter().fold(true, |ok, v| ok & v.is_finite()))
+        .and_then(|k| data[k * CHUNK..].iter().position(|v| !v.is_finite()).map(|i| k * CHUNK + i));
+    if let Some(i) = bad {
         let (i0, r) = (i / (shape[1] * shape[2]), i % (shape[1] * shape[2]));
         bail!("{what}: sample {} of trace ({i0}, {}) is not finite ({})", r % shape[2], r / shape[2], data[i]);
     }
     Ok(())
+}
+
+/// One cube's samples on the host: page-locked for a GPU engine (full-speed, asynchronous
+/// transfers), plain for the CPU reference.
+pub(crate) enum HostCube {
+    Plain(Vec<f32>),
+    Pinned(crate::runtime::memory::PinnedBuf<f32>),
+}
+
+impl HostCube {
+    pub(crate) fn as_slice(&self) -> Result<&[f32]> {
+        match self {
+            HostCube::Plain(v) => Ok(v),
+            HostCube::Pinned(p) => Ok(p.as_slice()?),
+        }
+    }
+    pub(crate) fn as_mut_slice(&mut self) -> Result<&mut [f32]> {
+        match self {
+            HostCube::Plain(v) => Ok(v),
+            HostCube::Pinned(p) => Ok(p.as_mut_slice()?),
+        }
+    }
 }
 
 /// A transform engine for one frame: the CPU reference or the GPU.
@@ -347,6 +374,47 @@ impl Engine {
                 v.par_iter().copied().collect_into_vec(&mut out);
                 Ok(out)
             }
+        }
+    }
+
+    /// A host buffer for one cube's samples, the kind this engine transfers fastest from and to
+    /// (page-locked on a GPU). [`fragments::Fragmented::process`] keeps a few per engine.
+    pub(crate) fn host_cube(&self) -> Result<HostCube> {
+        let n = self.frame().n();
+        Ok(match self {
+            Engine::Cpu(_) => HostCube::Plain(vec![0.0; n * n * n]),
+            Engine::Gpu(e) => HostCube::Pinned(crate::runtime::memory::PinnedBuf::new(e.gpu(), n * n * n)?),
+        })
+    }
+
+    /// Queues the upload of the cube's samples `slab`, from sample `at` on (a no-op on the CPU,
+    /// which reads the whole buffer in [`Engine::roundtrip_queued`]).
+    ///
+    /// # Safety
+    /// As [`gpu::GpuEngine::stage_slab`]: `slab` stays unchanged until the next roundtrip.
+    pub(crate) unsafe fn stage(&mut self, slab: &[f32], at: usize) -> Result<()> {
+        match self {
+            Engine::Cpu(_) => Ok(()),
+            Engine::Gpu(e) => unsafe { e.stage_slab(slab, at) },
+        }
+    }
+
+    /// The staged cube's forward, `edit`, inverse, the result into `cube`. The CPU finishes before
+    /// returning (`None`); the GPU returns an event that completes when `cube` holds the result.
+    ///
+    /// # Safety
+    /// On a GPU, `cube` is the page-locked buffer that was staged, left untouched until the event
+    /// completes.
+    pub(crate) unsafe fn roundtrip_queued(&mut self, cube: &mut [f32], edit: &mut dyn FnMut(&mut [Complex32]))
+        -> Result<Option<cudarc::driver::CudaEvent>> {
+        match self {
+            Engine::Cpu(e) => {
+                let mut c = e.forward(cube);
+                edit(&mut c);
+                cube.copy_from_slice(&e.inverse(&c));
+                Ok(None)
+            }
+            Engine::Gpu(e) => unsafe { e.roundtrip_launch(edit, cube) }.map(Some),
         }
     }
 
