@@ -752,8 +752,9 @@ pub fn device_parts(plan: &Plan, params: &Params, backends: &[Backend], all_item
 }
 
 /// [`migrate`] over several devices (`--gpus`): device `d` of N migrates the contiguous block `d`
-/// of the [`work_items`] into its own resident image, and the N images are downloaded once and
-/// summed on the host in device order ([`crate::multi::sum_in_order`]). The split is static, so a
+/// of the [`work_items`] into its own resident image, and the N images are summed in device order
+/// ([`crate::multi::sum_parts`]: on the GPUs, each downloading its slice of the sum; the same bits
+/// as [`crate::multi::sum_in_order`] on the host). The split is static, so a
 /// given N gives the same image bit for bit on every run (on GPUs wherever the kernel sums in a
 /// fixed order: the columns kernel with one trace segment, i.e. any image larger than about 8
 /// blocks per SM); different N regroup the f32 sums (relative L2 ~1e-7 to each other and to the

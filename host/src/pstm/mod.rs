@@ -587,8 +587,9 @@ impl DeviceImage {
 }
 
 /// [`migrate`] over several devices (`--gpus`): device `d` of N migrates the contiguous block `d`
-/// of the [`work_items`] into its own resident image ([`DeviceImage`]); the N images are
-/// downloaded once and summed on the host in device order, the counts added. A given N gives the
+/// of the [`work_items`] into its own resident image ([`DeviceImage`]); the N images are summed
+/// in device order ([`crate::multi::sum_parts`]: on the GPUs, each downloading its slice of the
+/// sum), the counts added. A given N gives the
 /// same image bit for bit on every run; different N regroup the f32 sums (rounding only).
 pub fn migrate_multi(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel,
     backends: &[Backend]) -> anyhow::Result<PstmImage> {

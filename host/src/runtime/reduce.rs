@@ -74,6 +74,7 @@ pub fn enable_peers(gpus: &[Arc<Gpu>]) -> GpuResult<Vec<(usize, usize)>> {
 pub fn sum_to_host(parts: &[(Arc<Gpu>, &CudaSlice<f32>)]) -> anyhow::Result<Vec<f32>> {
     let Some((_, first)) = parts.first() else { anyhow::bail!("no device image to sum") };
     let n = first.len();
+    anyhow::ensure!(n <= u32::MAX as usize, "device images of {n} samples: too many for one sum");
     for (k, (_, p)) in parts.iter().enumerate() {
         anyhow::ensure!(p.len() == n, "device image {k} has {} samples, the first has {n}", p.len());
     }
@@ -100,6 +101,7 @@ pub fn sum_to_host(parts: &[(Arc<Gpu>, &CudaSlice<f32>)]) -> anyhow::Result<Vec<
         slices.push(head);
         rest = tail;
     }
+    let t0 = std::time::Instant::now();
     let results: Vec<anyhow::Result<()>> = std::thread::scope(|s| {
         let handles: Vec<_> = owners.iter().zip(ranges.iter().cloned()).zip(slices).map(|((gpu, range), dst)| {
             s.spawn(move || -> anyhow::Result<()> {
@@ -128,10 +130,17 @@ pub fn sum_to_host(parts: &[(Arc<Gpu>, &CudaSlice<f32>)]) -> anyhow::Result<Vec<
                         crate::launch!(gpu, "saxpy", grid_1d(m, 256), &m32, &one, &*t, &mut acc)?;
                     }
                 }
-                // The host pages of this slice, while the copies and adds run.
-                dst.fill(0.0);
+                crate::multi::mark("device sum: copies and adds queued at", t0);
+                // The host pages of this slice, while the copies and adds run (on the rayon pool,
+                // idle by now: one thread's page faults would take longer than the GPU's part).
+                {
+                    use rayon::prelude::*;
+                    dst.par_chunks_mut(1 << 16).for_each(|c| c.fill(0.0));
+                }
+                crate::multi::mark("device sum: host pages touched at", t0);
                 stream.memcpy_dtoh(&acc, dst).map_err(GpuError::driver("downloading the summed slice"))?;
                 stream.synchronize().map_err(GpuError::driver("summing device images"))?;
+                crate::multi::mark("device sum: slice down at", t0);
                 Ok(())
             })
         }).collect();
