@@ -43,7 +43,14 @@ pub fn open_gpus(count: GpuCount) -> Result<Vec<Arc<Gpu>>, GpuError> {
     if n == 0 {
         return Err(GpuError::NoDevice);
     }
-    (0..n).map(Gpu::open).collect()
+    let gpus: Vec<Arc<Gpu>> = (0..n).map(Gpu::open).collect::<Result<_, _>>()?;
+    // Peer access between every pair, once, with the contexts (one-time setup, like them): the
+    // device-side image sums ([`sum_parts`]) then copy over NVLink instead of through the host.
+    // Best effort: where it fails the driver stages the copies through the host (slower, same sums).
+    if gpus.len() > 1 {
+        let _ = crate::runtime::reduce::enable_peers(&gpus);
+    }
+    Ok(gpus)
 }
 
 /// The devices of `--gpus N|all` under a `--device` choice, and a line saying what they are.
@@ -193,6 +200,67 @@ pub fn sum_in_order(parts: Vec<Vec<f32>>) -> anyhow::Result<Vec<f32>> {
         }
     });
     Ok(acc)
+}
+
+/// [`crate::traces::TraceSet::validate`] without its scan of every sample (sample count, interval,
+/// data length): for the multi-device jobs, whose work items check their own samples in parallel.
+pub fn validate_shape(traces: &crate::traces::TraceSet, what: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(traces.data.len() == traces.headers.len() * traces.ns,
+        "{what}: {} samples for {} traces of {} samples", traces.data.len(), traces.headers.len(), traces.ns);
+    traces.slice(0..0).validate(what).map_err(anyhow::Error::msg)
+}
+
+/// One device's partial result (an image) in a multi-device job: on the host (a CPU work queue,
+/// or a GPU image that was tiled through the host), or still resident on its GPU.
+pub enum Part {
+    Host(Vec<f32>),
+    Gpu(Arc<Gpu>, cudarc::driver::CudaSlice<f32>),
+}
+
+impl Part {
+    pub fn len(&self) -> usize {
+        match self {
+            Part::Host(v) => v.len(),
+            Part::Gpu(_, s) => s.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool { self.len() == 0 }
+    /// The part on the host (one download for a resident one).
+    pub fn into_host(self) -> anyhow::Result<Vec<f32>> {
+        match self {
+            Part::Host(v) => Ok(v),
+            Part::Gpu(g, s) => {
+                let v = g.download_prefaulted(&s)?;
+                g.synchronize()?;
+                Ok(v)
+            }
+        }
+    }
+}
+
+/// The element-wise sum of `parts` in their order, the same bits as [`sum_in_order`] of the parts
+/// on the host. Two or more resident parts (and no host part) are summed on the GPUs
+/// ([`crate::runtime::reduce::sum_to_host`]: slices of the sum exchanged over the peer links, each
+/// GPU downloading its slice in parallel), so neither the N whole downloads nor the host sum are
+/// serial time; otherwise the parts come down and [`sum_in_order`] adds them.
+pub fn sum_parts(parts: Vec<Part>) -> anyhow::Result<Vec<f32>> {
+    let t = std::time::Instant::now();
+    let on_gpus = parts.len() >= 2 && parts.iter().all(|p| matches!(p, Part::Gpu(..)));
+    if on_gpus {
+        let views: Vec<(Arc<Gpu>, &cudarc::driver::CudaSlice<f32>)> = parts.iter().map(|p| match p {
+            Part::Gpu(g, s) => (g.clone(), s),
+            Part::Host(_) => unreachable!("checked above"),
+        }).collect();
+        let sum = crate::runtime::reduce::sum_to_host(&views)?;
+        mark("device sum + slice downloads", t);
+        return Ok(sum);
+    }
+    let host = parts.into_iter().map(Part::into_host).collect::<anyhow::Result<Vec<_>>>()?;
+    mark("image download", t);
+    let t = std::time::Instant::now();
+    let sum = sum_in_order(host)?;
+    mark("host sum", t);
+    Ok(sum)
 }
 
 /// Wall-clock marks of the multi-device jobs (issue 9's scaling notes): `(phase, ms)`, where ms is

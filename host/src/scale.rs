@@ -5,15 +5,19 @@
 //!
 //! What a timed run includes: everything a job does with its input on devices that are already
 //! open: planning the items, host preparation, uploads, kernels, downloads, the host reduction.
+//! The reduction of the per-device images is part of every timed run: with several GPUs they are
+//! summed on the devices (peer copies, [`crate::runtime::reduce`]) and each GPU downloads its slice
+//! of the sum; with one, the image comes down whole.
 //! What it excludes, as one-time setup that a processing job pays once for many inputs: opening
-//! the devices (context), loading and JIT-compiling modules (the untimed check run before the timed
+//! the devices (context, peer access between them), loading and JIT-compiling modules (the untimed check run before the timed
 //! runs does it), cuFFT plans and wave-packet engines, the SRM operator design, the operator table
 //! and the NLBF gather resident on each device (made once per device count, outside the timing).
 //!
 //! Before timing, every count's result is checked against the one-device result: bit-exact where
 //! the split does not change the summation (NLBF: concatenation; wave packets: cubes summed in cube
-//! order), relative L2 below 1e-6 where each device sums its own block of items and the host then
-//! sums the device images (Kirchhoff, PSTM, SRM: a different N regroups the f32 sums). The timed
+//! order), relative L2 below 1e-6 where each device sums its own block of items and the device
+//! images are then summed in device order (Kirchhoff, PSTM, SRM: a different N regroups the f32
+//! sums; the on-device sum gives the same bits as the host sum in device order). The timed
 //! runs' last result is compared bit for bit with the check run (the static split makes a given N
 //! repeatable). Counts above the devices given are skipped with a note; with one device only its
 //! row is produced. On CPU work queues (`--device cpu --gpus N`) the rows exercise the code path:

@@ -451,3 +451,51 @@ fn scale_cli_gpus_flag_on_every_pipeline() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---- The device-side sum of per-device images, and the deferred whole-input scan -------------
+
+#[test]
+fn scale_bad_sample_named_by_its_input_index_on_cpu_queues() {
+    // The multi-device jobs no longer scan the whole input before the split (the work items scan
+    // their own traces); a bad sample must still be named by its index in the input.
+    let (mut traces, configs) = ktm_case(300);
+    traces.data[201 * traces.ns + 7] = f32::NAN;
+    traces.data[250 * traces.ns + 3] = f32::INFINITY;
+    for n in [1, 3] {
+        let e = ktm::migrate_multi(&traces, &configs[0].1, &cpus(n)).unwrap_err().to_string();
+        assert!(e.contains("trace 201 sample 7 is not finite"), "{n} queues: {e}");
+    }
+    let (p, mut traces) = pstm_case(300);
+    traces.data[123 * traces.ns + 4] = f32::NAN;
+    for n in [1, 3] {
+        let e = pstm::migrate_multi(&traces, &p, TraveltimeMode::Static8, TraveltimeModel::Vti, &cpus(n)).unwrap_err().to_string();
+        assert!(e.contains("trace 123 sample 4 is not finite"), "{n} queues: {e}");
+    }
+}
+
+#[test]
+fn scale_sum_parts_is_the_host_sum_in_order() {
+    let parts: Vec<Vec<f32>> = (0..4).map(|k| random_vec(100_003, "sum parts").into_iter()
+        .map(|v| v * (k as f32 + 1.3) - 0.1 * k as f32).collect()).collect();
+    let want = multi::sum_in_order(parts.clone()).unwrap();
+    let got = multi::sum_parts(parts.iter().cloned().map(multi::Part::Host).collect()).unwrap();
+    assert_eq!(bits(&got), bits(&want));
+    let Some(_) = gpu_or_skip("scale_sum_parts_is_the_host_sum_in_order (GPU part)") else { return };
+    // Parts round-robin over every GPU there is (several on one GPU exercise the same logic
+    // without peers): the device-side sum must be the host sum bit for bit, for 1 to 4 parts,
+    // and with a host part among them.
+    let gpus = multi::open_gpus(GpuCount::All).unwrap();
+    for np in 1..=4 {
+        let dev: Vec<multi::Part> = parts[..np].iter().enumerate()
+            .map(|(k, p)| { let g = gpus[k % gpus.len()].clone(); let s = g.upload(p).unwrap(); multi::Part::Gpu(g, s) }).collect();
+        let got = multi::sum_parts(dev).unwrap();
+        let want = multi::sum_in_order(parts[..np].to_vec()).unwrap();
+        assert_eq!(bits(&got), bits(&want), "{np} parts on {} GPU(s)", gpus.len());
+    }
+    let mixed = vec![multi::Part::Gpu(gpus[0].clone(), gpus[0].upload(&parts[0]).unwrap()), multi::Part::Host(parts[1].clone())];
+    assert_eq!(bits(&multi::sum_parts(mixed).unwrap()), bits(&multi::sum_in_order(parts[..2].to_vec()).unwrap()));
+    let short = vec![multi::Part::Gpu(gpus[0].clone(), gpus[0].upload(&parts[0]).unwrap()),
+        multi::Part::Gpu(gpus[gpus.len() - 1].clone(), gpus[gpus.len() - 1].upload(&parts[1][..10]).unwrap())];
+    let e = multi::sum_parts(short).unwrap_err().to_string();
+    assert!(e.contains("samples"), "{e}");
+}

@@ -205,6 +205,15 @@ impl Accumulator {
         Ok(())
     }
 
+    /// The resident image after the queued migrations (waited for), for a device-side sum
+    /// ([`crate::multi::sum_parts`]).
+    pub fn into_image(self) -> anyhow::Result<(Arc<Gpu>, CudaSlice<f32>)> {
+        let t = std::time::Instant::now();
+        self.gpu.synchronize()?;
+        crate::multi::mark("kernels drained", t);
+        Ok((self.gpu, self.d_image))
+    }
+
     /// Downloads the image (`classes * ncols * ntau`, as `Image::data`).
     pub fn download(self) -> anyhow::Result<Vec<f32>> {
         // Synchronised first, so the scaling marks tell the kernels' drain from the copy.

@@ -706,6 +706,18 @@ impl DeviceImage {
             DeviceAcc::Host(image, _) => Ok(image),
         }
     }
+
+    /// The device's image where it is: still resident on a GPU (for a device-side sum,
+    /// [`crate::multi::sum_parts`]), or on the host.
+    pub fn finish_part(self) -> anyhow::Result<crate::multi::Part> {
+        match self.acc {
+            DeviceAcc::Resident(a) => {
+                let (g, image) = a.into_image().context("finishing the device's image")?;
+                Ok(crate::multi::Part::Gpu(g, image))
+            }
+            DeviceAcc::Host(image, _) => Ok(crate::multi::Part::Host(image)),
+        }
+    }
 }
 
 /// Adds a partial image into the running sum.
@@ -720,6 +732,14 @@ pub fn add_image(sum: &mut [f32], part: &[f32]) -> anyhow::Result<()> {
 /// `chunk(range)` gives the traces of an item. Images in device order (`None`: no item).
 pub fn device_images(plan: &Plan, params: &Params, backends: &[Backend], all_items: &[Range<usize>], items: Range<usize>,
     chunk: impl Fn(Range<usize>) -> TraceSet + Sync) -> Result<Vec<Vec<f32>>, crate::multi::WorkError> {
+    let parts = device_parts(plan, params, backends, all_items, items, chunk)?;
+    parts.into_iter().map(|p| p.into_host()).collect::<anyhow::Result<Vec<_>>>()
+        .map_err(|source| crate::multi::WorkError { device: usize::MAX, item: all_items.len().saturating_sub(1), source })
+}
+
+/// [`device_images`] with the images left where they are ([`DeviceImage::finish_part`]).
+pub fn device_parts(plan: &Plan, params: &Params, backends: &[Backend], all_items: &[Range<usize>], items: Range<usize>,
+    chunk: impl Fn(Range<usize>) -> TraceSet + Sync) -> Result<Vec<crate::multi::Part>, crate::multi::WorkError> {
     let max_item = all_items.iter().map(|r| r.len()).max().unwrap_or(1);
     let images = crate::multi::run_blocks(backends, items,
         |b| DeviceImage::new(b, plan, params, max_item),
@@ -727,13 +747,14 @@ pub fn device_images(plan: &Plan, params: &Params, backends: &[Backend], all_ite
             let r = all_items[i].clone();
             img.add_item(plan, &chunk(r.clone()), r.clone(), params).with_context(|| format!("traces {r:?}"))
         },
-        |_, img| img.finish())?;
+        |_, img| img.finish_part())?;
     Ok(images.into_iter().flatten().collect())
 }
 
 /// [`migrate`] over several devices (`--gpus`): device `d` of N migrates the contiguous block `d`
-/// of the [`work_items`] into its own resident image, and the N images are downloaded once and
-/// summed on the host in device order ([`crate::multi::sum_in_order`]). The split is static, so a
+/// of the [`work_items`] into its own resident image, and the N images are summed in device order
+/// ([`crate::multi::sum_parts`]: on the GPUs, each downloading its slice of the sum; the same bits
+/// as [`crate::multi::sum_in_order`] on the host). The split is static, so a
 /// given N gives the same image bit for bit on every run (on GPUs wherever the kernel sums in a
 /// fixed order: the columns kernel with one trace segment, i.e. any image larger than about 8
 /// blocks per SM); different N regroup the f32 sums (relative L2 ~1e-7 to each other and to the
@@ -741,16 +762,25 @@ pub fn device_images(plan: &Plan, params: &Params, backends: &[Backend], all_ite
 pub fn migrate_multi(traces: &TraceSet, params: &Params, backends: &[Backend]) -> anyhow::Result<Image> {
     ensure!(!backends.is_empty(), "ktm: no device to migrate on");
     let t = std::time::Instant::now();
-    traces.validate("ktm input").map_err(anyhow::Error::msg)?;
+    // The shape checks here; the samples' finiteness is checked by every work item as the devices
+    // take them ([`prepare_item`], in parallel with the other devices' work), not in a serial scan
+    // of the whole input first. On a failure the whole scan runs, so a bad sample is reported as
+    // before: the first one in the input.
+    crate::multi::validate_shape(traces, "ktm input")?;
     crate::multi::mark("validate", t);
     let t = std::time::Instant::now();
     let plan = Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, params)?;
     crate::multi::mark("plan", t);
     let items = work_items(traces.len());
-    let images = device_images(&plan, params, backends, &items, 0..items.len(), |r| traces.slice(r))?;
-    let t = std::time::Instant::now();
-    let data = crate::multi::sum_in_order(images)?;
-    crate::multi::mark("host sum", t);
+    let parts = match device_parts(&plan, params, backends, &items, 0..items.len(), |r| traces.slice(r)) {
+        Ok(p) => p,
+        Err(e) => {
+            traces.validate("ktm input").map_err(anyhow::Error::msg)?;
+            return Err(e.into());
+        }
+    };
+    // Resident images are summed on the GPUs, one slice of the sum downloaded by each.
+    let data = crate::multi::sum_parts(parts)?;
     Ok(Image { grid: plan.grid, classes: plan.classes(), class_offsets: plan.class_offsets(params), data, skipped_traces: plan.skipped_traces })
 }
 

@@ -552,6 +552,20 @@ impl DeviceImage {
         Ok(())
     }
 
+    /// The device's image where it is (resident on a GPU, for a device-side sum:
+    /// [`crate::multi::sum_parts`]) and its counts.
+    pub fn finish_part(self) -> anyhow::Result<(crate::multi::Part, MigrationStats)> {
+        if let Some(img) = self.host {
+            return Ok((crate::multi::Part::Host(img.data), img.stats));
+        }
+        let (g, slot) = self.gpu.expect("a GPU device image");
+        let image = slot.context("the device image was lost after an earlier failure")?;
+        let t = std::time::Instant::now();
+        g.synchronize()?;
+        crate::multi::mark("kernels drained", t);
+        Ok((crate::multi::Part::Gpu(g, image), self.stats))
+    }
+
     /// The device's image and counts (one download on a GPU).
     pub fn finish(self) -> anyhow::Result<PstmImage> {
         if let Some(img) = self.host {
@@ -573,28 +587,37 @@ impl DeviceImage {
 }
 
 /// [`migrate`] over several devices (`--gpus`): device `d` of N migrates the contiguous block `d`
-/// of the [`work_items`] into its own resident image ([`DeviceImage`]); the N images are
-/// downloaded once and summed on the host in device order, the counts added. A given N gives the
+/// of the [`work_items`] into its own resident image ([`DeviceImage`]); the N images are summed
+/// in device order ([`crate::multi::sum_parts`]: on the GPUs, each downloading its slice of the
+/// sum), the counts added. A given N gives the
 /// same image bit for bit on every run; different N regroup the f32 sums (rounding only).
 pub fn migrate_multi(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel,
     backends: &[Backend]) -> anyhow::Result<PstmImage> {
     ensure!(!backends.is_empty(), "pstm: no device to migrate on");
     params.validate(mode, model)?;
-    // The whole set's checks first, so an error names the trace by its index in the input.
+    // The shape checks first; each work item's plan scans its own samples (on the device threads,
+    // in parallel), and on a failure the whole set is scanned, so a bad sample is reported by its
+    // index in the input (as by a serial scan of the whole set before the split, which it replaces).
     let t = std::time::Instant::now();
-    traces.validate("input traces").map_err(anyhow::Error::msg)?;
+    crate::multi::validate_shape(traces, "input traces")?;
     crate::multi::mark("validate", t);
     let items = work_items(traces.len());
-    let images = crate::multi::run_blocks(backends, 0..items.len(),
+    let parts = crate::multi::run_blocks(backends, 0..items.len(),
         |b| DeviceImage::new(b, params, mode, model),
         |_, img, i| img.add_item(&traces.slice(items[i].clone()), params).with_context(|| format!("traces {:?}", items[i])),
-        |_, img| img.finish())?;
-    let images: Vec<PstmImage> = images.into_iter().flatten().collect();
-    let stats = images.iter().fold(MigrationStats::default(), |a, i| add_stats(a, &i.stats));
-    let t = std::time::Instant::now();
+        |_, img| img.finish_part());
+    let parts: Vec<(crate::multi::Part, MigrationStats)> = match parts {
+        Ok(p) => p.into_iter().flatten().collect(),
+        Err(e) => {
+            traces.validate("input traces").map_err(anyhow::Error::msg)?;
+            return Err(e.into());
+        }
+    };
+    let stats = parts.iter().fold(MigrationStats::default(), |a, (_, s)| add_stats(a, s));
     let mut out = zero_image(params);
-    out.data = crate::multi::sum_in_order(images.into_iter().map(|i| i.data).collect())?;
-    crate::multi::mark("host sum", t);
+    let data = crate::multi::sum_parts(parts.into_iter().map(|(p, _)| p).collect())?;
+    ensure!(data.len() == out.data.len(), "pstm: device images of {} samples for an image of {}", data.len(), out.data.len());
+    out.data = data;
     out.stats = stats;
     Ok(out)
 }

@@ -7,6 +7,7 @@
 //! - [`launch`]: the typed one-line kernel launch ([`crate::launch!`]) with checked errors.
 //! - [`texture`]: 1D/2D/3D texture objects (float, float2; point or linear filtering), RAII.
 //! - [`timing`]: CUDA-event timers and the median-of-repeats helper the benchmarks use.
+//! - [`reduce`]: peer access between GPUs and the on-device sum of per-device images.
 //! - [`fft`]: cuFFT plans (3D, batched 1D/2D/3D), complex-to-complex single precision.
 //! - [`error`]: [`GpuError`], which names the kernel, grid and block of a failed launch.
 
@@ -16,6 +17,7 @@ pub mod fft;
 pub mod launch;
 pub mod ptx;
 pub mod memory;
+pub mod reduce;
 pub mod texture;
 pub mod timing;
 

@@ -305,7 +305,13 @@ pub fn autotune(gpu: &Gpu, dop: &DeviceOperator, planes: &mut Planes, slow: &Cud
 /// ([`ShotOnDevice::add`]) add into the image; one download at the end. A device's share of a
 /// multi-device migration adds all its (consecutive) items of a shot into one of these.
 pub struct ShotOnDevice {
-    slow: CudaSlice<f32>,
+    /// The slowness window in chunks of [`SLOW_CHUNK`] depths, each its own buffer (so a kernel
+    /// waits only for the upload of the chunk it reads): uploaded on a second stream while the
+    /// first frequency group's shallower depths run ([`ShotOnDevice::add`]), not all before it.
+    slow: Vec<CudaSlice<f32>>,
+    /// The host inputs until every chunk is up; chunks `..up` are up (queued).
+    pending: Option<Arc<ShotInputs>>,
+    up: usize,
     spectra: CudaSlice<f32>,
     nodes: CudaSlice<u32>,
     image: CudaSlice<f32>,
@@ -318,6 +324,9 @@ pub struct ShotOnDevice {
     nz: usize,
     src: u32,
 }
+
+/// Depths per slowness chunk of [`ShotOnDevice`] (400 x 400 nodes: 20 MB).
+pub const SLOW_CHUNK: usize = 32;
 
 /// A shot's host-side inputs to [`ShotOnDevice`]: its slowness window (nz x gny x gnx) and its
 /// traces packed to `nfft` samples. The same for every device, so a multi-device migration makes
@@ -354,13 +363,13 @@ impl ShotOnDevice {
         params: &SrmParams, plan: &FreqPlan, shot: &Shot, grid: &ShotGrid, tune_bins: &[usize], nz: usize, opts: GpuOptions)
         -> anyhow::Result<ShotOnDevice> {
         let inputs = ShotInputs::new(traces, model, plan, shot, grid, nz);
-        Self::with_inputs(gpu, op, dop, &inputs, params, plan, shot, grid, tune_bins, nz, opts)
+        Self::with_inputs(gpu, op, dop, &Arc::new(inputs), params, plan, shot, grid, tune_bins, nz, opts)
     }
 
     /// [`ShotOnDevice::new`] from the shot's host inputs made beforehand ([`ShotInputs::new`] with
     /// the same traces, model, plan, shot, grid and `nz`).
     #[allow(clippy::too_many_arguments)]
-    pub fn with_inputs(gpu: &Gpu, op: &Operator, dop: &DeviceOperator, inputs: &ShotInputs,
+    pub fn with_inputs(gpu: &Gpu, op: &Operator, dop: &DeviceOperator, inputs: &Arc<ShotInputs>,
         params: &SrmParams, plan: &FreqPlan, shot: &Shot, grid: &ShotGrid, tune_bins: &[usize], nz: usize, opts: GpuOptions)
         -> anyhow::Result<ShotOnDevice> {
         let (gnx, gny, nxy) = (grid.nx, grid.ny, grid.nxy());
@@ -371,10 +380,10 @@ impl ShotOnDevice {
             "srm: shot inputs of another shape ({} slowness samples, {} trace samples)", inputs.slow.len(), inputs.packed.len());
         gpu.ensure_fits("srm shot (traces, image, wavefields)", (ntr * nfft * 12 + 2 * nz * nxy * 4) + 20 * 2 * stride * nxy * 4)
             .context("the shot does not fit on the GPU")?;
-        // Inputs up once: slowness window, traces (FFT on the device), receiver nodes.
-        let t = std::time::Instant::now();
-        let slow = gpu.upload(&inputs.slow)?;
-        crate::multi::mark("shot slowness up", t);
+        // Inputs up once: traces (FFT on the device), receiver nodes; the slowness window's chunks
+        // are allocated here and go up with the first frequency group (the first chunk now).
+        let slow = (0..nz.div_ceil(SLOW_CHUNK)).map(|c| gpu.zeros::<f32>((SLOW_CHUNK.min(nz - c * SLOW_CHUNK)) * nxy))
+            .collect::<GpuResult<Vec<_>>>()?;
         let t = std::time::Instant::now();
         let real = gpu.upload(&inputs.packed)?;
         let mut spectra = gpu.zeros::<f32>(2 * ntr * nfft)?;
@@ -387,17 +396,39 @@ impl ShotOnDevice {
         let nodes = gpu.upload(&grid.trace_nodes)?;
         let image = gpu.zeros::<f32>(nz * nxy)?;
         let taper = Taper::new(gnx, gny, params.taper_width, params.taper_strength);
-        let mut planes = Planes::new(gpu, gnx, gny, stride, &taper)?;
-        let variant = if opts.variant == GpuVariant::Auto {
+        let planes = Planes::new(gpu, gnx, gny, stride, &taper)?;
+        let mut s = ShotOnDevice { slow, pending: Some(inputs.clone()), up: 0, spectra, nodes, image, planes, variant: opts.variant,
+            ntr, nfft, stride, nxy, nz, src: grid.source_node as u32 };
+        let t = std::time::Instant::now();
+        Self::slow_chunks_up(&mut s.slow, &mut s.pending, &mut s.up, gpu, 0, nxy)?;
+        crate::multi::mark("shot slowness first chunk up", t);
+        if opts.variant == GpuVariant::Auto {
             anyhow::ensure!(!tune_bins.is_empty(), "srm: no frequency to tune the kernels on");
-            planes.set_maps(gpu, &vec![op.row_map(plan.omega(tune_bins[0])); stride])?;
-            autotune(gpu, dop, &mut planes, &slow.slice(0..nxy), tune_bins.len().min(stride))?
-        } else {
-            opts.variant
-        };
-        Ok(ShotOnDevice { slow, spectra, nodes, image, planes, variant, ntr, nfft, stride, nxy, nz, src: grid.source_node as u32 })
+            s.planes.set_maps(gpu, &vec![op.row_map(plan.omega(tune_bins[0])); stride])?;
+            s.variant = autotune(gpu, dop, &mut s.planes, &s.slow[0].slice(0..nxy), tune_bins.len().min(stride))?;
+        }
+        Ok(s)
     }
 
+    /// Queues the uploads of the slowness chunks up to and including `last` that are not up yet,
+    /// on the pool's second stream (each chunk its own buffer: the kernels reading it wait for its
+    /// copy alone); the host inputs are let go once all are up.
+    fn slow_chunks_up(slow: &mut [CudaSlice<f32>], pending: &mut Option<Arc<ShotInputs>>, up: &mut usize, gpu: &Gpu, last: usize,
+        nxy: usize) -> GpuResult<()> {
+        let Some(inputs) = pending.as_ref() else { return Ok(()) };
+        let stream = gpu.streams().get(1).unwrap_or(gpu.stream());
+        while *up <= last && *up < slow.len() {
+            let c = *up;
+            let lo = c * SLOW_CHUNK * nxy;
+            let host = &inputs.slow[lo..lo + slow[c].len()];
+            stream.memcpy_htod(host, &mut slow[c]).map_err(drv("uploading a slowness chunk"))?;
+            *up += 1;
+        }
+        if *up == slow.len() {
+            *pending = None;
+        }
+        Ok(())
+    }
     /// The kernel variant the shot runs with (`Auto` resolved).
     pub fn variant(&self) -> GpuVariant { self.variant }
 
@@ -421,7 +452,12 @@ impl ShotOnDevice {
                 &delays, &self.spectra, &self.nodes, &mut planes.x)?;
             for iz in 0..nz {
                 if iz > 0 {
-                    let s = self.slow.slice((iz - 1) * nxy..iz * nxy);
+                    let (c, k) = ((iz - 1) / SLOW_CHUNK, (iz - 1) % SLOW_CHUNK);
+                    if k == 0 && self.pending.is_some() {
+                        // This chunk and the next one up (the next one's copy overlaps this one's depths).
+                        Self::slow_chunks_up(&mut self.slow, &mut self.pending, &mut self.up, gpu, c + 1, nxy)?;
+                    }
+                    let s = self.slow[c].slice(k * nxy..(k + 1) * nxy);
                     planes.step(gpu, dop, &s, count, self.variant)?;
                 }
                 let mut slice = self.image.slice_mut(iz * nxy..(iz + 1) * nxy);
@@ -430,6 +466,10 @@ impl ShotOnDevice {
         }
         Ok(())
     }
+
+    /// The resident window image (nz x gny x gnx), for a device-side sum; the queued work is not
+    /// waited for (the sum's copies wait for it).
+    pub fn into_image(self) -> CudaSlice<f32> { self.image }
 
     /// The window image, nz x gny x gnx.
     pub fn download(self, gpu: &Gpu) -> anyhow::Result<Vec<f32>> {

@@ -508,7 +508,9 @@ impl MultiPlan {
 #[derive(Default)]
 pub struct DeviceShots {
     current: Option<(usize, ShotAcc)>,
-    done: Vec<(usize, Vec<f32>)>,
+    /// Finished shots' windows: the device's first shot and its last (the two a neighbouring
+    /// device may share) stay resident on a GPU for a device-side sum; the others come down.
+    done: Vec<(usize, crate::multi::Part)>,
 }
 
 enum ShotAcc {
@@ -556,7 +558,7 @@ impl MultiPlan {
         let what = || format!("shot ffid {} (shot {}), {} frequencies from {:.2} Hz", shot.ffid, it.shot, it.bins.len(),
             self.freq.freq(it.bins[0]));
         if st.current.as_ref().is_some_and(|(s, _)| *s != it.shot) {
-            self.device_flush(dev, st)?;
+            self.device_flush(dev, st, false)?;
         }
         match (&dev.backend, &dev.dop) {
             (Backend::Gpu(g), Some(dop)) => {
@@ -584,12 +586,23 @@ impl MultiPlan {
         }
     }
 
-    /// Finishes the device's current shot (downloads its window image).
-    fn device_flush(&self, dev: &SrmDevice, st: &mut DeviceShots) -> anyhow::Result<()> {
+    /// Finishes the device's current shot: its window stays resident when it is the device's
+    /// first shot or `last` (see [`DeviceShots`]), else it is downloaded.
+    fn device_flush(&self, dev: &SrmDevice, st: &mut DeviceShots, last: bool) -> anyhow::Result<()> {
+        use crate::multi::Part;
         if let Some((shot, acc)) = st.current.take() {
+            let keep = last || st.done.is_empty();
             let w = match (acc, dev.backend.gpu()) {
-                (ShotAcc::Gpu(s), Some(g)) => s.download(g).with_context(|| format!("downloading the window image of shot {shot}"))?,
-                (ShotAcc::Host(w), _) => w,
+                (ShotAcc::Gpu(s), Some(g)) if keep => {
+                    if last {
+                        let t = std::time::Instant::now();
+                        g.synchronize()?;
+                        crate::multi::mark("kernels drained", t);
+                    }
+                    Part::Gpu(g.clone(), s.into_image())
+                }
+                (ShotAcc::Gpu(s), Some(g)) => Part::Host(s.download(g).with_context(|| format!("downloading the window image of shot {shot}"))?),
+                (ShotAcc::Host(w), _) => Part::Host(w),
                 (ShotAcc::Gpu(_), None) => anyhow::bail!("srm: a GPU window on a CPU device"),
             };
             st.done.push((shot, w));
@@ -598,8 +611,13 @@ impl MultiPlan {
     }
 
     /// The device's window images, (shot, image) in item order.
-    pub fn device_finish(&self, dev: &SrmDevice, mut st: DeviceShots) -> anyhow::Result<Vec<(usize, Vec<f32>)>> {
-        self.device_flush(dev, &mut st)?;
+    pub fn device_finish(&self, dev: &SrmDevice, st: DeviceShots) -> anyhow::Result<Vec<(usize, Vec<f32>)>> {
+        self.device_finish_parts(dev, st)?.into_iter().map(|(s, p)| Ok((s, p.into_host()?))).collect()
+    }
+
+    /// [`MultiPlan::device_finish`] with the first and last shots' windows left resident on a GPU.
+    pub fn device_finish_parts(&self, dev: &SrmDevice, mut st: DeviceShots) -> anyhow::Result<Vec<(usize, crate::multi::Part)>> {
+        self.device_flush(dev, &mut st, true)?;
         Ok(st.done)
     }
 
@@ -637,12 +655,26 @@ pub fn migrate_planned(devices: &[SrmDevice], plan: &MultiPlan, traces: &TraceSe
     let parts = crate::multi::run_blocks(devices, 0..plan.items.len(),
         |_| Ok(DeviceShots::default()),
         |dev, st, i| plan.device_step(dev, st, i, traces, model, params, opts),
-        |dev, st| plan.device_finish(dev, st))?;
-    let t = std::time::Instant::now();
+        |dev, st| plan.device_finish_parts(dev, st))?;
+    sum_windows(plan, model, parts.into_iter().flatten().flatten().collect())
+}
+
+/// The model image from the devices' (shot, window image) parts in device order (so in shot
+/// order): per shot, its windows from several devices are summed first, in device order (on the
+/// GPUs where they are resident: [`crate::multi::sum_parts`]), then added into the image. A shot
+/// on one device is added as it is, so one device gives the same image as [`migrate_with`]'s sum.
+pub fn sum_windows(plan: &MultiPlan, model: &VelocityModel, parts: Vec<(usize, crate::multi::Part)>) -> anyhow::Result<Image> {
     let mut image = plan.zero_image(model);
-    for (shot, part) in parts.into_iter().flatten().flatten() {
-        plan.add_shot(&mut image, shot, &part)?;
+    let mut parts = parts.into_iter().peekable();
+    while let Some((shot, first)) = parts.next() {
+        let mut same = vec![first];
+        while let Some((_, p)) = parts.next_if(|(s, _)| *s == shot) {
+            same.push(p);
+        }
+        let window = crate::multi::sum_parts(same)?;
+        let t = std::time::Instant::now();
+        plan.add_shot(&mut image, shot, &window)?;
+        crate::multi::mark("window into image (host)", t);
     }
-    crate::multi::mark("host sum", t);
     Ok(image)
 }
