@@ -77,6 +77,11 @@ fn gpu_matches_cpu_for_every_mode_and_model() {
             tunings.extend([smem, GpuTuning { warps: 10, max_regs: 96, ..smem }, GpuTuning { tile_x: 2, ..smem },
                 GpuTuning { warps: 16, tile_x: 4, ..smem }, GpuTuning { warps: 1, ..smem },
                 GpuTuning { batched_units: true, ..smem }, GpuTuning { batched_units: true, tile_x: 2, ..smem }]);
+            // Lean per-unit work (static8 only; 8 warps): row and 2D tiles.
+            let lean = GpuTuning { lean: true, batched_units: true, ..smem };
+            if mode == TraveltimeMode::Static8 {
+                tunings.extend([lean, GpuTuning { tile_x: 2, ..lean }]);
+            }
             for tu in tunings {
                 let mut pt = p.clone();
                 pt.gpu = tu;
@@ -86,6 +91,14 @@ fn gpu_matches_cpu_for_every_mode_and_model() {
                 let maxd = g.iter().zip(&c.data).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
                 println!("{mode:?} {model:?} {tu:?}: rel L2 {e:.2e}, max |diff| {maxd:.2e}");
                 assert!(e < 1e-5, "{mode:?} {model:?} {tu:?}: GPU vs CPU rel L2 {e}");
+                if tu.lean && mode == TraveltimeMode::Static8 {
+                    // Same samples and arithmetic as the staged batched kernel: the same image bit for bit.
+                    let mut pr = p.clone();
+                    pr.gpu = GpuTuning { lean: false, ..tu };
+                    let r = gpu_image(&gpu, &t, &pr, mode, model);
+                    let same = g.iter().zip(&r).all(|(a, b)| a.to_bits() == b.to_bits() || (*a == 0.0 && *b == 0.0));
+                    assert!(same, "{model:?} {tu:?}: lean image differs from the non-lean staged kernel's");
+                }
             }
         }
     }
@@ -102,12 +115,15 @@ fn gpu_handles_long_columns_and_many_batches() {
     p.gpu.batch_traces = 97;
     for mode in MODES {
         let c = migrate(&t, &p, mode, TraveltimeModel::Vti, &Backend::Cpu).unwrap();
-        for (batched, lockstep, smem, tile_x) in
-            [(false, false, false, 1), (true, false, false, 1), (true, true, false, 1), (false, false, true, 1),
-                (true, false, true, 2)]
+        // (lean: static8 only, the other modes ignore it; the first z-chunk is a full 48 layers,
+        // so its last unit's 33rd point is evaluated.)
+        for (batched, lockstep, smem, tile_x, lean) in
+            [(false, false, false, 1, false), (true, false, false, 1, false), (true, true, false, 1, false),
+                (false, false, true, 1, false), (true, false, true, 2, false), (true, false, true, 2, true),
+                (true, false, true, 1, true)]
         {
             let mut pt = p.clone();
-            (pt.gpu.batched_units, pt.gpu.lockstep, pt.gpu.smem, pt.gpu.tile_x) = (batched, lockstep, smem, tile_x);
+            (pt.gpu.batched_units, pt.gpu.lockstep, pt.gpu.smem, pt.gpu.tile_x, pt.gpu.lean) = (batched, lockstep, smem, tile_x, lean);
             if smem {
                 // (8 warps: 1536 threads-entries per unit sweep < 1669 packed entries, so the copy's
                 // remainder loop runs; the second z-chunk has 3 layers, one unit.)
@@ -116,7 +132,7 @@ fn gpu_handles_long_columns_and_many_batches() {
             let g = gpu_image(&gpu, &t, &pt, mode, TraveltimeModel::Vti);
             let e = rel_l2(&g, &c.data);
             assert!(g.iter().all(|v| v.is_finite()) && e < 1e-5,
-                "{mode:?} batched {batched} lockstep {lockstep} smem {smem} tile_x {tile_x}: rel L2 {e}");
+                "{mode:?} batched {batched} lockstep {lockstep} smem {smem} tile_x {tile_x} lean {lean}: rel L2 {e}");
         }
     }
 }
@@ -136,15 +152,15 @@ fn static8_equals_exact_every_8th_sample() {
         }
         assert!(checked > 500, "{checked}");
         if let Some(gpu) = gpu_or_skip("static8_equals_exact_every_8th_sample (GPU part)") {
-            for smem in [false, true] {
+            for (smem, lean) in [(false, false), (true, false), (true, true)] {
                 let mut pt = p.clone();
                 if smem {
-                    pt.gpu = GpuTuning { smem: true, warps: 8, max_regs: 80, tile_x: 2, ..GpuTuning::default() };
+                    pt.gpu = GpuTuning { smem: true, warps: 8, max_regs: 80, tile_x: 2, batched_units: lean, lean, ..GpuTuning::default() };
                 }
                 let g = gpu_image(&gpu, &t, &pt, TraveltimeMode::Static8, model);
                 let ge = gpu_image(&gpu, &t, &pt, TraveltimeMode::Exact, model);
                 for i in (0..g.len()).step_by(8) {
-                    assert_eq!(g[i], ge[i], "GPU {model:?} smem {smem} sample {}", i % ex.nz_pad);
+                    assert_eq!(g[i], ge[i], "GPU {model:?} smem {smem} lean {lean} sample {}", i % ex.nz_pad);
                 }
             }
         }

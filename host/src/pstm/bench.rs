@@ -158,6 +158,13 @@ fn subset(t: &TraceSet, n: usize) -> TraceSet {
 /// count is one walked path of it).
 pub fn instr_per_contribution(mode: TraveltimeMode, model: TraveltimeModel, t: &GpuTuning) -> (f64, bool) {
     let smem = t.smem && !t.texture;
+    // Lean static8 kernels (`GpuTuning::lean`, counted at the commit that added them; the DSR path
+    // without the 33rd-point evaluation, the VTI one with it, as the rows below).
+    let lean = smem && t.lean && mode == TraveltimeMode::Static8;
+    if lean {
+        let per_trace = if model == TraveltimeModel::Dsr { 1041.0 } else { 1498.0 };
+        return ((per_trace / 48.0f64 * 10.0).round() / 10.0, true);
+    }
     let per_trace = match (mode, model, smem) {
         (TraveltimeMode::Static8, TraveltimeModel::Dsr, true) => 1422.0,
         (TraveltimeMode::Static8, TraveltimeModel::Vti, true) => 1770.0,
@@ -283,6 +290,8 @@ fn bench_impl(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budge
             let lockstep = |t: GpuTuning| GpuTuning { lockstep: true, ..t };
             // Traces staged in shared memory per block (`*_smem` kernels); `tile_x` columns along x.
             let smem = |t: GpuTuning, tile_x: u32| GpuTuning { smem: true, tile_x, ..t };
+            // Lean per-unit work (`*_smem_lean` kernels; static8 only, the other modes ignore it).
+            let lean = |t: GpuTuning| GpuTuning { lean: true, ..t };
             let mut variants: Vec<(String, GpuTuning)> = if mode == TraveltimeMode::Static8 && model == TraveltimeModel::Dsr {
                 vec![("gpu-w10-r96".into(), tune(10, 96)), ("gpu-w8-r80".into(), tune(8, 80)), ("gpu-w4-r128".into(), tune(4, 128)),
                     ("gpu-w8-r80-batched".into(), batched(tune(8, 80))), ("gpu-w8-r80-lockstep".into(), lockstep(tune(8, 80))),
@@ -297,16 +306,22 @@ fn bench_impl(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budge
                     ("gpu-w16-r80-smem-batched-t4x4".into(), smem(batched(tune(16, 80)), 4)),
                     ("gpu-w10-r96-smem-batched".into(), smem(batched(tune(10, 96)), 1)),
                     ("gpu-w8-r96-smem-batched-t2x4".into(), smem(batched(tune(8, 96)), 2)),
+                    ("gpu-w8-r80-smem-batched-t2x4-lean".into(), lean(smem(batched(tune(8, 80)), 2))),
                     ("gpu-paper (block 32x10, textures)".into(), GpuTuning::paper())]
             } else if mode == TraveltimeMode::Static8 {
-                vec![("gpu-best".into(), best.0), ("gpu-paper (block 32x10, textures)".into(), GpuTuning::paper())]
+                vec![("gpu-best".into(), best.0), ("gpu-w8-r80-smem-batched-t2x4".into(), smem(batched(tune(8, 80)), 2)),
+                    ("gpu-w8-r80-smem-batched-t2x4-lean".into(), lean(smem(batched(tune(8, 80)), 2))),
+                    ("gpu-paper (block 32x10, textures)".into(), GpuTuning::paper())]
             } else if model == TraveltimeModel::Dsr {
                 // The old and the new trace path with static8's best shapes, so the static8/exact
                 // ratio is read at equal footing.
                 vec![("gpu-best".into(), best.0), ("gpu-w8-r80-lockstep-batched".into(), lockstep(batched(tune(8, 80)))),
-                    ("gpu-w8-r80-smem".into(), smem(tune(8, 80), 1)), ("gpu-w8-r80-smem-t2x4".into(), smem(tune(8, 80), 2))]
+                    ("gpu-w8-r80-smem".into(), smem(tune(8, 80), 1)), ("gpu-w8-r80-smem-t2x4".into(), smem(tune(8, 80), 2)),
+                    ("gpu-w8-r80-smem-batched-t2x4".into(), smem(batched(tune(8, 80)), 2)),
+                    ("gpu-w8-r80-smem-batched-t2x4-lean".into(), lean(smem(batched(tune(8, 80)), 2)))]
             } else {
-                vec![("gpu-best".into(), best.0)]
+                vec![("gpu-best".into(), best.0), ("gpu-w8-r80-smem-batched-t2x4".into(), smem(batched(tune(8, 80)), 2)),
+                    ("gpu-w8-r80-smem-batched-t2x4-lean".into(), lean(smem(batched(tune(8, 80)), 2)))]
             };
             variants.retain(|(n, _)| filter.is_empty() || n.starts_with("gpu-best")
                 || filter.iter().any(|f| f.strip_prefix('=').map_or(n.contains(f.as_str()), |exact| n == exact)));

@@ -77,9 +77,12 @@ struct KpArg(KParams);
 // SAFETY: KParams is repr(C) plain old data (u32/f32 only), the layout the kernels declare.
 unsafe impl cudarc::driver::DeviceRepr for KpArg {}
 
-/// Kernel name for a mode, model and trace path (`smem`: traces staged in shared memory).
-pub fn kernel_name(mode: TraveltimeMode, model: TraveltimeModel, texture: bool, smem: bool) -> String {
-    let path = if smem {
+/// Kernel name for a mode, model and trace path (`smem`: traces staged in shared memory; `lean`:
+/// static8's lean per-unit variant of the staged kernel, see `GpuTuning::lean`).
+pub fn kernel_name(mode: TraveltimeMode, model: TraveltimeModel, texture: bool, smem: bool, lean: bool) -> String {
+    let path = if smem && lean && mode == TraveltimeMode::Static8 {
+        "_smem_lean"
+    } else if smem {
         "_smem"
     } else if texture && mode == TraveltimeMode::Static8 {
         "_tex"
@@ -128,11 +131,11 @@ pub struct Prepared {
 /// 16-byte-aligned packed traces (the kernels' `Layout`).
 pub fn smem_stage_bytes(packed_len: u32, warps: u32) -> u32 { 256 + 320 * warps + 2 * (packed_len * 8).div_ceil(16) * 16 }
 
-/// Bytes of shared memory per warp.
-fn table_bytes(mode: TraveltimeMode) -> u32 {
+/// Bytes of shared memory per warp (the lean static8 kernels double-buffer the table).
+fn table_bytes(mode: TraveltimeMode, lean: bool) -> u32 {
     match mode {
         TraveltimeMode::Exact => 0,
-        TraveltimeMode::Static8 => 16 * 16,
+        TraveltimeMode::Static8 => if lean { 2 * 16 * 16 } else { 16 * 16 },
         TraveltimeMode::Dynamic { .. } => CHUNK_LAYERS * 4 * 16,
     }
 }
@@ -270,13 +273,16 @@ fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, packed_len: u32, mo
     model: TraveltimeModel) -> anyhow::Result<(String, CudaFunction, LaunchConfig)> {
     let max_shared = gpu.info().max_shared_per_block_optin as u32;
     let mut t = p.gpu;
-    if t.smem && t.warps * table_bytes(mode) + smem_stage_bytes(packed_len, t.warps) > max_shared {
+    if t.smem && t.warps * table_bytes(mode, t.smem && t.lean) + smem_stage_bytes(packed_len, t.warps) > max_shared {
         // Traces too long to stage two per block: the read-only-cache kernels, same walk order
         // and arithmetic (so the image is the same).
         t.smem = false;
     }
     let t = &t;
-    let name = kernel_name(mode, model, t.texture, t.smem);
+    // (`PstmParams::validate` says so first; the staging offsets of the lean kernels assume it.)
+    ensure!(!(t.smem && t.lean && mode == TraveltimeMode::Static8) || t.warps == gpu_kernels::pstm::LEAN_WARPS,
+        "GPU tuning `lean` needs {} warps per block (got {})", gpu_kernels::pstm::LEAN_WARPS, t.warps);
+    let name = kernel_name(mode, model, t.texture, t.smem, t.lean);
     let func = kernel(gpu, &name, t.max_regs)?;
     let tile_x = t.tile_x.max(1);
     ensure!(t.warps.is_multiple_of(tile_x), "GPU tile of {tile_x} columns along x does not divide the {} warps per block", t.warps);
@@ -289,7 +295,7 @@ fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, packed_len: u32, mo
     let cfg = LaunchConfig {
         grid_dim: (grid_x as u32, grid_y as u32, grid_z as u32),
         block_dim: (32, t.warps, 1),
-        shared_mem_bytes: t.warps * table_bytes(mode) + if t.smem { smem_stage_bytes(packed_len, t.warps) } else { 0 },
+        shared_mem_bytes: t.warps * table_bytes(mode, t.smem && t.lean) + if t.smem { smem_stage_bytes(packed_len, t.warps) } else { 0 },
     };
     ensure!(cfg.shared_mem_bytes <= max_shared,
         "{} warps per block{} need {} B of shared memory ({max_shared} B allowed){}", t.warps,

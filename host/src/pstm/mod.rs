@@ -112,11 +112,16 @@ pub struct GpuTuning {
     /// Columns per block along x (block = tile_x x warps/tile_x columns); must divide `warps`.
     /// 1 = the paper's row of columns along y.
     pub tile_x: u32,
+    /// static8 with `smem` (`*_smem_lean` kernels): lean per-unit work (FAST masks from one ballot
+    /// per grid point, `classify` only for units that are not all FAST, staging and table addresses
+    /// once per trace). Same samples and arithmetic, so the same image; ignored by the other modes
+    /// and trace paths (docs/notes/pstm.md, "Lean per-unit work").
+    pub lean: bool,
 }
 
 impl Default for GpuTuning {
     fn default() -> Self { Self { warps: 10, max_regs: 96, texture: false, batch_traces: 65536, batched_units: false, lockstep: false,
-        smem: false, tile_x: 1 } }
+        smem: false, tile_x: 1, lean: false } }
 }
 
 impl GpuTuning {
@@ -216,6 +221,8 @@ impl PstmParams {
         ensure!(g.tile_x >= 1 && g.warps.is_multiple_of(g.tile_x),
             "GPU tile of {} columns along x does not divide the {} warps per block", g.tile_x, g.warps);
         ensure!(!(g.smem && g.texture), "the shared-memory trace path and textures exclude each other");
+        ensure!(!(g.lean && g.smem && mode == TraveltimeMode::Static8) || g.warps == gpu_kernels::pstm::LEAN_WARPS,
+            "GPU tuning `lean` (static8, shared-memory kernels) needs {} warps per block, not {}", gpu_kernels::pstm::LEAN_WARPS, g.warps);
         Ok(())
     }
 
@@ -691,6 +698,30 @@ mod tests {
         p.eta.clear();
         assert!(p.validate(TraveltimeMode::Exact, TraveltimeModel::Vti).is_err());
         assert!(p.validate(TraveltimeMode::Exact, TraveltimeModel::Dsr).is_ok());
+        // The lean static8 kernels are built for 8 warps per block (ignored by the other modes).
+        let mut p = small_params(50);
+        p.gpu = GpuTuning { lean: true, smem: true, warps: 10, ..GpuTuning::default() };
+        let e = p.validate(TraveltimeMode::Static8, TraveltimeModel::Dsr).unwrap_err().to_string();
+        assert!(e.contains("`lean`") && e.contains("needs 8 warps") && e.contains("not 10"), "{e}");
+        assert!(p.validate(TraveltimeMode::Exact, TraveltimeModel::Dsr).is_ok());
+        p.gpu.warps = 8;
+        assert!(p.validate(TraveltimeMode::Static8, TraveltimeModel::Dsr).is_ok());
+    }
+
+    #[test]
+    fn lean_selects_its_kernels() {
+        use super::gpu::kernel_name;
+        let (s8, ex, d) = (TraveltimeMode::Static8, TraveltimeMode::Exact, TraveltimeModel::Dsr);
+        assert_eq!(kernel_name(s8, d, false, true, true), "pstm_static8_dsr_smem_lean");
+        assert_eq!(kernel_name(s8, TraveltimeModel::Vti, false, true, true), "pstm_static8_vti_smem_lean");
+        assert_eq!(kernel_name(s8, d, false, true, false), "pstm_static8_dsr_smem");
+        assert_eq!(kernel_name(s8, d, false, false, true), "pstm_static8_dsr"); // (lean needs the staged path)
+        assert_eq!(kernel_name(ex, d, false, true, true), "pstm_exact_dsr_smem"); // (static8 only)
+        if !crate::runtime::PTX.trim().is_empty() {
+            for k in ["pstm_static8_dsr_smem_lean", "pstm_static8_vti_smem_lean"] {
+                assert!(super::gpu::pstm_ptx(crate::runtime::PTX, Some(k), 80).is_ok(), "{k}");
+            }
+        }
     }
 
     #[test]
