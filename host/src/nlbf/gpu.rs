@@ -631,8 +631,7 @@ impl FastEngine {
         let d_data = dptr_mut(&mut bufs.data, &pipe.up);
         let stage = pinned_mut(stage)?;
         let (oc, os) = (pinned_mut(out_code)?, pinned_mut(out_s)?);
-        let tpc = ntr.div_ceil(PIPE_CHUNKS).max(1);
-        let nchunks = ntr.div_ceil(tpc);
+        let cend = chunk_ends(ntr, r.need[0], PIPE_CHUNKS);
         let data = &traces.data;
         let mut finite = true;
         let mut fill_ms = 0.0;
@@ -651,8 +650,8 @@ impl FastEngine {
                 }
                 t.elapsed().as_secs_f64() * 1e3
             });
-            for ci in 0..nchunks {
-                let (a, b) = (ci * tpc * ns, ((ci + 1) * tpc).min(ntr) * ns);
+            for ci in 0..cend.len() {
+                let (a, b) = (if ci == 0 { 0 } else { cend[ci - 1] * ns }, cend[ci] * ns);
                 let dst = &mut stage[a..b];
                 finite &= dst.par_chunks_mut(1 << 16).zip(data[a..b].par_chunks(1 << 16)).map(|(d, s)| {
                     d.copy_from_slice(s);
@@ -663,13 +662,13 @@ impl FastEngine {
                 while let Ok((b, piece)) = recv.try_recv() {
                     r.queue_lists(pipe, b, &piece)?;
                 }
-                r.launch_ready(gpu, plan, pipe, ((ci + 1) * tpc).min(ntr), tpc, oc, os)?;
+                r.launch_ready(gpu, plan, pipe, ci + 1, &cend, oc, os)?;
             }
             ev(&pipe.t[1], &pipe.up)?;
-            r.launch_ready(gpu, plan, pipe, ntr, tpc, oc, os)?;
+            r.launch_ready(gpu, plan, pipe, cend.len(), &cend, oc, os)?;
             for (b, piece) in recv.iter() {
                 r.queue_lists(pipe, b, &piece)?;
-                r.launch_ready(gpu, plan, pipe, ntr, tpc, oc, os)?;
+                r.launch_ready(gpu, plan, pipe, cend.len(), &cend, oc, os)?;
             }
             fill_ms = filler.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
             if r.next != r.bands.len() {
@@ -771,6 +770,22 @@ pub const BAND_ENDS: [f64; 7] = [1.0 / 32.0, 1.0 / 8.0, 1.0 / 4.0, 1.0 / 2.0, 3.
 pub const MAX_BANDS: usize = 16;
 /// Chunks (of whole traces) the pipelined upload is split into.
 pub const PIPE_CHUNKS: usize = 16;
+
+/// Ends (in traces, ascending, the last = `ntr`) of the (at most `n`) chunks of the pipelined
+/// upload: band 0's traces (`first_need`) end a chunk, so that the first launch waits for exactly
+/// them, in at least two chunks (the second's copy overlaps the first's DMA) and in their share of
+/// the `n` otherwise (a band 0 that reads most of the gather keeps the copy/DMA overlap of even
+/// chunks); the rest of the gather evenly in the other chunks.
+pub fn chunk_ends(ntr: usize, first_need: usize, n: usize) -> Vec<usize> {
+    let n = n.max(3);
+    let f = first_need.clamp(1, ntr);
+    let k0 = if f == ntr { n } else { ((n * f) as f64 / ntr as f64).round().clamp(2.0, (n - 1) as f64) as usize };
+    let mut v: Vec<usize> = (1..=k0).map(|k| (f * k).div_ceil(k0)).collect();
+    let k1 = n - k0;
+    v.extend((1..=k1).map(|k| f + ((ntr - f) * k).div_ceil(k1)));
+    v.dedup();
+    v
+}
 
 /// Contiguous bands `(p0, p1)` of `np` parameter traces ending at the cumulative fractions `ends`
 /// (empty bands dropped; the last band always ends at `np`).
@@ -1013,11 +1028,11 @@ impl Banded {
     }
 
     /// Queues every band not yet launched whose aperture lists are queued and whose traces are among
-    /// the first `uploaded` (chunks of `tpc` traces, each with its event on the upload stream): its
+    /// the first `uploaded` chunks (ending at traces `cend`, each with its event on the upload stream): its
     /// sliding scan after its lists and the chunk holding its last trace, its C scan and download
     /// after its sliding scan.
     #[allow(clippy::too_many_arguments)]
-    fn launch_ready(&mut self, gpu: &Gpu, plan: &FastPlan, pipe: &Pipe, uploaded: usize, tpc: usize, oc: &mut [u32],
+    fn launch_ready(&mut self, gpu: &Gpu, plan: &FastPlan, pipe: &Pipe, uploaded: usize, cend: &[usize], oc: &mut [u32],
         os: &mut [f32]) -> Result<()> {
         let ev = |e: &CudaEvent, s: &CudaStream| e.record(s).map_err(drv("recording an event"));
         let s = &self.setup;
@@ -1025,11 +1040,13 @@ impl Banded {
         let (ns, ns32) = (s.ns, s.ns as u32);
         let (na, nb, nc, nd, ne) = (t.na as u32, t.nb as u32, t.nc as u32, t.nd as u32, t.ne as u32);
         let q = &self.ptrs;
-        while self.next < self.listed && self.need[self.next] <= uploaded {
+        // The first chunk that ends at or after the band's need.
+        let chunk_of = |need: usize| cend.partition_point(|&e| e < need.max(1));
+        while self.next < self.listed && chunk_of(self.need[self.next]) < uploaded {
             let b = self.next;
             let (p0, p1) = self.bands[b];
             let npb = (p1 - p0) as u32;
-            let chunk = self.need[b].max(1).div_ceil(tpc) - 1;
+            let chunk = chunk_of(self.need[b]);
             pipe.slide.wait(&pipe.chunk[chunk]).map_err(drv("ordering streams"))?;
             pipe.slide.wait(&pipe.listed[b]).map_err(drv("ordering streams"))?;
             if b == 0 {
@@ -1154,6 +1171,17 @@ mod tests {
     use super::*;
     use crate::bench::BenchSize;
     use crate::nlbf::synth;
+
+    /// Upload chunks: ascending, end at the gather's end, at most `n`, band 0's need is a chunk end.
+    #[test]
+    fn chunk_ends_cover_the_gather_and_end_at_band_0() {
+        for (ntr, f, n) in [(21056, 2288, 16), (10, 3, 16), (1, 1, 16), (5, 5, 16), (100, 0, 4), (100, 200, 16), (17, 16, 3)] {
+            let v = chunk_ends(ntr, f, n);
+            assert!(v.len() <= n.max(3) && !v.is_empty(), "{ntr} {f} {n}: {v:?}");
+            assert!(v.windows(2).all(|w| w[0] < w[1]) && v[0] > 0 && *v.last().unwrap() == ntr, "{v:?}");
+            assert!(v.contains(&f.clamp(1, ntr)), "{v:?}");
+        }
+    }
 
     /// The band helpers of the pipelined engine: bands tile the parameter traces, each band's
     /// offsets reproduce its aperture lists exactly (the kernels read the shared index list through
