@@ -555,9 +555,10 @@ impl FastEngine {
     }
 
     /// The whole search for one gather, end to end, pipelined (the stream pool that uploads
-    /// the next chunk while the current one computes): the geometry (headers only) is derived on a
-    /// host thread while the samples are staged (and checked for finiteness) chunk by chunk on all
-    /// cores and uploaded on a copy stream; the parameter traces are split into bands
+    /// the next chunk while the current one computes): the setup's cheap first pass (headers only:
+    /// offsets, bounds, the plan) and band 0's aperture lists come first, then the samples are
+    /// staged (and checked for finiteness) chunk by chunk on all cores and uploaded on a copy
+    /// stream while a host thread fills the other bands' lists; the parameter traces are split into bands
     /// ([`BAND_ENDS`], grid order) and each band's sliding scan starts as soon as the traces its
     /// apertures read are on the device, its C scan (a second, higher-priority stream) as soon as
     /// its picks exist, and its packed results come back and are copied out while later bands
