@@ -18,7 +18,7 @@ use std::time::Instant;
 use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PinnedHostSlice};
 use rayon::prelude::*;
 
-use super::{Apertures, EnhanceSetup, Estimate, EstimateParams, NlbfError, Result, Setup};
+use super::{ApertureFill, Apertures, DeferredSetup, EnhanceSetup, Estimate, EstimateParams, NlbfError, Result, Setup};
 use crate::traces::TraceSet;
 use crate::launch;
 use crate::runtime::{Gpu, GpuError};
@@ -484,6 +484,9 @@ pub struct FastEngine {
     pub plan: FastPlan,
     pub bufs: FastBuffers,
     stage: PinnedHostSlice<f32>,
+    /// Page-locked aperture index list of the pipelined [`FastEngine::estimate`], filled band by
+    /// band on a host thread while the earlier bands compute.
+    stage_idx: PinnedHostSlice<u32>,
     out_code: PinnedHostSlice<u32>,
     out_s: PinnedHostSlice<f32>,
     /// Events at start, after the uploads, after the kernels, after the downloads.
@@ -508,7 +511,8 @@ impl FastEngine {
         let n = setup.estimations();
         let ev = || gpu.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(drv("creating an event"));
         let pipe = Pipe::new(gpu, setup.np())?;
-        Ok(FastEngine { plan, bufs, stage: pinned(gpu, data.len(), true)?, out_code: pinned(gpu, n, false)?,
+        Ok(FastEngine { plan, bufs, stage: pinned(gpu, data.len(), true)?,
+            stage_idx: pinned(gpu, setup.apertures.idx.len().max(1), true)?, out_code: pinned(gpu, n, false)?,
             out_s: pinned(gpu, n, false)?, events: [ev()?, ev()?, ev()?, ev()?], tuning, pipe })
     }
 
@@ -551,9 +555,10 @@ impl FastEngine {
     }
 
     /// The whole search for one gather, end to end, pipelined (the issue's stream pool that uploads
-    /// the next chunk while the current one computes): the geometry (headers only) is derived on a
-    /// host thread while the samples are staged (and checked for finiteness) chunk by chunk on all
-    /// cores and uploaded on a copy stream; the parameter traces are split into bands
+    /// the next chunk while the current one computes): the setup's cheap first pass (headers only:
+    /// offsets, bounds, the plan) and band 0's aperture lists come first, then the samples are
+    /// staged (and checked for finiteness) chunk by chunk on all cores and uploaded on a copy
+    /// stream while a host thread fills the other bands' lists; the parameter traces are split into bands
     /// ([`BAND_ENDS`], grid order) and each band's sliding scan starts as soon as the traces its
     /// apertures read are on the device, its C scan (a second, higher-priority stream) as soon as
     /// its picks exist, and its packed results come back and are copied out while later bands
@@ -599,7 +604,7 @@ impl FastEngine {
     fn pipelined(&mut self, gpu: &Gpu, traces: &TraceSet, params: &EstimateParams, ends: &[f64]) -> Result<Estimate> {
         let ev = |e: &CudaEvent, s: &CudaStream| e.record(s).map_err(drv("recording an event"));
         let wait = |s: &CudaStream, e: &CudaEvent| s.wait(e).map_err(drv("ordering streams"));
-        let FastEngine { plan, bufs, stage, out_code, out_s, tuning, pipe, .. } = self;
+        let FastEngine { plan, bufs, stage, stage_idx, out_code, out_s, tuning, pipe, .. } = self;
         let (ns, ntr) = (traces.ns, traces.headers.len());
         // Work queued earlier on the main stream (allocations, other entries) comes first.
         ev(&pipe.ready, gpu.stream())?;
@@ -607,28 +612,47 @@ impl FastEngine {
             wait(s, &pipe.ready)?;
         }
         ev(&pipe.t[0], &pipe.up)?;
+        let host0 = Instant::now();
+        // What the first launch needs, first, on all cores: the setup's cheap first pass (offsets,
+        // bounds: the plan) and band 0's aperture lists; their upload is queued ahead of the gather.
+        // The other bands' lists are filled on a host thread while the gather is staged and the
+        // first bands compute, each uploaded (page-locked, asynchronous) as soon as it is filled.
+        let DeferredSetup { setup, fill } = Setup::from_headers_deferred(traces, params)?;
+        let band_list = bands(setup.np(), ends);
+        if stage_idx.len() < fill.total() {
+            *stage_idx = pinned(gpu, fill.total(), true)?;
+        }
+        let sidx = pinned_mut(stage_idx)?;
+        let mut pieces = fill.split(&band_list, &mut sidx[..fill.total()]).into_iter();
+        let mut first = pieces.next().ok_or_else(|| NlbfError::Invalid("FastEngine: no parameter traces".into()))?;
+        fill.fill(band_list[0], &mut first, true);
+        let mut r = Banded::prepare(gpu, setup, &fill, band_list.clone(), *tuning, plan, bufs, pipe)?;
+        r.queue_lists(pipe, 0, &first)?;
+        let setup_ms = host0.elapsed().as_secs_f64() * 1e3;
         let d_data = dptr_mut(&mut bufs.data, &pipe.up);
         let stage = pinned_mut(stage)?;
         let (oc, os) = (pinned_mut(out_code)?, pinned_mut(out_s)?);
-        let tpc = ntr.div_ceil(PIPE_CHUNKS).max(1);
-        let nchunks = ntr.div_ceil(tpc);
+        let cend = chunk_ends(ntr, r.need[0], PIPE_CHUNKS);
         let data = &traces.data;
         let mut finite = true;
-        let mut ready: Option<Banded> = None;
-        let host0 = Instant::now();
-        let mut setup_ms = 0.0;
+        let mut fill_ms = 0.0;
         std::thread::scope(|sc| -> Result<()> {
-            // Geometry from the headers on its own thread (its aperture search uses the rayon pool
-            // too), overlapping the staging below.
-            let mut handle = Some(sc.spawn(|| {
+            let (send, recv) = std::sync::mpsc::channel::<(usize, [&mut [u32]; 3])>();
+            let (fill, band_list) = (&fill, &band_list);
+            // One thread, no rayon: the staging below keeps the pool (and the copy bandwidth) to
+            // itself, and the lists of band b + 1 are ready long before band b's scans end.
+            let filler = sc.spawn(move || {
                 let t = Instant::now();
-                (Setup::from_headers(traces, params), t.elapsed().as_secs_f64() * 1e3)
-            }));
-            let join = |h: std::thread::ScopedJoinHandle<'_, (Result<Setup>, f64)>| {
-                h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
-            };
-            for ci in 0..nchunks {
-                let (a, b) = (ci * tpc * ns, ((ci + 1) * tpc).min(ntr) * ns);
+                for (b, mut piece) in pieces.enumerate().map(|(i, p)| (i + 1, p)) {
+                    fill.fill(band_list[b], &mut piece, false);
+                    if send.send((b, piece)).is_err() {
+                        break;
+                    }
+                }
+                t.elapsed().as_secs_f64() * 1e3
+            });
+            for ci in 0..cend.len() {
+                let (a, b) = (if ci == 0 { 0 } else { cend[ci - 1] * ns }, cend[ci] * ns);
                 let dst = &mut stage[a..b];
                 finite &= dst.par_chunks_mut(1 << 16).zip(data[a..b].par_chunks(1 << 16)).map(|(d, s)| {
                     d.copy_from_slice(s);
@@ -636,29 +660,27 @@ impl FastEngine {
                 }).reduce(|| true, |x, y| x & y);
                 unsafe { htod(&pipe.up, d_data + (a * 4) as u64, &stage[a..b])? };
                 ev(&pipe.chunk[ci], &pipe.up)?;
-                if handle.as_ref().is_some_and(|h| h.is_finished()) {
-                    let (setup, ms) = join(handle.take().unwrap());
-                    setup_ms = ms;
-                    ready = Some(Banded::prepare(gpu, setup?, *tuning, plan, bufs, pipe, ends)?);
+                while let Ok((b, piece)) = recv.try_recv() {
+                    r.queue_lists(pipe, b, &piece)?;
                 }
-                if let Some(r) = ready.as_mut() {
-                    r.launch_ready(gpu, plan, pipe, ((ci + 1) * tpc).min(ntr), tpc, oc, os)?;
-                }
+                r.launch_ready(gpu, plan, pipe, ci + 1, &cend, oc, os)?;
             }
             ev(&pipe.t[1], &pipe.up)?;
-            if let Some(h) = handle.take() {
-                let (setup, ms) = join(h);
-                setup_ms = ms;
-                ready = Some(Banded::prepare(gpu, setup?, *tuning, plan, bufs, pipe, ends)?);
+            r.launch_ready(gpu, plan, pipe, cend.len(), &cend, oc, os)?;
+            for (b, piece) in recv.iter() {
+                r.queue_lists(pipe, b, &piece)?;
+                r.launch_ready(gpu, plan, pipe, cend.len(), &cend, oc, os)?;
             }
-            let r = ready.as_mut().unwrap();
-            r.launch_ready(gpu, plan, pipe, ntr, tpc, oc, os)
+            fill_ms = filler.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            if r.next != r.bands.len() {
+                return Err(NlbfError::Invalid(format!("FastEngine: {} of {} bands launched", r.next, r.bands.len())));
+            }
+            Ok(())
         })?;
         let stage_ms = host0.elapsed().as_secs_f64() * 1e3;
         if !finite {
             super::validate_traces(traces)?;
         }
-        let r = ready.unwrap();
         // Result vectors touched while the GPU works; each band copied out as soon as it is back.
         let n = r.setup.estimations();
         let mut code = vec![0u32; n];
@@ -673,7 +695,7 @@ impl FastEngine {
             code[lo..hi].par_chunks_mut(1 << 16).zip(oc[lo..hi].par_chunks(1 << 16)).for_each(|(d, x)| d.copy_from_slice(x));
             sem[lo..hi].par_chunks_mut(1 << 16).zip(os[lo..hi].par_chunks(1 << 16)).for_each(|(d, x)| d.copy_from_slice(x));
         }
-        pipe.host = PipelineTimes { setup_ms, stage_ms, tail_ms: tail.elapsed().as_secs_f64() * 1e3,
+        pipe.host = PipelineTimes { setup_ms, fill_ms, stage_ms, tail_ms: tail.elapsed().as_secs_f64() * 1e3,
             bands: r.bands.len(), ..Default::default() };
         Ok(Estimate::from_setup(&r.setup, code, sem))
     }
@@ -750,6 +772,22 @@ pub const MAX_BANDS: usize = 16;
 /// Chunks (of whole traces) the pipelined upload is split into.
 pub const PIPE_CHUNKS: usize = 16;
 
+/// Ends (in traces, ascending, the last = `ntr`) of the (at most `n`) chunks of the pipelined
+/// upload: band 0's traces (`first_need`) end a chunk, so that the first launch waits for exactly
+/// them, in at least two chunks (the second's copy overlaps the first's DMA) and in their share of
+/// the `n` otherwise (a band 0 that reads most of the gather keeps the copy/DMA overlap of even
+/// chunks); the rest of the gather evenly in the other chunks.
+pub fn chunk_ends(ntr: usize, first_need: usize, n: usize) -> Vec<usize> {
+    let n = n.max(3);
+    let f = first_need.clamp(1, ntr);
+    let k0 = if f == ntr { n } else { ((n * f) as f64 / ntr as f64).round().clamp(2.0, (n - 1) as f64) as usize };
+    let mut v: Vec<usize> = (1..=k0).map(|k| (f * k).div_ceil(k0)).collect();
+    let k1 = n - k0;
+    v.extend((1..=k1).map(|k| f + ((ntr - f) * k).div_ceil(k1)));
+    v.dedup();
+    v
+}
+
 /// Contiguous bands `(p0, p1)` of `np` parameter traces ending at the cumulative fractions `ends`
 /// (empty bands dropped; the last band always ends at `np`).
 pub fn bands(np: usize, ends: &[f64]) -> Vec<(usize, usize)> {
@@ -771,14 +809,20 @@ pub fn bands(np: usize, ends: &[f64]) -> Vec<(usize, usize)> {
 /// For each band, the prefix of the gather (in traces) that it and every earlier band read: one
 /// past the largest trace index in any of their apertures.
 pub fn band_needs(ap: &Apertures, bands: &[(usize, usize)]) -> Vec<usize> {
+    // Lists are ascending: the last entry is the largest.
+    band_needs_by(bands, |phase, p| ap.list(phase, p).last().copied())
+}
+
+/// [`band_needs`] from the largest entry `last(phase, p)` of each list (`None`: empty), e.g.
+/// [`super::ApertureFill::last`] before the lists are filled.
+pub fn band_needs_by(bands: &[(usize, usize)], last: impl Fn(usize, usize) -> Option<u32>) -> Vec<usize> {
     let mut need = 0usize;
     bands
         .iter()
         .map(|&(p0, p1)| {
             for phase in 0..3 {
                 for p in p0..p1 {
-                    // Lists are ascending: the last entry is the largest.
-                    if let Some(&t) = ap.list(phase, p).last() {
+                    if let Some(t) = last(phase, p) {
                         need = need.max(t as usize + 1);
                     }
                 }
@@ -807,8 +851,11 @@ pub fn band_offsets(ap: &Apertures, bands: &[(usize, usize)]) -> (Vec<u32>, Vec<
 /// Where the time of the last pipelined [`FastEngine::estimate`] went (ms).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PipelineTimes {
-    /// Host: `Setup::from_headers` (on its own thread, overlapping the staging).
+    /// Host: the setup's first pass and band 0's aperture lists (all cores, before the staging: the
+    /// first launch waits for them), the plan and the geometry uploads queued.
     pub setup_ms: f64,
+    /// Host: the other bands' aperture lists (one thread, overlapping the staging and the kernels).
+    pub fill_ms: f64,
     /// Host: staging every chunk (copy and finiteness check) and queueing uploads and launches.
     pub stage_ms: f64,
     /// Host: after the last band's results were in page-locked memory, until they were copied out.
@@ -829,9 +876,9 @@ pub struct PipelineTimes {
 impl std::fmt::Display for PipelineTimes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} bands; GPU: first kernel starts at {:.1} ms, upload done at {:.1} ms, kernels {:.1} ms, last \
-            download {:.2} ms; host: setup {:.1} ms (overlapped), staging+queueing {:.1} ms, copy-out tail {:.2} ms, \
-            wall {:.1} ms", self.bands, self.lead_ms, self.upload_ms, self.kernels_ms, self.download_ms, self.setup_ms,
-            self.stage_ms, self.tail_ms, self.wall_ms)
+            download {:.2} ms; host: setup to band 0 ready {:.2} ms, other bands' lists {:.1} ms (overlapped), \
+            staging+queueing {:.1} ms, copy-out tail {:.2} ms, wall {:.1} ms", self.bands, self.lead_ms, self.upload_ms,
+            self.kernels_ms, self.download_ms, self.setup_ms, self.fill_ms, self.stage_ms, self.tail_ms, self.wall_ms)
     }
 }
 
@@ -845,6 +892,8 @@ struct Pipe {
     /// Main-stream work before the call.
     ready: CudaEvent,
     chunk: Vec<CudaEvent>,
+    /// A band's aperture lists on the device (upload stream).
+    listed: Vec<CudaEvent>,
     slid: Vec<CudaEvent>,
     done: Vec<CudaEvent>,
     band_off: CudaSlice<u32>,
@@ -867,6 +916,7 @@ impl Pipe {
             cscan,
             ready: sync()?,
             chunk: (0..PIPE_CHUNKS).map(|_| sync()).collect::<Result<_>>()?,
+            listed: (0..MAX_BANDS).map(|_| sync()).collect::<Result<_>>()?,
             slid: (0..MAX_BANDS).map(|_| sync()).collect::<Result<_>>()?,
             done: (0..MAX_BANDS).map(|_| sync()).collect::<Result<_>>()?,
             band_off: gpu.zeros::<u32>(3 * (np + MAX_BANDS))?,
@@ -895,6 +945,8 @@ struct Ptrs {
 
 /// One gather's setup split into bands, with the launches queued so far.
 struct Banded {
+    /// The setup without its index list (`apertures.idx` empty: the lists go up band by band
+    /// from the engine's page-locked `stage_idx`).
     setup: Setup,
     bands: Vec<(usize, usize)>,
     need: Vec<usize>,
@@ -902,27 +954,32 @@ struct Banded {
     _off: Vec<u32>,
     off_start: Vec<usize>,
     ptrs: Ptrs,
+    /// Bands whose aperture lists are queued for upload.
+    listed: usize,
     next: usize,
 }
 
 impl Banded {
-    /// Plans the kernels for `setup`, splits it into bands and queues the geometry uploads on the
-    /// sliding-scan stream (ahead of its first launch).
-    fn prepare(gpu: &Gpu, setup: Setup, tuning: Tuning, plan: &mut FastPlan, bufs: &mut FastBuffers, pipe: &mut Pipe,
-        ends: &[f64]) -> Result<Banded> {
+    /// Plans the kernels for `setup` (its offsets and bounds are final, its lists not yet filled),
+    /// takes the bands' needs from the lists' last entries (`fill`), and queues the geometry
+    /// uploads on the sliding-scan stream (ahead of its first launch).
+    #[allow(clippy::too_many_arguments)]
+    fn prepare(gpu: &Gpu, setup: Setup, fill: &ApertureFill, bands: Vec<(usize, usize)>, tuning: Tuning, plan: &mut FastPlan,
+        bufs: &mut FastBuffers, pipe: &mut Pipe) -> Result<Banded> {
         *plan = FastPlan::tuned(gpu, &setup, tuning).map_err(NlbfError::Invalid)?;
         if setup.estimations() != bufs.code.len() || setup.ntr() != bufs.tx.len() || setup.np() != bufs.px.len()
             || setup.tables.vals.len() != bufs.vals.len() || setup.apertures.off.len() != bufs.ap_off.len() {
             return Err(NlbfError::Invalid("FastEngine: the gather's geometry differs from the engine's".into()));
         }
         let st = pipe.slide.clone();
-        if setup.apertures.idx.len() > bufs.ap_idx.len() {
-            bufs.ap_idx = gpu.zeros::<u32>(setup.apertures.idx.len())?;
+        if fill.total() > bufs.ap_idx.len() {
+            bufs.ap_idx = gpu.zeros::<u32>(fill.total())?;
             pipe.ready.record(gpu.stream()).map_err(drv("recording an event"))?;
-            st.wait(&pipe.ready).map_err(drv("ordering streams"))?;
+            for s in [&pipe.up, &st] {
+                s.wait(&pipe.ready).map_err(drv("ordering streams"))?;
+            }
         }
-        let bands = bands(setup.np(), ends);
-        let need = band_needs(&setup.apertures, &bands);
+        let need = band_needs_by(&bands, |phase, p| fill.last(phase, p));
         let (off, off_start) = band_offsets(&setup.apertures, &bands);
         let ptrs = Ptrs {
             data: dptr(&bufs.data, &st),
@@ -946,17 +1003,37 @@ impl Banded {
             htod(&st, ptrs.px, &setup.px)?;
             htod(&st, ptrs.py, &setup.py)?;
             htod(&st, ptrs.vals, &setup.tables.vals)?;
-            htod(&st, ptrs.idx, &setup.apertures.idx)?;
             htod(&st, ptrs.off, &off)?;
         }
-        Ok(Banded { setup, bands, need, _off: off, off_start, ptrs, next: 0 })
+        Ok(Banded { setup, bands, need, _off: off, off_start, ptrs, listed: 0, next: 0 })
     }
 
-    /// Queues every band not yet launched whose traces are among the first `uploaded` (chunks of
-    /// `tpc` traces, each with its event on the upload stream): its sliding scan after the chunk
-    /// holding its last trace, its C scan and download after its sliding scan.
+    /// Queues the upload of band `b`'s aperture lists (`pieces[phase]`, page-locked, filled) to
+    /// their place in the device's index list on the upload stream, with the band's event; bands
+    /// come in order. The pieces must stay untouched until the call's streams are synchronized.
+    fn queue_lists(&mut self, pipe: &Pipe, b: usize, pieces: &[&mut [u32]; 3]) -> Result<()> {
+        if b != self.listed {
+            return Err(NlbfError::Invalid(format!("FastEngine: aperture lists of band {b} came before band {}", self.listed)));
+        }
+        let (np, (p0, _)) = (self.setup.np(), self.bands[b]);
+        for (phase, piece) in pieces.iter().enumerate() {
+            if piece.is_empty() {
+                continue;
+            }
+            let start = self.setup.apertures.off[phase * (np + 1) + p0] as u64;
+            unsafe { htod(&pipe.up, self.ptrs.idx + 4 * start, &piece[..])? };
+        }
+        pipe.listed[b].record(&pipe.up).map_err(drv("recording an event"))?;
+        self.listed += 1;
+        Ok(())
+    }
+
+    /// Queues every band not yet launched whose aperture lists are queued and whose traces are among
+    /// the first `uploaded` chunks (ending at traces `cend`, each with its event on the upload stream): its
+    /// sliding scan after its lists and the chunk holding its last trace, its C scan and download
+    /// after its sliding scan.
     #[allow(clippy::too_many_arguments)]
-    fn launch_ready(&mut self, gpu: &Gpu, plan: &FastPlan, pipe: &Pipe, uploaded: usize, tpc: usize, oc: &mut [u32],
+    fn launch_ready(&mut self, gpu: &Gpu, plan: &FastPlan, pipe: &Pipe, uploaded: usize, cend: &[usize], oc: &mut [u32],
         os: &mut [f32]) -> Result<()> {
         let ev = |e: &CudaEvent, s: &CudaStream| e.record(s).map_err(drv("recording an event"));
         let s = &self.setup;
@@ -964,12 +1041,15 @@ impl Banded {
         let (ns, ns32) = (s.ns, s.ns as u32);
         let (na, nb, nc, nd, ne) = (t.na as u32, t.nb as u32, t.nc as u32, t.nd as u32, t.ne as u32);
         let q = &self.ptrs;
-        while self.next < self.bands.len() && self.need[self.next] <= uploaded {
+        // The first chunk that ends at or after the band's need.
+        let chunk_of = |need: usize| cend.partition_point(|&e| e < need.max(1));
+        while self.next < self.listed && chunk_of(self.need[self.next]) < uploaded {
             let b = self.next;
             let (p0, p1) = self.bands[b];
             let npb = (p1 - p0) as u32;
-            let chunk = self.need[b].max(1).div_ceil(tpc) - 1;
+            let chunk = chunk_of(self.need[b]);
             pipe.slide.wait(&pipe.chunk[chunk]).map_err(drv("ordering streams"))?;
+            pipe.slide.wait(&pipe.listed[b]).map_err(drv("ordering streams"))?;
             if b == 0 {
                 ev(&pipe.t[2], &pipe.slide)?;
             }
@@ -1092,6 +1172,17 @@ mod tests {
     use super::*;
     use crate::bench::BenchSize;
     use crate::nlbf::synth;
+
+    /// Upload chunks: ascending, end at the gather's end, at most `n`, band 0's need is a chunk end.
+    #[test]
+    fn chunk_ends_cover_the_gather_and_end_at_band_0() {
+        for (ntr, f, n) in [(21056, 2288, 16), (10, 3, 16), (1, 1, 16), (5, 5, 16), (100, 0, 4), (100, 200, 16), (17, 16, 3)] {
+            let v = chunk_ends(ntr, f, n);
+            assert!(v.len() <= n.max(3) && !v.is_empty(), "{ntr} {f} {n}: {v:?}");
+            assert!(v.windows(2).all(|w| w[0] < w[1]) && v[0] > 0 && *v.last().unwrap() == ntr, "{v:?}");
+            assert!(v.contains(&f.clamp(1, ntr)), "{v:?}");
+        }
+    }
 
     /// The band helpers of the pipelined engine: bands tile the parameter traces, each band's
     /// offsets reproduce its aperture lists exactly (the kernels read the shared index list through

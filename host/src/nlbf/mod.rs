@@ -363,6 +363,21 @@ impl Setup {
     /// [`Setup::new`] without the scan of the samples for non-finite values (the caller does it,
     /// e.g. while staging the upload); everything else is validated.
     pub fn from_headers(traces: &TraceSet, params: &EstimateParams) -> Result<Setup> {
+        let DeferredSetup { mut setup, fill } = Self::from_headers_deferred(traces, params)?;
+        let mut idx = vec![0u32; fill.total()];
+        let [mut piece] = <[_; 1]>::try_from(fill.split(&[(0, fill.np)], &mut idx)).ok().expect("one band");
+        fill.fill((0, fill.np), &mut piece, true);
+        setup.apertures.idx = idx;
+        Ok(setup)
+    }
+
+    /// [`Setup::from_headers`] in two steps: this cheap first pass (coordinates, grid, the aperture
+    /// bit sets, every list's length and last entry, the shift bounds and offset maxima: everything
+    /// the kernels' plan and the validation need), and the lists themselves, filled afterwards band
+    /// by band of parameter traces through [`ApertureFill::fill`]. The returned setup's
+    /// `apertures.idx` is empty; its offsets are final. The pipelined engine fills the first band
+    /// and launches it while the other bands' lists are filled on a host thread (issue 3).
+    pub fn from_headers_deferred(traces: &TraceSet, params: &EstimateParams) -> Result<DeferredSetup> {
         validate_shape(traces)?;
         let ns = traces.ns;
         validate_params(params, ns)?;
@@ -388,11 +403,10 @@ impl Setup {
         }
         let aps = [params.aperture_ad, params.aperture_be, params.aperture_c];
         let inv_dt = 1.0 / traces.dt;
-        let (apertures, maxima) = apertures_and_bounds(&tx64, &ty64, (xmin, ymin), &grid, &aps, (&tx, &ty, &px, &py),
-            &params.search)?;
+        let (fill, maxima) = aperture_sets(&tx64, &ty64, (xmin, ymin), &grid, &aps, (&tx, &ty, &px, &py), &params.search)?;
         let names = ["(A, D)", "(B, E)", "C"];
         for (phase, ap) in aps.iter().enumerate() {
-            if let Some(p) = (0..grid.len()).find(|&p| apertures.list(phase, p).is_empty()) {
+            if let Some(p) = (0..grid.len()).find(|&p| fill.len(phase, p) == 0) {
                 return invalid(format!(
                     "the {} aperture ({} x {} m) of parameter trace {p} at ({:.1}, {:.1}) m contains no trace: \
                      enlarge the aperture or the parameter-trace spacing",
@@ -402,9 +416,18 @@ impl Setup {
         let tables = Tables::new(&params.search);
         let dt = traces.dt;
         let (shift_bound, sq) = finish_bounds(maxima, inv_dt as f64)?;
-        Ok(Setup { ns, dt, inv_dt, half: params.window / 2, tx, ty, origin: (xmin, ymin), grid, px, py, apertures,
-            tables, shift_bound, max_abs_dxdy: sq[2], max_dx2_ad: sq[0], max_dy2_be: sq[1] })
+        let apertures = Apertures { off: fill.off.clone(), idx: Vec::new(), np: grid.len() };
+        let setup = Setup { ns, dt, inv_dt, half: params.window / 2, tx, ty, origin: (xmin, ymin), grid, px, py, apertures,
+            tables, shift_bound, max_abs_dxdy: sq[2], max_dx2_ad: sq[0], max_dy2_be: sq[1] };
+        Ok(DeferredSetup { setup, fill })
     }
+}
+
+/// The result of [`Setup::from_headers_deferred`]: a setup whose aperture lists are not filled yet
+/// (`apertures.idx` empty, everything else final) and what fills them.
+pub struct DeferredSetup {
+    pub setup: Setup,
+    pub fill: ApertureFill,
 }
 
 impl Setup {
@@ -667,7 +690,7 @@ pub fn coordinates(headers: &[TraceHeader], c: &Coordinates) -> Result<(Vec<f64>
 
 /// The apertures of every parameter trace, through a bucket grid of the traces (cells of the
 /// parameter-trace spacing), in parallel over parameter traces. Lists are ascending trace indices.
-/// The reference for [`apertures_and_bounds`] (tests).
+/// The reference for [`aperture_sets`] and [`ApertureFill`] (tests).
 #[cfg(test)]
 fn build_apertures(x: &[f64], y: &[f64], origin: (f64, f64), upper: (f64, f64), grid: &Grid, aps: &[Aperture; 3])
     -> Result<Apertures> {
@@ -745,7 +768,7 @@ fn build_apertures(x: &[f64], y: &[f64], origin: (f64, f64), upper: (f64, f64), 
 /// Bound (samples) on |shift| for each phase over every aperture entry and every combination the
 /// phase can use, plus a margin of 2 for the floor and the interpolation neighbour; and the largest
 /// dx^2 (phase 0), dy^2 (phase 1), |dx dy| (phase 2) of each phase's apertures. The reference for
-/// the bounds [`apertures_and_bounds`] collects while it builds the lists (tests).
+/// the bounds [`aperture_sets`] derives per trace (tests).
 #[cfg(test)]
 fn shift_bounds(tx: &[f32], ty: &[f32], px: &[f32], py: &[f32], ap: &Apertures, s: &SearchSpace, inv_dt: f64)
     -> Result<([i32; 3], [f64; 3])> {
@@ -816,110 +839,234 @@ fn finish_bounds(maxima: [(f64, f64); 3], inv_dt: f64) -> Result<([i32; 3], [f64
     Ok((out, sq))
 }
 
-/// The apertures of every parameter trace (CSR, ascending trace indices) and, per phase, the
-/// maxima of [`entry_bound`] over their entries, in one pass. Each trace is tested (|x - x0| <=
-/// hx, |y - y0| <= hy, exactly the reference predicate) only against the grid columns and rows
-/// next to it, and marks itself in a bit set per column and per row; a parameter trace's list is
-/// then the AND of its column's and row's sets, read out in ascending order (no sort), over the
-/// words where both have bits. About 10x less work than testing every trace of the neighbouring
-/// buckets per parameter trace and sorting, and the bounds come with it (no second pass over the
-/// lists): the host setup is on the critical path of the pipelined engine (issue 3).
-fn apertures_and_bounds(x: &[f64], y: &[f64], origin: (f64, f64), grid: &Grid, aps: &[Aperture; 3],
-    rel: (&[f32], &[f32], &[f32], &[f32]), s: &SearchSpace) -> Result<(Apertures, [(f64, f64); 3])> {
-    let (tx, ty, px, py) = rel;
-    let np = grid.len();
-    let ntr = x.len();
-    let words = ntr.div_ceil(64);
-    let amax = |r: &Range| r.min.abs().max(r.max.abs());
-    let amax = [amax(&s.a), amax(&s.b), amax(&s.c), amax(&s.d), amax(&s.e)];
-    // Bit sets: for each (phase, axis) one set per grid column (axis x) or row (axis y), plus the
-    // first and one-past-last non-zero word of each.
-    struct Sets {
-        bits: Vec<u64>,
-        span: Vec<(usize, usize)>,
-    }
-    let sets = |v: &[f64], o: f64, step: f64, n: usize, h: f64| -> Sets {
-        let mut bits = vec![0u64; n * words];
-        for (t, &c) in v.iter().enumerate() {
-            // Candidate nodes from the division (one node of slack each way), then the exact test.
-            let lo = (((c - h - o) / step).floor() - 1.0).max(0.0) as usize;
-            let hi = ((((c + h - o) / step).ceil() + 1.0).max(0.0) as usize).min(n - 1);
-            for i in lo..=hi {
-                if (c - (o + i as f64 * step)).abs() <= h {
-                    bits[i * words + t / 64] |= 1u64 << (t % 64);
+/// The bit sets of one axis of one phase's aperture search: one set of traces per grid column
+/// (axis x) or row (axis y), with the first and one-past-last non-zero word of each.
+struct AxisSets {
+    bits: Vec<u64>,
+    span: Vec<(usize, usize)>,
+}
+
+/// Marks every trace (coordinate `v`) in the set of each node o + i step (i < n) with |v - node|
+/// <= h (exactly the reference predicate; candidate nodes from the division with one node of slack
+/// each way). Also returns, per trace, the largest |rel - nodes[i]| (f32, the offsets the kernels
+/// use) over the nodes whose set it joined, -1 where none. In parallel over blocks of traces (each
+/// block owns its words of every set), as this is most of the setup's first pass; a trace with the
+/// coordinate of the one before it (sorted gathers: every trace of a shot on a cross-spread's y)
+/// joins the same nodes without the search.
+#[allow(clippy::too_many_arguments)]
+fn axis_sets(v: &[f64], o: f64, step: f64, n: usize, h: f64, rel: &[f32], nodes: &[f32], words: usize) -> (AxisSets, Vec<f32>) {
+    // Words (of 64 traces) per block.
+    const BW: usize = 8;
+    let parts: Vec<(Vec<u64>, Vec<f32>)> = (0..words.div_ceil(BW)).into_par_iter().map(|k| {
+        let (w0, w1) = (k * BW, ((k + 1) * BW).min(words));
+        let (t0, t1) = (w0 * 64, (w1 * 64).min(v.len()));
+        let nw = w1 - w0;
+        let mut bits = vec![0u64; n * nw];
+        let mut far = vec![-1.0f32; t1 - t0];
+        // The nodes a trace joins are an interval: c - node_i is non-increasing in i (rounded
+        // or not), so the exact predicate holds from the first passing candidate to the last; and
+        // |rel - nodes[i]| is largest at one of the interval's ends.
+        let inside = |c: f64, i: usize| (c - (o + i as f64 * step)).abs() <= h;
+        let (mut prev, mut hits) = (f64::NAN, 1..0);
+        for t in t0..t1 {
+            let c = v[t];
+            if c != prev {
+                let lo = (((c - h - o) / step).floor() - 1.0).max(0.0) as usize;
+                let hi = ((((c + h - o) / step).ceil() + 1.0).max(0.0) as usize).min(n - 1);
+                hits = match (lo..=hi).find(|&i| inside(c, i)) {
+                    Some(a) => a..(a..=hi).rev().find(|&i| inside(c, i)).unwrap() + 1,
+                    None => 1..0,
+                };
+                prev = c;
+            }
+            if !hits.is_empty() {
+                let (word, bit) = (t / 64 - w0, 1u64 << (t % 64));
+                for i in hits.clone() {
+                    bits[i * nw + word] |= bit;
                 }
+                far[t - t0] = (rel[t] - nodes[hits.start]).abs().max((rel[t] - nodes[hits.end - 1]).abs());
             }
         }
-        let span = bits.chunks(words).map(|b| match b.iter().position(|&w| w != 0) {
-            Some(f) => (f, words - b.iter().rev().position(|&w| w != 0).unwrap()),
-            None => (0, 0),
-        }).collect();
-        Sets { bits, span }
-    };
-    let half = |ap: &Aperture| (ap.x / 2.0 * (1.0 + 1e-9) + 1e-9, ap.y / 2.0 * (1.0 + 1e-9) + 1e-9);
-    let mut all: Vec<(Sets, Sets)> = aps.par_iter().map(|ap| {
-        let (hx, hy) = half(ap);
-        rayon::join(|| sets(x, origin.0, grid.sx, grid.nx, hx), || sets(y, origin.1, grid.sy, grid.ny, hy))
+        (bits, far)
     }).collect();
-    let and_range = |cs: &Sets, rs: &Sets, i: usize, j: usize| {
-        let (a, b) = (cs.span[i], rs.span[j]);
-        (a.0.max(b.0), a.1.min(b.1))
-    };
-    // Counts per (phase, parameter trace), then offsets.
+    let mut bits = vec![0u64; n * words];
+    let mut far = Vec::with_capacity(v.len());
+    for (k, (b, f)) in parts.iter().enumerate() {
+        let (w0, nw) = (k * BW, b.len() / n.max(1));
+        for i in 0..n {
+            bits[i * words + w0..i * words + w0 + nw].copy_from_slice(&b[i * nw..(i + 1) * nw]);
+        }
+        far.extend_from_slice(f);
+    }
+    let span = bits.chunks(words).map(|b| match b.iter().position(|&w| w != 0) {
+        Some(f) => (f, words - b.iter().rev().position(|&w| w != 0).unwrap()),
+        None => (0, 0),
+    }).collect();
+    (AxisSets { bits, span }, far)
+}
+
+/// The aperture lists of a setup, to be filled (all at once or band by band of parameter traces):
+/// the per-column and per-row bit sets of each phase, and the lists' offsets and last entries from
+/// the first pass. A list is the AND of its column's and row's sets, read out in ascending order.
+pub struct ApertureFill {
+    /// The distinct column (x) and row (y) sets (phases with the same half extent share them).
+    sets: Vec<AxisSets>,
+    /// Per phase, which of `sets` are its column and its row sets.
+    which: [(usize, usize); 3],
+    words: usize,
+    nx: usize,
+    /// Parameter traces.
+    pub np: usize,
+    /// Offsets of every list, as [`Apertures::off`].
+    pub off: Vec<u32>,
+    /// Last (largest) trace of every list, `[phase * np + p]` (0 for an empty list).
+    last: Vec<u32>,
+}
+
+impl ApertureFill {
+    /// Entries of all lists.
+    pub fn total(&self) -> usize { self.off[3 * (self.np + 1) - 1] as usize }
+    /// Length of list (phase, p).
+    pub fn len(&self, phase: usize, p: usize) -> usize {
+        let o = phase * (self.np + 1) + p;
+        (self.off[o + 1] - self.off[o]) as usize
+    }
+    /// The largest trace index of list (phase, p); `None` for an empty list.
+    pub fn last(&self, phase: usize, p: usize) -> Option<u32> {
+        (self.len(phase, p) > 0).then(|| self.last[phase * self.np + p])
+    }
+    /// Entries of band `(p0, p1)` in phase `phase` (where they start in the index list, and how many).
+    pub fn band_range(&self, phase: usize, (p0, p1): (usize, usize)) -> std::ops::Range<usize> {
+        let o = phase * (self.np + 1);
+        self.off[o + p0] as usize..self.off[o + p1] as usize
+    }
+    /// Splits `idx` (the whole index list, [`ApertureFill::total`] entries) into the pieces of
+    /// contiguous `bands` (ascending, tiling 0..np): `[band][phase]` = the band's lists of that phase.
+    pub fn split<'a>(&self, bands: &[(usize, usize)], idx: &'a mut [u32]) -> Vec<[&'a mut [u32]; 3]> {
+        assert_eq!(idx.len(), self.total(), "ApertureFill::split: index list of the wrong length");
+        let mut per: Vec<Vec<&'a mut [u32]>> = (0..bands.len()).map(|_| Vec::with_capacity(3)).collect();
+        let mut rest = idx;
+        for phase in 0..3 {
+            // Bands of one phase follow each other in the list; phases follow each other too.
+            for (b, &band) in bands.iter().enumerate() {
+                let r = self.band_range(phase, band);
+                let (head, tail) = std::mem::take(&mut rest).split_at_mut(r.len());
+                per[b].push(head);
+                rest = tail;
+            }
+        }
+        per.into_iter().map(|v| <[&mut [u32]; 3]>::try_from(v).ok().unwrap()).collect()
+    }
+    /// Fills the lists of parameter traces p0..p1 of every phase: `out[phase]` receives
+    /// `idx[band_range(phase, (p0, p1))]`. On all cores (`parallel`) or on the calling thread only.
+    pub fn fill(&self, (p0, p1): (usize, usize), out: &mut [&mut [u32]; 3], parallel: bool) {
+        let mut lists: Vec<(usize, usize, &mut [u32])> = Vec::with_capacity(3 * (p1 - p0));
+        for (phase, o) in out.iter_mut().enumerate() {
+            assert_eq!(o.len(), self.band_range(phase, (p0, p1)).len(), "ApertureFill::fill: piece of the wrong length");
+            let mut rest: &mut [u32] = o;
+            for p in p0..p1 {
+                let (head, tail) = std::mem::take(&mut rest).split_at_mut(self.len(phase, p));
+                lists.push((phase, p, head));
+                rest = tail;
+            }
+        }
+        let one = |(phase, p, out): (usize, usize, &mut [u32])| {
+            let (cs, rs) = (&self.sets[self.which[phase].0], &self.sets[self.which[phase].1]);
+            let (i, j) = (p % self.nx, p / self.nx);
+            let (w0, w1) = and_range(cs, rs, i, j);
+            let mut k = 0;
+            for w in w0..w1 {
+                let mut bits = cs.bits[i * self.words + w] & rs.bits[j * self.words + w];
+                while bits != 0 {
+                    out[k] = (w * 64 + bits.trailing_zeros() as usize) as u32;
+                    bits &= bits - 1;
+                    k += 1;
+                }
+            }
+            debug_assert_eq!(k, out.len());
+        };
+        if parallel {
+            lists.into_par_iter().with_min_len(16).for_each(one);
+        } else {
+            lists.into_iter().for_each(one);
+        }
+    }
+}
+
+/// Words where both the column set `i` and the row set `j` have bits.
+fn and_range(cs: &AxisSets, rs: &AxisSets, i: usize, j: usize) -> (usize, usize) {
+    let (a, b) = (cs.span[i], rs.span[j]);
+    (a.0.max(b.0), a.1.min(b.1))
+}
+
+/// The first pass of the aperture search: per phase, per-column and per-row bit sets of the traces
+/// (each trace tested, with the exact reference predicate, only against the grid columns and rows
+/// next to it), every list's length (popcount of the AND of its column's and row's sets) and last
+/// entry, and the maxima of [`entry_bound`] over every list entry. Those come without the lists:
+/// the entries of trace t are exactly its columns x its rows (a list is an AND of the two), and
+/// [`entry_bound`] is non-decreasing in |dx| and |dy| (sums and products of non-negative terms,
+/// each correctly rounded), so its maximum over t's entries is its value at t's largest |dx| and
+/// |dy|, bit for bit the maximum over the lists (tested against the reference). About 10x less work
+/// than testing every trace of the neighbouring buckets per parameter trace and sorting; the
+/// lists are filled afterwards ([`ApertureFill::fill`], band by band if wanted): the host setup is
+/// on the critical path of the pipelined engine (issue 3).
+fn aperture_sets(x: &[f64], y: &[f64], origin: (f64, f64), grid: &Grid, aps: &[Aperture; 3],
+    rel: (&[f32], &[f32], &[f32], &[f32]), s: &SearchSpace) -> Result<(ApertureFill, [(f64, f64); 3])> {
+    let (tx, ty, px, py) = rel;
+    let np = grid.len();
+    let words = x.len().div_ceil(64);
+    let amax = |r: &Range| r.min.abs().max(r.max.abs());
+    let amax = [amax(&s.a), amax(&s.b), amax(&s.c), amax(&s.d), amax(&s.e)];
+    let cols = &px[..grid.nx];
+    let rows: Vec<f32> = (0..grid.ny).map(|j| py[j * grid.nx]).collect();
+    let half = |ap: &Aperture| (ap.x / 2.0 * (1.0 + 1e-9) + 1e-9, ap.y / 2.0 * (1.0 + 1e-9) + 1e-9);
+    // The distinct (axis, half extent) pairs (the cross-spread's C aperture shares its x extent
+    // with (A, D) and its y extent with (B, E)), each set built once.
+    let mut keys: Vec<(usize, u64)> = Vec::with_capacity(6);
+    let mut which = [(0usize, 0usize); 3];
+    for (phase, ap) in aps.iter().enumerate() {
+        let (hx, hy) = half(ap);
+        let mut key = |k: (usize, u64)| keys.iter().position(|&q| q == k).unwrap_or_else(|| { keys.push(k); keys.len() - 1 });
+        which[phase] = (key((0, hx.to_bits())), key((1, hy.to_bits())));
+    }
+    let built: Vec<(AxisSets, Vec<f32>)> = keys.par_iter().map(|&(axis, h)| match axis {
+        0 => axis_sets(x, origin.0, grid.sx, grid.nx, f64::from_bits(h), tx, cols, words),
+        _ => axis_sets(y, origin.1, grid.sy, grid.ny, f64::from_bits(h), ty, &rows, words),
+    }).collect();
+    // A trace is in some list only when it is in a column set and in a row set.
+    let maxima: Vec<(f64, f64)> = (0..3).into_par_iter().map(|phase| {
+        let (fx, fy) = (&built[which[phase].0].1, &built[which[phase].1].1);
+        fx.iter().zip(fy).filter(|&(&dx, &dy)| dx >= 0.0 && dy >= 0.0)
+            .map(|(&dx, &dy)| entry_bound(phase, dx as f64, dy as f64, &amax))
+            .fold((0.0f64, 0.0f64), |a, b| (a.0.max(b.0), a.1.max(b.1)))
+    }).collect();
+    let sets: Vec<AxisSets> = built.into_iter().map(|(s, _)| s).collect();
+    // Length and last entry of every (phase, parameter trace), then the offsets.
     let mut off = Vec::with_capacity(3 * (np + 1));
+    let mut last = Vec::with_capacity(3 * np);
     let mut total = 0u64;
-    for (cs, rs) in &all {
-        let counts: Vec<u32> = (0..np).into_par_iter().map(|p| {
+    for &(ci, ri) in &which {
+        let (cs, rs) = (&sets[ci], &sets[ri]);
+        let counts: Vec<(u32, u32)> = (0..np).into_par_iter().with_min_len(64).map(|p| {
             let (i, j) = (p % grid.nx, p / grid.nx);
             let (w0, w1) = and_range(cs, rs, i, j);
-            (w0..w1).map(|w| (cs.bits[i * words + w] & rs.bits[j * words + w]).count_ones()).sum()
+            let word = |w: usize| cs.bits[i * words + w] & rs.bits[j * words + w];
+            let n = (w0..w1).map(|w| word(w).count_ones()).sum();
+            let l = (w0..w1).rev().find(|&w| word(w) != 0).map_or(0, |w| (w * 64 + 63 - word(w).leading_zeros() as usize) as u32);
+            (n, l)
         }).collect();
         off.push(total as u32);
-        for c in counts {
+        for (c, l) in counts {
             total += c as u64;
             if total > u32::MAX as u64 {
                 return invalid("aperture lists exceed 2^32 entries: reduce the apertures or the number of parameter traces");
             }
             off.push(total as u32);
+            last.push(l);
         }
     }
-    // Fill every list in place (disjoint slices of one index vector), in parallel.
-    let mut idx = vec![0u32; total as usize];
-    let mut slices: Vec<(usize, usize, &mut [u32])> = Vec::with_capacity(3 * np);
-    let mut rest: &mut [u32] = &mut idx;
-    for phase in 0..3 {
-        for p in 0..np {
-            let o = phase * (np + 1) + p;
-            let (head, tail) = rest.split_at_mut((off[o + 1] - off[o]) as usize);
-            slices.push((phase, p, head));
-            rest = tail;
-        }
-    }
-    let maxima = slices.into_par_iter().map(|(phase, p, out)| {
-        let (cs, rs) = &all[phase];
-        let (i, j) = (p % grid.nx, p / grid.nx);
-        let (w0, w1) = and_range(cs, rs, i, j);
-        let (mut k, mut m, mut mxy) = (0usize, [0.0f64; 3], [0.0f64; 3]);
-        for w in w0..w1 {
-            let mut bits = cs.bits[i * words + w] & rs.bits[j * words + w];
-            while bits != 0 {
-                let t = w * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                out[k] = t as u32;
-                k += 1;
-                let dx = (tx[t] - px[p]).abs() as f64;
-                let dy = (ty[t] - py[p]).abs() as f64;
-                let (b, q) = entry_bound(phase, dx, dy, &amax);
-                m[phase] = m[phase].max(b);
-                mxy[phase] = mxy[phase].max(q);
-            }
-        }
-        (m, mxy)
-    }).reduce(|| ([0.0; 3], [0.0; 3]), |a, b| {
-        (std::array::from_fn(|q| a.0[q].max(b.0[q])), std::array::from_fn(|q| a.1[q].max(b.1[q])))
-    });
-    all.clear();
-    Ok((Apertures { off, idx, np }, std::array::from_fn(|q| (maxima.0[q], maxima.1[q]))))
+    let fill = ApertureFill { sets, which, words, nx: grid.nx, np, off, last };
+    Ok((fill, [maxima[0], maxima[1], maxima[2]]))
 }
 
 /// The result of the 2+2+1 search: for every parameter trace p (grid order, x fastest) and time
@@ -1291,24 +1438,95 @@ mod tests {
         }
     }
 
+    /// The split setup (the pipelined engine's path): the deferred first pass plus the lists filled
+    /// band by band (on all cores or on one thread, into one index list split by band) equals
+    /// `Setup::from_headers` in every field, and each list's recorded last entry and each band's
+    /// need equal those read from the full lists.
+    #[test]
+    fn band_by_band_setup_equals_the_full_setup() {
+        let mut cases = vec![super::synth::crossspread_3d(crate::bench::BenchSize::Small),
+            super::synth::synthetic_2d(crate::bench::BenchSize::Small)];
+        let (t, mut p) = super::synth::crossspread_3d(crate::bench::BenchSize::Small);
+        p.aperture_ad = Aperture { x: 61.0, y: 20.0 };
+        p.spacing_x = 20.0;
+        p.spacing_y = 13.0;
+        cases.push((t, p));
+        for (k, (t, p)) in cases.iter().enumerate() {
+            let full = Setup::from_headers(t, p).unwrap();
+            let ends: [&[f64]; 4] = [&gpu::BAND_ENDS, &[1.0], &[0.01, 0.02, 0.03, 0.5, 0.99], &[0.3, 0.31, 0.9]];
+            for (e, parallel) in ends.iter().zip([false, true, false, true]) {
+                let DeferredSetup { setup: mut s, fill } = Setup::from_headers_deferred(t, p).unwrap();
+                assert!(s.apertures.idx.is_empty());
+                assert_eq!(s.apertures.off, full.apertures.off, "case {k}");
+                assert_eq!((s.shift_bound, s.max_abs_dxdy, s.max_dx2_ad, s.max_dy2_be),
+                    (full.shift_bound, full.max_abs_dxdy, full.max_dx2_ad, full.max_dy2_be), "case {k}");
+                assert_eq!((&s.tx, &s.ty, &s.px, &s.py, s.grid, s.origin, &s.tables, s.ns, s.half),
+                    (&full.tx, &full.ty, &full.px, &full.py, full.grid, full.origin, &full.tables, full.ns, full.half));
+                let b = gpu::bands(s.np(), e);
+                let mut idx = vec![u32::MAX; fill.total()];
+                // Later bands first: the order of the fills does not matter.
+                for (band, mut piece) in b.iter().zip(fill.split(&b, &mut idx)).rev() {
+                    fill.fill(*band, &mut piece, parallel);
+                }
+                s.apertures.idx = idx;
+                assert_eq!(s.apertures, full.apertures, "case {k}, bands {e:?}");
+                let need = gpu::band_needs_by(&b, |ph, q| fill.last(ph, q));
+                assert_eq!(need, gpu::band_needs(&full.apertures, &b), "case {k}, bands {e:?}");
+            }
+            let fill = Setup::from_headers_deferred(t, p).unwrap().fill;
+            for ph in 0..3 {
+                for q in 0..full.np() {
+                    assert_eq!(fill.last(ph, q), full.apertures.list(ph, q).last().copied());
+                }
+            }
+        }
+    }
+
     /// Host setup time at paper size (`cargo test --release -p seisgpu-host --lib setup_timing -- --ignored
-    /// --nocapture`): `Setup::from_headers` on the cross-spread, its parts, on this machine's cores.
+    /// --nocapture`): `Setup::from_headers` on the cross-spread, its parts, and what the pipelined
+    /// engine waits for before its first launch (the deferred first pass + band 0's lists on all
+    /// cores), on this machine's cores.
     #[test]
     #[ignore]
     fn setup_timing_crossspread() {
         let (t, p) = super::synth::crossspread_3d(crate::bench::BenchSize::Paper);
         let ms = |t0: std::time::Instant| t0.elapsed().as_secs_f64() * 1e3;
+        let med = |mut v: Vec<f64>| { v.sort_by(f64::total_cmp); (v[v.len() / 2], v[0]) };
         for _ in 0..2 {
             Setup::from_headers(&t, &p).unwrap();
         }
         let mut v = Vec::new();
-        for _ in 0..7 {
+        for _ in 0..9 {
             let t0 = std::time::Instant::now();
             let s = Setup::from_headers(&t, &p).unwrap();
             v.push(ms(t0));
             std::hint::black_box(s);
         }
-        v.sort_by(f64::total_cmp);
+        let full = med(v);
+        // The pipelined engine's path: first pass, band 0 on all cores, the rest on one thread.
+        let (mut head, mut ready, mut rest, mut rest_par) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut stage = Vec::new();
+        for _ in 0..9 {
+            let t0 = std::time::Instant::now();
+            let d = Setup::from_headers_deferred(&t, &p).unwrap();
+            head.push(ms(t0));
+            let b = gpu::bands(d.setup.np(), &gpu::BAND_ENDS);
+            stage.resize(d.fill.total(), 0u32);
+            let mut pieces = d.fill.split(&b, &mut stage).into_iter();
+            d.fill.fill(b[0], &mut pieces.next().unwrap(), true);
+            ready.push(ms(t0));
+            let t1 = std::time::Instant::now();
+            for (band, mut piece) in b[1..].iter().zip(pieces) {
+                d.fill.fill(*band, &mut piece, false);
+            }
+            rest.push(ms(t1));
+            let t1 = std::time::Instant::now();
+            for (band, mut piece) in b[1..].iter().zip(d.fill.split(&b, &mut stage).into_iter().skip(1)) {
+                d.fill.fill(*band, &mut piece, true);
+            }
+            rest_par.push(ms(t1));
+        }
+        let (head, ready, rest, rest_par) = (med(head), med(ready), med(rest), med(rest_par));
         let t0 = std::time::Instant::now();
         let (x, y) = coordinates(&t.headers, &p.coords).unwrap();
         let c_ms = ms(t0);
@@ -1323,11 +1541,10 @@ mod tests {
         let b_ms = ms(t0);
         assert_eq!(old, s.apertures);
         assert_eq!(bounds, (s.shift_bound, [s.max_dx2_ad, s.max_dy2_be, s.max_abs_dxdy]));
-        let t0 = std::time::Instant::now();
-        apertures_and_bounds(&x, &y, lo, &s.grid, &aps, (&s.tx, &s.ty, &s.px, &s.py), &p.search).unwrap();
-        let n_ms = ms(t0);
-        eprintln!("SETUP {} threads: from_headers median {:.2} ms (min {:.2}); coordinates {c_ms:.2} ms, apertures + \
-            bounds {n_ms:.2} ms (bucket search {a_ms:.2} ms + shift bounds {b_ms:.2} ms before); {} parameter traces, {} \
-            aperture entries", rayon::current_num_threads(), v[3], v[0], s.np(), s.apertures.idx.len());
+        eprintln!("SETUP {} threads: from_headers median {:.2} ms (min {:.2}); band 0 ready (first pass + band 0 lists) \
+            median {:.2} ms (min {:.2}), first pass alone {:.2} ms (min {:.2}); other bands' lists {:.2} ms on one thread \
+            (min {:.2}), {:.2} ms on all cores; coordinates {c_ms:.2} ms; reference bucket search {a_ms:.2} ms + shift \
+            bounds {b_ms:.2} ms; {} parameter traces, {} aperture entries", rayon::current_num_threads(), full.0, full.1,
+            ready.0, ready.1, head.0, head.1, rest.0, rest.1, rest_par.0, s.np(), s.apertures.idx.len());
     }
 }
