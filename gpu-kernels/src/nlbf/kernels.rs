@@ -251,35 +251,23 @@ mod device_code {
     unsafe fn accumulate_row<const L: usize>(lane_base: *const f32, off: i32, f: f32, s: &mut [f32; L], en: &mut [f32; L]) {
         let ptr = unsafe { lane_base.offset(off as isize) };
         let mut x = [0.0f32; 66];
-        // The arithmetic is repeated inside each parity branch: with one copy after the join, the
-        // two load layouts (pairs (x0, x1)... vs x0, pairs (x1, x2)...) met in one register
-        // assignment and ptxas merged them with ~9 moves per row on the even path (SASS of
-        // nlbf_slide_l10_h5: 62 instructions per row, 4.5 of them moves); two copies need none.
         if L % 2 == 0 {
             if off & 1 == 0 {
                 unroll!(L / 2, |q| {
                     (x[2 * q], x[2 * q + 1]) = unsafe { load_pair(ptr.add(2 * q)) };
                 });
                 x[L] = unsafe { *ptr.add(L) };
-                accumulate_loaded::<L>(&x, f, s, en);
             } else {
                 x[0] = unsafe { *ptr };
                 unroll!(L / 2, |q| {
                     (x[1 + 2 * q], x[2 + 2 * q]) = unsafe { load_pair(ptr.add(1 + 2 * q)) };
                 });
-                accumulate_loaded::<L>(&x, f, s, en);
             }
         } else {
             unroll!(L + 1, |q| {
                 x[q] = unsafe { *ptr.add(q) };
             });
-            accumulate_loaded::<L>(&x, f, s, en);
         }
-    }
-
-    /// The L interpolations of one row (samples `x[0 ..= L]`, fraction `f`) into stack and energy.
-    #[inline(always)]
-    fn accumulate_loaded<const L: usize>(x: &[f32; 66], f: f32, s: &mut [f32; L], en: &mut [f32; L]) {
         unroll!(L, |mm| {
             let v = lerp(x[mm], x[mm + 1], f);
             s[mm] += v;
