@@ -292,7 +292,12 @@ impl Apertures {
         let o = phase * (self.np + 1) + p;
         &self.idx[self.off[o] as usize..self.off[o + 1] as usize]
     }
-    pub fn max_len(&self, phase: usize) -> usize { (0..self.np).map(|p| self.list(phase, p).len()).max().unwrap_or(0) }
+    /// Longest list of one phase, from the offsets alone (also before the lists are filled:
+    /// [`Setup::from_headers_deferred`]).
+    pub fn max_len(&self, phase: usize) -> usize {
+        let o = &self.off[phase * (self.np + 1)..(phase + 1) * (self.np + 1)];
+        o.windows(2).map(|w| (w[1] - w[0]) as usize).max().unwrap_or(0)
+    }
     /// Total entries of one phase.
     pub fn total(&self, phase: usize) -> usize {
         (self.off[phase * (self.np + 1) + self.np] - self.off[phase * (self.np + 1)]) as usize
@@ -1458,6 +1463,10 @@ mod tests {
                 let DeferredSetup { setup: mut s, fill } = Setup::from_headers_deferred(t, p).unwrap();
                 assert!(s.apertures.idx.is_empty());
                 assert_eq!(s.apertures.off, full.apertures.off, "case {k}");
+                // What the launch plan reads before the lists exist (FastPlan: the longest list).
+                for ph in 0..3 {
+                    assert_eq!(s.apertures.max_len(ph), full.apertures.max_len(ph), "case {k}, phase {ph}");
+                }
                 assert_eq!((s.shift_bound, s.max_abs_dxdy, s.max_dx2_ad, s.max_dy2_be),
                     (full.shift_bound, full.max_abs_dxdy, full.max_dx2_ad, full.max_dy2_be), "case {k}");
                 assert_eq!((&s.tx, &s.ty, &s.px, &s.py, s.grid, s.origin, &s.tables, s.ns, s.half),
