@@ -82,8 +82,9 @@ fn texture_linear_filtering_matches_cpu_within_hardware_weights() {
         let (fx, fy) = (x - x0 as f32, y - y0 as f32);
         let v = |xx: usize, yy: usize| img[yy * w + xx];
         let want = (1.0 - fy) * ((1.0 - fx) * v(x0, y0) + fx * v(x1, y0)) + fy * ((1.0 - fx) * v(x0, y1) + fx * v(x1, y1));
-        // 8 fractional bits in the hardware weights: error up to ~2^-8 of the sample range (2).
-        assert!((got[i] - want).abs() < 2.0 / 256.0 + 1e-6, "point {i}: gpu {} cpu {want}", got[i]);
+        // 8 fractional bits in the hardware weights: each axis's weight is off by up to 2^-8, times
+        // the sample range (2), and the two axes add (one seed hit 0.0081 > 2/256 with one axis).
+        assert!((got[i] - want).abs() < 2.0 * 2.0 / 256.0 + 1e-6, "point {i}: gpu {} cpu {want}", got[i]);
     }
 }
 

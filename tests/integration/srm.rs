@@ -57,13 +57,15 @@ fn two_thousand_depth_steps_in_a_heterogeneous_model_stay_bounded() {
     let peak = |pl: &[f32]| -> Vec<f32> {
         pl.chunks(2 * nx * ny).map(|p| p.chunks(2).map(|c| (c[0] * c[0] + c[1] * c[1]).sqrt()).fold(0.0f32, f32::max)).collect()
     };
-    // The start is white noise on the grid; the first step's variable-coefficient operator can
-    // raise its pointwise maximum a little (a 12% jump at 40 Hz was seen for one random model)
-    // before the run decays. Stability: that first step stays within 25% of the start, and no
-    // later step exceeds the maximum after the first one (no growth over the 2000 steps).
+    // The start is white noise on the grid. The variable-coefficient operator is not a pointwise
+    // contraction: early steps can lift the maximum a little while energy focuses (12% in the first
+    // step at 40 Hz for one random model, 1.7% from step 1 to 2 at 15 Hz for another) before the
+    // run decays by orders of magnitude. Stability, as checked: every step stays within 25% of the
+    // start's maximum (no blow-up), and the largest maximum of each 100-step window is no larger
+    // than that of the window before (no growth over the 2000 steps).
     let start = peak(&planes);
-    let mut first = Vec::new();
     let mut worst = vec![0.0f32; freqs.len()];
+    let mut windows: Vec<Vec<f32>> = Vec::new();
     let mut trace = Vec::new();
     for step in 0..2000 {
         let s = &slow[(step % nslices) * nx * ny..(step % nslices + 1) * nx * ny];
@@ -72,21 +74,25 @@ fn two_thousand_depth_steps_in_a_heterogeneous_model_stay_bounded() {
         if step % 100 == 0 || step < 10 {
             trace.push((step, now.clone()));
         }
-        if step == 0 {
-            first = now.clone();
+        if step % 100 == 0 {
+            windows.push(vec![0.0f32; freqs.len()]);
         }
-        for (w, n) in worst.iter_mut().zip(&now) {
-            assert!(n.is_finite(), "non-finite wavefield at step {step}");
-            if step > 0 {
-                *w = w.max(*n);
-            }
+        let win = windows.last_mut().unwrap();
+        for k in 0..freqs.len() {
+            assert!(now[k].is_finite(), "non-finite wavefield at step {step}");
+            worst[k] = worst[k].max(now[k]);
+            win[k] = win[k].max(now[k]);
         }
     }
-    println!("start max {start:?}, after step 1 {first:?}, largest max over steps 2..2000 {worst:?}");
+    println!("start max {start:?}, largest max over the 2000 steps {worst:?}");
     println!("max by step: {trace:?}");
+    println!("max by 100-step window: {windows:?}");
     for k in 0..freqs.len() {
-        assert!(first[k] <= 1.25 * start[k], "{} Hz: first step raised the max from {} to {}", freqs[k], start[k], first[k]);
-        assert!(worst[k] <= first[k], "{} Hz: wavefield max grew from {} (after step 1) to {}", freqs[k], first[k], worst[k]);
+        assert!(worst[k] <= 1.25 * start[k], "{} Hz: the max rose from {} to {}", freqs[k], start[k], worst[k]);
+        for (j, w) in windows.windows(2).enumerate() {
+            assert!(w[1][k] <= w[0][k], "{} Hz: steps {}..{} reached {}, more than the {} of the 100 steps before",
+                freqs[k], (j + 1) * 100, (j + 2) * 100, w[1][k], w[0][k]);
+        }
     }
 }
 
