@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 out=${1:-bundle}
 rm -rf "$out"
 mkdir -p "$out"
+# The commit goes into the bench reports (`seisgpu bench` prints it with the device and date).
+export SEISGPU_COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo -dirty)"
 cargo build --release --bin seisgpu
 cp target/release/seisgpu "$out/"
 # Test executables: cargo prints them as JSON artifacts with "profile.test" = true.
