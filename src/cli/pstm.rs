@@ -208,7 +208,9 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
         gpu: if a.texture {
             GpuTuning { warps: a.warps, max_regs: a.max_regs, texture: true, ..GpuTuning::default() }
         } else {
-            GpuTuning { warps: a.warps, max_regs: a.max_regs, tile_x: if a.warps % 2 == 0 { 2 } else { 1 }, ..GpuTuning::fastest() }
+            // (The lean static8 kernels are written for the default block of 8 warps.)
+            GpuTuning { warps: a.warps, max_regs: a.max_regs, tile_x: if a.warps % 2 == 0 { 2 } else { 1 },
+                lean: a.warps == GpuTuning::fastest().warps, ..GpuTuning::fastest() }
         },
     };
     p.validate(mode, model)?;

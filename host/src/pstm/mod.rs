@@ -128,13 +128,15 @@ impl GpuTuning {
     /// The paper's launch shape: block (32, 10), traces through a texture.
     pub fn paper() -> Self { Self { warps: 10, max_regs: 96, texture: true, ..Self::default() } }
 
-    /// The fastest shape measured on the H100 (`seisgpu pstm bench --size paper`, static8 DSR,
-    /// 100,000 traces: 0.44 s against 0.66 s for `w8-r80-lockstep-batched`; BENCHMARKS.md): 8
-    /// columns per block as a 2 x 4 tile, traces staged in shared memory, 80 registers, batched
-    /// all-FAST units. What the CLI and the Kirchhoff dispatch use; traces too long to stage fall
-    /// back to the read-only-cache kernels (see `gpu::launch_shape`).
+    /// The fastest shape measured on the H100 (`seisgpu bench all --size paper` at d31b19d,
+    /// static8 DSR, 450,000 traces: 1.62 s with the lean per-unit work against 1.98 s without it
+    /// and 3.01 s for `w8-r80-lockstep-batched`; BENCHMARKS.md): 8 columns per block as a 2 x 4
+    /// tile, traces staged in shared memory, 80 registers, batched all-FAST units, lean static8
+    /// (the same image bit for bit). What the CLI and the Kirchhoff dispatch use; traces too long
+    /// to stage fall back to the read-only-cache kernels (see `gpu::launch_shape`).
     pub fn fastest() -> Self {
-        Self { warps: 8, max_regs: 80, batched_units: true, smem: true, tile_x: 2, ..Self::default() }
+        Self { warps: gpu_kernels::pstm::LEAN_WARPS, max_regs: 80, batched_units: true, smem: true, tile_x: 2, lean: true,
+            ..Self::default() }
     }
 }
 
