@@ -666,6 +666,56 @@ unsafe fn exact<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32, 
 
 // ---- static 8-point ----------------------------------------------------------------------------
 
+/// Unit `U` of a trace when every step is FAST and all 8 layers are inside the chunk (`tb`: the
+/// unit's (position, slope) table, laid out as in [`static8_trace`]): no tests, no branches, so the
+/// 8 trace loads are issued together (memory-level parallelism).
+#[inline(always)]
+unsafe fn unit_batched<const U: usize, F: Fetch>(fetch: &F, row: F::Row, tb: *const F4, wj: f32, g: usize, acc: &mut [f32; 48]) {
+    unsafe {
+        let q = [*tb.add(g), *tb.add(4 + g), *tb.add(8 + g), *tb.add(12 + g)];
+        let mut v = [(0.0f32, 0.0f32, 0.0f32); 8];
+        unroll!(LH in [0,1,2,3,4,5,6,7] {
+            let e = q[LH >> 1].0;
+            let (base, slope) = if LH % 2 == 0 { (e[0], e[1]) } else { (e[2], e[3]) };
+            let (f, a, d) = fetch.sample(row, interp(wj, slope, base));
+            v[LH] = (f, d, a);
+        });
+        unroll!(LH in [0,1,2,3,4,5,6,7] {
+            acc[U * 8 + LH] += mul_add(v[LH].0, v[LH].1, v[LH].2);
+        });
+    }
+}
+
+/// Unit `U` of a trace layer by layer (the chunk's layers below `n_layers`): layers whose 4 steps
+/// are all DEAD (`dm`) are skipped, all-FAST ones (`fm`) use the interpolated position untested,
+/// the others test per lane ([`step_sample`]). `z0`, `lane`: the chunk's first sample and the lane.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn unit_layers<const U: usize, F: Fetch>(fetch: &F, row: F::Row, tb: *const F4, n_layers: u32, fm: u32, dm: u32, z0: u32,
+    lane: u32, wj: f32, g: usize, c: &Ctx, acc: &mut [f32; 48]) {
+    let mut pair = F4([0.0; 4]);
+    unroll!(LH in [0,1,2,3,4,5,6,7] {
+        let l = U * 8 + LH;
+        if (l as u32) < n_layers {
+            if LH % 2 == 0 {
+                pair = unsafe { *tb.add((LH >> 1) * 4 + g) };
+            }
+            let f4 = (fm >> (4 * LH)) & 0xF;
+            let d4 = (dm >> (4 * LH)) & 0xF;
+            if d4 != 0xF {
+                let (base, slope) = if LH % 2 == 0 { (pair.0[0], pair.0[1]) } else { (pair.0[2], pair.0[3]) };
+                let mut s = interp(wj, slope, base);
+                if f4 != 0xF {
+                    let z = z0 + 32 * l as u32 + lane;
+                    let cls = if (f4 >> g) & 1 != 0 { FAST } else if (d4 >> g) & 1 != 0 { DEAD_STEP } else { MIXED };
+                    s = step_sample(cls, s, z, c);
+                }
+                acc[l] += contrib(fetch, row, s);
+            }
+        }
+    });
+}
+
 /// One trace's contributions to a column chunk (static8 traveltimes).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -714,42 +764,12 @@ unsafe fn static8_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F
                     sync_warp();
                     let full = (U as u32 + 1) * 8 <= col.n_layers;
                     if p.batched_units != 0 && full && fm == u32::MAX {
-                        // Every step FAST, all 8 layers inside the chunk: no tests, no branches, so
-                        // the 8 trace loads are issued together (memory-level parallelism).
-                        let q = [*tbl.add(g), *tbl.add(4 + g), *tbl.add(8 + g), *tbl.add(12 + g)];
-                        let mut v = [(0.0f32, 0.0f32, 0.0f32); 8];
-                        unroll!(LH in [0,1,2,3,4,5,6,7] {
-                            let e = q[LH >> 1].0;
-                            let (base, slope) = if LH % 2 == 0 { (e[0], e[1]) } else { (e[2], e[3]) };
-                            let (f, a, d) = fetch.sample(row, interp(wj, slope, base));
-                            v[LH] = (f, d, a);
-                        });
-                        unroll!(LH in [0,1,2,3,4,5,6,7] {
-                            acc[U * 8 + LH] += mul_add(v[LH].0, v[LH].1, v[LH].2);
-                        });
+                        unit_batched::<U, F>(fetch, row, tbl, wj, g, acc);
                         continue_unit = false;
                     }
-                    let mut pair = F4([0.0; 4]);
-                    if continue_unit { unroll!(LH in [0,1,2,3,4,5,6,7] {
-                        let l = U * 8 + LH;
-                        if (l as u32) < col.n_layers {
-                            if LH % 2 == 0 {
-                                pair = *tbl.add((LH >> 1) * 4 + g);
-                            }
-                            let f4 = (fm >> (4 * LH)) & 0xF;
-                            let d4 = (dm >> (4 * LH)) & 0xF;
-                            if d4 != 0xF {
-                                let (base, slope) = if LH % 2 == 0 { (pair.0[0], pair.0[1]) } else { (pair.0[2], pair.0[3]) };
-                                let mut s = interp(wj, slope, base);
-                                if f4 != 0xF {
-                                    let z = z0 + 32 * l as u32 + lane;
-                                    let cls = if (f4 >> g) & 1 != 0 { FAST } else if (d4 >> g) & 1 != 0 { DEAD_STEP } else { MIXED };
-                                    s = step_sample(cls, s, z, c);
-                                }
-                                acc[l] += contrib(fetch, row, s);
-                            }
-                        }
-                    }); }
+                    if continue_unit {
+                        unit_layers::<U, F>(fetch, row, tbl, col.n_layers, fm, dm, z0, lane, wj, g, c, acc);
+                    }
                     fetch.stage_store(U as u32, stg);
                 }
             });    }
@@ -1087,17 +1107,7 @@ unsafe fn static8_lean_trace<M: Model>(p: &KParams, col: &Column, fetch: &Smem, 
                     sync_warp();
                     let full = (U as u32 + 1) * 8 <= col.n_layers;
                     if full && fm == u32::MAX {
-                        let q = [*tb.add(g), *tb.add(4 + g), *tb.add(8 + g), *tb.add(12 + g)];
-                        let mut v = [(0.0f32, 0.0f32, 0.0f32); 8];
-                        unroll!(LH in [0,1,2,3,4,5,6,7] {
-                            let e = q[LH >> 1].0;
-                            let (base, slope) = if LH % 2 == 0 { (e[0], e[1]) } else { (e[2], e[3]) };
-                            let (f, a, d) = fetch.sample(row, interp(wj, slope, base));
-                            v[LH] = (f, d, a);
-                        });
-                        unroll!(LH in [0,1,2,3,4,5,6,7] {
-                            acc[U * 8 + LH] += mul_add(v[LH].0, v[LH].1, v[LH].2);
-                        });
+                        unit_batched::<U, Smem>(fetch, row, tb, wj, g, acc);
                     } else {
                         // DEAD mask only where a step inside the chunk is not FAST.
                         let valid = if full { u32::MAX } else { !(u32::MAX << (4 * (col.n_layers - 8 * U as u32))) };
@@ -1107,27 +1117,7 @@ unsafe fn static8_lean_trace<M: Model>(p: &KParams, col: &Column, fetch: &Smem, 
                         } else {
                             0
                         };
-                        let mut pair = F4([0.0; 4]);
-                        unroll!(LH in [0,1,2,3,4,5,6,7] {
-                            let l = U * 8 + LH;
-                            if (l as u32) < col.n_layers {
-                                if LH % 2 == 0 {
-                                    pair = *tb.add((LH >> 1) * 4 + g);
-                                }
-                                let f4 = (fm >> (4 * LH)) & 0xF;
-                                let d4 = (dm >> (4 * LH)) & 0xF;
-                                if d4 != 0xF {
-                                    let (base, slope) = if LH % 2 == 0 { (pair.0[0], pair.0[1]) } else { (pair.0[2], pair.0[3]) };
-                                    let mut s = interp(wj, slope, base);
-                                    if f4 != 0xF {
-                                        let z = z0 + 32 * l as u32 + lane;
-                                        let cls = if (f4 >> g) & 1 != 0 { FAST } else if (d4 >> g) & 1 != 0 { DEAD_STEP } else { MIXED };
-                                        s = step_sample(cls, s, z, c);
-                                    }
-                                    acc[l] += contrib(fetch, row, s);
-                                }
-                            }
-                        });
+                        unit_layers::<U, Smem>(fetch, row, tb, col.n_layers, fm, dm, z0, lane, wj, g, c, acc);
                     }
                     stage.store(U as u32, stg);
                 }
