@@ -1051,7 +1051,7 @@ fn fast_end(s: f32, z: u32, tau: f32, c: &Ctx) -> bool {
 /// - staging and table addresses computed once per trace.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn static8_lean_trace<M: Model>(p: &KParams, col: &Column, fetch: &Smem, tbl: *mut F4, n_units: u32, last_full: bool,
+unsafe fn static8_lean_trace<M: Model, const V2: bool>(p: &KParams, col: &Column, fetch: &Smem, tbl: *mut F4, n_units: u32, last_full: bool,
     kmax: u32, iv2_8: *const f32, eta_8: *const f32, stage: &Stage, c: &Ctx, acc: &mut [f32; 48]) {
     // Grid point of lane `lane_fresh()` in unit `u` (z = z0 + 256 u + 8 lane): position, and whether
     // it may end a FAST step.
@@ -1113,19 +1113,61 @@ unsafe fn static8_lean_trace<M: Model>(p: &KParams, col: &Column, fetch: &Smem, 
                         let valid = if full { u32::MAX } else { !(u32::MAX << (4 * (col.n_layers - 8 * U as u32))) };
                         let dm = if fm | !valid != u32::MAX {
                             let za = fresh(z0) + STEP * lane_fresh() + UNIT * U as u32;
-                            vote_ballot(classify(pa, za, pb, za + STEP, c) == DEAD_STEP)
+                            vote_ballot(if V2 { dead_step(pa, za, pb, za + STEP, c) } else { classify(pa, za, pb, za + STEP, c) == DEAD_STEP })
                         } else {
                             0
                         };
-                        unit_layers::<U, Smem>(fetch, row, tb, col.n_layers, fm, dm, z0, lane, wj, g, c, acc);
+                        if V2 {
+                            unit_layers_tested::<U>(fetch, row, tb, valid, fm, dm, z0, lane, wj, g, c, acc);
+                        } else {
+                            unit_layers::<U, Smem>(fetch, row, tb, col.n_layers, fm, dm, z0, lane, wj, g, c, acc);
+                        }
                     }
                     stage.store(U as u32, stg);
                 }
             });    }
 }
 
+/// [`unit_layers`] for the lean2 kernels (`pstm_static8_*_smem_lean2`): the same positions with
+/// fewer instructions and branches in units that are not all FAST (a third of the units of
+/// `pstm-table2`: the unit where the stretch mute ends and the last one, whose steps cross the
+/// record end). `valid`: the steps inside the chunk (whole layers). Per layer one uniform test
+/// (some step live inside the chunk), one more where some step is not FAST, and then the per-lane
+/// class as selects, not branches: FAST lanes keep the interpolated position, DEAD lanes read
+/// [`DEAD`], MIXED lanes the [`checked`] position (the same conditions, without short circuits),
+/// i.e. [`step_sample`]. The table pair is loaded for every pair of layers (one LDS, no branch).
 #[inline(always)]
-unsafe fn static8_smem_lean<M: Model>(p: &KParams, traces: *const f32, headers: *const f32, bin_start: *const u32,
+#[allow(clippy::too_many_arguments)]
+unsafe fn unit_layers_tested<const U: usize>(fetch: &Smem, row: u32, tb: *const F4, valid: u32, fm: u32, dm: u32, z0: u32,
+    lane: u32, wj: f32, g: usize, c: &Ctx, acc: &mut [f32; 48]) {
+    let live = !dm & valid; // (layers beyond the chunk have no valid step: skipped)
+    let tested = !fm & live;
+    // This lane's class bits in bit 4 LH (its step of layer LH is step g of the layer).
+    let dead_g = (dm & !fm) >> g;
+    let mixed_g = (!fm & !dm) >> g;
+    let mut pair = F4([0.0; 4]);
+    unroll!(LH in [0,1,2,3,4,5,6,7] {
+        let l = U * 8 + LH;
+        if LH % 2 == 0 {
+            pair = unsafe { *tb.add((LH >> 1) * 4 + g) };
+        }
+        if (live >> (4 * LH)) & 0xF != 0 {
+            let (base, slope) = if LH % 2 == 0 { (pair.0[0], pair.0[1]) } else { (pair.0[2], pair.0[3]) };
+            let mut s = interp(wj, slope, base);
+            if (tested >> (4 * LH)) & 0xF != 0 {
+                let z = z0 + 32 * l as u32 + lane;
+                let ok = (z < c.nz) & (s >= 0.0) & (s <= c.smax) & (s <= mute_limit(z, c)); // = live(s, z, c)
+                let dead = (dead_g >> (4 * LH)) & 1 != 0;
+                let mixed = (mixed_g >> (4 * LH)) & 1 != 0;
+                s = if dead | (mixed & !ok) { DEAD } else { s };
+            }
+            acc[l] += contrib(fetch, row, s);
+        }
+    });
+}
+
+#[inline(always)]
+unsafe fn static8_smem_lean<M: Model, const V2: bool>(p: &KParams, traces: *const f32, headers: *const f32, bin_start: *const u32,
     iv2_8: *const f32, eta_8: *const f32, image: *mut f32, first: u32) {
     let Some(col) = column(p, true) else { return };
     // Two tables per warp (unit parity).
@@ -1139,7 +1181,7 @@ unsafe fn static8_smem_lean<M: Model>(p: &KParams, traces: *const f32, headers: 
         while let Some((mine, c, f)) = it.next(p, &col, traces, bin_start, headers) {
             if mine {
                 let stage = f.stage_plan();
-                static8_lean_trace::<M>(p, &col, &f, tbl, n_units, last_full, kmax, iv2_8, eta_8, &stage, &c, &mut acc);
+                static8_lean_trace::<M, V2>(p, &col, &f, tbl, n_units, last_full, kmax, iv2_8, eta_8, &stage, &c, &mut acc);
                 stage.rest(n_units);
             } else {
                 f.stage_rest(0);
@@ -1177,6 +1219,13 @@ macro_rules! entry {
             unsafe { $body::<$model, Tex>(&p, Tex { handle: traces }, headers, bin_start, iv2, eta, image, first) }
         }
     };
+    ($name:ident, $body:ident, $model:ty, $v2:literal, smem) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: KParams, traces: *const f32, headers: *const f32,
+            bin_start: *const u32, iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
+            unsafe { $body::<$model, $v2>(&p, traces, headers, bin_start, iv2, eta, image, first) }
+        }
+    };
     ($name:ident, $body:ident, $model:ty, smem) => {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: KParams, traces: *const f32, headers: *const f32,
@@ -1200,5 +1249,7 @@ entry!(pstm_static8_dsr_smem, static8_smem, Dsr, smem);
 entry!(pstm_static8_vti_smem, static8_smem, Vti, smem);
 entry!(pstm_dynamic_dsr_smem, dynamic_smem, Dsr, smem);
 entry!(pstm_dynamic_vti_smem, dynamic_smem, Vti, smem);
-entry!(pstm_static8_dsr_smem_lean, static8_smem_lean, Dsr, smem);
-entry!(pstm_static8_vti_smem_lean, static8_smem_lean, Vti, smem);
+entry!(pstm_static8_dsr_smem_lean, static8_smem_lean, Dsr, false, smem);
+entry!(pstm_static8_vti_smem_lean, static8_smem_lean, Vti, false, smem);
+entry!(pstm_static8_dsr_smem_lean2, static8_smem_lean, Dsr, true, smem);
+entry!(pstm_static8_vti_smem_lean2, static8_smem_lean, Vti, true, smem);

@@ -121,6 +121,14 @@ pub fn classify(sa: f32, za: u32, sb: f32, zb: u32, c: &Ctx) -> u32 {
     }
 }
 
+/// Whether [`classify`] gives DEAD_STEP: the same conditions, evaluated without short circuits
+/// (the GPU's lean2 kernels: no branches, see `kernels::unit_layers_tested`), so the same answer.
+#[inline(always)]
+pub fn dead_step(sa: f32, za: u32, sb: f32, zb: u32, c: &Ctx) -> bool {
+    (za >= c.nz) | ((sa < 0.0) & (sb < 0.0)) | ((sa > c.smax) & (sb > c.smax))
+        | ((sa > mute_limit(za, c)) & (sb > mute_limit(zb, c)))
+}
+
 /// Position of a sample `r` samples after the start of a step (`base` at its start, `slope` per
 /// sample). r = 0 gives `base` exactly, so interpolated modes equal the exact one at step ends.
 #[inline(always)]
@@ -488,6 +496,33 @@ mod tests {
         assert_eq!(classify(1500.0, 900, 1510.0, 908, &c), DEAD_STEP);
         assert_eq!(classify(400.0, 996, 405.0, 1004, &c), MIXED); // crosses nz
         assert_eq!(classify(400.0, 1000, 405.0, 1008, &c), DEAD_STEP);
+    }
+
+    /// The lean2 kernels' branch-free DEAD test agrees with `classify` everywhere: a grid of
+    /// positions around every boundary (0, smax, the mute limits, nz), NaN and infinities included.
+    #[test]
+    fn dead_step_is_classify_dead() {
+        let c = ctx();
+        let mut vals = vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -3.0, 0.0, -0.0, c.smax, 1e9];
+        for z in [0u32, 8, 296, 300, 308, 600, 900, 992, 996, 1000, 1008] {
+            let m = mute_limit(z, &c);
+            vals.extend([m, f32::from_bits(m.to_bits() + 1), f32::from_bits(m.to_bits().saturating_sub(1))]);
+        }
+        for v in [0.0f32, c.smax] {
+            vals.extend([f32::from_bits(v.to_bits() + 1), v - 1e-3, v + 1e-3]);
+        }
+        vals.extend((0..40).map(|i| -20.0 + 41.0 * i as f32));
+        let mut n = [0usize; 3];
+        for za in [0u32, 8, 296, 300, 600, 896, 992, 996, 1000, 1008] {
+            for &sa in &vals {
+                for &sb in &vals {
+                    let cls = classify(sa, za, sb, za + 8, &c);
+                    assert_eq!(dead_step(sa, za, sb, za + 8, &c), cls == DEAD_STEP, "sa {sa} za {za} sb {sb}");
+                    n[cls as usize] += 1;
+                }
+            }
+        }
+        assert!(n.iter().all(|&k| k > 1000), "{n:?}");
     }
 
     #[test]
