@@ -7,7 +7,8 @@
 //! - the paper's 3D USFFT: `wp_prep_grid`, `wp_gather_stencil_qN` (one thread per box point),
 //!   `wp_adjoint_stencil` (one thread per global grid point, 3D blocks), `wp_crop_grid`;
 //! - exact lattice FFT: `wp_prep_lattice`, `wp_crop_lattice`;
-//! - box side: `wp_box_fill` (window x norm x lattice value), `wp_combine` (gather over boxes).
+//! - box side: `wp_box_fill` (window x norm x lattice value), `wp_combine` (gather over boxes);
+//! - coefficient edits on the device: `wp_threshold` (hard threshold per box, kept count).
 
 use super::*;
 use crate::device::*;
@@ -318,4 +319,32 @@ pub unsafe extern "ptx-kernel" fn wp_combine(g: Geometry, boxes: ScalePtrs, tabl
         }
     });
     unsafe { st2(lat.add(2 * i), (re, im)) };
+}
+
+// ---- coefficient edits on the device (issue 9) --------------------------------------------
+
+/// Hard threshold of one scale's `count` coefficients in place (boxes of `points` coefficients):
+/// coefficient i of box b = i / points becomes 0 when [`below_threshold`]`(c, thr[b])` (the CPU's
+/// test, the same decisions); `kept[0]` counts the others, one atomic per warp (ballot + popc).
+/// Sizes as arguments, not the [`Geometry`] (whose per-scale arrays, indexed at run time, would
+/// put it in local memory). Plain loads, not `ld.global.nc`: the kernel writes the array it reads.
+/// Every lane reaches the ballot (no early return). The host keeps `count` under 2^32.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn wp_threshold(count: u32, points: u32, thr: *const f32, c: *mut f32, kept: *mut u32) {
+    let i = global_index();
+    let keep = if i < count as usize && points > 0 {
+        let (re, im) = unsafe { (*c.add(2 * i), *c.add(2 * i + 1)) };
+        if below_threshold(re, im, unsafe { *thr.add((i as u32 / points) as usize) }) {
+            unsafe { st2(c.add(2 * i), (0.0, 0.0)) };
+            false
+        } else {
+            true
+        }
+    } else {
+        false
+    };
+    let votes = vote_ballot(keep);
+    if lane_id() == 0 && votes != 0 {
+        unsafe { atomic_add_u32(kept, votes.count_ones()) };
+    }
 }

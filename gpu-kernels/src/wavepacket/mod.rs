@@ -257,6 +257,17 @@ pub fn fall(x: f32) -> f32 {
     }
 }
 
+/// The hard threshold's test, shared by the CPU and the GPU (issue 9: the applications' edit runs
+/// as a kernel on the device coefficients, and must decide every coefficient as the host does):
+/// true when |c| < t, decided as re^2 + im^2 < t^2 in f64. Products of f32 values are exact in f64,
+/// so the sum is the only rounding, fused or not (the same bits on both sides, whatever the
+/// compiler contracts); `hypot` would differ between libm and the GPU. NaN is never below.
+#[inline(always)]
+pub fn below_threshold(re: f32, im: f32, t: f32) -> bool {
+    let (x, y, t) = (re as f64, im as f64, t as f64);
+    x * x + y * y < t * t
+}
+
 /// Tensor-product low-pass of cut-off j: prod_i fall((|xi_i|/R_j - 1)/tau).
 #[inline(always)]
 pub fn lowpass(g: &Geometry, j: usize, xi: [i32; 3]) -> f32 {

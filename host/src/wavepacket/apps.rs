@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::fragments::Fragmented;
-use super::{Frame, ScaleKind};
+use super::{CoeffEdit, Frame, ScaleKind};
 
 /// Norm of every frame element of each box, ||psi_b|| (white noise of variance s^2 gives
 /// coefficients of variance s^2 ||psi_b||^2): sqrt(M^3 sum_j (phi_b(xi_j) norm)^2).
@@ -150,26 +150,17 @@ pub fn denoise(tr: &Fragmented, vol: &[f32], sigma: Option<f32>, k: f32) -> Resu
             (median(&mut s) / m, true)
         }
     };
-    let kept = std::sync::atomic::AtomicUsize::new(0);
-    let volume = tr.process(vol, |_, c| {
-        let mut n = 0;
-        for_each_box(&frame, |b, r| {
-            if b == 0 && frame.geom.kind(0) == ScaleKind::LowPass {
-                n += r.len();
-                return;
-            }
-            let t = k * sigma * norms[b];
-            for v in &mut c[r] {
-                if v.norm() < t {
-                    *v = Complex32::default();
-                } else {
-                    n += 1;
-                }
-            }
-        });
-        kept.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-    })?;
-    let kept_fraction = kept.into_inner() as f64 / tr.total() as f64;
+    // Issue 9: the threshold runs where the coefficients are (a kernel on a GPU, no transfers);
+    // the low-pass box gets 0 (kept whole).
+    let mut thr = vec![0.0f32; frame.box_count()];
+    for_each_box(&frame, |b, _| {
+        if !(b == 0 && frame.geom.kind(0) == ScaleKind::LowPass) {
+            thr[b] = k * sigma * norms[b];
+        }
+    });
+    let p = tr.process_with(vol, CoeffEdit::Threshold(&thr))?;
+    let (volume, kept) = (p.volume, p.kept.unwrap_or(0));
+    let kept_fraction = kept as f64 / tr.total() as f64;
     Ok(Denoised { volume, sigma, estimated, kept_fraction })
 }
 
@@ -224,19 +215,8 @@ pub fn compress(tr: &Fragmented, vol: &[f32], ratio: f64) -> Result<Compressed> 
     let samples = vol.len();
     let count = ((ratio * samples as f64).round() as usize).max(1);
     let thr = threshold_for_count(tr, vol, count)?;
-    let kept = std::sync::atomic::AtomicUsize::new(0);
-    let volume = tr.process(vol, |_, c| {
-        let mut n = 0;
-        for v in c.iter_mut() {
-            if v.norm() < thr {
-                *v = Complex32::default();
-            } else {
-                n += 1;
-            }
-        }
-        kept.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-    })?;
-    let kept = kept.into_inner();
+    let p = tr.process_with(vol, CoeffEdit::Threshold(&vec![thr; tr.frame.box_count()]))?;
+    let (volume, kept) = (p.volume, p.kept.unwrap_or(0) as usize);
     let rel_error = crate::bench::rel_l2(&volume, vol);
     Ok(Compressed { kept, ratio: kept as f64 / samples as f64, rel_error, snr_db: -20.0 * rel_error.log10(), volume })
 }
@@ -301,13 +281,7 @@ pub fn interpolate(tr: &Fragmented, vol: &[f32], live: &[bool], method: InterpMe
             for k in 0..iterations {
                 let frac = if iterations == 1 { final_fraction } else { final_fraction.powf(k as f32 / (iterations - 1) as f32) };
                 let thr = t0 * frac;
-                x = tr.process(&x, |_, c| {
-                    for v in c.iter_mut() {
-                        if v.norm() < thr {
-                            *v = Complex32::default();
-                        }
-                    }
-                })?;
+                x = tr.process_with(&x, CoeffEdit::Threshold(&vec![thr; tr.frame.box_count()]))?.volume;
                 insert(&mut x);
             }
             Ok(Interpolated { volume: x, missing, iterations })

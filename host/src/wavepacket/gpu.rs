@@ -11,7 +11,7 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DeviceRepr, La
 use gpu_kernels::wavepacket::{Geometry, ScalePtrs};
 use num_complex::Complex32;
 
-use super::{Frame, Gather};
+use super::{CubeOp, Frame, Gather};
 use crate::launch;
 use crate::runtime::fft::FftPlan;
 use crate::runtime::memory::PinnedBuf;
@@ -93,6 +93,11 @@ pub struct GpuEngine {
     sep: Option<Separable>,
     stencil: Option<Stencil>,
     lattice_plan: Option<FftPlan>,
+    /// The device-side hard threshold ([`CubeOp::Threshold`]): the per-box thresholds last
+    /// uploaded (host copy, to skip the upload when a job reuses them), kept counts per scale on
+    /// the device and their page-locked copy (read after the cube's event).
+    thresholds: Option<(Vec<f32>, CudaSlice<f32>)>,
+    kept: Option<(CudaSlice<u32>, PinnedBuf<u32>)>,
 }
 
 fn c2(n: usize) -> usize { 2 * n }
@@ -132,6 +137,8 @@ impl GpuEngine {
             sep: None,
             stencil: None,
             lattice_plan: None,
+            thresholds: None,
+            kept: None,
             g: GeomArg(g),
             gather: frame.params.gather,
             frame,
@@ -306,34 +313,41 @@ impl GpuEngine {
     }
 
     /// One cube's processing with its volume already staged ([`GpuEngine::stage_slab`]): forward,
-    /// coefficients down into the page-locked buffer, `edit`, up, inverse, and the download of the
-    /// result into `out` queued. Returns an event that completes when `out` holds the cube; the
-    /// host meanwhile prepares the next cube.
+    /// the coefficient edit `op`, inverse, and the download of the result into `out` queued.
+    /// Returns an event that completes when `out` holds the cube; the host meanwhile prepares the
+    /// next cube. Issue 9: [`CubeOp::Identity`] and [`CubeOp::Threshold`] never move the
+    /// coefficients (0.46 GB each way per 256^3 cube, four GPUs contending for host memory);
+    /// only [`CubeOp::Host`] brings them down into the page-locked buffer, synchronises, runs the
+    /// host edit and sends them up again. The identity path gives the bits of a host no-op edit
+    /// (the coefficients would come back unchanged).
     ///
     /// # Safety
     /// `out` must be page-locked memory that stays alive and untouched until the event completes.
-    pub(crate) unsafe fn roundtrip_launch(&mut self, edit: &mut dyn FnMut(&mut [Complex32]), out: &mut [f32])
-        -> Result<CudaEvent> {
+    pub(crate) unsafe fn roundtrip_launch(&mut self, op: CubeOp, out: &mut [f32]) -> Result<CudaEvent> {
         ensure!(out.len() == self.vol.len(), "output of {} samples for a {}^3 engine", out.len(), self.frame.n());
-        self.pinned_buffers()?;
         let stream = self.gpu.stream().clone();
         self.forward_device()?;
-        {
-            let (_, c) = self.pinned.as_mut().unwrap();
-            let c = c.as_mut_slice()?;
-            for j in 0..self.frame.scales() {
-                let r = self.frame.scale_range(j);
-                stream.memcpy_dtoh(&self.boxes[j], &mut c[2 * r.start..2 * r.end]).context("downloading coefficients")?;
-            }
-        }
-        stream.synchronize().context("waiting for the forward transform")?;
-        edit(self.pinned_buffers()?.1);
-        {
-            let (_, c) = self.pinned.as_ref().unwrap();
-            let c = c.as_slice()?;
-            for j in 0..self.frame.scales() {
-                let r = self.frame.scale_range(j);
-                stream.memcpy_htod(&c[2 * r.start..2 * r.end], &mut self.boxes[j]).context("uploading coefficients")?;
+        match op {
+            CubeOp::Identity => {}
+            CubeOp::Threshold(thr) => self.threshold_device(thr)?,
+            CubeOp::Host(edit) => {
+                self.pinned_buffers()?;
+                {
+                    let (_, c) = self.pinned.as_mut().unwrap();
+                    let c = c.as_mut_slice()?;
+                    for j in 0..self.frame.scales() {
+                        let r = self.frame.scale_range(j);
+                        stream.memcpy_dtoh(&self.boxes[j], &mut c[2 * r.start..2 * r.end]).context("downloading coefficients")?;
+                    }
+                }
+                stream.synchronize().context("waiting for the forward transform")?;
+                edit(self.pinned_buffers()?.1);
+                let (_, c) = self.pinned.as_ref().unwrap();
+                let c = c.as_slice()?;
+                for j in 0..self.frame.scales() {
+                    let r = self.frame.scale_range(j);
+                    stream.memcpy_htod(&c[2 * r.start..2 * r.end], &mut self.boxes[j]).context("uploading coefficients")?;
+                }
             }
         }
         self.inverse_device()?;
@@ -342,6 +356,50 @@ impl GpuEngine {
             .context("creating the cube's event")?;
         ev.record(&stream).context("recording the cube's event")?;
         Ok(ev)
+    }
+
+    /// Queues the hard threshold of the device coefficients (`wp_threshold`, one launch per
+    /// scale): coefficient c of box b (numbered over all scales) becomes 0 where
+    /// `below_threshold(c, thr[b])`, as [`super::threshold_host`] does on the host; the kept counts
+    /// go down into a page-locked buffer behind it ([`GpuEngine::kept`] once the stream has passed).
+    pub fn threshold_device(&mut self, thr: &[f32]) -> Result<()> {
+        ensure!(thr.len() == self.frame.box_count(), "{} thresholds for a frame of {} boxes", thr.len(), self.frame.box_count());
+        let scales = self.frame.scales();
+        for j in 0..scales {
+            let count = self.frame.geom.boxes[j] as usize * self.frame.geom.box_points(j);
+            // The kernel divides in 32 bits and counts into a u32 per scale.
+            ensure!(count < u32::MAX as usize, "scale {j} has {count} coefficients: too many for the device threshold (use a host edit)");
+        }
+        if self.thresholds.as_ref().is_none_or(|(h, _)| h.as_slice() != thr) {
+            self.thresholds = Some((thr.to_vec(), self.gpu.upload(thr)?));
+        }
+        if self.kept.is_none() {
+            self.kept = Some((self.gpu.zeros::<u32>(scales)?, PinnedBuf::new(&self.gpu, scales)?));
+        }
+        let stream = self.gpu.stream().clone();
+        let gpu = self.gpu.clone();
+        let (_, thr_dev) = self.thresholds.as_ref().unwrap();
+        let (kept, kept_host) = self.kept.as_mut().unwrap();
+        stream.memset_zeros(kept).context("zeroing the kept counts")?;
+        let mut first_box = 0usize;
+        for j in 0..scales {
+            let np = self.frame.geom.box_points(j);
+            let count = self.frame.geom.boxes[j] as usize * np;
+            let (count32, np32) = (count as u32, np as u32);
+            let t = thr_dev.slice(first_box..);
+            let mut k = kept.slice_mut(j..j + 1);
+            launch!(gpu, "wp_threshold", grid_1d(count, 256), &count32, &np32, &t, &mut self.boxes[j], &mut k)?;
+            first_box += self.frame.geom.boxes[j] as usize;
+        }
+        stream.memcpy_dtoh(kept, kept_host.as_mut_slice()?).context("downloading the kept counts")?;
+        Ok(())
+    }
+
+    /// Coefficients kept by the last [`GpuEngine::threshold_device`] (valid once the stream has
+    /// passed it, e.g. after the cube's event).
+    pub fn kept(&self) -> Result<u64> {
+        let (_, h) = self.kept.as_ref().context("no device threshold has run on this engine")?;
+        Ok(h.as_slice()?.iter().map(|&k| k as u64).sum())
     }
 
     pub fn upload_volume(&mut self, f: &[f32]) -> Result<()> {

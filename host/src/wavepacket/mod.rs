@@ -19,7 +19,7 @@ pub mod gpu;
 use std::sync::Arc;
 
 use anyhow::{bail, ensure, Result};
-pub use gpu_kernels::wavepacket::{Geometry, ScaleKind, MAX_SCALES};
+pub use gpu_kernels::wavepacket::{below_threshold, Geometry, ScaleKind, MAX_SCALES};
 pub use num_complex::Complex32;
 use serde::{Deserialize, Serialize};
 
@@ -297,6 +297,66 @@ pub fn validate_volume(data: &[f32], shape: [usize; 3], what: &str) -> Result<()
     Ok(())
 }
 
+/// What [`fragments::Fragmented::process_with`] does to each cube's coefficients between the
+/// forward and the inverse transform.
+#[derive(Clone, Copy)]
+pub enum CoeffEdit<'a> {
+    /// Nothing (a transform round trip): on a GPU the coefficients never leave the device.
+    Identity,
+    /// Hard threshold: coefficient c of box b (boxes numbered over all scales, as
+    /// [`apps::element_norms`]) becomes 0 where |c| < t[b] ([`gpu_kernels::wavepacket::below_threshold`]).
+    /// On a GPU a kernel on the device coefficients (no transfers), on the CPU the same test
+    /// ([`threshold_host`]); the kept coefficients are counted. t[b] = 0 keeps box b whole.
+    Threshold(&'a [f32]),
+    /// Any edit `f(cube index, coefficients)`, on the host: on a GPU each cube's coefficients go
+    /// down into page-locked memory and up again.
+    Host(&'a (dyn Fn(usize, &mut [Complex32]) + Sync)),
+}
+
+/// One cube's edit as an engine runs it (the cube index already bound).
+pub(crate) enum CubeOp<'a> {
+    Identity,
+    Threshold(&'a [f32]),
+    Host(&'a mut dyn FnMut(&mut [Complex32])),
+}
+
+/// Checks per-box thresholds for [`CoeffEdit::Threshold`] (one per box, finite, not negative).
+pub fn check_thresholds(frame: &Frame, thr: &[f32]) -> Result<()> {
+    ensure!(thr.len() == frame.box_count(), "thresholds: {} given for a frame of {} boxes (one per box)", thr.len(),
+        frame.box_count());
+    if let Some(b) = thr.iter().position(|t| !(t.is_finite() && *t >= 0.0)) {
+        bail!("thresholds: box {b}'s threshold {} must be finite and not negative", thr[b]);
+    }
+    Ok(())
+}
+
+/// The hard threshold of [`CoeffEdit::Threshold`] on host coefficients (a cube's, frame layout):
+/// the same decisions as the GPU kernel `wp_threshold`. Returns the kept count.
+pub fn threshold_host(frame: &Frame, thr: &[f32], c: &mut [Complex32]) -> u64 {
+    use rayon::prelude::*;
+    let mut boxes = Vec::with_capacity(frame.box_count());
+    let mut rest = c;
+    for j in 0..frame.scales() {
+        let np = frame.geom.box_points(j);
+        for _ in 0..frame.geom.boxes[j] {
+            let (b, r) = std::mem::take(&mut rest).split_at_mut(np);
+            boxes.push(b);
+            rest = r;
+        }
+    }
+    boxes.into_par_iter().zip(thr.par_iter()).map(|(b, &t)| {
+        let mut n = 0u64;
+        for v in b.iter_mut() {
+            if gpu_kernels::wavepacket::below_threshold(v.re, v.im, t) {
+                *v = Complex32::default();
+            } else {
+                n += 1;
+            }
+        }
+        n
+    }).sum()
+}
+
 /// One cube's samples on the host: page-locked for a GPU engine (full-speed, asynchronous
 /// transfers), plain for the CPU reference.
 pub(crate) enum HostCube {
@@ -399,22 +459,38 @@ impl Engine {
         }
     }
 
-    /// The staged cube's forward, `edit`, inverse, the result into `cube`. The CPU finishes before
-    /// returning (`None`); the GPU returns an event that completes when `cube` holds the result.
+    /// The staged cube's forward, the edit `op`, inverse, the result into `cube`. The CPU finishes
+    /// before returning (no event; the kept count of a threshold); the GPU returns an event that
+    /// completes when `cube` holds the result (its kept count: [`gpu::GpuEngine::kept`] after it).
     ///
     /// # Safety
     /// On a GPU, `cube` is the page-locked buffer that was staged, left untouched until the event
     /// completes.
-    pub(crate) unsafe fn roundtrip_queued(&mut self, cube: &mut [f32], edit: &mut dyn FnMut(&mut [Complex32]))
-        -> Result<Option<cudarc::driver::CudaEvent>> {
+    pub(crate) unsafe fn roundtrip_queued(&mut self, cube: &mut [f32], op: CubeOp)
+        -> Result<(Option<cudarc::driver::CudaEvent>, Option<u64>)> {
         match self {
             Engine::Cpu(e) => {
                 let mut c = e.forward(cube);
-                edit(&mut c);
+                let kept = match op {
+                    CubeOp::Identity => None,
+                    CubeOp::Threshold(thr) => Some(threshold_host(e.frame(), thr, &mut c)),
+                    CubeOp::Host(edit) => {
+                        edit(&mut c);
+                        None
+                    }
+                };
                 cube.copy_from_slice(&e.inverse(&c));
-                Ok(None)
+                Ok((None, kept))
             }
-            Engine::Gpu(e) => unsafe { e.roundtrip_launch(edit, cube) }.map(Some),
+            Engine::Gpu(e) => Ok((Some(unsafe { e.roundtrip_launch(op, cube) }?), None)),
+        }
+    }
+
+    /// A GPU engine's kept count of its last device threshold (after the cube's event).
+    pub(crate) fn device_kept(&self) -> Result<u64> {
+        match self {
+            Engine::Gpu(e) => e.kept(),
+            Engine::Cpu(_) => bail!("the CPU engine counts its thresholds as it runs them"),
         }
     }
 
