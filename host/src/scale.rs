@@ -59,7 +59,12 @@ struct Workload {
 pub fn bench(pipeline: &str, devices: &[Backend], size: BenchSize) -> Result<Vec<BenchRow>> {
     ensure!(!devices.is_empty(), "scaling bench: no device");
     let mut rows = Vec::new();
+    // `SEISGPU_SCALE_CASE=<text>`: only the workloads whose name contains it.
+    let case = std::env::var("SEISGPU_SCALE_CASE").ok();
     for w in workloads(pipeline, size)? {
+        if case.as_ref().is_some_and(|c| !w.name.contains(c.as_str())) {
+            continue;
+        }
         rows.extend(bench_workload(w, devices)?);
     }
     Ok(rows)
@@ -205,6 +210,11 @@ fn wavepacket_workload(shape: [usize; 3], cube: usize, overlap: usize) -> Result
         unit: "samples (forward + inverse)".into(), exact: true, run: Box::new(move |d| {
             let vol = vol.get_or_init(|| apps::synthetic_cube(shape, 0.004, 25.0));
             let f = cached(&engines, d.len(), || Fragmented::on_backends(d, tiling.clone(), &params))?;
+            // `SEISGPU_WP_EDIT=host`: the identity as a host edit (coefficients down and up), to
+            // compare with the device path.
+            if std::env::var("SEISGPU_WP_EDIT").is_ok_and(|v| v == "host") {
+                return Ok(f.process_with(vol, CoeffEdit::Host(&|_, _| {}))?.volume);
+            }
             Ok(f.process_with(vol, CoeffEdit::Identity)?.volume)
         }) })
 }

@@ -14,9 +14,18 @@ pub struct PinnedBuf<T> {
 }
 
 impl<T: DeviceRepr + ValidAsZeroBits + Copy> PinnedBuf<T> {
-    /// Allocates `len` zeroed elements of page-locked host memory.
+    /// Allocates `len` zeroed elements of page-locked host memory, cached: for buffers the host
+    /// reads too (downloads, buffers it writes and later reads back). cudarc's `alloc_pinned` is
+    /// write-combined, which host reads go through uncached, at a fraction of memory speed.
     pub fn new(gpu: &Gpu, len: usize) -> GpuResult<Self> {
-        let mut inner = unsafe { gpu.context().alloc_pinned::<T>(len) }
+        Self::with_flags(gpu, len, 0)
+    }
+    /// Write-combined page-locked memory: only for buffers the host writes and never reads.
+    pub fn write_combined(gpu: &Gpu, len: usize) -> GpuResult<Self> {
+        Self::with_flags(gpu, len, cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED)
+    }
+    fn with_flags(gpu: &Gpu, len: usize, flags: u32) -> GpuResult<Self> {
+        let mut inner = unsafe { gpu.context().alloc_pinned_with_flags::<T>(len, flags) }
             .map_err(GpuError::driver(format!("allocating {len} elements of pinned host memory")))?;
         // SAFETY of the read below: zero bits are a valid T.
         let s = inner.as_mut_slice().map_err(GpuError::driver("mapping pinned memory"))?;

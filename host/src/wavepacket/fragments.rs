@@ -435,11 +435,12 @@ impl Fragmented {
     /// number of engines and any timing), then hands each buffer back to its engine.
     ///
     /// The output is allocated zeroed by the OS (calloc: no pass over it), and its pages are first
-    /// written by the folding thread in plane order ahead of the folds, while it waits for results
-    /// after every engine has written its first cube, or just before the fold that needs them:
-    /// neither beside the first cubes' extraction (the critical path) nor as one whole-volume pass
-    /// (1.6 GB at 928 x 928 x 480) competing with the next cubes'. Touching a page writes 0.0 into
-    /// a zero page, so the folds add onto exact zeros as before: the same bits.
+    /// written (in parallel) by the folding thread just before the fold that needs them (with
+    /// `SEISGPU_WP_AHEAD=1` also ahead of the folds while it waits for results): neither beside
+    /// the first cubes' extraction (the critical path) nor as one whole-volume pass (1.6 GB at
+    /// 928 x 928 x 480) competing with the next cubes'. Touching a page writes 0.0 into a zero
+    /// page, so the folds add onto exact zeros as before: the same bits. Each engine uploads the
+    /// next cube on a copy stream of its own while the current one computes.
     pub fn process_with(&self, vol: &[f32], edit: CoeffEdit) -> Result<Processed> {
         let t0 = std::time::Instant::now();
         let [s0, s1, s2] = self.tiling.shape;
@@ -563,13 +564,17 @@ impl Fragmented {
             // zeroed from the OS, untouched; `ahead` writes its pages in plane order.
             let mut out = vec![0.0f32; len];
             let mut ahead = Ahead::new(&self.tiling);
+            // Off by default: measured on 4 x H200 (session 4), writing the pages ahead did not pay
+            // (928 x 928 x 480 on 4 GPUs: 209 ms with, 195 ms without; 480^3 even); the folds fault
+            // their own pages. `SEISGPU_WP_AHEAD=1` turns it on, to compare on a machine.
+            let ahead_on = std::env::var("SEISGPU_WP_AHEAD").is_ok_and(|v| v == "1");
             let mut early: BTreeMap<usize, (usize, HostCube)> = BTreeMap::new();
             let (mut due, mut got, mut written, mut busy) = (0usize, 0usize, 0usize, 0.0f64);
             let mut kept: Option<u64> = Some(0);
             let mut failure: Option<(usize, anyhow::Error)> = None;
             loop {
                 // Pages ahead while no result waits, once every engine has its first cube.
-                let msg = if written >= first_round && failure.is_none() && !ahead.done() {
+                let msg = if ahead_on && written >= first_round && failure.is_none() && !ahead.done() {
                     match rx.try_recv() {
                         Ok(m) => m,
                         Err(std::sync::mpsc::TryRecvError::Empty) => {

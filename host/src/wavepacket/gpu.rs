@@ -98,6 +98,18 @@ pub struct GpuEngine {
     /// the device and their page-locked copy (read after the cube's event).
     thresholds: Option<(Vec<f32>, CudaSlice<f32>)>,
     kept: Option<(CudaSlice<u32>, PinnedBuf<u32>)>,
+    /// Issue 9: the next cube's samples go up into a second volume buffer on a copy stream of
+    /// the engine's own while the current cube computes ([`GpuEngine::stage_slab`]); the two
+    /// buffers swap at [`GpuEngine::roundtrip_launch`]. On the compute stream the upload waited
+    /// behind the previous cube's transform and download (4 GPUs: ~5 ms a cube).
+    staging: Option<Staging>,
+}
+
+/// The spare volume buffer, the copy stream, and whether slabs were queued since the last swap.
+struct Staging {
+    spare: CudaSlice<f32>,
+    copy: Arc<CudaStream>,
+    queued: bool,
 }
 
 fn c2(n: usize) -> usize { 2 * n }
@@ -139,6 +151,7 @@ impl GpuEngine {
             lattice_plan: None,
             thresholds: None,
             kept: None,
+            staging: None,
             g: GeomArg(g),
             gather: frame.params.gather,
             frame,
@@ -306,9 +319,24 @@ impl GpuEngine {
     /// synchronisation of the stream, e.g. inside [`GpuEngine::roundtrip_launch`]).
     pub(crate) unsafe fn stage_slab(&mut self, slab: &[f32], at: usize) -> Result<()> {
         ensure!(at + slab.len() <= self.vol.len(), "slab of {} samples at {at} for a {}^3 engine", slab.len(), self.frame.n());
-        let stream = self.gpu.stream().clone();
-        let mut dst = self.vol.slice_mut(at..at + slab.len());
-        stream.memcpy_htod(slab, &mut dst).context("uploading a slab of the cube")?;
+        if std::env::var("SEISGPU_WP_OVERLAP").is_ok_and(|v| v == "0") {
+            // The upload on the compute stream, behind the previous cube (to compare).
+            let stream = self.gpu.stream().clone();
+            let mut dst = self.vol.slice_mut(at..at + slab.len());
+            stream.memcpy_htod(slab, &mut dst).context("uploading a slab of the cube")?;
+            return Ok(());
+        }
+        if self.staging.is_none() {
+            let spare = self.gpu.zeros::<f32>(self.vol.len())?;
+            let copy = self.gpu.context().new_stream().context("creating the cube upload stream")?;
+            self.staging = Some(Staging { spare, copy, queued: false });
+        }
+        let st = self.staging.as_mut().unwrap();
+        // The spare buffer held the cube before last, whose download the host has waited for
+        // before writing this cube (cudarc's event tracking orders the streams as well).
+        let mut dst = st.spare.slice_mut(at..at + slab.len());
+        st.copy.memcpy_htod(slab, &mut dst).context("uploading a slab of the cube")?;
+        st.queued = true;
         Ok(())
     }
 
@@ -326,6 +354,13 @@ impl GpuEngine {
     pub(crate) unsafe fn roundtrip_launch(&mut self, op: CubeOp, out: &mut [f32]) -> Result<CudaEvent> {
         ensure!(out.len() == self.vol.len(), "output of {} samples for a {}^3 engine", out.len(), self.frame.n());
         let stream = self.gpu.stream().clone();
+        if let Some(st) = self.staging.as_mut().filter(|st| st.queued) {
+            // The staged cube becomes the volume buffer once its upload is through.
+            let up = st.copy.record_event(None).context("recording the cube upload")?;
+            stream.wait(&up).context("ordering the cube upload before its transform")?;
+            std::mem::swap(&mut self.vol, &mut st.spare);
+            st.queued = false;
+        }
         self.forward_device()?;
         match op {
             CubeOp::Identity => {}
