@@ -60,13 +60,15 @@ pub unsafe fn ld_dsmem_u32(p: *const u32) -> u32 {
     r
 }
 
-/// Cluster-wide barrier (`barrier.cluster.arrive` (release) + `barrier.cluster.wait` (acquire),
-/// `.aligned`: every thread of every CTA of the cluster must reach it in convergent code). After it,
+/// Cluster-wide barrier (`barrier.cluster.arrive` (release) + `barrier.cluster.wait` (acquire);
+/// every non-exited thread of every CTA of the cluster must reach it). Not the `.aligned` form: that
+/// one requires the whole warp to execute the same instruction, and LLVM does not know an `asm!` is
+/// convergent (it could duplicate it into divergent paths). After it,
 /// the shared-memory writes of every CTA before it are visible to all of them, and no CTA still
 /// reads what another overwrites after it. Also the rule for DSMEM lifetimes: one before the first
 /// remote access (every CTA of the cluster has started) and one after the last (none exits while
 /// another still reads its shared memory).
 #[inline(always)]
 pub fn cluster_sync() {
-    unsafe { asm!("barrier.cluster.arrive.aligned;", "barrier.cluster.wait.aligned;", options(nostack)) };
+    unsafe { asm!("barrier.cluster.arrive;", "barrier.cluster.wait;", options(nostack)) };
 }

@@ -36,6 +36,11 @@ struct F4 {
 
 const Z4: F4 = F4 { r0: 0.0, i0: 0.0, r1: 0.0, i1: 0.0 };
 
+/// One complex node in global memory (8-byte aligned: one `ld/st.global.v2`).
+#[repr(C, align(8))]
+#[derive(Clone, Copy)]
+struct F2([f32; 2]);
+
 /// Expands `$body` for `$m` = 0..13 (`CLUSTER_SEG_ROWS`): every per-row array index is a constant,
 /// so the accumulators and the window live in registers.
 macro_rules! unroll13 {
@@ -137,12 +142,13 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny
             let mut s2 = [0.0f32; 2];
             if gy < ny as i32 {
                 let row = gy as usize * nx as usize;
-                let a = unsafe { ldg_f32x2(w.add(2 * (base + row + x0 as usize))) };
+                // Plain loads: `w` is written by this kernel (W'), so not the read-only (.nc) path.
+                let a = unsafe { (*(w.add(2 * (base + row + x0 as usize)) as *const F2)).0 };
                 s2[0] = unsafe { ldg_f32(slow.add(row + x0 as usize)) };
                 v.r0 = a[0];
                 v.i0 = a[1];
                 if in1 {
-                    let b = unsafe { ldg_f32x2(w.add(2 * (base + row + x0 as usize + 1))) };
+                    let b = unsafe { (*(w.add(2 * (base + row + x0 as usize + 1)) as *const F2)).0 };
                     s2[1] = unsafe { ldg_f32(slow.add(row + x0 as usize + 1)) };
                     v.r1 = b[0];
                     v.i1 = b[1];
@@ -158,14 +164,17 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny
                 *at(sa, lr, 0) = v;
                 *at(sb, lr, 0) = Z4;
                 *ss.add((lr as u32 * npairs + p) as usize) = s2;
-                if p < 2 {
-                    // Pads: pairs 0, 1 and npairs + 2, npairs + 3 of the row, in both buffers.
-                    let row = lr as usize * pitch as usize;
-                    *sa.add(row + p as usize) = Z4;
-                    *sa.add(row + (npairs + 2 + p) as usize) = Z4;
-                    *sb.add(row + p as usize) = Z4;
-                    *sb.add(row + (npairs + 2 + p) as usize) = Z4;
-                }
+            }
+        }
+        if p < 2 && lr < ri {
+            // Pads: pairs 0, 1 and npairs + 2, npairs + 3 of the row, in both buffers (threads 0, 1 of
+            // each segment; they exist even where npairs < 2).
+            let row = lr as usize * pitch as usize;
+            unsafe {
+                *sa.add(row + p as usize) = Z4;
+                *sa.add(row + (npairs + 2 + p) as usize) = Z4;
+                *sb.add(row + p as usize) = Z4;
+                *sb.add(row + (npairs + 2 + p) as usize) = Z4;
             }
         }
     });
@@ -274,9 +283,9 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny
             let o = base + gy * nx as usize + x0 as usize;
             let (twa, twb) = (txa * ty, txb * ty);
             unsafe {
-                *(w.add(2 * o) as *mut [f32; 2]) = [acc[m].r0 * twa, acc[m].i0 * twa];
+                *(w.add(2 * o) as *mut F2) = F2([acc[m].r0 * twa, acc[m].i0 * twa]);
                 if in1 {
-                    *(w.add(2 * o + 2) as *mut [f32; 2]) = [acc[m].r1 * twb, acc[m].i1 * twb];
+                    *(w.add(2 * o + 2) as *mut F2) = F2([acc[m].r1 * twb, acc[m].i1 * twb]);
                 }
             }
         }

@@ -697,9 +697,11 @@ mod tests {
         // 131 x 97 (66 pairs -> 96 threads per segment): 1 CTA would need 8 segments (768 threads).
         let shapes = cluster_candidates(131, 97, SMEM, THREADS).unwrap();
         assert!(!shapes.iter().any(|s| s.ctas == 1));
-        // 6 jobs: everything fits in one wave at any size, so the thinnest strips win.
+        // 6 jobs: one wave at any size, so the thinnest strips win: 7 rows, first reached at 14 CTAs
+        // (16 CTAs of 7 rows would leave the last one empty; ties go to fewer CTAs).
         let (s, _) = choose_cluster(&shapes, 6, h100).unwrap().unwrap();
-        assert_eq!(s.ctas, 16);
+        assert_eq!((s.ctas, s.rows), (14, 7));
+        assert!(ClusterShape::new(131, 97, 16).unfit(97, SMEM, THREADS).unwrap().contains("without a row"));
         assert!(s.unfit(97, SMEM, THREADS).is_none() && (s.ctas - 1) * s.rows < 97);
         // Many jobs: fewer rows per wave with mid-size clusters.
         let (m, _) = choose_cluster(&shapes, 512, h100).unwrap().unwrap();
@@ -716,7 +718,7 @@ mod tests {
         assert!(ClusterShape::new(64, 12, 4).unfit(12, SMEM, THREADS).unwrap().contains("radius"));
         assert!(ClusterShape::new(64, 97, 16).unfit(97, SMEM, THREADS).unwrap().contains("without a row"));
         assert!(ClusterShape::new(2000, 400, 16).unfit(400, SMEM, 4096).unwrap().contains("shared memory"));
-        assert!(ClusterShape::new(1000, 100, 16).unfit(100, SMEM, THREADS).unwrap().contains("threads"));
+        assert!(ClusterShape::new(1000, 112, 16).unfit(112, SMEM, THREADS).unwrap().contains("threads"));
         let e = cluster_candidates(2000, 2000, SMEM, THREADS).unwrap_err();
         assert!(e.contains("2000 x 2000") && e.contains("16 CTAs"), "{e}");
         assert!(cluster_candidates(0, 5, SMEM, THREADS).unwrap_err().contains("empty"));
