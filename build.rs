@@ -5,7 +5,8 @@
 //! How: `cargo rustc --crate-type cdylib -Zbuild-std=core` with fat LTO and `--emit=asm`. Fat LTO
 //! pulls everything the kernels use from `core` into one module, so the emitted `.s` is complete PTX;
 //! the final link step (normally `llvm-bitcode-linker`, which is not served for this toolchain) is
-//! replaced by `/bin/true` because its output is not needed.
+//! replaced by `/bin/true` because its output is not needed. Entry points named `sm90_*` (thread-block
+//! clusters) are then moved into a second, sm_90 module (`split_sm90`).
 //!
 //! Knobs (environment):
 //! - `SEISGPU_PTX_ARCH` (default `sm_70`): the PTX target. `sm_70` loads on every GPU of compute
@@ -37,6 +38,7 @@ fn main() {
 
     if env::var("SEISGPU_SKIP_PTX").is_ok_and(|v| v == "1") {
         std::fs::write(&ptx_out, "").unwrap();
+        std::fs::write(out_dir.join("kernels_sm90.ptx"), "").unwrap();
         println!("cargo:warning=SEISGPU_SKIP_PTX=1: building without GPU kernels");
         return;
     }
@@ -76,9 +78,84 @@ fn main() {
     let ptx = std::fs::read_to_string(&asm)
         .unwrap_or_else(|e| panic!("kernel build produced no PTX at {}: {e}", asm.display()));
     check_self_contained(&ptx);
+    let (ptx, sm90) = split_sm90(&ptx).unwrap_or_else(|e| panic!("moving the sm_90 kernels to their module: {e}"));
     std::fs::write(&ptx_out, ptx).unwrap();
+    std::fs::write(out_dir.join("kernels_sm90.ptx"), &sm90).unwrap();
     // A copy beside the target dir, for ptxas reports in CI and for the GPU bundle.
     let _ = std::fs::copy(&ptx_out, target_dir.join("seisgpu-kernels.ptx"));
+    let _ = std::fs::write(target_dir.join("seisgpu-kernels-sm90.ptx"), &sm90);
+}
+
+/// Register caps (`.maxnreg`, which Rust cannot emit) of sm_90 kernels, added when they move.
+/// `sm90_srm_step_cluster`: 144 = gpu_kernels::srm::CLUSTER_MAX_REGS (a test keeps them equal):
+/// 448 threads (400 x 400 in 16-CTA clusters) fit the 64K registers of an SM; ptxas sm_90 needs no
+/// spills at 144 (181 unconstrained).
+const SM90_MAXNREG: &[(&str, u32)] = &[("sm90_srm_step_cluster", 144)];
+
+/// Moves every entry point named `sm90_*` (thread-block clusters, DSMEM: instructions of PTX ISA 7.8
+/// for sm_90, written with `asm!`, which rustc's backend pastes unchecked) out of the main module into
+/// a module of its own with `.version 7.8` (at least) and `.target sm_90` (at least). The main module
+/// stays loadable on every GPU of its target; the host loads the second one on compute capability
+/// 9.0+ only. One kernel build instead of a second fat-LTO build of the whole crate for sm_90 (which
+/// would double the kernel build time in CI). The moved kernels must call no function.
+fn split_sm90(ptx: &str) -> Result<(String, String), String> {
+    let lines: Vec<&str> = ptx.lines().collect();
+    let mut main = String::with_capacity(ptx.len());
+    let mut sm90 = String::new();
+    for l in &lines {
+        let t = l.trim_start();
+        if let Some(v) = t.strip_prefix(".version ") {
+            let (maj, min) = v.trim().split_once('.').ok_or_else(|| format!("odd PTX version line `{l}`"))?;
+            let (maj, min): (u32, u32) = (maj.parse().map_err(|_| format!("odd `{l}`"))?, min.parse().map_err(|_| format!("odd `{l}`"))?);
+            let (maj, min) = if (maj, min) < (7, 8) { (7, 8) } else { (maj, min) };
+            sm90.push_str(&format!(".version {maj}.{min}\n"));
+        } else if let Some(tgt) = t.strip_prefix(".target sm_") {
+            let num: u32 = tgt.trim_end_matches(|c: char| !c.is_ascii_digit()).parse().map_err(|_| format!("odd `{l}`"))?;
+            sm90.push_str(if num < 90 { ".target sm_90\n" } else { l });
+            if num >= 90 {
+                sm90.push('\n');
+            }
+        } else if t.starts_with(".address_size") || t.starts_with(".extern .shared") {
+            sm90.push_str(l);
+            sm90.push('\n');
+        }
+    }
+    let mut k = 0;
+    let mut moved = 0;
+    while k < lines.len() {
+        let l = lines[k];
+        if let Some(rest) = l.strip_prefix(".visible .entry sm90_") {
+            let name = format!("sm90_{}", rest.trim_end_matches('('));
+            let end = (k..lines.len()).find(|&j| lines[j] == "}").ok_or_else(|| format!("PTX of `{name}` has no end"))?;
+            let cap = SM90_MAXNREG.iter().find(|(n, _)| *n == name).map(|&(_, c)| c);
+            let mut params_closed = false;
+            for body in &lines[k..=end] {
+                if body.trim_start().starts_with("call") {
+                    return Err(format!("`{name}` calls a function: sm_90 kernels must inline everything"));
+                }
+                sm90.push_str(body);
+                sm90.push('\n');
+                if !params_closed && *body == ")" {
+                    params_closed = true;
+                    if let Some(c) = cap {
+                        sm90.push_str(&format!(".maxnreg {c}\n"));
+                    }
+                }
+            }
+            sm90.push('\n');
+            moved += 1;
+            // The `// .globl name` comment the main module kept is harmless.
+            k = end + 1;
+            continue;
+        }
+        main.push_str(l);
+        main.push('\n');
+        k += 1;
+    }
+    if moved == 0 {
+        sm90.clear(); // no cluster kernels: an empty module (the host then reports it missing)
+    }
+    Ok((main, sm90))
 }
 
 /// `target/ptx` beside the outer build's profile directories.

@@ -5,6 +5,7 @@
 #   bundle/host-unit          host's unit tests
 #   bundle/run-tests.sh       runs both, printing every skip and failure
 #   bundle/kernels.ptx        the embedded PTX (for ptxas / inspection)
+#   bundle/kernels-sm90.ptx   the embedded sm_90 module (thread-block-cluster kernels `sm90_*`)
 # Usage: scripts/gpu-bundle.sh [out-dir]   (default: bundle/, git-ignored; name it in `carry`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,7 @@ for line in sys.stdin:
     print("bundled " + dst)
 ' "$out"
 cp target/ptx/seisgpu-kernels.ptx "$out/kernels.ptx"
+cp target/ptx/seisgpu-kernels-sm90.ptx "$out/kernels-sm90.ptx"
 strip "$out"/seisgpu "$out"/integration "$out"/host-unit "$out"/kernels-unit 2>/dev/null || true
 cat > "$out/run-tests.sh" <<'EOS'
 #!/usr/bin/env bash

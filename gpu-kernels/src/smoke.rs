@@ -92,3 +92,30 @@ pub unsafe extern "ptx-kernel" fn tex2d_f2_probe(tex: u64, n: u32, xy: *const f3
         }
     }
 }
+
+/// Cluster plumbing probe (sm_90 module): thread 0 of each CTA stores 1000 + its block index in its
+/// shared memory; after a cluster barrier it reads that value from the next CTA of its cluster
+/// (rank + 1, wrapping) through DSMEM and writes (rank, cluster size, value read) to
+/// out[3 b .. 3 b + 3]. Tells a failure of the cluster launch / DSMEM plumbing from a kernel bug.
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn sm90_cluster_smoke(out: *mut u32) {
+    let sm = dynamic_shared::<u32>();
+    let (rank, size) = (cluster_ctarank(), cluster_nctarank());
+    let b = block_idx_x();
+    if thread_idx_x() == 0 {
+        unsafe { *sm = 1000 + b };
+    }
+    cluster_sync();
+    if thread_idx_x() == 0 {
+        let next = if rank + 1 < size { rank + 1 } else { 0 };
+        let v = unsafe { ld_dsmem_u32(map_shared_rank(sm as *const u32, next)) };
+        unsafe {
+            *out.add(3 * b as usize) = rank;
+            *out.add(3 * b as usize + 1) = size;
+            *out.add(3 * b as usize + 2) = v;
+        }
+    }
+    // No CTA exits while another may still read its shared memory.
+    cluster_sync();
+}

@@ -116,7 +116,8 @@ pub struct MigrateArgs {
     /// GPU kernel: paper (the paper's, one Chebyshev step per launch), paperh (its loads hoisted),
     /// paperq (hoisted, one 16-byte coefficient load per lookup), paperq56 (paperq, 56 registers), fused2..4 (2..4 Chebyshev steps per
     /// pass over a tile), fusedb2..4 (fused, balanced, FMA), fusedc2..4 (fused, batched loads,
-    /// register-capped), auto (time each on the shot's grid, keep the fastest). The default is the
+    /// register-capped), cluster (all Chebyshev steps in one launch, the plane on chip in a thread-block
+    /// cluster; compute capability 9.0+), auto (time each on the shot's grid, keep the fastest). The default is the
     /// fastest measured on the H100.
     #[arg(long, default_value = "paperq56")]
     pub kernel: GpuVariant,

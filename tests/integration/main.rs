@@ -11,4 +11,5 @@ mod runtime;
 mod scale;
 mod segy;
 mod srm;
+mod srm_cluster;
 mod wavepacket;

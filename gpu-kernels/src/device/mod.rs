@@ -7,9 +7,11 @@
 use core::arch::asm;
 use core::arch::nvptx;
 
+pub mod cluster;
 pub mod shared;
 pub mod texture;
 
+pub use cluster::{cluster_ctarank, cluster_nctarank, cluster_sync, ld_dsmem_f32x4, ld_dsmem_u32, map_shared_rank};
 pub use shared::{dynamic_shared, SharedCarver};
 pub use texture::{tex1d, tex2d, tex2d_f2, tex3d, tex3d_f2};
 

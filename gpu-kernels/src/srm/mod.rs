@@ -13,6 +13,8 @@
 
 #[cfg(target_arch = "nvptx64")]
 pub mod kernels;
+#[cfg(target_arch = "nvptx64")]
+pub mod cluster;
 
 /// Radius of each 1D second-derivative filter (the paper's cross-shaped filter, radius 4).
 pub const RADIUS: usize = 4;
@@ -48,6 +50,29 @@ pub const fn fused_shared_bytes(k: u32) -> u32 {
     let b = fused_interior(k);
     2 * FUSED_TILE * FUSED_TILE * 8 + b * b * 8
 }
+
+/// Cluster kernel (`sm90_srm_step_cluster`): rows per thread segment. A thread owns one column pair
+/// (two complex nodes, one 16-byte shared access) and up to this many consecutive rows of its CTA's
+/// strip; its accumulators (4 floats per row) stay in registers for the whole depth step.
+pub const CLUSTER_SEG_ROWS: u32 = 13;
+/// Register cap of `sm90_srm_step_cluster` (added as `.maxnreg` by build.rs, `SM90_MAXNREG`): 448
+/// threads x 144 registers fit an SM's 64K; ptxas sm_90 needs no spills at 144 (181 unconstrained,
+/// 136: 96 bytes of spills).
+pub const CLUSTER_MAX_REGS: u32 = 144;
+/// Largest cluster the host tries (16 is non-portable: needs the function attribute).
+pub const CLUSTER_MAX: u32 = 16;
+/// Column pairs of a strip row (the last one half outside the grid when nx is odd).
+pub const fn cluster_pairs(nx: u32) -> u32 { nx.div_ceil(2) }
+/// Shared-memory row pitch of a strip in 16-byte pairs: the pairs plus two zero pairs each side
+/// (the x arm's radius 4 reaches them; they are never written, so no bounds test in the stencil).
+pub const fn cluster_pitch(nx: u32) -> u32 { cluster_pairs(nx) + 4 }
+/// Pair columns per thread segment, padded to whole warps (segments are warp-uniform).
+pub const fn cluster_warp_pairs(nx: u32) -> u32 { cluster_pairs(nx).div_ceil(32) * 32 }
+/// Threads of one CTA for strips of `r` rows.
+pub const fn cluster_threads(nx: u32, r: u32) -> u32 { r.div_ceil(CLUSTER_SEG_ROWS) * cluster_warp_pairs(nx) }
+/// Shared bytes of one CTA: T_{n-1} and T_{n-2} of the strip (r x pitch x 16 B each) and its
+/// slowness (r x pairs x 8 B).
+pub const fn cluster_shared_bytes(nx: u32, r: u32) -> u32 { 2 * r * cluster_pitch(nx) * 16 + r * cluster_pairs(nx) * 8 }
 
 /// The cross-shaped operator L = I + (2 / Lambda) (D2x/dx^2 + D2y/dy^2) as stencil weights:
 /// centre `c`, x arm `ax[j-1]` at +-j, y arm `ay[j-1]` at +-j rows. Passed to kernels by value

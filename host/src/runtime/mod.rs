@@ -4,6 +4,7 @@
 //!
 //! - [`context`]: device discovery and properties, the loaded PTX module, a pool of streams.
 //! - [`memory`]: device buffers (cudarc's `CudaSlice`) and page-locked host buffers.
+//! - [`cluster`]: the sm_90 module, thread-block-cluster launches (`cuLaunchKernelEx`), cluster occupancy.
 //! - [`launch`]: the typed one-line kernel launch ([`crate::launch!`]) with checked errors.
 //! - [`texture`]: 1D/2D/3D texture objects (float, float2; point or linear filtering), RAII.
 //! - [`timing`]: CUDA-event timers and the median-of-repeats helper the benchmarks use.
@@ -11,6 +12,7 @@
 //! - [`fft`]: cuFFT plans (3D, batched 1D/2D/3D), complex-to-complex single precision.
 //! - [`error`]: [`GpuError`], which names the kernel, grid and block of a failed launch.
 
+pub mod cluster;
 pub mod context;
 pub mod error;
 pub mod fft;
@@ -30,6 +32,9 @@ pub use timing::{median, GpuTimer, Stats};
 
 /// The PTX of every kernel in `gpu-kernels`, built by the workspace's `build.rs`.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+/// The thread-block-cluster kernels (`sm90_*`), moved out of [`PTX`] by build.rs into a module of
+/// their own with `.target sm_90` (PTX ISA 7.8): loaded only on compute capability 9.0+ ([`cluster`]).
+pub const PTX_SM90: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90.ptx"));
 /// The PTX target the kernels were compiled for (`SEISGPU_PTX_ARCH`, default `sm_70`).
 pub const PTX_ARCH: &str = env!("SEISGPU_PTX_ARCH");
 

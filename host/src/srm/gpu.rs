@@ -9,12 +9,14 @@ use anyhow::Context;
 use cudarc::driver::{sys, CudaFunction, CudaModule, CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 
-use gpu_kernels::srm::{fused_interior, fused_shared_bytes, fusedb_shared_bytes, fusedc_shared_bytes, pair_entry, RowMap, Stencil,
-    PAPER_SHARED_BYTES, PAPER_TH, PAPER_TW};
+use gpu_kernels::srm::{cluster_shared_bytes, cluster_threads, fused_interior, fused_shared_bytes, fusedb_shared_bytes,
+    fusedc_shared_bytes, pair_entry, RowMap, Stencil, CLUSTER_MAX, PAPER_SHARED_BYTES, PAPER_TH, PAPER_TW, RADIUS};
 
 use super::design::Operator;
 use super::{cpu, FreqPlan, GpuOptions, GpuVariant, Image, Shot, ShotGrid, SrmParams, Taper, VelocityModel};
 use crate::launch;
+use crate::runtime::cluster::{check_cluster_launch, launch_cluster, max_active_clusters, max_threads, sm90_function, ClusterArgs,
+    ClusterConfig};
 use crate::runtime::fft::FftPlan;
 use crate::runtime::{grid_1d, Gpu, GpuError};
 use crate::traces::TraceSet;
@@ -71,6 +73,9 @@ pub struct Planes {
     pub maps: CudaSlice<f32>,
     pub taper_x: CudaSlice<f32>,
     pub taper_y: CudaSlice<f32>,
+    /// CTAs per cluster and table rows of the last `cluster` step (for [`Planes::bytes_per_step`]).
+    cluster_ctas: u32,
+    table_rows: u32,
 }
 
 impl Planes {
@@ -82,6 +87,7 @@ impl Planes {
             x: gpu.zeros(len)?, y: gpu.zeros(len)?, x2: gpu.zeros(len)?, y2: gpu.zeros(len)?, acc: gpu.zeros(len)?,
             maps: gpu.zeros(2 * stride)?,
             taper_x: gpu.upload(&taper.x)?, taper_y: gpu.upload(&taper.y)?,
+            cluster_ctas: 0, table_rows: 0,
         })
     }
 
@@ -173,6 +179,17 @@ impl Planes {
                     n0 += steps;
                 }
             }
+            GpuVariant::Cluster => {
+                // One launch per depth step: every Chebyshev step on chip; W' over W in `x`.
+                let (func, cfg, shape) = cluster_plan(gpu, nx, ny, cnt)?;
+                self.cluster_ctas = shape.ctas;
+                self.table_rows = rows;
+                let Planes { x, maps, taper_x, taper_y, .. } = self;
+                let mut a = ClusterArgs::new(gpu.stream());
+                a.value(&st).value(&nx).value(&ny).value(&stride).value(&cnt).value(&shape.rows).value(&degree).buf_mut(x)
+                    .view(slow).buf(&dop.pairs).value(&rows).buf(&*maps).buf(&*taper_x).buf(&*taper_y);
+                launch_cluster(gpu, CLUSTER_KERNEL, &func, &cfg, a)?;
+            }
             GpuVariant::Fused(k) | GpuVariant::FusedB(k) => {
                 let balanced = matches!(variant, GpuVariant::FusedB(_));
                 let name = match (k, balanced) {
@@ -219,6 +236,7 @@ impl Planes {
                 let per_wave = 3.0 * c + (degree as f64 - 2.0) * 5.0 * c + 4.0 * c;
                 pts * (2.0 * per_wave + degree as f64 * s)
             }
+            GpuVariant::Cluster => cluster_bytes(self.nxy(), count, degree, self.cluster_ctas, self.table_rows),
             GpuVariant::Fused(k) | GpuVariant::FusedB(k) | GpuVariant::FusedC(k) => {
                 let passes = degree.div_ceil(k as usize);
                 // First pass: read T0, write 2 terms + acc; middle: read 2 + acc, write 2 + acc;
@@ -230,10 +248,127 @@ impl Planes {
     }
 }
 
-/// Every kernel variant `auto` chooses from.
-pub const CANDIDATES: [GpuVariant; 13] = [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2),
+/// Every kernel variant `auto` chooses from (`cluster` only where [`cluster_plan`] finds a shape).
+pub const CANDIDATES: [GpuVariant; 14] = [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2),
     GpuVariant::Fused(3), GpuVariant::Fused(4), GpuVariant::FusedB(2), GpuVariant::FusedB(3), GpuVariant::FusedB(4),
-    GpuVariant::PaperPair, GpuVariant::PaperPairCapped, GpuVariant::FusedC(2), GpuVariant::FusedC(3), GpuVariant::FusedC(4)];
+    GpuVariant::PaperPair, GpuVariant::PaperPairCapped, GpuVariant::FusedC(2), GpuVariant::FusedC(3), GpuVariant::FusedC(4),
+    GpuVariant::Cluster];
+
+/// The cluster kernel (sm_90 module).
+pub const CLUSTER_KERNEL: &str = "sm90_srm_step_cluster";
+
+/// Bytes the `cluster` kernel moves through device memory per depth step for `count` planes of
+/// nxy nodes: per wave, W in and W' out (8 B each) and the slowness (4 B, each wave's cluster reads
+/// it); the pair table at most once per CTA and coefficient (`ctas` x (degree + 1) x (rows - 1) x
+/// 16 B per plane and wave; L2 traffic in practice, counted as an upper bound).
+pub fn cluster_bytes(nxy: usize, count: usize, degree: usize, ctas: u32, table_rows: u32) -> f64 {
+    let jobs = 2.0 * count as f64;
+    let table = ctas as f64 * (degree as f64 + 1.0) * (table_rows.max(1) - 1) as f64 * 16.0;
+    jobs * (nxy as f64 * (8.0 + 8.0 + 4.0) + table)
+}
+
+/// One way to hold an nx x ny plane in a cluster: `ctas` CTAs, each a strip of `rows` rows, with
+/// `threads` threads and `shared` bytes of dynamic shared memory (`gpu_kernels::srm::cluster_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClusterShape {
+    pub ctas: u32,
+    pub rows: u32,
+    pub threads: u32,
+    pub shared: u32,
+}
+
+impl ClusterShape {
+    pub fn new(nx: u32, ny: u32, ctas: u32) -> ClusterShape {
+        let rows = ny.div_ceil(ctas.max(1));
+        ClusterShape { ctas, rows, threads: cluster_threads(nx, rows), shared: cluster_shared_bytes(nx, rows) }
+    }
+
+    /// Why this shape cannot hold an nx x ny plane with `smem` bytes of shared memory per CTA and at
+    /// most `max_threads` threads per CTA; None when it can.
+    pub fn unfit(&self, ny: u32, smem: u32, max_threads: u32) -> Option<String> {
+        let c = self.ctas;
+        if c == 0 || c > CLUSTER_MAX {
+            return Some(format!("{c} CTAs (1..={CLUSTER_MAX})"));
+        }
+        if (c - 1) * self.rows >= ny {
+            return Some(format!("{c} strips of {} rows leave the last CTA without a row of the {ny}", self.rows));
+        }
+        if c > 1 && (self.rows as usize) < RADIUS {
+            return Some(format!("strips of {} rows are thinner than the stencil's radius {RADIUS}", self.rows));
+        }
+        if self.shared > smem {
+            return Some(format!("a strip of {} rows needs {} B of shared memory, {smem} B allowed", self.rows, self.shared));
+        }
+        if self.threads > max_threads {
+            return Some(format!("a strip of {} rows needs {} threads, the kernel allows {max_threads}", self.rows, self.threads));
+        }
+        None
+    }
+}
+
+/// The cluster shapes (1..=16 CTAs) that hold an nx x ny plane, or why none does (the reason for
+/// 16 CTAs, the shape with the thinnest strips).
+pub fn cluster_candidates(nx: u32, ny: u32, smem: u32, max_threads: u32) -> Result<Vec<ClusterShape>, String> {
+    if nx == 0 || ny == 0 {
+        return Err(format!("empty grid {nx} x {ny}"));
+    }
+    let all: Vec<ClusterShape> = (1..=CLUSTER_MAX).map(|c| ClusterShape::new(nx, ny, c)).collect();
+    let fit: Vec<ClusterShape> = all.iter().copied().filter(|s| s.unfit(ny, smem, max_threads).is_none()).collect();
+    if fit.is_empty() {
+        let why = all.iter().rev().find_map(|s| s.unfit(ny, smem, max_threads)).unwrap_or_default();
+        return Err(format!("no cluster of 1..={CLUSTER_MAX} CTAs holds a {nx} x {ny} plane on chip ({CLUSTER_MAX} CTAs: {why})"));
+    }
+    Ok(fit)
+}
+
+/// Of the shapes that fit, the one with the least (waves x rows per CTA) for `jobs` clusters (planes
+/// x waves), a wave being as many clusters as can be resident at once (`active`, from the driver's
+/// `cuOccupancyMaxActiveClusters`; 0 = cannot run). Per CTA the work is its strip's rows; fewer,
+/// larger clusters use fewer SMs (a GPC holds one 16-CTA cluster: the H100's 132 SMs run about 8
+/// at once, so 32 jobs of 400 x 400 take 4 waves of 25 rows at 16 CTAs, against 4 waves of 34 rows
+/// at 12). Ties go to fewer CTAs.
+pub fn choose_cluster<E>(shapes: &[ClusterShape], jobs: u32, mut active: impl FnMut(&ClusterShape) -> Result<u32, E>)
+    -> Result<Option<(ClusterShape, u32)>, E> {
+    let mut best: Option<(u64, ClusterShape, u32)> = None;
+    for s in shapes {
+        let a = active(s)?;
+        if a == 0 {
+            continue;
+        }
+        let cost = jobs.div_ceil(a) as u64 * s.rows as u64;
+        if best.is_none_or(|(c, _, _)| cost < c) {
+            best = Some((cost, *s, a));
+        }
+    }
+    Ok(best.map(|(_, s, a)| (s, a)))
+}
+
+type PlanKey = (usize, u32, u32, u32);
+static CLUSTER_PLANS: OnceLock<Mutex<HashMap<PlanKey, (CudaFunction, ClusterConfig, ClusterShape)>>> = OnceLock::new();
+
+/// The `cluster` kernel's function, launch shape and cluster shape for `count` planes of an
+/// nx x ny grid on `gpu` (chosen once per context and grid: [`cluster_candidates`], [`choose_cluster`]).
+/// Errors (naming the kernel): compute capability below 9.0, or no cluster shape holds the plane.
+pub fn cluster_plan(gpu: &Gpu, nx: u32, ny: u32, count: u32) -> GpuResult<(CudaFunction, ClusterConfig, ClusterShape)> {
+    let key = (gpu.context().cu_ctx() as usize, nx, ny, count);
+    if let Some(p) = CLUSTER_PLANS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(p.clone());
+    }
+    let bad = |why: String| GpuError::BadLaunch { kernel: CLUSTER_KERNEL.into(), why };
+    let func = sm90_function(gpu, CLUSTER_KERNEL)?;
+    let smem = gpu.info().max_shared_per_block_optin.max(0) as u32;
+    let shapes = cluster_candidates(nx, ny, smem, max_threads(&func)?).map_err(bad)?;
+    let config = |s: &ClusterShape| ClusterConfig { grid: (s.ctas, 1, 2 * count), block: (s.threads, 1, 1), cluster: (s.ctas, 1, 1),
+        shared: s.shared };
+    let chosen = choose_cluster(&shapes, 2 * count, |s| max_active_clusters(gpu, CLUSTER_KERNEL, &func, &config(s)))?;
+    let (shape, _) = chosen.ok_or_else(|| bad(format!("the driver can place none of the cluster shapes that hold a {nx} x {ny} plane \
+        ({} of {} CTAs)", shapes.len(), shapes.iter().map(|s| s.ctas.to_string()).collect::<Vec<_>>().join(", "))))?;
+    let cfg = config(&shape);
+    check_cluster_launch(gpu, CLUSTER_KERNEL, &func, &cfg)?;
+    let plan = (func, cfg, shape);
+    CLUSTER_PLANS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner()).insert(key, plan.clone());
+    Ok(plan)
+}
 
 /// Register cap of the `fusedc` kernels: 80 x 256 threads lets three blocks (3 x 72..77 KB of shared
 /// memory) share an SM. Unconstrained, ptxas gives them 94..100 registers (two blocks per SM); at 80
@@ -292,6 +427,9 @@ pub fn autotune(gpu: &Gpu, dop: &DeviceOperator, planes: &mut Planes, slow: &Cud
     let timer = crate::runtime::GpuTimer::new(gpu.stream())?;
     let mut best = (f64::INFINITY, GpuVariant::Paper);
     for v in CANDIDATES {
+        if v == GpuVariant::Cluster && cluster_plan(gpu, planes.nx as u32, planes.ny as u32, count as u32).is_err() {
+            continue; // below compute capability 9.0, or the plane does not fit a cluster
+        }
         let st = timer.measure(1, 3, || planes.step(gpu, dop, slow, count, v))?;
         if st.median_ms < best.0 {
             best = (st.median_ms, v);
@@ -531,4 +669,71 @@ pub fn migrate_shots(gpu: &Arc<Gpu>, op: &Operator, traces: &TraceSet, model: &V
         b.finish_and_clear();
     }
     Ok(image)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMEM: u32 = 227 * 1024; // H100 / H200 opt-in limit
+    const THREADS: u32 = 448; // the kernel at 144 registers
+
+    /// One resident CTA per SM (strips take > 114 KB) on 8 GPCs of 16 SMs.
+    fn h100(s: &ClusterShape) -> Result<u32, ()> { Ok(8 * (16 / s.ctas)) }
+
+    #[test]
+    fn the_paper_grid_takes_sixteen_ctas_of_25_rows() {
+        let shapes = cluster_candidates(400, 400, SMEM, THREADS).unwrap();
+        // 12 CTAs (34 rows: 448 x 3 threads) and 14, 15 (3 segments) do not fit the threads; 16 does.
+        assert!(shapes.iter().all(|s| s.ctas >= 12), "{shapes:?}");
+        let (s, active) = choose_cluster(&shapes, 32, h100).unwrap().unwrap();
+        assert_eq!((s.ctas, s.rows, s.threads, active), (16, 25, 448, 8));
+        assert_eq!(s.shared, 2 * 25 * 204 * 16 + 25 * 200 * 8);
+        assert!(s.shared <= SMEM);
+    }
+
+    #[test]
+    fn small_grids_prefer_fewer_waves_and_odd_grids_fit() {
+        // 131 x 97 (66 pairs -> 96 threads per segment): 1 CTA would need 8 segments (768 threads).
+        let shapes = cluster_candidates(131, 97, SMEM, THREADS).unwrap();
+        assert!(!shapes.iter().any(|s| s.ctas == 1));
+        // 6 jobs: one wave at any size, so the thinnest strips win: 7 rows, first reached at 14 CTAs
+        // (16 CTAs of 7 rows would leave the last one empty; ties go to fewer CTAs).
+        let (s, _) = choose_cluster(&shapes, 6, h100).unwrap().unwrap();
+        assert_eq!((s.ctas, s.rows), (14, 7));
+        assert!(ClusterShape::new(131, 97, 16).unfit(97, SMEM, THREADS).unwrap().contains("without a row"));
+        assert!(s.unfit(97, SMEM, THREADS).is_none() && (s.ctas - 1) * s.rows < 97);
+        // Many jobs: fewer rows per wave with mid-size clusters.
+        let (m, _) = choose_cluster(&shapes, 512, h100).unwrap().unwrap();
+        assert!(m.ctas < 16, "{m:?}");
+        // A shape the driver cannot place is skipped; none placeable -> None.
+        assert_eq!(choose_cluster(&shapes, 6, |_| Ok::<u32, ()>(0)).unwrap(), None);
+        let only8 = choose_cluster(&shapes, 6, |s| Ok::<u32, ()>(if s.ctas <= 8 { 1 } else { 0 })).unwrap().unwrap();
+        assert!(only8.0.ctas <= 8);
+    }
+
+    #[test]
+    fn shapes_that_cannot_hold_a_plane_say_why() {
+        // Strips thinner than the radius, empty CTAs, too much shared memory, too many threads.
+        assert!(ClusterShape::new(64, 12, 4).unfit(12, SMEM, THREADS).unwrap().contains("radius"));
+        assert!(ClusterShape::new(64, 97, 16).unfit(97, SMEM, THREADS).unwrap().contains("without a row"));
+        assert!(ClusterShape::new(2000, 400, 16).unfit(400, SMEM, 4096).unwrap().contains("shared memory"));
+        assert!(ClusterShape::new(1000, 112, 16).unfit(112, SMEM, THREADS).unwrap().contains("threads"));
+        let e = cluster_candidates(2000, 2000, SMEM, THREADS).unwrap_err();
+        assert!(e.contains("2000 x 2000") && e.contains("16 CTAs"), "{e}");
+        assert!(cluster_candidates(0, 5, SMEM, THREADS).unwrap_err().contains("empty"));
+        // A 2D line (ny = 1) fits one CTA.
+        assert_eq!(cluster_candidates(400, 1, SMEM, THREADS).unwrap()[0].ctas, 1);
+    }
+
+    #[test]
+    fn cluster_bytes_count_w_in_out_slowness_and_table() {
+        // 400 x 400, 16 planes x 2 waves, degree 15, 16 CTAs, 128 table rows.
+        let b = cluster_bytes(160_000, 16, 15, 16, 128);
+        let want = 32.0 * (160_000.0 * 20.0 + 16.0 * 16.0 * 127.0 * 16.0);
+        assert_eq!(b, want);
+        // Far below the paper-style kernel's 15 passes over the planes.
+        assert!(b < 0.06 * 32.0 * 160_000.0 * 8.0 * 5.0 * 15.0);
+        assert_eq!(cluster_bytes(100, 1, 15, 0, 0), 2.0 * 100.0 * 20.0);
+    }
 }

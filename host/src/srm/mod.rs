@@ -342,6 +342,11 @@ pub enum GpuVariant {
     /// As `FusedB` with batched tile loads, the pair table, the accumulator in shared memory and a
     /// register cap of 80 for three blocks per SM (`fusedc2..4`).
     FusedC(u32),
+    /// All `degree` Chebyshev steps of a depth step in one launch, the whole plane on chip: one
+    /// thread-block cluster per (plane, wave) holds the plane as strips in its CTAs' shared memory,
+    /// the stencil's y arm reads the neighbour strips through distributed shared memory (compute
+    /// capability 9.0+; grids whose plane does not fit 16 CTAs fall back) (`cluster`).
+    Cluster,
 }
 
 impl std::str::FromStr for GpuVariant {
@@ -362,7 +367,9 @@ impl std::str::FromStr for GpuVariant {
             "fusedc2" => Ok(Self::FusedC(2)),
             "fusedc3" => Ok(Self::FusedC(3)),
             "fusedc4" => Ok(Self::FusedC(4)),
-            o => Err(format!("unknown kernel `{o}` (expected auto, paper, paperh, paperq, paperq56, fused2..4, fusedb2..4 or fusedc2..4)")),
+            "cluster" => Ok(Self::Cluster),
+            o => Err(format!("unknown kernel `{o}` (expected auto, paper, paperh, paperq, paperq56, fused2..4, fusedb2..4, fusedc2..4 \
+                or cluster)")),
         }
     }
 }
@@ -378,6 +385,7 @@ impl std::fmt::Display for GpuVariant {
             GpuVariant::PaperPair => write!(f, "paperq"),
             GpuVariant::PaperPairCapped => write!(f, "paperq56"),
             GpuVariant::FusedC(k) => write!(f, "fusedc{k}"),
+            GpuVariant::Cluster => write!(f, "cluster"),
         }
     }
 }

@@ -1,0 +1,293 @@
+//! The whole-plane-on-chip SRM step (issue 7): one thread-block cluster per (plane, wave) holds the
+//! plane in distributed shared memory and runs all `degree` Chebyshev steps of a depth step in one
+//! launch. Entry points are named `sm90_*`: build.rs moves them into the sm_90 module
+//! (`device::cluster` says why).
+//!
+//! Layout. A cluster of C CTAs (grid x = C, cluster (C, 1, 1)), grid z = 2 * count (wave-major as
+//! the other kernels). CTA `rank` holds rows [rank r, rank r + r) of the plane (a strip of r rows,
+//! the last strip possibly shorter or cut by ny) as T_{n-1} and T_{n-2} in shared memory, rows of
+//! `cluster_pitch(nx)` 16-byte pairs (two zero pairs each side), and the strip's slowness. The
+//! y arm of the radius-4 cross stencil reads the 4 rows above (below) the strip from CTA rank - 1
+//! (rank + 1) through DSMEM; rows outside the grid are 0 (the CPU's zero halo).
+//!
+//! Threads: thread t owns column pair p = t % wp (nodes 2p, 2p + 1; wp = pairs padded to warps) and
+//! rows [g M, g M + M) of the strip, g = t / wp, M = `CLUSTER_SEG_ROWS`. It keeps a rolling window
+//! of 9 rows of its pair column in registers (y arm), reads the 4 x neighbour pairs of each row from
+//! shared memory, and keeps its nodes' accumulators sum a_n T_n in registers for the whole step.
+//!
+//! Per Chebyshev step n: T_n = 2 L T_{n-1} - T_{n-2} (T_1 = L T_0) overwrites T_{n-2} in place,
+//! acc += a_n T_n (pair-table lookup from the slowness in shared memory); then one cluster barrier:
+//! T_n is visible to the neighbours, and nobody still reads the buffer the next step overwrites.
+//! At the end W' = taper * acc goes to global memory over W (each CTA reads only its own rows of W,
+//! before the first barrier, so the update is in place).
+
+use super::*;
+use crate::device::*;
+
+/// Two neighbouring complex nodes (x, x + 1): one 16-byte shared-memory access.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+struct F4 {
+    r0: f32,
+    i0: f32,
+    r1: f32,
+    i1: f32,
+}
+
+const Z4: F4 = F4 { r0: 0.0, i0: 0.0, r1: 0.0, i1: 0.0 };
+
+/// One complex node in global memory (8-byte aligned: one `ld/st.global.v2`).
+#[repr(C, align(8))]
+#[derive(Clone, Copy)]
+struct F2([f32; 2]);
+
+/// Expands `$body` for `$m` = 0..13 (`CLUSTER_SEG_ROWS`): every per-row array index is a constant,
+/// so the accumulators and the window live in registers.
+macro_rules! unroll13 {
+    ($m:ident => $body:block) => {
+        unroll13!(@go $m, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12)
+    };
+    (@go $m:ident, $body:block, $($i:literal)*) => {
+        $( { let $m: usize = $i; $body } )*
+    };
+}
+
+/// 0, through an `asm!` the optimiser cannot see through or hoist out of a loop (not `pure`).
+#[inline(always)]
+fn opaque_zero() -> usize {
+    let r: u64;
+    unsafe { core::arch::asm!("mov.b64 {r}, 0;", r = out(reg64) r, options(nomem, nostack)) };
+    r as usize
+}
+
+/// A compiler-only memory fence: keeps the optimiser from hoisting the next row's loads above this
+/// row's work (it batched all 21 window rows' loads at the top: 255 registers and spills).
+#[inline(always)]
+fn row_fence() {
+    unsafe { core::arch::asm!("", options(nostack, preserves_flags)) };
+}
+
+/// `$body` for `$k` = 0..8 (the stencil window's rows).
+macro_rules! unroll8 {
+    ($k:ident => $body:block) => {
+        unroll8!(@go $k, $body, 0 1 2 3 4 5 6 7)
+    };
+    (@go $k:ident, $body:block, $($i:literal)*) => {
+        $( { let $k: usize = $i; $body } )*
+    };
+}
+
+const M: usize = CLUSTER_SEG_ROWS as usize;
+const _: () = assert!(M == 13, "unroll13! expands CLUSTER_SEG_ROWS rows");
+
+/// acc + a t, complex, with fused multiply-adds (the `fusedb` kernels' rounding; rel ~1e-7 from the CPU).
+#[inline(always)]
+fn cmadd_fma(acc: (f32, f32), a: (f32, f32), t: (f32, f32)) -> (f32, f32) {
+    use crate::math::mul_add as fma;
+    (fma(-a.1, t.1, fma(a.0, t.0, acc.0)), fma(a.1, t.0, fma(a.0, t.1, acc.1)))
+}
+
+/// One depth step of `count` planes of both waves, all `degree` Chebyshev steps on chip.
+///
+/// `w`: the wavefields (2 waves x `stride` planes of nx x ny complex), read as W and overwritten with
+/// W' = taper * sum_n a_n T_n W. `r`: rows per CTA strip (host: `ClusterShape`); the cluster size is
+/// the launch's. `ptab`/`rows`: the pair table (`pair_entry`) and the table's rows; `maps`: one row
+/// map per plane; `taper_x`/`taper_y`: the edge taper.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
+    degree: u32, w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32,
+    taper_y: *const f32) {
+    let rank = cluster_ctarank();
+    let csize = cluster_nctarank();
+    let z = block_idx_z();
+    let wave = (z >= count) as u32;
+    let plane = z - wave * count;
+    let nxy = (nx * ny) as usize;
+    let base = ((wave * stride + plane) as usize) * nxy;
+    // `max(32)`: wp >= 32 anyway, and the compiler then drops the division-by-zero panic path.
+    let (npairs, pitch, wp) = (cluster_pairs(nx), cluster_pitch(nx), cluster_warp_pairs(nx).max(32));
+    let tid = thread_idx_x();
+    let g = tid / wp;
+    let p = tid - g * wp;
+    let ownp = p < npairs;
+    let x0 = 2 * p;
+    let in1 = x0 + 1 < nx;
+    let row0 = (g as usize * M) as i32;
+    let y0 = (rank * r) as i32; // global row of local row 0
+    let ri = r as i32;
+
+    let mut carver = SharedCarver::new();
+    let sa = carver.take::<F4>((r * pitch) as usize);
+    let sb = carver.take::<F4>((r * pitch) as usize);
+    let ss = carver.take::<[f32; 2]>((r * npairs) as usize);
+    // Local row lr of this thread's pair column, in buffer `t`.
+    let at = move |t: *mut F4, lr: i32, dp: i32| unsafe { t.add((lr * pitch as i32 + p as i32 + 2 + dp) as usize) };
+    // Row lr of the segment is owned: inside the strip and the grid.
+    let owned = |lr: i32| ownp && lr < ri && y0 + lr < ny as i32;
+
+    let map = unsafe { *maps.add(plane as usize) };
+    let prow = pair_rows(rows);
+    // Both nodes' table positions from the pair's slowness (the pad node of an odd nx takes node x0's:
+    // its T is 0 anyway).
+    let positions = move |s2: [f32; 2]| (table_pos(s2[0], map, rows), table_pos(if in1 { s2[1] } else { s2[0] }, map, rows));
+    let mut acc = [Z4; M];
+
+    // ---- load W (= T_0) and the slowness of the strip, acc = a_0 T_0; T_{-1} = 0 (so that the
+    // first step's 1 L T_0 - 0 needs no branch); zero the pad pairs ----
+    unroll13!(m => {
+        let lr = row0 + m as i32;
+        if ownp && lr < ri {
+            let gy = y0 + lr;
+            let mut v = Z4;
+            let mut s2 = [0.0f32; 2];
+            if gy < ny as i32 {
+                let row = gy as usize * nx as usize;
+                // Plain loads: `w` is written by this kernel (W'), so not the read-only (.nc) path.
+                let a = unsafe { (*(w.add(2 * (base + row + x0 as usize)) as *const F2)).0 };
+                s2[0] = unsafe { ldg_f32(slow.add(row + x0 as usize)) };
+                v.r0 = a[0];
+                v.i0 = a[1];
+                if in1 {
+                    let b = unsafe { (*(w.add(2 * (base + row + x0 as usize + 1)) as *const F2)).0 };
+                    s2[1] = unsafe { ldg_f32(slow.add(row + x0 as usize + 1)) };
+                    v.r1 = b[0];
+                    v.i1 = b[1];
+                }
+            }
+            let ((ia, fa), (ib, fb)) = positions(s2);
+            let za = coef_from_pair(unsafe { ldg_f32x4(ptab.add(4 * ia as usize)) }, fa);
+            let zb = coef_from_pair(unsafe { ldg_f32x4(ptab.add(4 * ib as usize)) }, fb);
+            let a0 = cmadd_fma((0.0, 0.0), za, (v.r0, v.i0));
+            let a1 = cmadd_fma((0.0, 0.0), zb, (v.r1, v.i1));
+            acc[m] = F4 { r0: a0.0, i0: a0.1, r1: a1.0, i1: a1.1 };
+            unsafe {
+                *at(sa, lr, 0) = v;
+                *at(sb, lr, 0) = Z4;
+                *ss.add((lr as u32 * npairs + p) as usize) = s2;
+            }
+        }
+        if p < 2 && lr < ri {
+            // Pads: pairs 0, 1 and npairs + 2, npairs + 3 of the row, in both buffers (threads 0, 1 of
+            // each segment; they exist even where npairs < 2).
+            let row = lr as usize * pitch as usize;
+            unsafe {
+                *sa.add(row + p as usize) = Z4;
+                *sa.add(row + (npairs + 2 + p) as usize) = Z4;
+                *sb.add(row + p as usize) = Z4;
+                *sb.add(row + (npairs + 2 + p) as usize) = Z4;
+            }
+        }
+    });
+    cluster_sync();
+
+    // The neighbours' shared memory (generic addresses); a missing neighbour maps to this CTA (never read).
+    let up = map_shared_rank(dynamic_shared::<u8>() as *const u8, if rank > 0 { rank - 1 } else { rank }) as *mut u8;
+    let dn = map_shared_rank(dynamic_shared::<u8>() as *const u8, if rank + 1 < csize { rank + 1 } else { rank }) as *mut u8;
+    let off_b = (sb as usize - sa as usize) as usize;
+    let mut n = 1u32;
+    while n <= degree {
+        // T_{n-1} in `ta`, T_{n-2} in `tb` (T_n goes over it).
+        let (ta, tb, off_a) = if n % 2 == 1 { (sa, sb, 0) } else { (sb, sa, off_b) };
+        // Opaque copies of the base pointers: otherwise LICM hoists the ~70 loop-invariant row
+        // addresses of the unrolled rows out of the step loop and the kernel needs 255 registers.
+        // (An opaque offset, not an opaque pointer: the shared bases stay visibly shared, so loads
+        // stay `ld.shared`.)
+        let z = opaque_zero();
+        let (ta, tb, ss, up, dn) = unsafe { (ta.add(z), tb.add(z), ss.add(z), up.add(z), dn.add(z)) };
+        // Likewise the row index every row offset derives from.
+        let row0 = row0 + z as i32;
+        // Row lr (any, halo included) of this thread's pair column of T_{n-1} in buffer `t` (offset `off`
+        // from the shared base, for the neighbours): 0 outside the grid.
+        let row_of = |t: *mut F4, off: usize, lr: i32| -> F4 {
+            let gy = y0 + lr;
+            if gy < 0 || gy >= ny as i32 {
+                Z4
+            } else if lr < 0 {
+                let k = ((lr + ri) * pitch as i32 + p as i32 + 2) as usize;
+                let v = unsafe { ld_dsmem_f32x4(up.add(off + 16 * k) as *const f32) };
+                F4 { r0: v[0], i0: v[1], r1: v[2], i1: v[3] }
+            } else if lr >= ri {
+                let k = ((lr - ri) * pitch as i32 + p as i32 + 2) as usize;
+                let v = unsafe { ld_dsmem_f32x4(dn.add(off + 16 * k) as *const f32) };
+                F4 { r0: v[0], i0: v[1], r1: v[2], i1: v[3] }
+            } else {
+                unsafe { *at(t, lr, 0) }
+            }
+        };
+        let kf = if n == 1 { 1.0f32 } else { 2.0 };
+        let pn = unsafe { ptab.add(4 * (n * prow) as usize) };
+        if ownp && owned(row0) {
+            let mut win = [Z4; 9];
+            unroll8!(k => {
+                win[k] = row_of(ta, off_a, row0 - 4 + k as i32);
+            });
+            // Owned rows are a prefix of the segment: `break` at the first row that is not, so that no
+            // row after it merges a shifted and an unshifted window (twice the window's registers).
+            'rows: {
+            unroll13!(m => {
+                let lr = row0 + m as i32;
+                if !owned(lr) {
+                    break 'rows;
+                }
+                {
+                    win[8] = row_of(ta, off_a, lr + 4);
+                    let (pm2, pm1, pp1, pp2) = unsafe { (*at(ta, lr, -2), *at(ta, lr, -1), *at(ta, lr, 1), *at(ta, lr, 2)) };
+                    let c = win[4];
+                    let l0r = st.apply_fma(c.r0, [pm1.r1, pm1.r0, pm2.r1, pm2.r0], [c.r1, pp1.r0, pp1.r1, pp2.r0],
+                        [win[3].r0, win[2].r0, win[1].r0, win[0].r0], [win[5].r0, win[6].r0, win[7].r0, win[8].r0]);
+                    let l0i = st.apply_fma(c.i0, [pm1.i1, pm1.i0, pm2.i1, pm2.i0], [c.i1, pp1.i0, pp1.i1, pp2.i0],
+                        [win[3].i0, win[2].i0, win[1].i0, win[0].i0], [win[5].i0, win[6].i0, win[7].i0, win[8].i0]);
+                    let l1r = st.apply_fma(c.r1, [c.r0, pm1.r1, pm1.r0, pm2.r1], [pp1.r0, pp1.r1, pp2.r0, pp2.r1],
+                        [win[3].r1, win[2].r1, win[1].r1, win[0].r1], [win[5].r1, win[6].r1, win[7].r1, win[8].r1]);
+                    let l1i = st.apply_fma(c.i1, [c.i0, pm1.i1, pm1.i0, pm2.i1], [pp1.i0, pp1.i1, pp2.i0, pp2.i1],
+                        [win[3].i1, win[2].i1, win[1].i1, win[0].i1], [win[5].i1, win[6].i1, win[7].i1, win[8].i1]);
+                    // T_n = k L T_{n-1} - T_{n-2}, k = 1 at n = 1 (T_{-1} = 0: exactly L T_0), else 2
+                    // (2 lap exact, one rounding: the CPU's `2 lap - prev`).
+                    let bp = at(tb, lr, 0);
+                    let prev = unsafe { *bp };
+                    let t = F4 {
+                        r0: kf * l0r - prev.r0,
+                        i0: kf * l0i - prev.i0,
+                        r1: if in1 { kf * l1r - prev.r1 } else { 0.0 },
+                        i1: if in1 { kf * l1i - prev.i1 } else { 0.0 },
+                    };
+                    unsafe { *bp = t };
+                    let s2 = unsafe { *ss.add((lr as u32 * npairs + p) as usize) };
+                    let ((ia, fa), (ib, fb)) = positions(s2);
+                    let aa = coef_from_pair(unsafe { ldg_f32x4(pn.add(4 * ia as usize)) }, fa);
+                    let ab = coef_from_pair(unsafe { ldg_f32x4(pn.add(4 * ib as usize)) }, fb);
+                    let a0 = cmadd_fma((acc[m].r0, acc[m].i0), aa, (t.r0, t.i0));
+                    let a1 = cmadd_fma((acc[m].r1, acc[m].i1), ab, (t.r1, t.i1));
+                    acc[m] = F4 { r0: a0.0, i0: a0.1, r1: a1.0, i1: a1.1 };
+                    unroll8!(k => {
+                        win[k] = win[k + 1];
+                    });
+                    row_fence();
+                }
+            });
+            }
+        }
+        // T_n complete in every CTA; the buffer the next step overwrites (T_{n-1}) is no longer read.
+        cluster_sync();
+        n += 1;
+    }
+
+    // ---- W' = taper * acc ----
+    let txa = if ownp { unsafe { *taper_x.add(x0 as usize) } } else { 0.0 };
+    let txb = if ownp && in1 { unsafe { *taper_x.add(x0 as usize + 1) } } else { 0.0 };
+    unroll13!(m => {
+        let lr = row0 + m as i32;
+        if owned(lr) {
+            let gy = (y0 + lr) as usize;
+            let ty = unsafe { *taper_y.add(gy) };
+            let o = base + gy * nx as usize + x0 as usize;
+            let (twa, twb) = (txa * ty, txb * ty);
+            unsafe {
+                *(w.add(2 * o) as *mut F2) = F2([acc[m].r0 * twa, acc[m].i0 * twa]);
+                if in1 {
+                    *(w.add(2 * o + 2) as *mut F2) = F2([acc[m].r1 * twb, acc[m].i1 * twb]);
+                }
+            }
+        }
+    });
+}
