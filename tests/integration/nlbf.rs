@@ -352,6 +352,7 @@ fn nlbf_bench_paper() {
     }
     for &cg in seisgpu_host::kernels::nlbf::CSCAN_GROUPS.iter() {
         names.extend(seisgpu_host::kernels::nlbf::cscan_kernel_name(5, cg));
+        names.extend(seisgpu_host::kernels::nlbf::cscan_deep_kernel_name(5, cg));
     }
     for kname in names {
         // A name the module lacks is reported, not fatal: the timings below matter more.
