@@ -99,8 +99,13 @@ fn gpu_variants_match_cpu_on_random_data() {
     // Every sliding variant (run length L, D/E values per pass G) with the default C scan, then
     // every C-scan group with the default sliding variant.
     let mut tunings: Vec<gpu::Tuning> = gpu_kernels_variants().into_iter()
-        .map(|v| gpu::Tuning { slide: Some(v), cscan_group: None }).collect();
-    tunings.extend([1u32, 2, 3, 4].map(|cg| gpu::Tuning { slide: None, cscan_group: Some(cg) }));
+        .map(|v| gpu::Tuning { slide: Some(v), cscan_group: None, cscan: Some(gpu::CSCAN_DEFAULT) }).collect();
+    // Every C-scan group with every C-scan variant (staging, register cap; issue 3 tuning).
+    for cg in [1u32, 2, 3, 4] {
+        for cv in gpu::CSCAN_VARIANTS {
+            tunings.push(gpu::Tuning { slide: None, cscan_group: Some(cg), cscan: Some(cv) });
+        }
+    }
     let mut ran = 0;
     for tune in tunings {
         let Ok(plan) = gpu::FastPlan::tuned(&g, &s, tune) else {
@@ -115,7 +120,7 @@ fn gpu_variants_match_cpu_on_random_data() {
         plan.launch(&g, &s, &mut b).unwrap();
         let (fc, fs) = (g.download(&b.code).unwrap(), g.download(&b.sem).unwrap());
         let n_codes = (s.tables.n_ad() * s.tables.n_be() * s.tables.nc) as u32;
-        let who = format!("{} + {}", plan.slide_kernel, plan.cscan_kernel);
+        let who = format!("{} + {} [{}]", plan.slide_kernel, plan.cscan_kernel, plan.cscan_variant);
         assert!(fc.iter().all(|&c| c < n_codes), "{who}: an estimation was not written");
         assert!(fs.iter().all(|v| v.is_finite() && (0.0..=1.0 + 1e-6).contains(v)), "{who}: S not written or out of range");
         let a = compare(&s, &t.data, &all, (&fc, &fs), (&pc, &ps));
@@ -175,6 +180,19 @@ fn gpu_pipelined_engine_equals_serial() {
         let all: Vec<usize> = (0..s.np()).collect();
         let mut engine = gpu::FastEngine::new(&g, &s, &t.data, None).unwrap();
         let serial = engine.estimate_serial(&g, t, p).unwrap();
+        // Every C-scan variant (deep staging, JIT copies with a register cap) through the pipelined
+        // path: the same bits as the default C scan.
+        for cv in gpu::CSCAN_VARIANTS {
+            let tune = gpu::Tuning { cscan: Some(cv), ..gpu::Tuning::default() };
+            let Ok(mut e2) = gpu::FastEngine::with_tuning(&g, &s, &t.data, tune) else {
+                println!("C-scan variant {cv} does not apply here");
+                continue;
+            };
+            let est = e2.estimate(&g, t, p).unwrap();
+            assert!(est.code == serial.code, "C-scan variant {cv}: picks differ from the default");
+            assert!(est.semblance.iter().zip(&serial.semblance).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "C-scan variant {cv}: S differs from the default");
+        }
         let (cc, cs) = cpu::estimate(&s, &t.data);
         let a = compare(&s, &t.data, &all, (&serial.code, &serial.semblance), (&cc, &cs));
         assert!(a.passes(), "serial engine vs cpu: {a}");
@@ -334,6 +352,7 @@ fn nlbf_bench_paper() {
     }
     for &cg in seisgpu_host::kernels::nlbf::CSCAN_GROUPS.iter() {
         names.extend(seisgpu_host::kernels::nlbf::cscan_kernel_name(5, cg));
+        names.extend(seisgpu_host::kernels::nlbf::cscan_deep_kernel_name(5, cg));
     }
     for kname in names {
         // A name the module lacks is reported, not fatal: the timings below matter more.

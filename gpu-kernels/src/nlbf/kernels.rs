@@ -657,6 +657,77 @@ mod device_code {
     // C scan (phase 3).
     // ---------------------------------------------------------------------------------------------
 
+    /// Column steps (of 32 samples) per round of [`stage_rows_deep`]: loads in flight per row and
+    /// lane (4: the G3 kernel fits 80 registers without spills; 8 took 100).
+    const DEEP_UNROLL: usize = 4;
+
+    /// The C scan's staging of one batch with more global loads in flight: the geometry loads go
+    /// out first, then a warp takes two rows at once (r and r + warps) and issues DEEP_UNROLL
+    /// column steps of both (8 loads per lane) before their stores. `stage_rows` waits on each
+    /// row's trace number and then on every four column steps of one row (LLVM's unroll), one row
+    /// after the other: about a dozen dependent global latencies per batch at the cross-spread's
+    /// 392 staged samples per row (G3: 8 warps, 2 rows each), this five (trace numbers, four
+    /// rounds). Same values in the same places as `stage_rows`: results bit-identical.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn stage_rows_deep(rows: *mut f32, geom: *mut f32, span: u32, first_time: i32, r0: u32, nrows: u32,
+        list: *const u32, data: *const f32, ns: u32, tx: *const f32, ty: *const f32, x0: f32, y0: f32) {
+        let tid = thread_idx_x();
+        let (warp, lane, nwarps) = (tid / 32, tid % 32, block_dim_x() / 32);
+        let (mut gx, mut gy) = (0.0f32, 0.0f32);
+        if tid < nrows {
+            let tr = unsafe { *list.add((r0 + tid) as usize) };
+            (gx, gy) = unsafe { (*tx.add(tr as usize), *ty.add(tr as usize)) };
+        }
+        let t_lane = first_time + lane as i32;
+        let mut ra = warp;
+        while ra < nrows {
+            let rb = ra + nwarps;
+            let has_b = rb < nrows;
+            let tra = unsafe { *list.add((r0 + ra) as usize) };
+            let trb = if has_b { unsafe { *list.add((r0 + rb) as usize) } } else { tra };
+            // Lane's sample of column step 0 (only dereferenced where the time is inside the record).
+            let pa = data.wrapping_add(tra as usize * ns as usize).wrapping_offset(t_lane as isize);
+            let pb = data.wrapping_add(trb as usize * ns as usize).wrapping_offset(t_lane as isize);
+            let da = unsafe { rows.add((ra * span + lane) as usize) };
+            let db = rows.wrapping_add((rb * span + lane) as usize);
+            let mut c0 = 0u32;
+            while c0 < span {
+                let mut va = [0.0f32; DEEP_UNROLL];
+                let mut vb = [0.0f32; DEEP_UNROLL];
+                unroll!(DEEP_UNROLL, |j| {
+                    let off = c0 + 32 * j as u32;
+                    let t = t_lane + off as i32;
+                    // (t as u32) < ns also rejects t < 0.
+                    let ok = (lane + off < span) & ((t as u32) < ns);
+                    if ok {
+                        va[j] = unsafe { ldg_f32(pa.wrapping_add(off as usize)) };
+                    }
+                    if ok & has_b {
+                        vb[j] = unsafe { ldg_f32(pb.wrapping_add(off as usize)) };
+                    }
+                });
+                unroll!(DEEP_UNROLL, |j| {
+                    let off = c0 + 32 * j as u32;
+                    if lane + off < span {
+                        unsafe { *da.add(off as usize) = va[j] };
+                        if has_b {
+                            unsafe { *db.add(off as usize) = vb[j] };
+                        }
+                    }
+                });
+                c0 += 32 * DEEP_UNROLL as u32;
+            }
+            ra += 2 * nwarps;
+        }
+        if tid < nrows {
+            unsafe {
+                *geom.add(2 * tid as usize) = gx - x0;
+                *geom.add(2 * tid as usize + 1) = gy - y0;
+            }
+        }
+    }
+
     /// C scan: thread (tt, g) evaluates the C values c0 .. c0 + G of group g at t0 = t_start + tt over
     /// every trace of aperture 3 (staged in batches). The host picks G so that the group's shifts of
     /// one trace span less than one sample; the group then shares one staged window w of N + 2
@@ -666,15 +737,17 @@ mod device_code {
     /// differences, shared by the group).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn cscan_body<const H: usize, const G: usize>(ns: u32, np: u32, nchunks: u32, inv_dt: f32, smax: i32,
+    unsafe fn cscan_body<const H: usize, const G: usize, const DEEP: bool>(ns: u32, np: u32, nchunks: u32, inv_dt: f32, smax: i32,
         span: u32, data: *const f32, tx: *const f32, ty: *const f32, px: *const f32, py: *const f32, ap_off: *const u32,
         ap_idx: *const u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32, ne: u32, picks: *const u32,
         out_code: *mut u32, out_s: *mut f32) {
         const T3: u32 = CSCAN_TIMES;
         const BATCH: u32 = CSCAN_BATCH;
         let n = 2 * H + 1;
-        let p = block_idx_x() / nchunks;
-        let chunk = block_idx_x() % nchunks;
+        // Divisors are >= 1 by construction (host); `max(1)` proves it to LLVM, so the kernel has no
+        // division-by-zero panic path (no calls: it can be JIT-compiled alone with a register cap).
+        let p = block_idx_x() / nchunks.max(1);
+        let chunk = block_idx_x() % nchunks.max(1);
         let t_start = chunk * T3;
         let first_time = t_start as i32 - H as i32 - smax;
         let tid = thread_idx_x();
@@ -690,9 +763,10 @@ mod device_code {
         } else {
             (0, 0)
         };
+        let (nd1, ne1) = (nd.max(1), ne.max(1));
         let (a, b, d, e) = unsafe {
-            (*vals.add((ad / nd) as usize), *vals.add((na + be / ne) as usize),
-                *vals.add((na + nb + nc + ad % nd) as usize), *vals.add((na + nb + nc + nd + be % ne) as usize))
+            (*vals.add((ad / nd1) as usize), *vals.add((na + be / ne1) as usize),
+                *vals.add((na + nb + nc + ad % nd1) as usize), *vals.add((na + nb + nc + nd + be % ne1) as usize))
         };
         let c0 = g * G as u32;
         let mut cv = [0.0f32; G];
@@ -712,7 +786,11 @@ mod device_code {
         while r0 < m {
             let nrows = if m - r0 < BATCH { m - r0 } else { BATCH };
             sync_threads();
-            unsafe { stage_rows(rows, geom, span, first_time, lo + r0, nrows, ap_idx, data, ns, tx, ty, x0, y0) };
+            if DEEP {
+                unsafe { stage_rows_deep(rows, geom, span, first_time, lo + r0, nrows, ap_idx, data, ns, tx, ty, x0, y0) };
+            } else {
+                unsafe { stage_rows(rows, geom, span, first_time, lo + r0, nrows, ap_idx, data, ns, tx, ty, x0, y0) };
+            }
             sync_threads();
             let mut r = 0u32;
             while r < nrows {
@@ -790,7 +868,8 @@ mod device_code {
     }
 
     macro_rules! cscan_entry {
-        ($name:ident, $h:expr, $g:expr) => {
+        ($name:ident, $h:expr, $g:expr) => { cscan_entry!($name, $h, $g, false); };
+        ($name:ident, $h:expr, $g:expr, $deep:expr) => {
             /// C scan (phase 3); see `cscan_body`.
             #[unsafe(no_mangle)]
             #[allow(clippy::too_many_arguments)]
@@ -799,7 +878,7 @@ mod device_code {
                 ap_idx: *const u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32, ne: u32, picks: *const u32,
                 out_code: *mut u32, out_s: *mut f32) {
                 unsafe {
-                    cscan_body::<$h, $g>(ns, np, nchunks, inv_dt, smax, span, data, tx, ty, px, py, ap_off, ap_idx, vals,
+                    cscan_body::<$h, $g, $deep>(ns, np, nchunks, inv_dt, smax, span, data, tx, ty, px, py, ap_off, ap_idx, vals,
                         na, nb, nc, nd, ne, picks, out_code, out_s)
                 }
             }
@@ -821,6 +900,10 @@ mod device_code {
     cscan_entry!(nlbf_cscan_h5_g2, 5, 2);
     cscan_entry!(nlbf_cscan_h5_g3, 5, 3);
     cscan_entry!(nlbf_cscan_h5_g4, 5, 4);
+    // Deep staging (`stage_rows_deep`), H = 5: tuning variants timed against the above.
+    cscan_entry!(nlbf_cscan_h5_g2_deep, 5, 2, true);
+    cscan_entry!(nlbf_cscan_h5_g3_deep, 5, 3, true);
+    cscan_entry!(nlbf_cscan_h5_g4_deep, 5, 4, true);
     cscan_entry!(nlbf_cscan_h6_g1, 6, 1);
     cscan_entry!(nlbf_cscan_h6_g2, 6, 2);
     cscan_entry!(nlbf_cscan_h6_g4, 6, 4);

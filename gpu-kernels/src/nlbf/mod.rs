@@ -260,6 +260,18 @@ pub fn cscan_kernel_name(h: u32, g: u32) -> Option<&'static str> {
     })
 }
 
+/// Kernel name of the C-scan kernel with deep staging (`stage_rows_deep`: a warp stages two rows at
+/// once with 16 loads in flight per lane) for half window `h` and `g` C values per thread; same
+/// results as [`cscan_kernel_name`]'s kernel.
+pub fn cscan_deep_kernel_name(h: u32, g: u32) -> Option<&'static str> {
+    Some(match (h, g) {
+        (5, 2) => "nlbf_cscan_h5_g2_deep",
+        (5, 3) => "nlbf_cscan_h5_g3_deep",
+        (5, 4) => "nlbf_cscan_h5_g4_deep",
+        _ => return None,
+    })
+}
+
 /// Output time samples per block of the C-scan kernel (one thread per sample and C group).
 pub const CSCAN_TIMES: u32 = 64;
 /// Aperture traces staged per batch in the C-scan kernel.

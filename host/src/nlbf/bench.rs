@@ -225,7 +225,8 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
         let (slide_all, _) = fast_evaluations(&setup, &base);
         let mut best_slide: Option<(f64, (u32, u32))> = None;
         for &(l, sg) in gpu_kernels::nlbf::slide_variants(setup.half as u32) {
-            let plan = match gpu::FastPlan::tuned(g, &setup, gpu::Tuning { slide: Some((l, sg)), cscan_group: None }) {
+            let plan = match gpu::FastPlan::tuned(g, &setup, gpu::Tuning { slide: Some((l, sg)), cscan_group: None,
+                cscan: Some(gpu::CSCAN_DEFAULT) }) {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("{}: sliding variant L={l} G={sg} skipped: {e}", w.name);
@@ -253,37 +254,45 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
             }
         }
         let (_, slide_best) = best_slide.ok_or_else(|| anyhow::anyhow!("{}: no sliding variant ran", w.name))?;
-        let mut best_cscan: Option<(f64, u32)> = None;
-        for &cg in gpu_kernels::nlbf::CSCAN_GROUPS.iter() {
-            let plan = match gpu::FastPlan::tuned(g, &setup, gpu::Tuning { slide: Some(slide_best), cscan_group: Some(cg) }) {
+        let mut best_cscan: Option<(f64, (u32, gpu::CscanVariant))> = None;
+        // Every group with the default variant; G3 also with the other variants (staging, register
+        // cap: issue 3 tuning, same results).
+        let cscan_tries = gpu_kernels::nlbf::CSCAN_GROUPS.iter().flat_map(|&cg| {
+            gpu::CSCAN_VARIANTS.iter().copied().filter(move |v| *v == gpu::CSCAN_DEFAULT || cg == 3).map(move |v| (cg, v))
+        }).collect::<Vec<_>>();
+        for (cg, cv) in cscan_tries {
+            let plan = match gpu::FastPlan::tuned(g, &setup, gpu::Tuning { slide: Some(slide_best), cscan_group: Some(cg), cscan: Some(cv) }) {
                 Ok(p) => p,
                 Err(e) => {
-                    eprintln!("{}: C-scan group {cg} skipped: {e}", w.name);
+                    eprintln!("{}: C-scan group {cg} variant {cv} skipped: {e}", w.name);
                     continue;
                 }
             };
+            let vname = if cv == gpu::CSCAN_DEFAULT { format!("gpu-fast-cscan-G{cg}") } else { format!("gpu-fast-cscan-G{cg}-{cv}") };
             plan.launch(g, &setup, &mut b)?;
             let (fc, fs) = (g.download(&b.code)?, g.download(&b.sem)?);
             let (sc, ss) = pick_sub(&fc, &fs, &sub);
             let vs_cpu = compare(&setup, data, &sub, (&sc, &ss), (&cpu_res.0, &cpu_res.1));
             if !vs_cpu.passes() {
-                eprintln!("REJECTED {}: gpu-fast C scan G={cg} disagrees with the CPU reference: {vs_cpu}", w.name);
+                eprintln!("REJECTED {}: gpu-fast C scan G={cg} {cv} disagrees with the CPU reference: {vs_cpu}", w.name);
                 continue;
             }
             let ct = timer.measure(1, 5, || plan.launch_cscan(g, &setup, &mut b).map_err(to_gpu))?;
             let (_, ev) = fast_evaluations(&setup, &plan);
-            let r = row(&w, &format!("gpu-fast-cscan-G{cg}"), "kernel", ct, est, frac(ev, ct.median_ms),
+            let (regs, local) = plan.cscan_resources(g)?;
+            let r = row(&w, &vname, "kernel", ct, est, frac(ev, ct.median_ms),
                 &format!("vs CPU ({} parameter traces): {vs_cpu}", sub.len()),
-                format!("C scan only: {} ({:.3e} evaluations, {} blocks x {} threads, {} B shared)", plan.cscan_kernel, ev,
-                    plan.cscan_cfg.grid_dim.0, plan.cscan_cfg.block_dim.0, plan.cscan_cfg.shared_mem_bytes));
+                format!("C scan only: {} variant {cv} ({:.3e} evaluations, {} blocks x {} threads, {} B shared, {regs} registers, \
+                    {local} B local)", plan.cscan_kernel, ev, plan.cscan_cfg.grid_dim.0, plan.cscan_cfg.block_dim.0,
+                    plan.cscan_cfg.shared_mem_bytes));
             print_row(&r);
             rows.push(r);
             if best_cscan.is_none_or(|(ms, _)| ct.median_ms < ms) {
-                best_cscan = Some((ct.median_ms, cg));
+                best_cscan = Some((ct.median_ms, (cg, cv)));
             }
         }
-        let (_, cg) = best_cscan.ok_or_else(|| anyhow::anyhow!("{}: no C-scan variant ran", w.name))?;
-        let tuning = gpu::Tuning { slide: Some(slide_best), cscan_group: Some(cg) };
+        let (_, (cg, cv)) = best_cscan.ok_or_else(|| anyhow::anyhow!("{}: no C-scan variant ran", w.name))?;
+        let tuning = gpu::Tuning { slide: Some(slide_best), cscan_group: Some(cg), cscan: Some(cv) };
         let plan = gpu::FastPlan::tuned(g, &setup, tuning).map_err(anyhow::Error::msg)?;
         plan.launch(g, &setup, &mut b)?;
         let fast_all = (g.download(&b.code)?, g.download(&b.sem)?);
@@ -296,6 +305,7 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
         let _ = slide_all;
         drop(b);
         let l = plan.run;
+        let cscan_label = format!("{} [{}]", plan.cscan_kernel, plan.cscan_variant);
 
         // End to end with the best variants: a warm engine (buffers allocated once, as for a stream
         // of gathers); setup (geometry, apertures) and the finiteness check included in every
@@ -347,14 +357,14 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
         let r = row(&w, "gpu-serial", "end-to-end", e2e_serial, est, frac(slide_ev + cscan_ev, e2e_serial.median_ms),
             "identical to gpu-fast (checked above)",
             format!("{} + {}, warm engine, no overlap: stage + setup + upload ({:.0} MB), kernels, download of packed \
-                picks; {serial_breakdown}", plan.slide_kernel, plan.cscan_kernel, data.len() as f64 * 4e-6));
+                picks; {serial_breakdown}", plan.slide_kernel, cscan_label, data.len() as f64 * 4e-6));
         print_row(&r);
         rows.push(r);
         let r = row(&w, "gpu-best", "end-to-end", e2e, est, frac(slide_ev + cscan_ev, e2e.median_ms),
             "identical to gpu-fast (checked above)",
             format!("{} + {}, warm engine, pipelined: setup first pass + band 0 lists, then other bands' lists on a host thread || chunked upload ({:.0} MB) || bands of \
                 parameter traces (sliding scans on one stream, C scans + downloads on a higher-priority one); {:.1}x the \
-                CPU reference; {breakdown}", plan.slide_kernel, plan.cscan_kernel, data.len() as f64 * 4e-6,
+                CPU reference; {breakdown}", plan.slide_kernel, cscan_label, data.len() as f64 * 4e-6,
                 cpu_ms / e2e.median_ms));
         print_row(&r);
         rows.push(r);
@@ -406,7 +416,7 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
         let r = row(&w, "gpu-best", "kernel", k_stats, est,
             frac(slide_ev + cscan_ev, best_kernel_ms), &check,
             format!("{} + {} (L={l}): {:.1}x the paper kernel, {:.1}x the CPU reference; end to end {:.1}x gpu-paper \
-                end to end", plan.slide_kernel, plan.cscan_kernel, paper_kernel_ms / best_kernel_ms, cpu_ms / best_kernel_ms,
+                end to end", plan.slide_kernel, cscan_label, paper_kernel_ms / best_kernel_ms, cpu_ms / best_kernel_ms,
                 paper_ms / e2e.median_ms));
         print_row(&r);
         rows.push(r);

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PinnedHostSlice};
+use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PinnedHostSlice, PushKernelArg};
 use rayon::prelude::*;
 
 use super::{ApertureFill, Apertures, DeferredSetup, EnhanceSetup, Estimate, EstimateParams, NlbfError, Result, Setup};
@@ -204,6 +204,8 @@ pub struct FastPlan {
     pub cscan_kernel: &'static str,
     /// C values per thread of the C-scan kernel.
     pub cscan_group: u32,
+    /// Staging and register cap of the C-scan kernel ([`CscanVariant`]).
+    pub cscan_variant: CscanVariant,
     pub nchunks3: u32,
     pub span3: u32,
     pub smax3: i32,
@@ -216,7 +218,7 @@ impl FastPlan {
     /// `run` forces the sliding kernel's run length L (one combination per pass); otherwise the
     /// variant with the lowest expected time is taken (see [`FastPlan::tuned`]).
     pub fn new(gpu: &Gpu, setup: &Setup, run: Option<u32>) -> std::result::Result<FastPlan, String> {
-        Self::tuned(gpu, setup, Tuning { slide: run.map(|l| (l, 1)), cscan_group: None })
+        Self::tuned(gpu, setup, Tuning { slide: run.map(|l| (l, 1)), ..Tuning::default() })
     }
 
     /// Plans with the sliding variant (L, G) and the C-scan group forced where given. A group whose
@@ -278,7 +280,16 @@ impl FastPlan {
             None => CSCAN_PREFERENCE.iter().copied().filter(|&g| k::cscan_kernel_name(h, g).is_some() && span_of(g) < 0.99)
                 .next().ok_or_else(|| format!("no C-scan kernel for half window {h}"))?,
         };
-        let cscan_kernel = k::cscan_kernel_name(h, group).unwrap();
+        let cscan_variant = match tune.cscan {
+            Some(v) => v,
+            None => cscan_variant_from_env().map_err(|e| e.to_string())?.unwrap_or(CSCAN_DEFAULT),
+        };
+        let cscan_kernel = if cscan_variant.deep {
+            k::cscan_deep_kernel_name(h, group)
+                .ok_or_else(|| format!("no deep-staging C-scan kernel for half window {h} and group {group}"))?
+        } else {
+            k::cscan_kernel_name(h, group).unwrap()
+        };
         let groups = (t.nc as u32).div_ceil(group);
         let threads3 = k::CSCAN_TIMES * groups;
         let cap = max_threads(gpu, cscan_kernel).map_err(|e| e.to_string())?;
@@ -289,6 +300,9 @@ impl FastPlan {
         let span3 = k::CSCAN_TIMES + 2 * h + 2 * smax3 as u32 + 4;
         let rows3 = ((k::CSCAN_BATCH * span3 * 4) as usize).max(threads3 as usize * 8).next_multiple_of(16);
         let smem3 = rows3 + (2 * k::CSCAN_BATCH as usize * 4).next_multiple_of(16);
+        if cscan_variant.max_regs != 0 && !(32..=255).contains(&cscan_variant.max_regs) {
+            return Err(format!("C-scan register cap {} outside 32..=255", cscan_variant.max_regs));
+        }
         if smem3 > limit {
             return Err(format!("the C scan's shift range ({smax3} samples) needs {} KiB of shared memory", smem3 / 1024));
         }
@@ -296,7 +310,7 @@ impl FastPlan {
         let cscan_cfg = LaunchConfig { grid_dim: ((np * nchunks3 as u64) as u32, 1, 1), block_dim: (threads3, 1, 1),
             shared_mem_bytes: smem3 as u32 };
         Ok(FastPlan { slide_kernel, run: l, slide_group: sg, half: h, nchunks, span, mmax, smax, slide_cfg, cscan_kernel, cscan_group: group,
-            nchunks3, span3, smax3, cscan_cfg })
+            cscan_variant, nchunks3, span3, smax3, cscan_cfg })
     }
 
     /// Uploads everything (pageable copies) and allocates the outputs.
@@ -337,10 +351,35 @@ impl FastPlan {
         let (ns, np) = (setup.ns as u32, setup.np() as u32);
         let (na, nb, nc, nd, ne) = (t.na as u32, t.nb as u32, t.nc as u32, t.nd as u32, t.ne as u32);
         let off3 = b.ap_off.slice(2 * (setup.np() + 1)..);
-        launch!(gpu, self.cscan_kernel, self.cscan_cfg, &ns, &np, &self.nchunks3, &setup.inv_dt, &self.smax3, &self.span3,
-            &b.data, &b.tx, &b.ty, &b.px, &b.py, &off3, &b.ap_idx, &b.vals, &na, &nb, &nc, &nd, &ne, &b.picks,
-            &mut b.code, &mut b.sem)?;
+        let cfg = self.cscan_cfg;
+        let func = self.cscan_function(gpu, &cfg)?;
+        let mut l = gpu.stream().launch_builder(&func);
+        l.arg(&ns).arg(&np).arg(&self.nchunks3).arg(&setup.inv_dt).arg(&self.smax3).arg(&self.span3).arg(&b.data).arg(&b.tx)
+            .arg(&b.ty).arg(&b.px).arg(&b.py).arg(&off3).arg(&b.ap_idx).arg(&b.vals).arg(&na).arg(&nb).arg(&nc).arg(&nd)
+            .arg(&ne).arg(&b.picks).arg(&mut b.code).arg(&mut b.sem);
+        let r = unsafe { l.launch(cfg) };
+        gpu.finish_launch(self.cscan_kernel, &cfg, r.map(|_| ()))?;
         Ok(())
+    }
+
+    /// (registers, local memory bytes) per thread of the C-scan kernel as the driver compiled it.
+    pub fn cscan_resources(&self, gpu: &Gpu) -> Result<(i32, i32)> {
+        let f = self.cscan_function(gpu, &self.cscan_cfg)?;
+        let get = |a: sys::CUfunction_attribute| -> Result<i32> {
+            let mut v = 0i32;
+            unsafe { sys::cuFuncGetAttribute(&mut v, a, f.cu_function()) }.result()
+                .map_err(drv(format!("reading an attribute of `{}`", self.cscan_kernel)))?;
+            Ok(v)
+        };
+        Ok((get(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)?, get(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?))
+    }
+
+    /// The C-scan kernel: the main module's, or a JIT copy with `.maxnreg` (`cscan_variant.max_regs`).
+    pub fn cscan_function(&self, gpu: &Gpu, cfg: &LaunchConfig) -> Result<cudarc::driver::CudaFunction> {
+        match self.cscan_variant.max_regs {
+            0 => Ok(gpu.prepare_launch(self.cscan_kernel, cfg)?),
+            r => Ok(capped_kernel(gpu, self.cscan_kernel, r, cfg)?),
+        }
     }
 
     /// Both launches (kernel-only timing).
@@ -443,6 +482,112 @@ pub struct Tuning {
     pub slide: Option<(u32, u32)>,
     /// C values per thread of the C-scan kernel.
     pub cscan_group: Option<u32>,
+    /// Staging and register cap of the C-scan kernel; `None` = [`CSCAN_ENV`] if set, else [`CSCAN_DEFAULT`].
+    pub cscan: Option<CscanVariant>,
+}
+
+/// A C-scan kernel variant (issue 3 tuning; every variant computes the same bits): the staging of
+/// each batch of aperture traces and a register cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CscanVariant {
+    /// `stage_rows_deep` (a warp stages two rows at once, 8 loads in flight per lane, geometry
+    /// loads first: `nlbf_cscan_h5_g{2,3,4}_deep`) instead of `stage_rows` (one row at a time).
+    pub deep: bool,
+    /// `.maxnreg` of a JIT copy of the kernel alone (0 = the main module's build). 64 lets four
+    /// blocks of 256 threads (G3) share an SM instead of three (72 registers); ptxas sm_90 spills
+    /// 24-28 bytes outside the trace loop at 64.
+    pub max_regs: u32,
+}
+
+impl std::fmt::Display for CscanVariant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.deep, self.max_regs) {
+            (false, 0) => write!(f, "base"),
+            (true, 0) => write!(f, "deep"),
+            (false, r) => write!(f, "r{r}"),
+            (true, r) => write!(f, "deep-r{r}"),
+        }
+    }
+}
+
+impl std::str::FromStr for CscanVariant {
+    type Err = String;
+    /// `base`, `deep`, `r64`, `deep-r64` (the [`Display`](std::fmt::Display) form).
+    fn from_str(v: &str) -> std::result::Result<Self, String> {
+        let mut out = CscanVariant::default();
+        for part in v.trim().split('-') {
+            match part {
+                "base" => {}
+                "deep" => out.deep = true,
+                r if r.starts_with('r') && r.len() > 1 => {
+                    out.max_regs = r[1..].parse().map_err(|_| format!("C-scan variant `{v}`: bad register cap `{r}`"))?;
+                    if !(32..=255).contains(&out.max_regs) {
+                        return Err(format!("C-scan variant `{v}`: register cap {} outside 32..=255", out.max_regs));
+                    }
+                }
+                _ => return Err(format!("C-scan variant `{v}`: expected base, deep, rNN or deep-rNN")),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The C-scan variant the planner takes when not tuned: the measured one (41.4 ms, H100).
+pub const CSCAN_DEFAULT: CscanVariant = CscanVariant { deep: false, max_regs: 0 };
+/// The C-scan variants `bench nlbf` times for G3 (other groups: the default). ptxas sm_90, G3 (256
+/// threads): base 72 registers (3 blocks per SM); `r64` 4 blocks, 24-28 B spilled outside the trace
+/// loop (208 SASS per trace, as base); `deep-r80` 3 blocks, no spills (deep alone takes 87: 2
+/// blocks); `deep-r64` 4 blocks, 16 spill instructions in the trace loop (224 SASS per trace).
+pub const CSCAN_VARIANTS: [CscanVariant; 4] = [CscanVariant { deep: false, max_regs: 0 }, CscanVariant { deep: false, max_regs: 64 },
+    CscanVariant { deep: true, max_regs: 80 }, CscanVariant { deep: true, max_regs: 64 }];
+/// Tuning knob: `SEISGPU_NLBF_CSCAN` (`base`, `r64`, `deep`, `deep-r72`, ...) replaces
+/// [`CSCAN_DEFAULT`] where no variant is forced; results do not depend on it.
+pub const CSCAN_ENV: &str = "SEISGPU_NLBF_CSCAN";
+
+fn cscan_variant_from_env() -> Result<Option<CscanVariant>> {
+    let Ok(v) = std::env::var(CSCAN_ENV) else { return Ok(None) };
+    v.parse().map(Some).map_err(|e| NlbfError::Invalid(format!("{CSCAN_ENV}={v}: {e}")))
+}
+
+type ModuleKey = (usize, String, u32);
+static CAPPED: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<ModuleKey, Arc<cudarc::driver::CudaModule>>>> =
+    std::sync::OnceLock::new();
+
+/// Kernel `name` alone in a module with `.maxnreg max_regs` ([`crate::runtime::ptx`]), JIT-compiled
+/// once per context, with its shared-memory limit raised for `cfg`.
+fn capped_kernel(gpu: &Gpu, name: &str, max_regs: u32, cfg: &LaunchConfig) -> std::result::Result<cudarc::driver::CudaFunction, GpuError> {
+    gpu.prepare_launch(name, cfg)?;
+    let key = (gpu.context().cu_ctx() as usize, name.to_string(), max_regs);
+    let module = {
+        let mut cache = CAPPED.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+        match cache.get(&key) {
+            Some(m) => m.clone(),
+            None => {
+                let src = capped_ptx(crate::runtime::PTX, name, max_regs).map_err(|why| GpuError::BadLaunch { kernel: name.into(), why })?;
+                let m = gpu.context().load_module(cudarc::nvrtc::Ptx::from_src(src))
+                    .map_err(GpuError::driver(format!("JIT-compiling `{name}` with .maxnreg {max_regs}")))?;
+                cache.insert(key, m.clone());
+                m
+            }
+        }
+    };
+    let func = module.load_function(name).map_err(GpuError::driver(format!("loading the register-capped copy of `{name}`")))?;
+    if cfg.shared_mem_bytes > 48 * 1024 {
+        func.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cfg.shared_mem_bytes as i32)
+            .map_err(GpuError::driver(format!("raising the shared-memory limit of `{name}` (capped copy)")))?;
+    }
+    Ok(func)
+}
+
+/// Entry point `name` of `ptx` alone in a module, with `.maxnreg max_regs`.
+pub fn capped_ptx(ptx: &str, name: &str, max_regs: u32) -> std::result::Result<String, String> {
+    let mut out = crate::runtime::ptx::module_header(ptx);
+    let lines: Vec<&str> = ptx.lines().collect();
+    let head = format!(".visible .entry {name}(");
+    let start = lines.iter().position(|l| *l == head).ok_or_else(|| format!("the embedded PTX has no kernel `{name}`"))?;
+    let span = crate::runtime::ptx::entry_span(&lines, start, name)?;
+    crate::runtime::ptx::push_capped(&lines, start, span, name, max_regs, &mut out)?;
+    Ok(out)
 }
 
 /// Relative cost per computed evaluation of the sliding variants (L, G, cost); the planner
@@ -501,7 +646,7 @@ const UPLOAD_CHUNKS: usize = 8;
 
 impl FastEngine {
     pub fn new(gpu: &Gpu, setup: &Setup, data: &[f32], run: Option<u32>) -> Result<FastEngine> {
-        Self::with_tuning(gpu, setup, data, Tuning { slide: run.map(|l| (l, 1)), cscan_group: None })
+        Self::with_tuning(gpu, setup, data, Tuning { slide: run.map(|l| (l, 1)), ..Tuning::default() })
     }
 
     /// An engine with forced kernel variants (see [`FastPlan::tuned`]).
@@ -692,9 +837,19 @@ impl FastEngine {
         sem.par_chunks_mut(1 << 16).for_each(|c| c.fill(1.0));
         let mut tail = Instant::now();
         for (b, &(p0, p1)) in r.bands.iter().enumerate() {
+            // The last band's first part (if split) is copied out while its second part computes.
+            let split = if b + 1 == r.bands.len() { last_band_split(p1 - p0) } else { 0 };
+            let mut from = p0;
+            if split > 0 {
+                pipe.part_back.synchronize().map_err(drv("waiting for a band (an earlier launch may have faulted)"))?;
+                let (lo, hi) = (p0 * ns, (p0 + split) * ns);
+                code[lo..hi].par_chunks_mut(1 << 16).zip(oc[lo..hi].par_chunks(1 << 16)).for_each(|(d, x)| d.copy_from_slice(x));
+                sem[lo..hi].par_chunks_mut(1 << 16).zip(os[lo..hi].par_chunks(1 << 16)).for_each(|(d, x)| d.copy_from_slice(x));
+                from = p0 + split;
+            }
             pipe.done[b].synchronize().map_err(drv("waiting for a band (an earlier launch may have faulted)"))?;
             tail = Instant::now();
-            let (lo, hi) = (p0 * ns, p1 * ns);
+            let (lo, hi) = (from * ns, p1 * ns);
             code[lo..hi].par_chunks_mut(1 << 16).zip(oc[lo..hi].par_chunks(1 << 16)).for_each(|(d, x)| d.copy_from_slice(x));
             sem[lo..hi].par_chunks_mut(1 << 16).zip(os[lo..hi].par_chunks(1 << 16)).for_each(|(d, x)| d.copy_from_slice(x));
         }
@@ -909,6 +1064,11 @@ struct Pipe {
     up: Arc<CudaStream>,
     slide: Arc<CudaStream>,
     cscan: Arc<CudaStream>,
+    /// Download of the first part of the last band's results ([`last_band_split`]).
+    down: Arc<CudaStream>,
+    /// That part's C scan done (C-scan stream) and its results in page-locked memory (download stream).
+    part_done: CudaEvent,
+    part_back: CudaEvent,
     /// Main-stream work before the call.
     ready: CudaEvent,
     chunk: Vec<CudaEvent>,
@@ -934,6 +1094,9 @@ impl Pipe {
             up: stream()?,
             slide: stream()?,
             cscan,
+            down: stream()?,
+            part_done: sync()?,
+            part_back: sync()?,
             ready: sync()?,
             chunk: (0..PIPE_CHUNKS).map(|_| sync()).collect::<Result<_>>()?,
             listed: (0..MAX_BANDS).map(|_| sync()).collect::<Result<_>>()?,
@@ -944,6 +1107,15 @@ impl Pipe {
             host: PipelineTimes::default(),
         })
     }
+}
+
+/// Parameter traces of the first part of the last band's C scan (0: not split). Only the last
+/// band's C scan runs after the sliding scans; in two launches (7/8, 1/8 of it) the first part's
+/// download (~0.3 ms on the cross-spread) and copy-out (~0.5 ms) overlap the second part's compute,
+/// so only 1/8 of them remains after the last kernel. Results do not depend on it.
+pub fn last_band_split(npb: usize) -> usize {
+    // From two parameter traces on (at least one in each part), so the small test workloads split too.
+    if npb >= 2 { npb - (npb / 8).max(1) } else { 0 }
 }
 
 /// Raw device addresses the band launches use (ordered by the pipe's events, not by cudarc's
@@ -1083,19 +1255,49 @@ impl Banded {
             ev(&pipe.slid[b], &pipe.slide)?;
             pipe.cscan.wait(&pipe.slid[b]).map_err(drv("ordering streams"))?;
             let off3 = off + 4 * 2 * (npb as u64 + 1);
-            let (code, sem) = (q.code + 4 * (p0 * ns) as u64, q.sem + 4 * (p0 * ns) as u64);
-            let cfg = LaunchConfig { grid_dim: (npb * plan.nchunks3, 1, 1), ..plan.cscan_cfg };
-            launch!(on pipe.cscan, gpu, plan.cscan_kernel, cfg, &ns32, &npb, &plan.nchunks3, &s.inv_dt, &plan.smax3,
-                &plan.span3, &q.data, &q.tx, &q.ty, &px, &py, &off3, &q.idx, &q.vals, &na, &nb, &nc, &nd, &ne, &picks,
-                &code, &sem)?;
             let last = b + 1 == self.bands.len();
-            if last {
-                ev(&pipe.t[3], &pipe.cscan)?;
+            // The C scan in parts of the band's parameter traces [a, z) (band-local): one, or for the
+            // last band two (see `last_band_split`), the first part's results downloaded on the
+            // download stream while the second computes. A part's launch keeps the band's count as
+            // `np` (the phase-2 picks lie np * ns after the phase-1 ones) and shifts its pointers.
+            let split = if last { last_band_split(npb as usize) } else { 0 };
+            let parts: &[(usize, usize)] = if split > 0 { &[(0, split), (split, npb as usize)] } else { &[(0, npb as usize)] };
+            for (i, &(a, z)) in parts.iter().enumerate() {
+                let pa = p0 + a;
+                let (px, py, off3) = (q.px + 4 * pa as u64, q.py + 4 * pa as u64, off3 + 4 * a as u64);
+                let picks = picks + 4 * (a * ns) as u64;
+                let (code, sem) = (q.code + 4 * (pa * ns) as u64, q.sem + 4 * (pa * ns) as u64);
+                let cfg = LaunchConfig { grid_dim: ((z - a) as u32 * plan.nchunks3, 1, 1), ..plan.cscan_cfg };
+                let func = plan.cscan_function(gpu, &cfg)?;
+                let mut l = pipe.cscan.launch_builder(&func);
+                l.arg(&ns32).arg(&npb).arg(&plan.nchunks3).arg(&s.inv_dt).arg(&plan.smax3).arg(&plan.span3).arg(&q.data)
+                    .arg(&q.tx).arg(&q.ty).arg(&px).arg(&py).arg(&off3).arg(&q.idx).arg(&q.vals).arg(&na).arg(&nb).arg(&nc)
+                    .arg(&nd).arg(&ne).arg(&picks).arg(&code).arg(&sem);
+                let r = unsafe { l.launch(cfg) };
+                gpu.finish_launch(plan.cscan_kernel, &cfg, r.map(|_| ()))?;
+                let (lo, hi) = (pa * ns, (p0 + z) * ns);
+                if i + 1 < parts.len() {
+                    // First part of a split band: its download on the download stream.
+                    ev(&pipe.part_done, &pipe.cscan)?;
+                    pipe.down.wait(&pipe.part_done).map_err(drv("ordering streams"))?;
+                    unsafe {
+                        dtoh(&pipe.down, &mut oc[lo..hi], code)?;
+                        dtoh(&pipe.down, &mut os[lo..hi], sem)?;
+                    }
+                    ev(&pipe.part_back, &pipe.down)?;
+                    continue;
+                }
+                if last {
+                    ev(&pipe.t[3], &pipe.cscan)?;
+                }
+                unsafe {
+                    dtoh(&pipe.cscan, &mut oc[lo..hi], code)?;
+                    dtoh(&pipe.cscan, &mut os[lo..hi], sem)?;
+                }
             }
-            let (lo, hi) = (p0 * ns, p1 * ns);
-            unsafe {
-                dtoh(&pipe.cscan, &mut oc[lo..hi], code)?;
-                dtoh(&pipe.cscan, &mut os[lo..hi], sem)?;
+            if split > 0 {
+                // `done` (and the timing event) cover the whole band.
+                pipe.cscan.wait(&pipe.part_back).map_err(drv("ordering streams"))?;
             }
             ev(&pipe.done[b], &pipe.cscan)?;
             if last {
@@ -1192,6 +1394,49 @@ mod tests {
     use super::*;
     use crate::bench::BenchSize;
     use crate::nlbf::synth;
+
+    /// The last band's C-scan split: both parts non-empty, the second about 1/8; small bands whole.
+    #[test]
+    fn last_band_split_parts() {
+        assert_eq!(last_band_split(0), 0);
+        assert_eq!(last_band_split(1), 0);
+        assert_eq!(last_band_split(2), 1);
+        assert_eq!(last_band_split(16), 14);
+        assert_eq!(last_band_split(1710), 1497);
+        for n in 2..3000 {
+            let k = last_band_split(n);
+            assert!(k > 0 && k < n && n - k <= (n / 8).max(1), "{n}: {k}");
+        }
+    }
+
+    /// C-scan variants: the knob's spellings round-trip, bad ones are errors naming the value.
+    #[test]
+    fn cscan_variants_parse() {
+        for v in CSCAN_VARIANTS {
+            assert_eq!(v.to_string().parse::<CscanVariant>().unwrap(), v);
+        }
+        assert_eq!("deep-r80".parse::<CscanVariant>().unwrap(), CscanVariant { deep: true, max_regs: 80 });
+        assert_eq!("base".parse::<CscanVariant>().unwrap(), CSCAN_DEFAULT);
+        for bad in ["deeper", "r", "r12", "r300", "deep-rx", ""] {
+            let e = bad.parse::<CscanVariant>().unwrap_err();
+            assert!(e.contains("C-scan variant"), "{bad}: {e}");
+        }
+    }
+
+    /// Every C-scan kernel (H = 5, base and deep staging) calls no function (no panic paths), so
+    /// it can be JIT-compiled alone with a register cap.
+    #[test]
+    fn cscan_kernels_can_be_capped() {
+        if crate::runtime::PTX.is_empty() {
+            return; // built with SEISGPU_SKIP_PTX=1
+        }
+        for g in k::CSCAN_GROUPS {
+            for name in [k::cscan_kernel_name(5, g), k::cscan_deep_kernel_name(5, g)].into_iter().flatten() {
+                let m = capped_ptx(crate::runtime::PTX, name, 64).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(m.contains(".maxnreg 64") && m.contains(&format!(".visible .entry {name}(")));
+            }
+        }
+    }
 
     /// Upload chunks: ascending, end at the gather's end, at most `n`, band 0's need is a chunk end.
     #[test]
