@@ -56,9 +56,11 @@ pub const fn fused_shared_bytes(k: u32) -> u32 {
 /// strip; its accumulators (4 floats per row) stay in registers for the whole depth step.
 pub const CLUSTER_SEG_ROWS: u32 = 13;
 /// Register cap of `sm90_srm_step_cluster` (added as `.maxnreg` by build.rs, `SM90_MAXNREG`): 448
-/// threads x 144 registers fit an SM's 64K; ptxas sm_90 needs no spills at 144 (181 unconstrained,
-/// 136: 96 bytes of spills).
-pub const CLUSTER_MAX_REGS: u32 = 144;
+/// threads = 14 warps, and an SM's 64K registers are four 16K files, one per scheduler, so a
+/// quarter holding 4 of the warps allows 128 registers per thread. Measured on the H100: at 144 the
+/// driver allowed 384 threads per block (3 warps per quarter). ptxas sm_90 at 128: 192 bytes of
+/// spill stores at set-up, 16 spill loads per step (181 unconstrained, none at 144).
+pub const CLUSTER_MAX_REGS: u32 = 128;
 /// Largest cluster the host tries (16 is non-portable: needs the function attribute).
 pub const CLUSTER_MAX: u32 = 16;
 /// Column pairs of a strip row (the last one half outside the grid when nx is odd).

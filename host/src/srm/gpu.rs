@@ -676,7 +676,7 @@ mod tests {
     use super::*;
 
     const SMEM: u32 = 227 * 1024; // H100 / H200 opt-in limit
-    const THREADS: u32 = 448; // the kernel at 144 registers
+    const THREADS: u32 = 448; // the kernel at 128 registers
 
     /// One resident CTA per SM (strips take > 114 KB) on 8 GPCs of 16 SMs.
     fn h100(s: &ClusterShape) -> Result<u32, ()> { Ok(8 * (16 / s.ctas)) }
