@@ -532,8 +532,9 @@ impl std::str::FromStr for CscanVariant {
     }
 }
 
-/// The C-scan variant the planner takes when not tuned: the measured one (41.4 ms, H100).
-pub const CSCAN_DEFAULT: CscanVariant = CscanVariant { deep: false, max_regs: 0 };
+/// The C-scan variant the planner takes when not tuned: the fastest measured on the H100
+/// (session 4, `nlbf-crossspread-3d`, G3: deep-r80 38.0 ms, base 41.0, r64 44.4, deep-r64 44.5).
+pub const CSCAN_DEFAULT: CscanVariant = CscanVariant { deep: true, max_regs: 80 };
 /// The C-scan variants `bench nlbf` times for G3 (other groups: the default). ptxas sm_90, G3 (256
 /// threads): base 72 registers (3 blocks per SM); `r64` 4 blocks, 24-28 B spilled outside the trace
 /// loop (208 SASS per trace, as base); `deep-r80` 3 blocks, no spills (deep alone takes 87: 2

@@ -106,8 +106,9 @@ impl Planes {
         let (nx, ny, stride, cnt) = (self.nx as u32, self.ny as u32, self.stride as u32, count as u32);
         let (st, ncoef, rows, degree) = (dop.stencil, dop.ncoef, dop.rows, dop.degree);
         match variant {
-            GpuVariant::Auto => {
-                return Err(GpuError::BadLaunch { kernel: "srm_step".into(), why: "resolve `auto` with `autotune` first".into() });
+            GpuVariant::Auto | GpuVariant::Best => {
+                return Err(GpuError::BadLaunch { kernel: "srm_step".into(),
+                    why: format!("resolve `{variant}` first (`autotune`, `resolve_best`)") });
             }
             GpuVariant::Paper | GpuVariant::PaperHoisted => {
                 let name = if variant == GpuVariant::Paper { "srm_step_paper" } else { "srm_step_paperh" };
@@ -229,7 +230,7 @@ impl Planes {
         let pts = (self.nxy() * count) as f64;
         let (c, s) = (8.0, 4.0); // complex value, slowness
         match variant {
-            GpuVariant::Auto => f64::NAN,
+            GpuVariant::Auto | GpuVariant::Best => f64::NAN,
             // n = 1: read T0, write T1 + acc; 2..N-1: read T_{n-1}, T_{n-2}, acc, write T_n, acc;
             // N: read T_{N-1}, T_{N-2}, acc, write W. Both waves share the slowness read.
             GpuVariant::Paper | GpuVariant::PaperHoisted | GpuVariant::PaperPair | GpuVariant::PaperPairCapped => {
@@ -540,6 +541,9 @@ impl ShotOnDevice {
         let t = std::time::Instant::now();
         Self::slow_chunks_up(&mut s.slow, &mut s.pending, &mut s.up, gpu, 0, nxy)?;
         crate::multi::mark("shot slowness first chunk up", t);
+        if opts.variant == GpuVariant::Best {
+            s.variant = resolve_best(gpu, gnx, gny, stride);
+        }
         if opts.variant == GpuVariant::Auto {
             anyhow::ensure!(!tune_bins.is_empty(), "srm: no frequency to tune the kernels on");
             s.planes.set_maps(gpu, &vec![op.row_map(plan.omega(tune_bins[0])); stride])?;
@@ -619,12 +623,21 @@ impl ShotOnDevice {
     }
 }
 
+/// What [`GpuVariant::Best`] means on `gpu` for an `nx` x `ny` window with `planes` planes per
+/// launch: `cluster` where its launch plan exists, else `paperq56`.
+pub fn resolve_best(gpu: &Gpu, nx: usize, ny: usize, planes: usize) -> GpuVariant {
+    if cluster_plan(gpu, nx as u32, ny as u32, planes as u32).is_ok() { GpuVariant::Cluster } else { GpuVariant::PaperPairCapped }
+}
+
 /// The kernel variant `GpuVariant::Auto` picks for `grid` at the frequencies `bins` (the same
 /// timing as [`ShotOnDevice::new`], on the first depth only): a multi-device migration resolves
 /// it once, so that every device runs the same kernel.
 #[allow(clippy::too_many_arguments)]
 pub fn tune(gpu: &Gpu, op: &Operator, dop: &DeviceOperator, model: &VelocityModel, params: &SrmParams, plan: &FreqPlan,
     grid: &ShotGrid, bins: &[usize], opts: GpuOptions) -> anyhow::Result<GpuVariant> {
+    if opts.variant == GpuVariant::Best {
+        return Ok(resolve_best(gpu, grid.nx, grid.ny, opts.planes.max(1)));
+    }
     if opts.variant != GpuVariant::Auto {
         return Ok(opts.variant);
     }

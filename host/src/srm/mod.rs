@@ -323,6 +323,9 @@ pub fn validate_inputs(traces: &TraceSet, model: &VelocityModel, params: &SrmPar
 /// Which GPU kernel extrapolates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GpuVariant {
+    /// The default: `cluster` where it runs (compute capability 9.0+ and a plane that fits a
+    /// cluster's shared memory), else `paperq56` (the fastest of the others measured on the H100).
+    Best,
     /// Times one depth step of every kernel below on the shot's own grid and keeps the fastest.
     Auto,
     /// The paper's kernel: one Chebyshev step per launch, radius-4 halo tile, both waves.
@@ -353,6 +356,7 @@ impl std::str::FromStr for GpuVariant {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
+            "best" => Ok(Self::Best),
             "auto" => Ok(Self::Auto),
             "paper" => Ok(Self::Paper),
             "paperh" => Ok(Self::PaperHoisted),
@@ -368,7 +372,7 @@ impl std::str::FromStr for GpuVariant {
             "fusedc3" => Ok(Self::FusedC(3)),
             "fusedc4" => Ok(Self::FusedC(4)),
             "cluster" => Ok(Self::Cluster),
-            o => Err(format!("unknown kernel `{o}` (expected auto, paper, paperh, paperq, paperq56, fused2..4, fusedb2..4, fusedc2..4 \
+            o => Err(format!("unknown kernel `{o}` (expected best, auto, paper, paperh, paperq, paperq56, fused2..4, fusedb2..4, fusedc2..4 \
                 or cluster)")),
         }
     }
@@ -377,6 +381,7 @@ impl std::str::FromStr for GpuVariant {
 impl std::fmt::Display for GpuVariant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            GpuVariant::Best => write!(f, "best"),
             GpuVariant::Auto => write!(f, "auto"),
             GpuVariant::Paper => write!(f, "paper"),
             GpuVariant::PaperHoisted => write!(f, "paperh"),
@@ -398,9 +403,9 @@ pub struct GpuOptions {
 }
 
 impl Default for GpuOptions {
-    /// `paperq56`: the fastest depth step measured on the H100 (75 us per step and plane, 88 % of
-    /// the copy bandwidth; `srm bench --step-only`, BENCHMARKS.md).
-    fn default() -> Self { Self { variant: GpuVariant::PaperPairCapped, planes: 16 } }
+    /// `best`: `cluster` (45 us per depth step and plane on the H100, session 4) where it runs,
+    /// else `paperq56` (75 us, 88 % of the copy bandwidth; `srm bench --step-only`, BENCHMARKS.md).
+    fn default() -> Self { Self { variant: GpuVariant::Best, planes: 16 } }
 }
 
 /// Migrates all shots in `traces` through `model`; the image covers the whole model (`params.nz`
