@@ -1417,7 +1417,8 @@ mod tests {
             assert_eq!(v.to_string().parse::<CscanVariant>().unwrap(), v);
         }
         assert_eq!("deep-r80".parse::<CscanVariant>().unwrap(), CscanVariant { deep: true, max_regs: 80 });
-        assert_eq!("base".parse::<CscanVariant>().unwrap(), CSCAN_DEFAULT);
+        assert_eq!("base".parse::<CscanVariant>().unwrap(), CscanVariant { deep: false, max_regs: 0 });
+        assert_eq!("deep-r80".parse::<CscanVariant>().unwrap(), CSCAN_DEFAULT);
         for bad in ["deeper", "r", "r12", "r300", "deep-rx", ""] {
             let e = bad.parse::<CscanVariant>().unwrap_err();
             assert!(e.contains("C-scan variant"), "{bad}: {e}");
