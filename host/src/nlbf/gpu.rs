@@ -280,9 +280,16 @@ impl FastPlan {
             None => CSCAN_PREFERENCE.iter().copied().filter(|&g| k::cscan_kernel_name(h, g).is_some() && span_of(g) < 0.99)
                 .next().ok_or_else(|| format!("no C-scan kernel for half window {h}"))?,
         };
-        let cscan_variant = match tune.cscan {
+        let asked = match tune.cscan {
+            Some(v) => Some(v),
+            None => cscan_variant_from_env().map_err(|e| e.to_string())?,
+        };
+        // The default's deep kernels exist for the paper's 11-sample window (H = 5) only; other
+        // windows take the base kernel unless a variant was asked for (then: an error below).
+        let cscan_variant = match asked {
             Some(v) => v,
-            None => cscan_variant_from_env().map_err(|e| e.to_string())?.unwrap_or(CSCAN_DEFAULT),
+            None if CSCAN_DEFAULT.deep && k::cscan_deep_kernel_name(h, group).is_none() => CscanVariant { deep: false, max_regs: 0 },
+            None => CSCAN_DEFAULT,
         };
         let cscan_kernel = if cscan_variant.deep {
             k::cscan_deep_kernel_name(h, group)
