@@ -291,3 +291,269 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny
         }
     });
 }
+
+/// [`sm90_srm_step_cluster`] with less latency per Chebyshev step (same launch shape, shared layout and
+/// arguments; results within rounding of it: the same operations, in the same order per node).
+///
+/// 1. Split cluster barrier. Only the strip's boundary rows B = {lr < 4 or lr >= r - 4} are read by
+///    the neighbour CTAs, and only rows of B read the neighbours' rows. Each thread processes its
+///    rows of B first (the last row segment runs bottom-up, the others top-down), then
+///    `barrier.cluster.arrive` (release), then its interior rows, then `barrier.cluster.wait`
+///    (acquire) and a CTA barrier at the end of the step. Hazards: (a) neighbour reads my T_n rows
+///    of B in step n + 1 only after its wait, which needs my threads' arrives, issued after they wrote
+///    those rows; (b) step n + 1 overwrites T_{n-1} (read by the neighbours in step n, rows of B only,
+///    all before their arrive) only after my wait; (c) the interior rows of T_{n-1}/T_n are read only
+///    by this CTA: the CTA barrier orders them; (d) the last step's wait keeps every CTA resident until
+///    no neighbour reads its shared memory (the DSMEM lifetime rule). So the cluster-wide round trip
+///    overlaps the interior rows instead of idling every warp of the cluster.
+/// 2. (`sm90_srm_step_cluster2p` only.) At the start of each Chebyshev step the CTA prefetches the
+///    step's whole pair-table slice into L1 (`prefetch.global.L1`, one line per thread), so the rows'
+///    random lookups (a third missed L1 in the profile: the cluster acquire invalidates L1 every
+///    step) hit L1 instead of waiting for L2 in every row. Alternatives tried statically: holding the
+///    next row's entries in registers spilled (ptxas at 128: 492 B spill stores vs 192); prefetching
+///    the next row's two lines cost ~29 SASS instructions per row (3138 per 13-row step vs 2765).
+/// 3. The clamped table row is stored instead of the slowness (the clamp and scale once per depth
+///    step, not per Chebyshev step).
+/// The y arm is symmetric (a_j (T[y - j] + T[y + j])), so the bottom-up segment gives bit-identical
+/// results.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster2(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
+    degree: u32, w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32,
+    taper_y: *const f32) {
+    unsafe { cluster2_body::<false>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y) }
+}
+
+/// [`sm90_srm_step_cluster2`] with each step's pair-table slice prefetched into L1 (item 2 there).
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster2p(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
+    degree: u32, w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32,
+    taper_y: *const f32) {
+    unsafe { cluster2_body::<true>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y) }
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn cluster2_body<const PF: bool>(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32, degree: u32, w: *mut f32,
+    slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32, taper_y: *const f32) {
+    let rank = cluster_ctarank();
+    let csize = cluster_nctarank();
+    let z = block_idx_z();
+    let wave = (z >= count) as u32;
+    let plane = z - wave * count;
+    let nxy = (nx * ny) as usize;
+    let base = ((wave * stride + plane) as usize) * nxy;
+    let (npairs, pitch, wp) = (cluster_pairs(nx), cluster_pitch(nx), cluster_warp_pairs(nx).max(32));
+    let tid = thread_idx_x();
+    let g = tid / wp;
+    let nseg = block_dim_x() / wp;
+    let p = tid - g * wp;
+    let ownp = p < npairs;
+    let x0 = 2 * p;
+    let in1 = x0 + 1 < nx;
+    let row0 = (g as usize * M) as i32;
+    let y0 = (rank * r) as i32;
+    let ri = r as i32;
+    // Rows of the segment inside the strip and the grid: [row0, row0 + cnt).
+    let cnt = (ri.min(ny as i32 - y0).min(row0 + M as i32) - row0).max(0);
+    // Processing order: the last segment (of several) bottom-up, so that its rows of B come first.
+    let down = nseg > 1 && g == nseg - 1;
+    let (start, d) = if down { (row0 + cnt - 1, -1i32) } else { (row0, 1i32) };
+    let in_b = |lr: i32| lr < 4 || lr >= ri - 4;
+    // Index (in processing order) of the last row of B this thread computes: it arrives after it
+    // (-1: before its rows; threads without rows too).
+    let mut ma = -1i32;
+    if ownp {
+        let mut m = 0;
+        while m < cnt {
+            if in_b(start + d * m) {
+                ma = m;
+            }
+            m += 1;
+        }
+    }
+
+    let mut carver = SharedCarver::new();
+    let sa = carver.take::<F4>((r * pitch) as usize);
+    let sb = carver.take::<F4>((r * pitch) as usize);
+    let ss = carver.take::<[f32; 2]>((r * npairs) as usize);
+    let at = move |t: *mut F4, lr: i32, dp: i32| unsafe { t.add((lr * pitch as i32 + p as i32 + 2 + dp) as usize) };
+    let owned = |lr: i32| ownp && lr < ri && y0 + lr < ny as i32;
+
+    let map = unsafe { *maps.add(plane as usize) };
+    let prow = pair_rows(rows);
+    let positions = move |s2: [f32; 2]| (table_pos(s2[0], map, rows), table_pos(if in1 { s2[1] } else { s2[0] }, map, rows));
+    let mut acc = [Z4; M];
+
+    // ---- as `sm90_srm_step_cluster`, but acc[m] belongs to row start + d m and `ss` holds the
+    // clamped table rows ----
+    unroll13!(m => {
+        let lr = start + d * m as i32;
+        if ownp && (m as i32) < cnt {
+            let gy = y0 + lr;
+            let mut v = Z4;
+            let mut s2 = [0.0f32; 2];
+            let row = gy as usize * nx as usize;
+            let a = unsafe { (*(w.add(2 * (base + row + x0 as usize)) as *const F2)).0 };
+            s2[0] = unsafe { ldg_f32(slow.add(row + x0 as usize)) };
+            v.r0 = a[0];
+            v.i0 = a[1];
+            if in1 {
+                let b = unsafe { (*(w.add(2 * (base + row + x0 as usize + 1)) as *const F2)).0 };
+                s2[1] = unsafe { ldg_f32(slow.add(row + x0 as usize + 1)) };
+                v.r1 = b[0];
+                v.i1 = b[1];
+            }
+            let ((ia, fa), (ib, fb)) = positions(s2);
+            let za = coef_from_pair(unsafe { ldg_f32x4(ptab.add(4 * ia as usize)) }, fa);
+            let zb = coef_from_pair(unsafe { ldg_f32x4(ptab.add(4 * ib as usize)) }, fb);
+            let a0 = cmadd_fma((0.0, 0.0), za, (v.r0, v.i0));
+            let a1 = cmadd_fma((0.0, 0.0), zb, (v.r1, v.i1));
+            acc[m] = F4 { r0: a0.0, i0: a0.1, r1: a1.0, i1: a1.1 };
+            let rr = [table_row(s2[0], map, rows), table_row(if in1 { s2[1] } else { s2[0] }, map, rows)];
+            unsafe {
+                *at(sa, lr, 0) = v;
+                *at(sb, lr, 0) = Z4;
+                *ss.add((lr as u32 * npairs + p) as usize) = rr;
+            }
+        }
+        // Pads: as `sm90_srm_step_cluster` (segment rows in storage order). Rows of the last strip
+        // below the grid are left unwritten: `row_of` tests the grid before reading any row.
+        let lz = row0 + m as i32;
+        if p < 2 && lz < ri {
+            let row = lz as usize * pitch as usize;
+            unsafe {
+                *sa.add(row + p as usize) = Z4;
+                *sa.add(row + (npairs + 2 + p) as usize) = Z4;
+                *sb.add(row + p as usize) = Z4;
+                *sb.add(row + (npairs + 2 + p) as usize) = Z4;
+            }
+        }
+    });
+    cluster_sync();
+
+    let up = map_shared_rank(dynamic_shared::<u8>() as *const u8, if rank > 0 { rank - 1 } else { rank }) as *mut u8;
+    let dn = map_shared_rank(dynamic_shared::<u8>() as *const u8, if rank + 1 < csize { rank + 1 } else { rank }) as *mut u8;
+    let off_b = (sb as usize - sa as usize) as usize;
+    let mut n = 1u32;
+    while n <= degree {
+        let (ta, tb, off_a) = if n % 2 == 1 { (sa, sb, 0) } else { (sb, sa, off_b) };
+        // Opaque offsets (as `sm90_srm_step_cluster`: no hoisting of the unrolled rows' addresses).
+        let z = opaque_zero();
+        let (ta, tb, ss, up, dn) = unsafe { (ta.add(z), tb.add(z), ss.add(z), up.add(z), dn.add(z)) };
+        let start = start + z as i32;
+        let row_of = |t: *mut F4, off: usize, lr: i32| -> F4 {
+            let gy = y0 + lr;
+            if gy < 0 || gy >= ny as i32 {
+                Z4
+            } else if lr < 0 {
+                let k = ((lr + ri) * pitch as i32 + p as i32 + 2) as usize;
+                let v = unsafe { ld_dsmem_f32x4(up.add(off + 16 * k) as *const f32) };
+                F4 { r0: v[0], i0: v[1], r1: v[2], i1: v[3] }
+            } else if lr >= ri {
+                let k = ((lr - ri) * pitch as i32 + p as i32 + 2) as usize;
+                let v = unsafe { ld_dsmem_f32x4(dn.add(off + 16 * k) as *const f32) };
+                F4 { r0: v[0], i0: v[1], r1: v[2], i1: v[3] }
+            } else {
+                unsafe { *at(t, lr, 0) }
+            }
+        };
+        let kf = if n == 1 { 1.0f32 } else { 2.0 };
+        let pn = unsafe { ptab.add(4 * (n * prow) as usize) };
+        // The pair-table entries and fractions of row `lr` (issued one row ahead).
+        let lookup = |lr: i32| {
+            let rr = unsafe { *ss.add((lr as u32 * npairs + p) as usize) };
+            let ((ia, fa), (ib, fb)) = (table_pos_of_row(rr[0], rows), table_pos_of_row(rr[1], rows));
+            (unsafe { ldg_f32x4(pn.add(4 * ia as usize)) }, fa, unsafe { ldg_f32x4(pn.add(4 * ib as usize)) }, fb)
+        };
+        // This step's whole coefficient slice (prow x 16 B: 2 KB at 128 rows) into L1, one 128-byte
+        // line per thread, before the rows' random lookups need it (after the previous step's
+        // `barrier.cluster.wait`, whose acquire invalidates L1: CCTL.IVALL). Addresses stay inside
+        // the slice.
+        if PF {
+            let last = 4 * prow as usize - 4;
+            let lines = (prow as usize * 16).div_ceil(128) + 1;
+            let mut i = tid as usize;
+            while i < lines {
+                unsafe { prefetch_l1(pn.add((32 * i).min(last))) };
+                i += block_dim_x() as usize;
+            }
+        }
+        if ma < 0 {
+            cluster_arrive();
+        }
+        if ownp && cnt > 0 {
+            let mut win = [Z4; 9];
+            unroll8!(k => {
+                win[k] = row_of(ta, off_a, start + d * (k as i32 - 4));
+            });
+            'rows: {
+            unroll13!(m => {
+                if m as i32 >= cnt {
+                    break 'rows;
+                }
+                {
+                    let lr = start + d * m as i32;
+                    win[8] = row_of(ta, off_a, lr + 4 * d);
+                    let (pm2, pm1, pp1, pp2) = unsafe { (*at(ta, lr, -2), *at(ta, lr, -1), *at(ta, lr, 1), *at(ta, lr, 2)) };
+                    let c = win[4];
+                    let l0r = st.apply_fma(c.r0, [pm1.r1, pm1.r0, pm2.r1, pm2.r0], [c.r1, pp1.r0, pp1.r1, pp2.r0],
+                        [win[3].r0, win[2].r0, win[1].r0, win[0].r0], [win[5].r0, win[6].r0, win[7].r0, win[8].r0]);
+                    let l0i = st.apply_fma(c.i0, [pm1.i1, pm1.i0, pm2.i1, pm2.i0], [c.i1, pp1.i0, pp1.i1, pp2.i0],
+                        [win[3].i0, win[2].i0, win[1].i0, win[0].i0], [win[5].i0, win[6].i0, win[7].i0, win[8].i0]);
+                    let l1r = st.apply_fma(c.r1, [c.r0, pm1.r1, pm1.r0, pm2.r1], [pp1.r0, pp1.r1, pp2.r0, pp2.r1],
+                        [win[3].r1, win[2].r1, win[1].r1, win[0].r1], [win[5].r1, win[6].r1, win[7].r1, win[8].r1]);
+                    let l1i = st.apply_fma(c.i1, [c.i0, pm1.i1, pm1.i0, pm2.i1], [pp1.i0, pp1.i1, pp2.i0, pp2.i1],
+                        [win[3].i1, win[2].i1, win[1].i1, win[0].i1], [win[5].i1, win[6].i1, win[7].i1, win[8].i1]);
+                    let bp = at(tb, lr, 0);
+                    let prev = unsafe { *bp };
+                    let t = F4 {
+                        r0: kf * l0r - prev.r0,
+                        i0: kf * l0i - prev.i0,
+                        r1: if in1 { kf * l1r - prev.r1 } else { 0.0 },
+                        i1: if in1 { kf * l1i - prev.i1 } else { 0.0 },
+                    };
+                    unsafe { *bp = t };
+                    let cur = lookup(lr);
+                    let aa = coef_from_pair(cur.0, cur.1);
+                    let ab = coef_from_pair(cur.2, cur.3);
+                    let a0 = cmadd_fma((acc[m].r0, acc[m].i0), aa, (t.r0, t.i0));
+                    let a1 = cmadd_fma((acc[m].r1, acc[m].i1), ab, (t.r1, t.i1));
+                    acc[m] = F4 { r0: a0.0, i0: a0.1, r1: a1.0, i1: a1.1 };
+                    // Rows of B done (and with them every neighbour read): release them.
+                    if m as i32 == ma {
+                        cluster_arrive();
+                    }
+                    unroll8!(k => {
+                        win[k] = win[k + 1];
+                    });
+                    row_fence();
+                }
+            });
+            }
+        }
+        // Every neighbour has released its T_n rows of B and read ours of T_{n-1}; the CTA barrier
+        // orders the interior rows.
+        cluster_wait();
+        sync_threads();
+        n += 1;
+    }
+
+    // ---- W' = taper * acc ----
+    let txa = if ownp { unsafe { *taper_x.add(x0 as usize) } } else { 0.0 };
+    let txb = if ownp && in1 { unsafe { *taper_x.add(x0 as usize + 1) } } else { 0.0 };
+    unroll13!(m => {
+        let lr = start + d * m as i32;
+        if ownp && (m as i32) < cnt {
+            let gy = (y0 + lr) as usize;
+            let ty = unsafe { *taper_y.add(gy) };
+            let o = base + gy * nx as usize + x0 as usize;
+            let (twa, twb) = (txa * ty, txb * ty);
+            unsafe {
+                *(w.add(2 * o) as *mut F2) = F2([acc[m].r0 * twa, acc[m].i0 * twa]);
+                if in1 {
+                    *(w.add(2 * o + 2) as *mut F2) = F2([acc[m].r1 * twb, acc[m].i1 * twb]);
+                }
+            }
+        }
+    });
+}
