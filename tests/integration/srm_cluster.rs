@@ -10,14 +10,11 @@ use seisgpu_host::runtime::cluster::{clusters_supported, cluster_function, launc
     ClusterConfig};
 use seisgpu_host::runtime::{Gpu, PTX, PTX_SM90};
 use seisgpu_host::srm::design::{DesignParams, Operator, Spacing};
-use seisgpu_host::srm::gpu::{cluster_plan_of, DeviceOperator, Planes};
+use seisgpu_host::srm::gpu::{cluster_plan, DeviceOperator, Planes};
 use seisgpu_host::srm::synthetic::point_scatterer;
 use seisgpu_host::srm::{cpu, migrate, GpuOptions, GpuVariant, SrmParams, Taper};
 
 use crate::common::{random_vec, rel_l2};
-
-/// Every cluster kernel variant: each test runs for all of them.
-const CLUSTER_VARIANTS: [GpuVariant; 3] = [GpuVariant::Cluster, GpuVariant::Cluster2, GpuVariant::Cluster2P];
 
 /// The GPU when it can run clusters; otherwise prints why the test is skipped.
 fn cluster_gpu_or_skip(test: &str) -> Option<Arc<Gpu>> {
@@ -35,34 +32,26 @@ fn cluster_kernels_live_in_their_own_sm90_module() {
     // CPU-only: build.rs moved the `sm90_*` entry points (sm_90 instructions) out of the main module.
     assert!(!PTX.lines().any(|l| l.starts_with(".visible .entry sm90_")), "sm_90 kernels left in the main module");
     let entries: Vec<&str> = PTX_SM90.lines().filter_map(|l| l.strip_prefix(".visible .entry ")).collect();
-    assert_eq!(entries, ["sm90_cluster_smoke(", "sm90_srm_step_cluster(", "sm90_srm_step_cluster2(",
-        "sm90_srm_step_cluster2p("]);
+    assert_eq!(entries, ["sm90_cluster_smoke(", "sm90_srm_step_cluster("]);
     assert!(PTX_SM90.lines().any(|l| l == ".target sm_90"), "{}", &PTX_SM90[..200]);
     let v = PTX_SM90.lines().find_map(|l| l.strip_prefix(".version ")).unwrap();
     let (maj, min) = v.split_once('.').unwrap();
     assert!((maj.parse::<u32>().unwrap(), min.parse::<u32>().unwrap()) >= (7, 8), "PTX ISA {v}");
     assert!(!PTX_SM90.lines().any(|l| l.trim_start().starts_with("call")), "an sm_90 kernel calls a function");
-    // The step kernels carry their register cap right after their parameter list.
+    // The step kernel carries its register cap right after its parameter list.
     let lines: Vec<&str> = PTX_SM90.lines().collect();
-    for name in ["sm90_srm_step_cluster", "sm90_srm_step_cluster2", "sm90_srm_step_cluster2p"] {
-        let start = lines.iter().position(|l| *l == format!(".visible .entry {name}(")).unwrap();
-        let close = (start..lines.len()).find(|&k| lines[k] == ")").unwrap();
-        assert_eq!(lines[close + 1], format!(".maxnreg {CLUSTER_MAX_REGS}"), "{name}");
-        assert!(seisgpu_host::runtime::cluster::sm90_kernel_names().contains(&name));
-    }
+    let start = lines.iter().position(|l| *l == ".visible .entry sm90_srm_step_cluster(").unwrap();
+    let close = (start..lines.len()).find(|&k| lines[k] == ")").unwrap();
+    assert_eq!(lines[close + 1], format!(".maxnreg {CLUSTER_MAX_REGS}"));
+    assert!(seisgpu_host::runtime::cluster::sm90_kernel_names().contains(&"sm90_srm_step_cluster"));
 }
 
 #[test]
 fn cluster_variant_parses_and_prints() {
-    for (name, want) in [("cluster", GpuVariant::Cluster), ("cluster2", GpuVariant::Cluster2),
-        ("cluster2p", GpuVariant::Cluster2P)] {
-        let v: GpuVariant = name.parse().unwrap();
-        assert_eq!(v, want);
-        assert_eq!(v.to_string(), name);
-        assert!(seisgpu_host::srm::gpu::CANDIDATES.contains(&v));
-        assert!(v.cluster_kernel().is_some_and(|k| seisgpu_host::runtime::cluster::sm90_kernel_names().contains(&k)));
-    }
-    assert_eq!(GpuVariant::PaperPairCapped.cluster_kernel(), None);
+    let v: GpuVariant = "cluster".parse().unwrap();
+    assert_eq!(v, GpuVariant::Cluster);
+    assert_eq!(v.to_string(), "cluster");
+    assert!(seisgpu_host::srm::gpu::CANDIDATES.contains(&GpuVariant::Cluster));
     assert!("clusterx".parse::<GpuVariant>().unwrap_err().contains("cluster"));
 }
 
@@ -101,9 +90,8 @@ fn cluster_smoke_reads_the_neighbours_shared_memory() {
 }
 
 /// One depth step of `count` planes (both waves, buffers with room for `stride`) on an nx x ny grid
-/// with a cluster kernel (`variant`: `cluster` or `cluster2`) against `cpu::step_planes`, every buffer
-/// NaN-poisoned first.
-fn step_matches_cpu(gpu: &Arc<Gpu>, variant: GpuVariant, nx: usize, ny: usize, count: usize, stride: usize) -> (u32, f64) {
+/// with the cluster kernel against `cpu::step_planes`, every buffer NaN-poisoned first.
+fn step_matches_cpu(gpu: &Arc<Gpu>, nx: usize, ny: usize, count: usize, stride: usize) -> (u32, f64) {
     let nxy = nx * ny;
     let sp = Spacing { dx: 12.5, dy: 15.0, dz: 10.0, two_d: false };
     let tau = 2.0 * std::f64::consts::PI;
@@ -130,10 +118,10 @@ fn step_matches_cpu(gpu: &Arc<Gpu>, variant: GpuVariant, nx: usize, ny: usize, c
         *b = gpu.upload(&poison).unwrap();
     }
     pl.set_maps(gpu, &maps).unwrap();
-    let (_, cfg, shape) = cluster_plan_of(gpu, variant.cluster_kernel().unwrap(), nx as u32, ny as u32, count as u32).unwrap();
-    println!("{variant}: {nx} x {ny}, {count} planes: {} CTAs of {} rows, {} threads, {} B shared; grid {:?}", shape.ctas, shape.rows,
+    let (_, cfg, shape) = cluster_plan(gpu, nx as u32, ny as u32, count as u32).unwrap();
+    println!("{nx} x {ny}, {count} planes: {} CTAs of {} rows, {} threads, {} B shared; grid {:?}", shape.ctas, shape.rows,
         shape.threads, shape.shared, cfg.grid);
-    pl.step(gpu, &dop, &dslow.slice(..), count, variant).unwrap();
+    pl.step(gpu, &dop, &dslow.slice(..), count, GpuVariant::Cluster).unwrap();
     let out = gpu.download(&pl.x).unwrap();
     let mut got = Vec::with_capacity(want.len());
     for w in 0..2 {
@@ -144,36 +132,27 @@ fn step_matches_cpu(gpu: &Arc<Gpu>, variant: GpuVariant, nx: usize, ny: usize, c
     // The planes beyond `count` stay untouched (still NaN).
     assert!(out[2 * count * nxy..2 * stride * nxy].iter().all(|v| v.is_nan()), "wrote beyond the {count} planes");
     let e = rel_l2(&got, &want);
-    println!("{variant}: {nx} x {ny}: rel L2 {e:.2e} vs CPU");
-    assert!(e < 1e-5, "{variant}: {nx} x {ny}: rel L2 {e}");
+    println!("{nx} x {ny}: rel L2 {e:.2e} vs CPU");
+    assert!(e < 1e-5, "{nx} x {ny}: rel L2 {e}");
     (shape.ctas, e)
 }
 
 #[test]
 fn cluster_depth_step_matches_cpu() {
     let Some(gpu) = cluster_gpu_or_skip("cluster_depth_step_matches_cpu") else { return };
-    for v in CLUSTER_VARIANTS {
-        // Not multiples of anything; three planes in buffers with room for five.
-        step_matches_cpu(&gpu, v, 131, 97, 3, 5);
-        // ny = 157 is prime, so no cluster size divides it (the last strip is short); nx odd (a half pair).
-        let (c, _) = step_matches_cpu(&gpu, v, 203, 157, 2, 3);
-        assert!(c > 1 && 157 % c != 0);
-        // Small grids: strips of one segment (cluster2: no early arrive), strips shorter than the
-        // boundary rows, one CTA.
-        for (nx, ny) in [(40, 30), (9, 7), (64, 3)] {
-            step_matches_cpu(&gpu, v, nx, ny, 2, 2);
-        }
-    }
+    // Not multiples of anything; three planes in buffers with room for five.
+    step_matches_cpu(&gpu, 131, 97, 3, 5);
+    // ny = 157 is prime, so no cluster size divides it (the last strip is short); nx odd (a half pair).
+    let (c, _) = step_matches_cpu(&gpu, 203, 157, 2, 3);
+    assert!(c > 1 && 157 % c != 0);
 }
 
 #[test]
 fn cluster_depth_step_matches_cpu_on_the_paper_grid() {
     let Some(gpu) = cluster_gpu_or_skip("cluster_depth_step_matches_cpu_on_the_paper_grid") else { return };
     // The benchmark's shape: 400 x 400, 16 planes x 2 waves per launch.
-    for v in CLUSTER_VARIANTS {
-        let (c, _) = step_matches_cpu(&gpu, v, 400, 400, 16, 16);
-        println!("{v}: 400 x 400: clusters of {c} CTAs");
-    }
+    let (c, _) = step_matches_cpu(&gpu, 400, 400, 16, 16);
+    println!("400 x 400: clusters of {c} CTAs");
 }
 
 #[test]
@@ -186,12 +165,10 @@ fn cluster_image_matches_cpu() {
     let want = migrate(&Backend::Cpu, &traces, &model, &params, false).unwrap();
     let shots = seisgpu_host::srm::validate_inputs(&traces, &model, &params).unwrap();
     let op = seisgpu_host::srm::design_for(&model, &params).unwrap();
-    for variant in CLUSTER_VARIANTS {
-        // 7 planes per launch: the band's bins do not divide evenly into batches.
-        let opts = GpuOptions { variant, planes: 7 };
-        let got = seisgpu_host::srm::gpu::migrate_shots(&gpu, &op, &traces, &model, &params, &shots, opts, false).unwrap();
-        let e = rel_l2(&got.data, &want.data);
-        println!("{variant}: image rel L2 {e:.2e}");
-        assert!(e < 1e-5, "{variant}: image rel L2 {e}");
-    }
+    // 7 planes per launch: the band's bins do not divide evenly into batches.
+    let opts = GpuOptions { variant: GpuVariant::Cluster, planes: 7 };
+    let got = seisgpu_host::srm::gpu::migrate_shots(&gpu, &op, &traces, &model, &params, &shots, opts, false).unwrap();
+    let e = rel_l2(&got.data, &want.data);
+    println!("cluster: image rel L2 {e:.2e}");
+    assert!(e < 1e-5, "cluster: image rel L2 {e}");
 }

@@ -72,18 +72,3 @@ pub unsafe fn ld_dsmem_u32(p: *const u32) -> u32 {
 pub fn cluster_sync() {
     unsafe { asm!("barrier.cluster.arrive;", "barrier.cluster.wait;", options(nostack)) };
 }
-
-/// The first half of [`cluster_sync`] (`barrier.cluster.arrive`, release semantics by default): this
-/// thread's earlier shared-memory writes become visible to the threads that pass the matching
-/// [`cluster_wait`]. Exactly once per phase per thread, not `.aligned` (as [`cluster_sync`]).
-#[inline(always)]
-pub fn cluster_arrive() {
-    unsafe { asm!("barrier.cluster.arrive;", options(nostack)) };
-}
-
-/// The second half of [`cluster_sync`] (`barrier.cluster.wait`, acquire): returns once every
-/// non-exited thread of the cluster has arrived in the current phase.
-#[inline(always)]
-pub fn cluster_wait() {
-    unsafe { asm!("barrier.cluster.wait;", options(nostack)) };
-}

@@ -11,7 +11,7 @@ pub mod cluster;
 pub mod shared;
 pub mod texture;
 
-pub use cluster::{cluster_arrive, cluster_ctarank, cluster_nctarank, cluster_sync, cluster_wait, ld_dsmem_f32x4, ld_dsmem_u32, map_shared_rank};
+pub use cluster::{cluster_ctarank, cluster_nctarank, cluster_sync, ld_dsmem_f32x4, ld_dsmem_u32, map_shared_rank};
 pub use shared::{dynamic_shared, SharedCarver};
 pub use texture::{tex1d, tex2d, tex2d_f2, tex3d, tex3d_f2};
 
@@ -271,13 +271,6 @@ pub unsafe fn ldg_f32x4(p: *const f32) -> [f32; 4] {
              c = out(reg32) c, d = out(reg32) d, p = in(reg64) p, options(readonly, nostack, pure))
     };
     [a, b, c, d]
-}
-
-/// `prefetch.global.L1`: starts bringing the line holding `p` into L1 (no register, no wait; a hint,
-/// so any address of the allocation is fine).
-#[inline(always)]
-pub unsafe fn prefetch_l1(p: *const f32) {
-    unsafe { asm!("prefetch.global.L1 [{p}];", p = in(reg64) p, options(readonly, nostack, preserves_flags)) };
 }
 
 /// Read-only 4-byte integer load.

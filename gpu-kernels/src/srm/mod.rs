@@ -158,32 +158,6 @@ pub fn table_pos(s: f32, map: RowMap, rows: u32) -> (u32, f32) {
     (i, r - i as f32)
 }
 
-/// Table row of slowness `s` clamped as [`table_pos`] does (`[0, rows - 1]`, NaN -> 0): stored once
-/// per depth step by `sm90_srm_step_cluster2` instead of the slowness, so a step's lookup needs only
-/// the floor and the fraction ([`table_pos_of_row`]; together bit-identical to `table_pos`).
-#[inline(always)]
-pub fn table_row(s: f32, map: RowMap, rows: u32) -> f32 {
-    let rmax = (rows - 1) as f32;
-    let mut r = s * map.scale + map.offset;
-    if !(r >= 0.0) {
-        r = 0.0;
-    }
-    if r > rmax {
-        r = rmax;
-    }
-    r
-}
-
-/// The rest of [`table_pos`] from [`table_row`].
-#[inline(always)]
-pub fn table_pos_of_row(r: f32, rows: u32) -> (u32, f32) {
-    let mut i = crate::math::floor(r) as u32;
-    if i > rows - 2 {
-        i = rows - 2;
-    }
-    (i, r - i as f32)
-}
-
 /// Coefficient a_n at table position (i0, f): linear interpolation between rows i0 and i0 + 1.
 /// `table` holds `rows * ncoef` complex values, row-major, interleaved (re, im).
 ///
@@ -233,24 +207,6 @@ pub fn image_term(s: (f32, f32), r: (f32, f32)) -> f32 { s.0 * r.0 - s.1 * r.1 }
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn table_row_then_pos_is_table_pos() {
-        // `sm90_srm_step_cluster2` splits `table_pos` in two (the clamped row stored once per depth step).
-        let maps = [RowMap { scale: 2.0, offset: -1.0 }, RowMap { scale: 1234.5, offset: -0.37 }];
-        for map in maps {
-            for rows in [2u32, 3, 4, 128] {
-                let mut s = -3.0f32;
-                while s < 140.0 {
-                    let (a, b) = (table_pos(s, map, rows), table_pos_of_row(table_row(s, map, rows), rows));
-                    assert_eq!((a.0, a.1.to_bits()), (b.0, b.1.to_bits()), "s {s} rows {rows}");
-                    s += 0.0137;
-                }
-                let nan = table_pos_of_row(table_row(f32::NAN, map, rows), rows);
-                assert_eq!(nan, table_pos(f32::NAN, map, rows));
-            }
-        }
-    }
 
     #[test]
     fn table_pos_clamps_and_interpolates() {

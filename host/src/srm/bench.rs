@@ -121,11 +121,10 @@ pub fn bench_with(backend: &Backend, size: BenchSize, ceilings: &Ceilings, step_
             (GpuVariant::PaperHoisted, 16), (GpuVariant::Fused(2), 16), (GpuVariant::Fused(3), 16), (GpuVariant::Fused(4), 16),
             (GpuVariant::FusedB(2), 16), (GpuVariant::FusedB(3), 16), (GpuVariant::FusedB(4), 16),
             (GpuVariant::PaperPair, 16), (GpuVariant::PaperPairCapped, 16), (GpuVariant::FusedC(2), 16), (GpuVariant::FusedC(3), 16),
-            (GpuVariant::FusedC(4), 16), (GpuVariant::Cluster, 16), (GpuVariant::Cluster2, 16),
-            (GpuVariant::Cluster2P, 16)];
+            (GpuVariant::FusedC(4), 16), (GpuVariant::Cluster, 16)];
         for (variant, count) in variants {
-            if let Some(kernel) = variant.cluster_kernel() {
-                if let Err(e) = gpu::cluster_plan_of(g, kernel, nx as u32, ny as u32, count as u32) {
+            if variant == GpuVariant::Cluster {
+                if let Err(e) = gpu::cluster_plan(g, nx as u32, ny as u32, count as u32) {
                     eprintln!("srm bench: {wl} gpu-{variant}-x{count} skipped: {e}");
                     continue;
                 }
@@ -190,7 +189,7 @@ pub fn bench_with(backend: &Backend, size: BenchSize, ceilings: &Ceilings, step_
             if count == np && per_plane < best.0 {
                 best = (per_plane, variant);
             }
-            if count == np && matches!(variant, GpuVariant::Fused(_) | GpuVariant::FusedB(_) | GpuVariant::FusedC(_) | GpuVariant::Cluster | GpuVariant::Cluster2 | GpuVariant::Cluster2P) && per_plane < best_fused.0 {
+            if count == np && matches!(variant, GpuVariant::Fused(_) | GpuVariant::FusedB(_) | GpuVariant::FusedC(_) | GpuVariant::Cluster) && per_plane < best_fused.0 {
                 best_fused = (per_plane, variant);
             }
         }

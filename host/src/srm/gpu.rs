@@ -180,17 +180,16 @@ impl Planes {
                     n0 += steps;
                 }
             }
-            GpuVariant::Cluster | GpuVariant::Cluster2 | GpuVariant::Cluster2P => {
+            GpuVariant::Cluster => {
                 // One launch per depth step: every Chebyshev step on chip; W' over W in `x`.
-                let kernel = variant.cluster_kernel().unwrap_or(CLUSTER_KERNEL); // (always Some here)
-                let (func, cfg, shape) = cluster_plan_of(gpu, kernel, nx, ny, cnt)?;
+                let (func, cfg, shape) = cluster_plan(gpu, nx, ny, cnt)?;
                 self.cluster_ctas = shape.ctas;
                 self.table_rows = rows;
                 let Planes { x, maps, taper_x, taper_y, .. } = self;
                 let mut a = ClusterArgs::new(gpu.stream());
                 a.value(&st).value(&nx).value(&ny).value(&stride).value(&cnt).value(&shape.rows).value(&degree).buf_mut(x)
                     .view(slow).buf(&dop.pairs).value(&rows).buf(&*maps).buf(&*taper_x).buf(&*taper_y);
-                launch_cluster(gpu, kernel, &func, &cfg, a)?;
+                launch_cluster(gpu, CLUSTER_KERNEL, &func, &cfg, a)?;
             }
             GpuVariant::Fused(k) | GpuVariant::FusedB(k) => {
                 let balanced = matches!(variant, GpuVariant::FusedB(_));
@@ -238,7 +237,7 @@ impl Planes {
                 let per_wave = 3.0 * c + (degree as f64 - 2.0) * 5.0 * c + 4.0 * c;
                 pts * (2.0 * per_wave + degree as f64 * s)
             }
-            GpuVariant::Cluster | GpuVariant::Cluster2 | GpuVariant::Cluster2P => cluster_bytes(self.nxy(), count, degree, self.cluster_ctas, self.table_rows),
+            GpuVariant::Cluster => cluster_bytes(self.nxy(), count, degree, self.cluster_ctas, self.table_rows),
             GpuVariant::Fused(k) | GpuVariant::FusedB(k) | GpuVariant::FusedC(k) => {
                 let passes = degree.div_ceil(k as usize);
                 // First pass: read T0, write 2 terms + acc; middle: read 2 + acc, write 2 + acc;
@@ -250,18 +249,14 @@ impl Planes {
     }
 }
 
-/// Every kernel variant `auto` chooses from (`cluster`, `cluster2`, `cluster2p` only where [`cluster_plan`]
-/// finds a shape).
-pub const CANDIDATES: [GpuVariant; 16] = [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2),
+/// Every kernel variant `auto` chooses from (`cluster` only where [`cluster_plan`] finds a shape).
+pub const CANDIDATES: [GpuVariant; 14] = [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2),
     GpuVariant::Fused(3), GpuVariant::Fused(4), GpuVariant::FusedB(2), GpuVariant::FusedB(3), GpuVariant::FusedB(4),
     GpuVariant::PaperPair, GpuVariant::PaperPairCapped, GpuVariant::FusedC(2), GpuVariant::FusedC(3), GpuVariant::FusedC(4),
-    GpuVariant::Cluster, GpuVariant::Cluster2, GpuVariant::Cluster2P];
+    GpuVariant::Cluster];
 
 /// The cluster kernel (sm_90 module).
 pub const CLUSTER_KERNEL: &str = "sm90_srm_step_cluster";
-/// The split-barrier cluster kernels (`cluster2`, `cluster2p`; same shapes, arguments and shared layout).
-pub const CLUSTER2_KERNEL: &str = "sm90_srm_step_cluster2";
-pub const CLUSTER2P_KERNEL: &str = "sm90_srm_step_cluster2p";
 
 /// Bytes the `cluster` kernel moves through device memory per depth step for `count` planes of
 /// nxy nodes: per wave, W in and W' out (8 B each) and the slowness (4 B, each wave's cluster reads
@@ -349,35 +344,28 @@ pub fn choose_cluster<E>(shapes: &[ClusterShape], jobs: u32, mut active: impl Fn
     Ok(best.map(|(_, s, a)| (s, a)))
 }
 
-type PlanKey = (usize, &'static str, u32, u32, u32);
+type PlanKey = (usize, u32, u32, u32);
 static CLUSTER_PLANS: OnceLock<Mutex<HashMap<PlanKey, (CudaFunction, ClusterConfig, ClusterShape)>>> = OnceLock::new();
 
 /// The `cluster` kernel's function, launch shape and cluster shape for `count` planes of an
 /// nx x ny grid on `gpu` (chosen once per context and grid: [`cluster_candidates`], [`choose_cluster`]).
 /// Errors (naming the kernel): compute capability below 9.0, or no cluster shape holds the plane.
 pub fn cluster_plan(gpu: &Gpu, nx: u32, ny: u32, count: u32) -> GpuResult<(CudaFunction, ClusterConfig, ClusterShape)> {
-    cluster_plan_of(gpu, CLUSTER_KERNEL, nx, ny, count)
-}
-
-/// [`cluster_plan`] for one of the cluster kernels (`CLUSTER_KERNEL`, `CLUSTER2_KERNEL`, `CLUSTER2P_KERNEL`: same shapes; the
-/// driver's limits, e.g. registers, may differ per function, so each gets its own plan).
-pub fn cluster_plan_of(gpu: &Gpu, kernel: &'static str, nx: u32, ny: u32, count: u32)
-    -> GpuResult<(CudaFunction, ClusterConfig, ClusterShape)> {
-    let key = (gpu.context().cu_ctx() as usize, kernel, nx, ny, count);
+    let key = (gpu.context().cu_ctx() as usize, nx, ny, count);
     if let Some(p) = CLUSTER_PLANS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return Ok(p.clone());
     }
-    let bad = |why: String| GpuError::BadLaunch { kernel: kernel.into(), why };
-    let func = sm90_function(gpu, kernel)?;
+    let bad = |why: String| GpuError::BadLaunch { kernel: CLUSTER_KERNEL.into(), why };
+    let func = sm90_function(gpu, CLUSTER_KERNEL)?;
     let smem = gpu.info().max_shared_per_block_optin.max(0) as u32;
     let shapes = cluster_candidates(nx, ny, smem, max_threads(&func)?).map_err(bad)?;
     let config = |s: &ClusterShape| ClusterConfig { grid: (s.ctas, 1, 2 * count), block: (s.threads, 1, 1), cluster: (s.ctas, 1, 1),
         shared: s.shared };
-    let chosen = choose_cluster(&shapes, 2 * count, |s| max_active_clusters(gpu, kernel, &func, &config(s)))?;
+    let chosen = choose_cluster(&shapes, 2 * count, |s| max_active_clusters(gpu, CLUSTER_KERNEL, &func, &config(s)))?;
     let (shape, _) = chosen.ok_or_else(|| bad(format!("the driver can place none of the cluster shapes that hold a {nx} x {ny} plane \
         ({} of {} CTAs)", shapes.len(), shapes.iter().map(|s| s.ctas.to_string()).collect::<Vec<_>>().join(", "))))?;
     let cfg = config(&shape);
-    check_cluster_launch(gpu, kernel, &func, &cfg)?;
+    check_cluster_launch(gpu, CLUSTER_KERNEL, &func, &cfg)?;
     let plan = (func, cfg, shape);
     CLUSTER_PLANS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner()).insert(key, plan.clone());
     Ok(plan)
@@ -440,7 +428,7 @@ pub fn autotune(gpu: &Gpu, dop: &DeviceOperator, planes: &mut Planes, slow: &Cud
     let timer = crate::runtime::GpuTimer::new(gpu.stream())?;
     let mut best = (f64::INFINITY, GpuVariant::Paper);
     for v in CANDIDATES {
-        if v.cluster_kernel().is_some_and(|k| cluster_plan_of(gpu, k, planes.nx as u32, planes.ny as u32, count as u32).is_err()) {
+        if v == GpuVariant::Cluster && cluster_plan(gpu, planes.nx as u32, planes.ny as u32, count as u32).is_err() {
             continue; // below compute capability 9.0, or the plane does not fit a cluster
         }
         let st = timer.measure(1, 3, || planes.step(gpu, dop, slow, count, v))?;

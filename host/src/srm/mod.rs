@@ -350,24 +350,6 @@ pub enum GpuVariant {
     /// the stencil's y arm reads the neighbour strips through distributed shared memory (compute
     /// capability 9.0+; grids whose plane does not fit 16 CTAs fall back) (`cluster`).
     Cluster,
-    /// `cluster` with the cluster barrier split around each step's interior rows (the boundary rows
-    /// first), the next row's coefficient lookup issued one row ahead and the table rows precomputed
-    /// (`cluster2`; same launch shapes).
-    Cluster2,
-    /// `cluster2` with each Chebyshev step's pair-table slice prefetched into L1 (`cluster2p`).
-    Cluster2P,
-}
-
-impl GpuVariant {
-    /// The sm_90 kernel of a cluster variant (`None` for the others).
-    pub fn cluster_kernel(self) -> Option<&'static str> {
-        match self {
-            GpuVariant::Cluster => Some("sm90_srm_step_cluster"),
-            GpuVariant::Cluster2 => Some("sm90_srm_step_cluster2"),
-            GpuVariant::Cluster2P => Some("sm90_srm_step_cluster2p"),
-            _ => None,
-        }
-    }
 }
 
 impl std::str::FromStr for GpuVariant {
@@ -390,10 +372,8 @@ impl std::str::FromStr for GpuVariant {
             "fusedc3" => Ok(Self::FusedC(3)),
             "fusedc4" => Ok(Self::FusedC(4)),
             "cluster" => Ok(Self::Cluster),
-            "cluster2" => Ok(Self::Cluster2),
-            "cluster2p" => Ok(Self::Cluster2P),
-            o => Err(format!("unknown kernel `{o}` (expected best, auto, paper, paperh, paperq, paperq56, fused2..4, fusedb2..4, fusedc2..4, \
-                cluster, cluster2 or cluster2p)")),
+            o => Err(format!("unknown kernel `{o}` (expected best, auto, paper, paperh, paperq, paperq56, fused2..4, fusedb2..4, fusedc2..4 \
+                or cluster)")),
         }
     }
 }
@@ -411,8 +391,6 @@ impl std::fmt::Display for GpuVariant {
             GpuVariant::PaperPairCapped => write!(f, "paperq56"),
             GpuVariant::FusedC(k) => write!(f, "fusedc{k}"),
             GpuVariant::Cluster => write!(f, "cluster"),
-            GpuVariant::Cluster2 => write!(f, "cluster2"),
-            GpuVariant::Cluster2P => write!(f, "cluster2p"),
         }
     }
 }
