@@ -24,15 +24,7 @@
 use super::*;
 use crate::device::*;
 
-/// Two neighbouring complex nodes (x, x + 1): one 16-byte shared-memory access.
-#[repr(C, align(16))]
-#[derive(Clone, Copy)]
-struct F4 {
-    r0: f32,
-    i0: f32,
-    r1: f32,
-    i1: f32,
-}
+use super::kernels::{pair_laplacian, F4};
 
 const Z4: F4 = F4 { r0: 0.0, i0: 0.0, r1: 0.0, i1: 0.0 };
 
@@ -233,14 +225,7 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny
                     win[8] = row_of(ta, off_a, lr + 4);
                     let (pm2, pm1, pp1, pp2) = unsafe { (*at(ta, lr, -2), *at(ta, lr, -1), *at(ta, lr, 1), *at(ta, lr, 2)) };
                     let c = win[4];
-                    let l0r = st.apply_fma(c.r0, [pm1.r1, pm1.r0, pm2.r1, pm2.r0], [c.r1, pp1.r0, pp1.r1, pp2.r0],
-                        [win[3].r0, win[2].r0, win[1].r0, win[0].r0], [win[5].r0, win[6].r0, win[7].r0, win[8].r0]);
-                    let l0i = st.apply_fma(c.i0, [pm1.i1, pm1.i0, pm2.i1, pm2.i0], [c.i1, pp1.i0, pp1.i1, pp2.i0],
-                        [win[3].i0, win[2].i0, win[1].i0, win[0].i0], [win[5].i0, win[6].i0, win[7].i0, win[8].i0]);
-                    let l1r = st.apply_fma(c.r1, [c.r0, pm1.r1, pm1.r0, pm2.r1], [pp1.r0, pp1.r1, pp2.r0, pp2.r1],
-                        [win[3].r1, win[2].r1, win[1].r1, win[0].r1], [win[5].r1, win[6].r1, win[7].r1, win[8].r1]);
-                    let l1i = st.apply_fma(c.i1, [c.i0, pm1.i1, pm1.i0, pm2.i1], [pp1.i0, pp1.i1, pp2.i0, pp2.i1],
-                        [win[3].i1, win[2].i1, win[1].i1, win[0].i1], [win[5].i1, win[6].i1, win[7].i1, win[8].i1]);
+                    let F4 { r0: l0r, i0: l0i, r1: l1r, i1: l1i } = pair_laplacian::<true>(&st, c, pm2, pm1, pp1, pp2, &win);
                     // T_n = k L T_{n-1} - T_{n-2}, k = 1 at n = 1 (T_{-1} = 0: exactly L T_0), else 2
                     // (2 lap exact, one rounding: the CPU's `2 lap - prev`).
                     let bp = at(tb, lr, 0);

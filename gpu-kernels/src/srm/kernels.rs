@@ -19,11 +19,30 @@ struct F2 {
 /// Two neighbouring complex nodes (x, x + 1): one 16-byte shared-memory access.
 #[repr(C, align(16))]
 #[derive(Clone, Copy)]
-struct F4 {
-    r0: f32,
-    i0: f32,
-    r1: f32,
-    i1: f32,
+pub(super) struct F4 {
+    pub(super) r0: f32,
+    pub(super) i0: f32,
+    pub(super) r1: f32,
+    pub(super) i1: f32,
+}
+
+/// L of the column pair `c` (nodes x, x + 1; re and im of each): the x arm from the neighbour
+/// pairs `pm2`, `pm1` (left) and `pp1`, `pp2` (right), the y arm from the 9-row window `win` (the
+/// pair's own row at `win[4]`). `FMA` picks [`Stencil::apply_fma`] over [`Stencil::apply`] (the
+/// CPU's rounding). Shared by the paper-style fused, `fusedb`/`fusedc` and cluster kernels.
+#[inline(always)]
+pub(super) fn pair_laplacian<const FMA: bool>(st: &Stencil, c: F4, pm2: F4, pm1: F4, pp1: F4, pp2: F4, win: &[F4; 9]) -> F4 {
+    let ap = |c0, xm, xp, ym, yp| if FMA { st.apply_fma(c0, xm, xp, ym, yp) } else { st.apply(c0, xm, xp, ym, yp) };
+    F4 {
+        r0: ap(c.r0, [pm1.r1, pm1.r0, pm2.r1, pm2.r0], [c.r1, pp1.r0, pp1.r1, pp2.r0],
+            [win[3].r0, win[2].r0, win[1].r0, win[0].r0], [win[5].r0, win[6].r0, win[7].r0, win[8].r0]),
+        i0: ap(c.i0, [pm1.i1, pm1.i0, pm2.i1, pm2.i0], [c.i1, pp1.i0, pp1.i1, pp2.i0],
+            [win[3].i0, win[2].i0, win[1].i0, win[0].i0], [win[5].i0, win[6].i0, win[7].i0, win[8].i0]),
+        r1: ap(c.r1, [c.r0, pm1.r1, pm1.r0, pm2.r1], [pp1.r0, pp1.r1, pp2.r0, pp2.r1],
+            [win[3].r1, win[2].r1, win[1].r1, win[0].r1], [win[5].r1, win[6].r1, win[7].r1, win[8].r1]),
+        i1: ap(c.i1, [c.i0, pm1.i1, pm1.i0, pm2.i1], [pp1.i0, pp1.i1, pp2.i0, pp2.i1],
+            [win[3].i1, win[2].i1, win[1].i1, win[0].i1], [win[5].i1, win[6].i1, win[7].i1, win[8].i1]),
+    }
 }
 
 const ZERO2: F2 = F2 { re: 0.0, im: 0.0 };
@@ -337,14 +356,7 @@ unsafe fn fused_body<const K: u32>(st: Stencil, nx: u32, ny: u32, stride: u32, c
                     let pp2 = unsafe { lds4(sa, y, pair + 2) };
                     let c = win[4];
                     // Node x0: left x0-1..x0-4, right x0+1..x0+4; node x0+1 likewise.
-                    let l0r = st.apply(c.r0, [pm1.r1, pm1.r0, pm2.r1, pm2.r0], [c.r1, pp1.r0, pp1.r1, pp2.r0],
-                        [win[3].r0, win[2].r0, win[1].r0, win[0].r0], [win[5].r0, win[6].r0, win[7].r0, win[8].r0]);
-                    let l0i = st.apply(c.i0, [pm1.i1, pm1.i0, pm2.i1, pm2.i0], [c.i1, pp1.i0, pp1.i1, pp2.i0],
-                        [win[3].i0, win[2].i0, win[1].i0, win[0].i0], [win[5].i0, win[6].i0, win[7].i0, win[8].i0]);
-                    let l1r = st.apply(c.r1, [c.r0, pm1.r1, pm1.r0, pm2.r1], [pp1.r0, pp1.r1, pp2.r0, pp2.r1],
-                        [win[3].r1, win[2].r1, win[1].r1, win[0].r1], [win[5].r1, win[6].r1, win[7].r1, win[8].r1]);
-                    let l1i = st.apply(c.i1, [c.i0, pm1.i1, pm1.i0, pm2.i1], [pp1.i0, pp1.i1, pp2.i0, pp2.i1],
-                        [win[3].i1, win[2].i1, win[1].i1, win[0].i1], [win[5].i1, win[6].i1, win[7].i1, win[8].i1]);
+                    let F4 { r0: l0r, i0: l0i, r1: l1r, i1: l1i } = pair_laplacian::<false>(&st, c, pm2, pm1, pp1, pp2, &win);
                     let bp = unsafe { sb.add((y * (T / 2) + pair) as usize) };
                     let prev = unsafe { *bp };
                     let (gx, gy) = (ox + x0, oy + y);
@@ -549,14 +561,7 @@ unsafe fn fusedb_body<const K: u32, const M: usize>(st: Stencil, nx: u32, ny: u3
                     let pp1 = unsafe { lds4(sa, y, pair + 1) };
                     let pp2 = unsafe { lds4(sa, y, pair + 2) };
                     let c = win[4];
-                    let l0r = st.apply_fma(c.r0, [pm1.r1, pm1.r0, pm2.r1, pm2.r0], [c.r1, pp1.r0, pp1.r1, pp2.r0],
-                        [win[3].r0, win[2].r0, win[1].r0, win[0].r0], [win[5].r0, win[6].r0, win[7].r0, win[8].r0]);
-                    let l0i = st.apply_fma(c.i0, [pm1.i1, pm1.i0, pm2.i1, pm2.i0], [c.i1, pp1.i0, pp1.i1, pp2.i0],
-                        [win[3].i0, win[2].i0, win[1].i0, win[0].i0], [win[5].i0, win[6].i0, win[7].i0, win[8].i0]);
-                    let l1r = st.apply_fma(c.r1, [c.r0, pm1.r1, pm1.r0, pm2.r1], [pp1.r0, pp1.r1, pp2.r0, pp2.r1],
-                        [win[3].r1, win[2].r1, win[1].r1, win[0].r1], [win[5].r1, win[6].r1, win[7].r1, win[8].r1]);
-                    let l1i = st.apply_fma(c.i1, [c.i0, pm1.i1, pm1.i0, pm2.i1], [pp1.i0, pp1.i1, pp2.i0, pp2.i1],
-                        [win[3].i1, win[2].i1, win[1].i1, win[0].i1], [win[5].i1, win[6].i1, win[7].i1, win[8].i1]);
+                    let F4 { r0: l0r, i0: l0i, r1: l1r, i1: l1i } = pair_laplacian::<true>(&st, c, pm2, pm1, pp1, pp2, &win);
                     let bp = unsafe { sb.add((y * (T / 2) + pair) as usize) };
                     let prev = unsafe { *bp };
                     let (gx, gy) = (ox + x0, oy + y);
@@ -808,14 +813,7 @@ unsafe fn fused_stencil_step(st: Stencil, sa: *const F4, sb: *mut F4, tx: i32, t
             let pp1 = unsafe { lds4(sa, y, pair + 1) };
             let pp2 = unsafe { lds4(sa, y, pair + 2) };
             let c = win[4];
-            let l0r = st.apply_fma(c.r0, [pm1.r1, pm1.r0, pm2.r1, pm2.r0], [c.r1, pp1.r0, pp1.r1, pp2.r0],
-                [win[3].r0, win[2].r0, win[1].r0, win[0].r0], [win[5].r0, win[6].r0, win[7].r0, win[8].r0]);
-            let l0i = st.apply_fma(c.i0, [pm1.i1, pm1.i0, pm2.i1, pm2.i0], [c.i1, pp1.i0, pp1.i1, pp2.i0],
-                [win[3].i0, win[2].i0, win[1].i0, win[0].i0], [win[5].i0, win[6].i0, win[7].i0, win[8].i0]);
-            let l1r = st.apply_fma(c.r1, [c.r0, pm1.r1, pm1.r0, pm2.r1], [pp1.r0, pp1.r1, pp2.r0, pp2.r1],
-                [win[3].r1, win[2].r1, win[1].r1, win[0].r1], [win[5].r1, win[6].r1, win[7].r1, win[8].r1]);
-            let l1i = st.apply_fma(c.i1, [c.i0, pm1.i1, pm1.i0, pm2.i1], [pp1.i0, pp1.i1, pp2.i0, pp2.i1],
-                [win[3].i1, win[2].i1, win[1].i1, win[0].i1], [win[5].i1, win[6].i1, win[7].i1, win[8].i1]);
+            let F4 { r0: l0r, i0: l0i, r1: l1r, i1: l1i } = pair_laplacian::<true>(&st, c, pm2, pm1, pp1, pp2, &win);
             let bp = unsafe { sb.add((y * (T / 2) + pair) as usize) };
             let prev = unsafe { *bp };
             let (gx, gy) = (ox + x0, oy + y);
