@@ -21,6 +21,7 @@ use rayon::prelude::*;
 use super::{ApertureFill, Apertures, DeferredSetup, EnhanceSetup, Estimate, EstimateParams, NlbfError, Result, Setup};
 use crate::traces::TraceSet;
 use crate::launch;
+use crate::runtime::ptx::capped_kernel;
 use crate::runtime::{Gpu, GpuError};
 use gpu_kernels::nlbf as k;
 
@@ -557,46 +558,6 @@ fn cscan_variant_from_env() -> Result<Option<CscanVariant>> {
     v.parse().map(Some).map_err(|e| NlbfError::Invalid(format!("{CSCAN_ENV}={v}: {e}")))
 }
 
-type ModuleKey = (usize, String, u32);
-static CAPPED: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<ModuleKey, Arc<cudarc::driver::CudaModule>>>> =
-    std::sync::OnceLock::new();
-
-/// Kernel `name` alone in a module with `.maxnreg max_regs` ([`crate::runtime::ptx`]), JIT-compiled
-/// once per context, with its shared-memory limit raised for `cfg`.
-fn capped_kernel(gpu: &Gpu, name: &str, max_regs: u32, cfg: &LaunchConfig) -> std::result::Result<cudarc::driver::CudaFunction, GpuError> {
-    gpu.prepare_launch(name, cfg)?;
-    let key = (gpu.context().cu_ctx() as usize, name.to_string(), max_regs);
-    let module = {
-        let mut cache = CAPPED.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-        match cache.get(&key) {
-            Some(m) => m.clone(),
-            None => {
-                let src = capped_ptx(crate::runtime::PTX, name, max_regs).map_err(|why| GpuError::BadLaunch { kernel: name.into(), why })?;
-                let m = gpu.context().load_module(cudarc::nvrtc::Ptx::from_src(src))
-                    .map_err(GpuError::driver(format!("JIT-compiling `{name}` with .maxnreg {max_regs}")))?;
-                cache.insert(key, m.clone());
-                m
-            }
-        }
-    };
-    let func = module.load_function(name).map_err(GpuError::driver(format!("loading the register-capped copy of `{name}`")))?;
-    if cfg.shared_mem_bytes > 48 * 1024 {
-        func.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cfg.shared_mem_bytes as i32)
-            .map_err(GpuError::driver(format!("raising the shared-memory limit of `{name}` (capped copy)")))?;
-    }
-    Ok(func)
-}
-
-/// Entry point `name` of `ptx` alone in a module, with `.maxnreg max_regs`.
-pub fn capped_ptx(ptx: &str, name: &str, max_regs: u32) -> std::result::Result<String, String> {
-    let mut out = crate::runtime::ptx::module_header(ptx);
-    let lines: Vec<&str> = ptx.lines().collect();
-    let head = format!(".visible .entry {name}(");
-    let start = lines.iter().position(|l| *l == head).ok_or_else(|| format!("the embedded PTX has no kernel `{name}`"))?;
-    let span = crate::runtime::ptx::entry_span(&lines, start, name)?;
-    crate::runtime::ptx::push_capped(&lines, start, span, name, max_regs, &mut out)?;
-    Ok(out)
-}
 
 /// Relative cost per computed evaluation of the sliding variants (L, G, cost); the planner
 /// multiplies it by the padded number of evaluations. H100 measurements at paper size
@@ -1441,7 +1402,7 @@ mod tests {
         }
         for g in k::CSCAN_GROUPS {
             for name in [k::cscan_kernel_name(5, g), k::cscan_deep_kernel_name(5, g)].into_iter().flatten() {
-                let m = capped_ptx(crate::runtime::PTX, name, 64).unwrap_or_else(|e| panic!("{name}: {e}"));
+                let m = crate::runtime::ptx::capped_ptx(crate::runtime::PTX, name, 64).unwrap_or_else(|e| panic!("{name}: {e}"));
                 assert!(m.contains(".maxnreg 64") && m.contains(&format!(".visible .entry {name}(")));
             }
         }

@@ -6,8 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::Context;
-use cudarc::driver::{sys, CudaFunction, CudaModule, CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg};
-use cudarc::nvrtc::Ptx;
+use cudarc::driver::{CudaFunction, CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use gpu_kernels::srm::{cluster_shared_bytes, cluster_threads, fused_interior, fused_shared_bytes, fusedb_shared_bytes,
     fusedc_shared_bytes, pair_entry, RowMap, Stencil, CLUSTER_MAX, PAPER_SHARED_BYTES, PAPER_TH, PAPER_TW, RADIUS};
@@ -18,6 +17,8 @@ use crate::launch;
 use crate::runtime::cluster::{check_cluster_launch, launch_cluster, max_active_clusters, max_threads, sm90_function, ClusterArgs,
     ClusterConfig};
 use crate::runtime::fft::FftPlan;
+use crate::runtime::ptx::capped_kernel;
+pub use crate::runtime::ptx::capped_ptx;
 use crate::runtime::{grid_1d, Gpu, GpuError};
 use crate::traces::TraceSet;
 
@@ -379,47 +380,6 @@ pub const FUSEDC_MAX_REGS: u32 = 80;
 /// Register cap of `paperq56`: 56 x 384 threads lets three blocks share an SM (66 registers
 /// unconstrained: two); ptxas sm_90 needs no spills at 56 (48: 68 bytes).
 pub const PAPERQ_MAX_REGS: u32 = 56;
-
-/// Entry point `name` of `ptx` alone in a module, with `.maxnreg max_regs` ([`crate::runtime::ptx`]).
-pub fn capped_ptx(ptx: &str, name: &str, max_regs: u32) -> Result<String, String> {
-    let mut out = crate::runtime::ptx::module_header(ptx);
-    let lines: Vec<&str> = ptx.lines().collect();
-    let head = format!(".visible .entry {name}(");
-    let start = lines.iter().position(|l| *l == head).ok_or_else(|| format!("the embedded PTX has no kernel `{name}`"))?;
-    let span = crate::runtime::ptx::entry_span(&lines, start, name)?;
-    crate::runtime::ptx::push_capped(&lines, start, span, name, max_regs, &mut out)?;
-    Ok(out)
-}
-
-type ModuleKey = (usize, String, u32);
-static MODULES: OnceLock<Mutex<HashMap<ModuleKey, Arc<CudaModule>>>> = OnceLock::new();
-
-/// Kernel `name` capped at `max_regs` registers (module JIT-compiled once per context), with its
-/// shared-memory limit raised for `cfg`.
-fn capped_kernel(gpu: &Gpu, name: &str, max_regs: u32, cfg: &LaunchConfig) -> GpuResult<CudaFunction> {
-    // Validates the launch shape against the device (and the kernel's presence in the main module).
-    gpu.prepare_launch(name, cfg)?;
-    let key = (gpu.context().cu_ctx() as usize, name.to_string(), max_regs);
-    let module = {
-        let mut cache = MODULES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-        match cache.get(&key) {
-            Some(m) => m.clone(),
-            None => {
-                let src = capped_ptx(crate::runtime::PTX, name, max_regs)
-                    .map_err(|why| GpuError::BadLaunch { kernel: name.into(), why })?;
-                let m = gpu.context().load_module(Ptx::from_src(src)).map_err(drv("JIT-compiling a register-capped srm kernel"))?;
-                cache.insert(key, m.clone());
-                m
-            }
-        }
-    };
-    let func = module.load_function(name).map_err(drv("loading a register-capped srm kernel"))?;
-    if cfg.shared_mem_bytes > 48 * 1024 {
-        func.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cfg.shared_mem_bytes as i32)
-            .map_err(drv("raising the shared-memory limit of a register-capped srm kernel"))?;
-    }
-    Ok(func)
-}
 
 /// Times one depth step of `count` planes with every candidate kernel (median of 3 after a
 /// warm-up) and returns the fastest. The planes' contents are overwritten.
