@@ -4,6 +4,7 @@
 use seisgpu_host::backend::{gpu_or_skip, Backend};
 use seisgpu_host::kernels::srm::RowMap;
 use seisgpu_host::srm::design::{DesignParams, FilterKind, Operator, Spacing};
+use seisgpu_host::runtime::Gpu;
 use seisgpu_host::srm::gpu::{DeviceOperator, Planes};
 use seisgpu_host::srm::impulse::{compare_with_phase_shift, impulse_response};
 use seisgpu_host::srm::synthetic::{column_peak, flat_reflector, point_scatterer};
@@ -206,31 +207,46 @@ fn gpu_depth_step_matches_cpu_for_every_variant() {
             println!("{variant}: not run (compute capability below 9.0; see srm_cluster.rs)");
             continue;
         }
-        let mut pl = Planes::new(&gpu, nx, ny, stride, &taper).unwrap();
-        // Poison every buffer, then place the input planes at their strided positions.
-        let poison = vec![f32::NAN; pl.x.len()];
-        let mut x = poison.clone();
-        for w in 0..2 {
-            let (src, dst) = (2 * w * count * nxy, 2 * w * stride * nxy);
-            x[dst..dst + 2 * count * nxy].copy_from_slice(&waves[src..src + 2 * count * nxy]);
-        }
-        pl.x = gpu.upload(&x).unwrap();
-        for b in [&mut pl.y, &mut pl.x2, &mut pl.y2, &mut pl.acc] {
-            *b = gpu.upload(&poison).unwrap();
-        }
-        pl.set_maps(&gpu, &maps).unwrap();
+        let mut pl = poisoned_planes(&gpu, nx, ny, stride, count, &taper, &waves, &maps);
         pl.step(&gpu, &dop, &dslow.slice(..), count, variant).unwrap();
         let out = gpu.download(&pl.x).unwrap();
-        let mut got = Vec::with_capacity(want.len());
-        for w in 0..2 {
-            let src = 2 * w * stride * nxy;
-            got.extend_from_slice(&out[src..src + 2 * count * nxy]);
-        }
+        let got = first_planes(&out, nxy, stride, count);
         let e = rel_l2(&got, &want);
         println!("{variant}: rel L2 {e:.2e}");
         assert!(got.iter().all(|v| v.is_finite()), "{variant}: unwritten (NaN) outputs");
         assert!(e < 1e-5, "{variant}: rel L2 {e}");
     }
+}
+
+/// GPU planes for `count` of `stride` planes per wave with every buffer NaN-poisoned, then the
+/// input `waves` (both waves' `count` planes, packed) placed at their strided positions.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn poisoned_planes(gpu: &Gpu, nx: usize, ny: usize, stride: usize, count: usize, taper: &Taper, waves: &[f32],
+    maps: &[RowMap]) -> Planes {
+    let nxy = nx * ny;
+    let mut pl = Planes::new(gpu, nx, ny, stride, taper).unwrap();
+    let poison = vec![f32::NAN; pl.x.len()];
+    let mut x = poison.clone();
+    for w in 0..2 {
+        let (src, dst) = (2 * w * count * nxy, 2 * w * stride * nxy);
+        x[dst..dst + 2 * count * nxy].copy_from_slice(&waves[src..src + 2 * count * nxy]);
+    }
+    pl.x = gpu.upload(&x).unwrap();
+    for b in [&mut pl.y, &mut pl.x2, &mut pl.y2, &mut pl.acc] {
+        *b = gpu.upload(&poison).unwrap();
+    }
+    pl.set_maps(gpu, maps).unwrap();
+    pl
+}
+
+/// The first `count` planes of both waves out of planes laid out `stride` per wave, packed.
+pub(crate) fn first_planes(out: &[f32], nxy: usize, stride: usize, count: usize) -> Vec<f32> {
+    let mut got = Vec::with_capacity(2 * 2 * count * nxy);
+    for w in 0..2 {
+        let src = 2 * w * stride * nxy;
+        got.extend_from_slice(&out[src..src + 2 * count * nxy]);
+    }
+    got
 }
 
 #[test]

@@ -10,11 +10,12 @@ use seisgpu_host::runtime::cluster::{clusters_supported, cluster_function, launc
     ClusterConfig};
 use seisgpu_host::runtime::{Gpu, PTX, PTX_SM90};
 use seisgpu_host::srm::design::{DesignParams, Operator, Spacing};
-use seisgpu_host::srm::gpu::{cluster_plan, DeviceOperator, Planes};
+use seisgpu_host::srm::gpu::{cluster_plan, DeviceOperator};
 use seisgpu_host::srm::synthetic::point_scatterer;
 use seisgpu_host::srm::{cpu, migrate, GpuOptions, GpuVariant, SrmParams, Taper};
 
 use crate::common::{random_vec, rel_l2};
+use crate::srm::{first_planes, poisoned_planes};
 
 /// The GPU when it can run clusters; otherwise prints why the test is skipped.
 fn cluster_gpu_or_skip(test: &str) -> Option<Arc<Gpu>> {
@@ -106,28 +107,13 @@ fn step_matches_cpu(gpu: &Arc<Gpu>, nx: usize, ny: usize, count: usize, stride: 
     maps2.extend_from_slice(&maps);
     cpu::step_planes(&op, &maps2, &slow, &taper, nx, ny, &mut want);
     let dslow = gpu.upload(&slow).unwrap();
-    let mut pl = Planes::new(gpu, nx, ny, stride, &taper).unwrap();
-    let poison = vec![f32::NAN; pl.x.len()];
-    let mut x = poison.clone();
-    for w in 0..2 {
-        let (src, dst) = (2 * w * count * nxy, 2 * w * stride * nxy);
-        x[dst..dst + 2 * count * nxy].copy_from_slice(&waves[src..src + 2 * count * nxy]);
-    }
-    pl.x = gpu.upload(&x).unwrap();
-    for b in [&mut pl.y, &mut pl.x2, &mut pl.y2, &mut pl.acc] {
-        *b = gpu.upload(&poison).unwrap();
-    }
-    pl.set_maps(gpu, &maps).unwrap();
+    let mut pl = poisoned_planes(gpu, nx, ny, stride, count, &taper, &waves, &maps);
     let (_, cfg, shape) = cluster_plan(gpu, nx as u32, ny as u32, count as u32).unwrap();
     println!("{nx} x {ny}, {count} planes: {} CTAs of {} rows, {} threads, {} B shared; grid {:?}", shape.ctas, shape.rows,
         shape.threads, shape.shared, cfg.grid);
     pl.step(gpu, &dop, &dslow.slice(..), count, GpuVariant::Cluster).unwrap();
     let out = gpu.download(&pl.x).unwrap();
-    let mut got = Vec::with_capacity(want.len());
-    for w in 0..2 {
-        let src = 2 * w * stride * nxy;
-        got.extend_from_slice(&out[src..src + 2 * count * nxy]);
-    }
+    let got = first_planes(&out, nxy, stride, count);
     assert!(got.iter().all(|v| v.is_finite()), "{nx} x {ny}: unwritten (NaN) outputs");
     // The planes beyond `count` stay untouched (still NaN).
     assert!(out[2 * count * nxy..2 * stride * nxy].iter().all(|v| v.is_nan()), "wrote beyond the {count} planes");
