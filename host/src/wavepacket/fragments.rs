@@ -725,14 +725,21 @@ mod tests {
         assert!(hits.iter().any(|&h| h), "some cube sees the bad sample");
     }
 
-    #[test]
-    fn scale_process_is_bit_exact_over_engines_repeatable_and_names_bad_samples() {
+    /// A 45 x 23 x 70 volume (not a multiple of its 32^3 cubes) and its tiling on one and on three
+    /// CPU engines.
+    fn one_and_three_engines() -> (Vec<f32>, Fragmented, Fragmented) {
         let shape = [45, 23, 70];
         let params = Params { eps: 1e-6, ..Params::default() };
         let tiling = Tiling::new(shape, 32, 8).unwrap();
         let vol: Vec<f32> = (0..shape.iter().product::<usize>()).map(|i| ((i * 104729) % 997) as f32 * 1e-3 - 0.5).collect();
         let one = Fragmented::on_backends(&[Backend::Cpu], tiling.clone(), &params).unwrap();
         let three = Fragmented::on_backends(&[Backend::Cpu, Backend::Cpu, Backend::Cpu], tiling, &params).unwrap();
+        (vol, one, three)
+    }
+
+    #[test]
+    fn scale_process_is_bit_exact_over_engines_repeatable_and_names_bad_samples() {
+        let (vol, one, three) = one_and_three_engines();
         let edit = |t: usize, c: &mut [Complex32]| c.iter_mut().for_each(|x| *x *= 0.5 + 0.01 * t as f32);
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         let p1 = one.process(&vol, edit).unwrap();
@@ -764,12 +771,7 @@ mod tests {
     fn scale_device_edits_equal_the_host_closures() {
         use crate::wavepacket::{below_threshold, CoeffEdit};
         use std::sync::atomic::AtomicU64;
-        let shape = [45, 23, 70];
-        let params = Params { eps: 1e-6, ..Params::default() };
-        let tiling = Tiling::new(shape, 32, 8).unwrap();
-        let vol: Vec<f32> = (0..shape.iter().product::<usize>()).map(|i| ((i * 104729) % 997) as f32 * 1e-3 - 0.5).collect();
-        let one = Fragmented::on_backends(&[Backend::Cpu], tiling.clone(), &params).unwrap();
-        let three = Fragmented::on_backends(&[Backend::Cpu, Backend::Cpu, Backend::Cpu], tiling, &params).unwrap();
+        let (vol, one, three) = one_and_three_engines();
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         let noop = one.process(&vol, |_, _| {}).unwrap();
         for f in [&one, &three] {
