@@ -319,7 +319,8 @@ impl GpuEngine {
     /// synchronisation of the stream, e.g. inside [`GpuEngine::roundtrip_launch`]).
     pub(crate) unsafe fn stage_slab(&mut self, slab: &[f32], at: usize) -> Result<()> {
         ensure!(at + slab.len() <= self.vol.len(), "slab of {} samples at {at} for a {}^3 engine", slab.len(), self.frame.n());
-        if std::env::var("SEISGPU_WP_OVERLAP").is_ok_and(|v| v == "0") {
+        static SERIAL_UPLOAD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        if *SERIAL_UPLOAD.get_or_init(|| std::env::var("SEISGPU_WP_OVERLAP").is_ok_and(|v| v == "0")) {
             // The upload on the compute stream, behind the previous cube (to compare).
             let stream = self.gpu.stream().clone();
             let mut dst = self.vol.slice_mut(at..at + slab.len());
