@@ -89,11 +89,11 @@ fn main() {
 /// Register caps (`.maxnreg`, which Rust cannot emit) of sm_90 kernels, added when they move.
 /// `sm90_srm_step_cluster`: 128 = gpu_kernels::srm::CLUSTER_MAX_REGS (a test keeps them equal):
 /// 448 threads (400 x 400 in 16-CTA clusters) need it (see `CLUSTER_MAX_REGS`).
-const SM90_MAXNREG: &[(&str, u32)] = &[("sm90_srm_step_cluster", 128)];
+const SM90_MAXNREG: &[(&str, u32)] = &[("sm90_srm_step_cluster", 128), ("sm90_srm_step_clusterb", 128), ("sm90_srm_step_clusterc", 128), ("sm90_srm_step_clusterd", 128)];
 
-/// Moves every entry point named `sm90_*` (thread-block clusters, DSMEM: instructions of PTX ISA 7.8
+/// Moves every entry point named `sm90_*` (thread-block clusters, DSMEM: instructions of PTX ISA 7.8 and 8.6
 /// for sm_90, written with `asm!`, which rustc's backend pastes unchecked) out of the main module into
-/// a module of its own with `.version 7.8` (at least) and `.target sm_90` (at least). The main module
+/// a module of its own with `.version 8.6` (at least: the mbarrier fences of `device::cluster`) and `.target sm_90` (at least). The main module
 /// stays loadable on every GPU of its target; the host loads the second one on compute capability
 /// 9.0+ only. One kernel build instead of a second fat-LTO build of the whole crate for sm_90 (which
 /// would double the kernel build time in CI). The moved kernels must call no function.
@@ -106,7 +106,7 @@ fn split_sm90(ptx: &str) -> Result<(String, String), String> {
         if let Some(v) = t.strip_prefix(".version ") {
             let (maj, min) = v.trim().split_once('.').ok_or_else(|| format!("odd PTX version line `{l}`"))?;
             let (maj, min): (u32, u32) = (maj.parse().map_err(|_| format!("odd `{l}`"))?, min.parse().map_err(|_| format!("odd `{l}`"))?);
-            let (maj, min) = if (maj, min) < (7, 8) { (7, 8) } else { (maj, min) };
+            let (maj, min) = if (maj, min) < (8, 6) { (8, 6) } else { (maj, min) };
             sm90.push_str(&format!(".version {maj}.{min}\n"));
         } else if let Some(tgt) = t.strip_prefix(".target sm_") {
             let num: u32 = tgt.trim_end_matches(|c: char| !c.is_ascii_digit()).parse().map_err(|_| format!("odd `{l}`"))?;
@@ -125,7 +125,15 @@ fn split_sm90(ptx: &str) -> Result<(String, String), String> {
         let l = lines[k];
         if let Some(rest) = l.strip_prefix(".visible .entry sm90_") {
             let name = format!("sm90_{}", rest.trim_end_matches('('));
-            let end = (k..lines.len()).find(|&j| lines[j] == "}").ok_or_else(|| format!("PTX of `{name}` has no end"))?;
+            // The body ends where its braces balance (inline `asm!` may open blocks of its own).
+            let mut depth = 0i32;
+            let mut opened = false;
+            let end = (k..lines.len()).find(|&j| {
+                let code = lines[j].split("//").next().unwrap_or("");
+                depth += code.matches('{').count() as i32 - code.matches('}').count() as i32;
+                opened |= depth > 0;
+                opened && depth == 0
+            }).ok_or_else(|| format!("PTX of `{name}` has no end"))?;
             let cap = SM90_MAXNREG.iter().find(|(n, _)| *n == name).map(|&(_, c)| c);
             let mut params_closed = false;
             for body in &lines[k..=end] {

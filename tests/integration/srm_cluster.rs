@@ -10,7 +10,7 @@ use seisgpu_host::runtime::cluster::{clusters_supported, cluster_function, launc
     ClusterConfig};
 use seisgpu_host::runtime::{Gpu, PTX, PTX_SM90};
 use seisgpu_host::srm::design::{DesignParams, Operator, Spacing};
-use seisgpu_host::srm::gpu::{cluster_plan, DeviceOperator};
+use seisgpu_host::srm::gpu::{cluster_plan_for, ClusterKernel, DeviceOperator};
 use seisgpu_host::srm::synthetic::point_scatterer;
 use seisgpu_host::srm::{cpu, migrate, GpuOptions, GpuVariant, SrmParams, Taper};
 
@@ -33,18 +33,20 @@ fn cluster_kernels_live_in_their_own_sm90_module() {
     // CPU-only: build.rs moved the `sm90_*` entry points (sm_90 instructions) out of the main module.
     assert!(!PTX.lines().any(|l| l.starts_with(".visible .entry sm90_")), "sm_90 kernels left in the main module");
     let entries: Vec<&str> = PTX_SM90.lines().filter_map(|l| l.strip_prefix(".visible .entry ")).collect();
-    assert_eq!(entries, ["sm90_cluster_smoke(", "sm90_srm_step_cluster("]);
+    assert_eq!(entries, ["sm90_cluster_smoke(", "sm90_srm_step_cluster(", "sm90_srm_step_clusterb(", "sm90_srm_step_clusterc(", "sm90_srm_step_clusterd("]);
     assert!(PTX_SM90.lines().any(|l| l == ".target sm_90"), "{}", &PTX_SM90[..200]);
     let v = PTX_SM90.lines().find_map(|l| l.strip_prefix(".version ")).unwrap();
     let (maj, min) = v.split_once('.').unwrap();
-    assert!((maj.parse::<u32>().unwrap(), min.parse::<u32>().unwrap()) >= (7, 8), "PTX ISA {v}");
+    assert!((maj.parse::<u32>().unwrap(), min.parse::<u32>().unwrap()) >= (8, 6), "PTX ISA {v}");
     assert!(!PTX_SM90.lines().any(|l| l.trim_start().starts_with("call")), "an sm_90 kernel calls a function");
-    // The step kernel carries its register cap right after its parameter list.
+    // The step kernels carry their register cap right after their parameter lists.
     let lines: Vec<&str> = PTX_SM90.lines().collect();
-    let start = lines.iter().position(|l| *l == ".visible .entry sm90_srm_step_cluster(").unwrap();
-    let close = (start..lines.len()).find(|&k| lines[k] == ")").unwrap();
-    assert_eq!(lines[close + 1], format!(".maxnreg {CLUSTER_MAX_REGS}"));
-    assert!(seisgpu_host::runtime::cluster::sm90_kernel_names().contains(&"sm90_srm_step_cluster"));
+    for k in ["sm90_srm_step_cluster", "sm90_srm_step_clusterb", "sm90_srm_step_clusterc", "sm90_srm_step_clusterd"] {
+        let start = lines.iter().position(|l| *l == format!(".visible .entry {k}(")).unwrap();
+        let close = (start..lines.len()).find(|&k| lines[k] == ")").unwrap();
+        assert_eq!(lines[close + 1], format!(".maxnreg {CLUSTER_MAX_REGS}"), "{k}");
+        assert!(seisgpu_host::runtime::cluster::sm90_kernel_names().contains(&k));
+    }
 }
 
 #[test]
@@ -53,6 +55,15 @@ fn cluster_variant_parses_and_prints() {
     assert_eq!(v, GpuVariant::Cluster);
     assert_eq!(v.to_string(), "cluster");
     assert!(seisgpu_host::srm::gpu::CANDIDATES.contains(&GpuVariant::Cluster));
+    let b: GpuVariant = "clusterb".parse().unwrap();
+    assert_eq!((b, b.to_string().as_str()), (GpuVariant::ClusterB, "clusterb"));
+    assert!(seisgpu_host::srm::gpu::CANDIDATES.contains(&GpuVariant::ClusterB));
+    let c: GpuVariant = "clusterc".parse().unwrap();
+    assert_eq!((c, c.to_string().as_str()), (GpuVariant::ClusterC, "clusterc"));
+    assert!(seisgpu_host::srm::gpu::CANDIDATES.contains(&GpuVariant::ClusterC));
+    let d: GpuVariant = "clusterd".parse().unwrap();
+    assert_eq!((d, d.to_string().as_str()), (GpuVariant::ClusterD, "clusterd"));
+    assert!(seisgpu_host::srm::gpu::CANDIDATES.contains(&GpuVariant::ClusterD));
     assert!("clusterx".parse::<GpuVariant>().unwrap_err().contains("cluster"));
 }
 
@@ -90,9 +101,20 @@ fn cluster_smoke_reads_the_neighbours_shared_memory() {
     assert!(e.contains(name) && e.contains("multiple"), "{e}");
 }
 
+/// The cluster kernels: `cluster`, `clusterb`, `clusterc`, `clusterd`.
+const CLUSTER_VARIANTS: [GpuVariant; 4] = [GpuVariant::Cluster, GpuVariant::ClusterB, GpuVariant::ClusterC, GpuVariant::ClusterD];
+
 /// One depth step of `count` planes (both waves, buffers with room for `stride`) on an nx x ny grid
-/// with the cluster kernel against `cpu::step_planes`, every buffer NaN-poisoned first.
+/// with each cluster kernel against `cpu::step_planes`, every buffer NaN-poisoned first.
 fn step_matches_cpu(gpu: &Arc<Gpu>, nx: usize, ny: usize, count: usize, stride: usize) -> (u32, f64) {
+    let mut r = (0, 0.0);
+    for v in CLUSTER_VARIANTS {
+        r = step_matches_cpu_with(gpu, v, nx, ny, count, stride);
+    }
+    r
+}
+
+fn step_matches_cpu_with(gpu: &Arc<Gpu>, variant: GpuVariant, nx: usize, ny: usize, count: usize, stride: usize) -> (u32, f64) {
     let nxy = nx * ny;
     let sp = Spacing { dx: 12.5, dy: 15.0, dz: 10.0, two_d: false };
     let tau = 2.0 * std::f64::consts::PI;
@@ -108,18 +130,19 @@ fn step_matches_cpu(gpu: &Arc<Gpu>, nx: usize, ny: usize, count: usize, stride: 
     cpu::step_planes(&op, &maps2, &slow, &taper, nx, ny, &mut want);
     let dslow = gpu.upload(&slow).unwrap();
     let mut pl = poisoned_planes(gpu, nx, ny, stride, count, &taper, &waves, &maps);
-    let (_, cfg, shape) = cluster_plan(gpu, nx as u32, ny as u32, count as u32).unwrap();
-    println!("{nx} x {ny}, {count} planes: {} CTAs of {} rows, {} threads, {} B shared; grid {:?}", shape.ctas, shape.rows,
+    let kernel = ClusterKernel::of(variant).unwrap();
+    let (_, cfg, shape) = cluster_plan_for(gpu, kernel, nx as u32, ny as u32, count as u32).unwrap();
+    println!("{variant}: {nx} x {ny}, {count} planes: {} CTAs of {} rows, {} threads, {} B shared; grid {:?}", shape.ctas, shape.rows,
         shape.threads, shape.shared, cfg.grid);
-    pl.step(gpu, &dop, &dslow.slice(..), count, GpuVariant::Cluster).unwrap();
+    pl.step(gpu, &dop, &dslow.slice(..), count, variant).unwrap();
     let out = gpu.download(&pl.x).unwrap();
     let got = first_planes(&out, nxy, stride, count);
-    assert!(got.iter().all(|v| v.is_finite()), "{nx} x {ny}: unwritten (NaN) outputs");
+    assert!(got.iter().all(|v| v.is_finite()), "{variant} {nx} x {ny}: unwritten (NaN) outputs");
     // The planes beyond `count` stay untouched (still NaN).
-    assert!(out[2 * count * nxy..2 * stride * nxy].iter().all(|v| v.is_nan()), "wrote beyond the {count} planes");
+    assert!(out[2 * count * nxy..2 * stride * nxy].iter().all(|v| v.is_nan()), "{variant}: wrote beyond the {count} planes");
     let e = rel_l2(&got, &want);
-    println!("{nx} x {ny}: rel L2 {e:.2e} vs CPU");
-    assert!(e < 1e-5, "{nx} x {ny}: rel L2 {e}");
+    println!("{variant} {nx} x {ny}: rel L2 {e:.2e} vs CPU");
+    assert!(e < 1e-5, "{variant} {nx} x {ny}: rel L2 {e}");
     (shape.ctas, e)
 }
 
@@ -131,6 +154,10 @@ fn cluster_depth_step_matches_cpu() {
     // ny = 157 is prime, so no cluster size divides it (the last strip is short); nx odd (a half pair).
     let (c, _) = step_matches_cpu(&gpu, 203, 157, 2, 3);
     assert!(c > 1 && 157 % c != 0);
+    // Strips of two row segments whose last is cut by the grid (397 = 15 x 25 + 22): `clusterb` runs
+    // that segment bottom-up from row 21 of the last strip.
+    let (c, _) = step_matches_cpu(&gpu, 157, 397, 2, 2);
+    assert_eq!(c, 16);
 }
 
 #[test]
@@ -151,10 +178,12 @@ fn cluster_image_matches_cpu() {
     let want = migrate(&Backend::Cpu, &traces, &model, &params, false).unwrap();
     let shots = seisgpu_host::srm::validate_inputs(&traces, &model, &params).unwrap();
     let op = seisgpu_host::srm::design_for(&model, &params).unwrap();
-    // 7 planes per launch: the band's bins do not divide evenly into batches.
-    let opts = GpuOptions { variant: GpuVariant::Cluster, planes: 7 };
-    let got = seisgpu_host::srm::gpu::migrate_shots(&gpu, &op, &traces, &model, &params, &shots, opts, false).unwrap();
-    let e = rel_l2(&got.data, &want.data);
-    println!("cluster: image rel L2 {e:.2e}");
-    assert!(e < 1e-5, "cluster: image rel L2 {e}");
+    for variant in CLUSTER_VARIANTS {
+        // 7 planes per launch: the band's bins do not divide evenly into batches.
+        let opts = GpuOptions { variant, planes: 7 };
+        let got = seisgpu_host::srm::gpu::migrate_shots(&gpu, &op, &traces, &model, &params, &shots, opts, false).unwrap();
+        let e = rel_l2(&got.data, &want.data);
+        println!("{variant}: image rel L2 {e:.2e}");
+        assert!(e < 1e-5, "{variant}: image rel L2 {e}");
+    }
 }

@@ -1,9 +1,9 @@
-//! Thread-block clusters and distributed shared memory (sm_90, PTX ISA 7.8).
+//! Thread-block clusters and distributed shared memory (sm_90, PTX ISA 7.8; the mbarrier helpers 8.6).
 //!
 //! The kernel crate is compiled once, for the main module's target (`sm_70` by default); rustc's
 //! NVPTX backend pastes `asm!` text into the PTX unchecked, so these instructions compile there and
 //! build.rs moves every entry point that uses them (named `sm90_*`) into a module of its own with
-//! `.version 7.8` / `.target sm_90` (`runtime::PTX_SM90`), loaded only on compute capability 9.0+.
+//! `.version 8.6` / `.target sm_90` (`runtime::PTX_SM90`), loaded only on compute capability 9.0+.
 //! Kernels that use these helpers must be named `sm90_*` and must call no function (everything is
 //! inlined) so that they can live alone in that module.
 
@@ -71,4 +71,72 @@ pub unsafe fn ld_dsmem_u32(p: *const u32) -> u32 {
 #[inline(always)]
 pub fn cluster_sync() {
     unsafe { asm!("barrier.cluster.arrive;", "barrier.cluster.wait;", options(nostack)) };
+}
+
+// ---- mbarriers for point-to-point synchronisation between neighbouring CTAs (PTX ISA 8.6) ----
+//
+// `cluster_sync` orders all memory at cluster scope: it compiles to MEMBAR.ALL.GPU before the
+// arrive and CCTL.IVALL (the whole L1 invalidated) after the wait, and waits for every CTA of the
+// cluster. A stencil only needs its neighbours' shared memory: an mbarrier per neighbour, a relaxed
+// remote arrive behind `fence_release_shared_cta_cluster` (MEMBAR.ALL.CTA), and a relaxed wait
+// followed by `fence_acquire_shared_cluster` (no instruction) order exactly that, and leave L1 alone.
+
+/// The 32-bit shared-window address of a pointer into this CTA's shared memory.
+#[inline(always)]
+fn shared_addr<T>(p: *const T) -> u32 {
+    let r: u64;
+    unsafe { asm!("cvta.to.shared.u64 {r}, {p};", r = out(reg64) r, p = in(reg64) p as u64, options(pure, nomem, nostack)) };
+    r as u32
+}
+
+/// Initialises the mbarrier at `bar` (8-byte aligned, this CTA's shared memory) to expect `count`
+/// arrivals per phase. Make it visible with [`fence_mbarrier_init_cluster`] and a [`cluster_sync`]
+/// before any other CTA arrives on it.
+#[inline(always)]
+pub unsafe fn mbarrier_init(bar: *mut u64, count: u32) {
+    unsafe { asm!("mbarrier.init.shared::cta.b64 [{a}], {c};", a = in(reg32) shared_addr(bar), c = in(reg32) count, options(nostack)) };
+}
+
+/// Releases mbarrier initialisations to the cluster (`fence.mbarrier_init.release.cluster`).
+#[inline(always)]
+pub fn fence_mbarrier_init_cluster() {
+    unsafe { asm!("fence.mbarrier_init.release.cluster;", options(nostack)) };
+}
+
+/// Orders this CTA's earlier shared-memory (shared::cta) writes, its own and, after a
+/// `sync_threads`, its other threads', before later relaxed cluster-scope operations
+/// (`fence.release.sync_restrict::shared::cta.cluster`).
+#[inline(always)]
+pub fn fence_release_shared_cta_cluster() {
+    unsafe { asm!("fence.release.sync_restrict::shared::cta.cluster;", options(nostack)) };
+}
+
+/// Orders later shared::cluster (DSMEM) reads after an earlier relaxed wait
+/// (`fence.acquire.sync_restrict::shared::cluster.cluster`).
+#[inline(always)]
+pub fn fence_acquire_shared_cluster() {
+    unsafe { asm!("fence.acquire.sync_restrict::shared::cluster.cluster;", options(nostack)) };
+}
+
+/// Arrives once (relaxed, cluster scope) on the mbarrier at `bar` (an address in this CTA's layout)
+/// in CTA `rank` of the cluster.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive_remote(bar: *const u64, rank: u32) {
+    unsafe {
+        // One line: build.rs ends a kernel at the first line that is a lone `}`.
+        asm!("{{ .reg .b32 ra; mapa.shared::cluster.u32 ra, {a}, {k}; mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [ra]; }}",
+             a = in(reg32) shared_addr(bar), k = in(reg32) rank, options(nostack))
+    };
+}
+
+/// Whether the phase of parity `parity` (0 or 1) of this CTA's mbarrier at `bar` has completed
+/// (relaxed, cluster scope; may suspend the thread a while before answering no).
+#[inline(always)]
+pub unsafe fn mbarrier_try_wait_parity(bar: *const u64, parity: u32) -> bool {
+    let r: u32;
+    unsafe {
+        asm!("{{ .reg .pred p; mbarrier.try_wait.parity.relaxed.cluster.shared::cta.b64 p, [{a}], {q}; selp.u32 {r}, 1, 0, p; }}",
+             r = out(reg32) r, a = in(reg32) shared_addr(bar), q = in(reg32) parity, options(nostack))
+    };
+    r != 0
 }

@@ -11,7 +11,9 @@ pub mod cluster;
 pub mod shared;
 pub mod texture;
 
-pub use cluster::{cluster_ctarank, cluster_nctarank, cluster_sync, ld_dsmem_f32x4, ld_dsmem_u32, map_shared_rank};
+pub use cluster::{cluster_ctarank, cluster_nctarank, cluster_sync, fence_acquire_shared_cluster, fence_mbarrier_init_cluster,
+    fence_release_shared_cta_cluster, ld_dsmem_f32x4, ld_dsmem_u32, map_shared_rank, mbarrier_arrive_remote, mbarrier_init,
+    mbarrier_try_wait_parity};
 pub use shared::{dynamic_shared, SharedCarver};
 pub use texture::{tex1d, tex2d, tex2d_f2, tex3d, tex3d_f2};
 

@@ -32,7 +32,18 @@ pub(super) struct F4 {
 /// CPU's rounding). Shared by the paper-style fused, `fusedb`/`fusedc` and cluster kernels.
 #[inline(always)]
 pub(super) fn pair_laplacian<const FMA: bool>(st: &Stencil, c: F4, pm2: F4, pm1: F4, pp1: F4, pp2: F4, win: &[F4; 9]) -> F4 {
-    let ap = |c0, xm, xp, ym, yp| if FMA { st.apply_fma(c0, xm, xp, ym, yp) } else { st.apply(c0, xm, xp, ym, yp) };
+    if FMA {
+        pair_terms(c, pm2, pm1, pp1, pp2, win, |c0, xm, xp, ym, yp| st.apply_fma(c0, xm, xp, ym, yp))
+    } else {
+        pair_terms(c, pm2, pm1, pp1, pp2, win, |c0, xm, xp, ym, yp| st.apply(c0, xm, xp, ym, yp))
+    }
+}
+
+/// The column pair's stencil terms, node by node and re/im by re/im, handed to `ap` (one of the
+/// [`Stencil`] sums): `xm`/`xp` the 4 values left/right, `ym`/`yp` the 4 rows up/down.
+#[inline(always)]
+pub(super) fn pair_terms(c: F4, pm2: F4, pm1: F4, pp1: F4, pp2: F4, win: &[F4; 9],
+    ap: impl Fn(f32, [f32; 4], [f32; 4], [f32; 4], [f32; 4]) -> f32) -> F4 {
     F4 {
         r0: ap(c.r0, [pm1.r1, pm1.r0, pm2.r1, pm2.r0], [c.r1, pp1.r0, pp1.r1, pp2.r0],
             [win[3].r0, win[2].r0, win[1].r0, win[0].r0], [win[5].r0, win[6].r0, win[7].r0, win[8].r0]),

@@ -75,6 +75,34 @@ pub const fn cluster_threads(nx: u32, r: u32) -> u32 { r.div_ceil(CLUSTER_SEG_RO
 /// Shared bytes of one CTA: T_{n-1} and T_{n-2} of the strip (r x pitch x 16 B each) and its
 /// slowness (r x pairs x 8 B).
 pub const fn cluster_shared_bytes(nx: u32, r: u32) -> u32 { 2 * r * cluster_pitch(nx) * 16 + r * cluster_pairs(nx) * 8 }
+/// Shared bytes of one `clusterb` CTA: T_{n-1} and T_{n-2} as [`cluster_shared_bytes`], and per node
+/// its coefficient-table position, computed once per depth step instead of at every Chebyshev step:
+/// the fraction (f32, the exact value `table_pos` gives) and the row (u16), r x pairs x (8 + 4) B.
+pub const fn clusterb_shared_bytes(nx: u32, r: u32) -> u32 { 2 * r * cluster_pitch(nx) * 16 + r * cluster_pairs(nx) * 12 }
+/// Shared bytes of one `clusterc` CTA: `clusterb`'s and, first, four 8-byte mbarriers (32 B).
+pub const fn clusterc_shared_bytes(nx: u32, r: u32) -> u32 { 32 + clusterb_shared_bytes(nx, r) }
+/// Accumulator rows per thread that `clusterd` keeps in shared memory (the rest in registers).
+pub const CLUSTERD_SHARED_ACC: u32 = 4;
+/// Shared bytes of one `clusterd` CTA of `threads` threads: four mbarriers (32 B), T_{n-1} and
+/// T_{n-2}, each node's packed table position (4 B) and `CLUSTERD_SHARED_ACC` accumulators per thread.
+pub const fn clusterd_shared_bytes(nx: u32, r: u32) -> u32 {
+    32 + 2 * r * cluster_pitch(nx) * 16 + r * cluster_pairs(nx) * 8 + CLUSTERD_SHARED_ACC * cluster_threads(nx, r) * 16
+}
+/// Most coefficient-table rows `clusterd` can index (12 bits of a packed position).
+pub const CLUSTERD_MAX_ROWS: u32 = 4096;
+/// The table position (row i0, fraction f) of a node packed in 32 bits (`clusterd`): i0 in the top
+/// 12 bits, f in the low 20 as round(f (2^20 - 1)) (|error| <= 2^-21, far below the 1e-5 the GPU
+/// must match the CPU to; rows < 4096).
+#[inline(always)]
+pub fn pack_pos(i0: u32, f: f32) -> u32 {
+    let q = (f * 1048575.0 + 0.5) as u32; // f in [0, 1]: q in [0, 2^20 - 1]
+    (i0 << 20) | if q > 0xFFFFF { 0xFFFFF } else { q }
+}
+/// The inverse of [`pack_pos`].
+#[inline(always)]
+pub fn unpack_pos(p: u32) -> (u32, f32) { (p >> 20, (p & 0xFFFFF) as f32 * (1.0 / 1048575.0)) }
+/// Most coefficient-table rows `clusterb` can index (a row number is kept in 16 bits).
+pub const CLUSTERB_MAX_ROWS: u32 = 1 << 16;
 
 /// The cross-shaped operator L = I + (2 / Lambda) (D2x/dx^2 + D2y/dy^2) as stencil weights:
 /// centre `c`, x arm `ax[j-1]` at +-j, y arm `ay[j-1]` at +-j rows. Passed to kernels by value
@@ -119,6 +147,24 @@ impl Stencil {
         s = fma(self.ay[1], ym[1] + yp[1], s);
         s = fma(self.ay[2], ym[2] + yp[2], s);
         fma(self.ay[3], ym[3] + yp[3], s)
+    }
+
+    /// The same terms as [`Stencil::apply_fma`] summed as two chains for latency (the `clusterb`
+    /// kernel): the centre and the y arm's inner three rows, which a streaming kernel already holds
+    /// in registers, start at once; the x arm (loaded this row) runs as a second chain; the y arm's
+    /// outermost row (the one streamed in this row) comes last. Rounds like `apply_fma` to a few 1e-8.
+    #[inline(always)]
+    pub fn apply_fma_split(&self, c0: f32, xm: [f32; 4], xp: [f32; 4], ym: [f32; 4], yp: [f32; 4]) -> f32 {
+        use crate::math::mul_add as fma;
+        let mut sy = self.c * c0;
+        sy = fma(self.ay[0], ym[0] + yp[0], sy);
+        sy = fma(self.ay[1], ym[1] + yp[1], sy);
+        sy = fma(self.ay[2], ym[2] + yp[2], sy);
+        let mut sx = self.ax[0] * (xm[0] + xp[0]);
+        sx = fma(self.ax[1], xm[1] + xp[1], sx);
+        sx = fma(self.ax[2], xm[2] + xp[2], sx);
+        sx = fma(self.ax[3], xm[3] + xp[3], sx);
+        fma(self.ay[3], ym[3] + yp[3], sy) + sx
     }
 }
 
@@ -207,6 +253,17 @@ pub fn image_term(s: (f32, f32), r: (f32, f32)) -> f32 { s.0 * r.0 - s.1 * r.1 }
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_positions_round_trip() {
+        for (i, f) in [(0u32, 0.0f32), (4094, 1.0), (17, 0.5), (3, 1e-9), (1000, 0.999_999_9), (5, 0.123_456_79)] {
+            let (j, g) = unpack_pos(pack_pos(i, f));
+            assert_eq!(j, i);
+            assert!((g - f).abs() <= 1.0 / 2097152.0 + f32::EPSILON, "{f} -> {g}");
+        }
+        assert_eq!(unpack_pos(pack_pos(7, 1.0)).1, 1.0);
+        assert_eq!(unpack_pos(pack_pos(7, 0.0)).1, 0.0);
+    }
 
     #[test]
     fn table_pos_clamps_and_interpolates() {

@@ -33,7 +33,7 @@ pub use timing::{median, GpuTimer, Stats};
 /// The PTX of every kernel in `gpu-kernels`, built by the workspace's `build.rs`.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 /// The thread-block-cluster kernels (`sm90_*`), moved out of [`PTX`] by build.rs into a module of
-/// their own with `.target sm_90` (PTX ISA 7.8): loaded only on compute capability 9.0+ ([`cluster`]).
+/// their own with `.target sm_90` (PTX ISA 8.6): loaded only on compute capability 9.0+ ([`cluster`]).
 pub const PTX_SM90: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90.ptx"));
 /// The PTX target the kernels were compiled for (`SEISGPU_PTX_ARCH`, default `sm_70`).
 pub const PTX_ARCH: &str = env!("SEISGPU_PTX_ARCH");

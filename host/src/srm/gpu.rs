@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use anyhow::Context;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg};
 
-use gpu_kernels::srm::{cluster_shared_bytes, cluster_threads, fused_interior, fused_shared_bytes, fusedb_shared_bytes,
+use gpu_kernels::srm::{cluster_shared_bytes, cluster_threads, clusterb_shared_bytes, clusterc_shared_bytes, clusterd_shared_bytes, CLUSTERB_MAX_ROWS, CLUSTERD_MAX_ROWS, fused_interior, fused_shared_bytes, fusedb_shared_bytes,
     fusedc_shared_bytes, pair_entry, RowMap, Stencil, CLUSTER_MAX, PAPER_SHARED_BYTES, PAPER_TH, PAPER_TW, RADIUS};
 
 use super::design::Operator;
@@ -181,16 +181,22 @@ impl Planes {
                     n0 += steps;
                 }
             }
-            GpuVariant::Cluster => {
+            GpuVariant::Cluster | GpuVariant::ClusterB | GpuVariant::ClusterC | GpuVariant::ClusterD => {
                 // One launch per depth step: every Chebyshev step on chip; W' over W in `x`.
-                let (func, cfg, shape) = cluster_plan(gpu, nx, ny, cnt)?;
+                let kernel = ClusterKernel::of(variant).expect("a cluster variant");
+                let max_rows = kernel.max_table_rows();
+                if rows > max_rows {
+                    return Err(GpuError::BadLaunch { kernel: kernel.name().into(),
+                        why: format!("the coefficient table has {rows} rows, the kernel indexes at most {max_rows}") });
+                }
+                let (func, cfg, shape) = cluster_plan_for(gpu, kernel, nx, ny, cnt)?;
                 self.cluster_ctas = shape.ctas;
                 self.table_rows = rows;
                 let Planes { x, maps, taper_x, taper_y, .. } = self;
                 let mut a = ClusterArgs::new(gpu.stream());
                 a.value(&st).value(&nx).value(&ny).value(&stride).value(&cnt).value(&shape.rows).value(&degree).buf_mut(x)
                     .view(slow).buf(&dop.pairs).value(&rows).buf(&*maps).buf(&*taper_x).buf(&*taper_y);
-                launch_cluster(gpu, CLUSTER_KERNEL, &func, &cfg, a)?;
+                launch_cluster(gpu, kernel.name(), &func, &cfg, a)?;
             }
             GpuVariant::Fused(k) | GpuVariant::FusedB(k) => {
                 let balanced = matches!(variant, GpuVariant::FusedB(_));
@@ -238,7 +244,7 @@ impl Planes {
                 let per_wave = 3.0 * c + (degree as f64 - 2.0) * 5.0 * c + 4.0 * c;
                 pts * (2.0 * per_wave + degree as f64 * s)
             }
-            GpuVariant::Cluster => cluster_bytes(self.nxy(), count, degree, self.cluster_ctas, self.table_rows),
+            GpuVariant::Cluster | GpuVariant::ClusterB | GpuVariant::ClusterC | GpuVariant::ClusterD => cluster_bytes(self.nxy(), count, degree, self.cluster_ctas, self.table_rows),
             GpuVariant::Fused(k) | GpuVariant::FusedB(k) | GpuVariant::FusedC(k) => {
                 let passes = degree.div_ceil(k as usize);
                 // First pass: read T0, write 2 terms + acc; middle: read 2 + acc, write 2 + acc;
@@ -251,13 +257,65 @@ impl Planes {
 }
 
 /// Every kernel variant `auto` chooses from (`cluster` only where [`cluster_plan`] finds a shape).
-pub const CANDIDATES: [GpuVariant; 14] = [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2),
+pub const CANDIDATES: [GpuVariant; 17] = [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2),
     GpuVariant::Fused(3), GpuVariant::Fused(4), GpuVariant::FusedB(2), GpuVariant::FusedB(3), GpuVariant::FusedB(4),
     GpuVariant::PaperPair, GpuVariant::PaperPairCapped, GpuVariant::FusedC(2), GpuVariant::FusedC(3), GpuVariant::FusedC(4),
-    GpuVariant::Cluster];
+    GpuVariant::Cluster, GpuVariant::ClusterB, GpuVariant::ClusterC, GpuVariant::ClusterD];
 
 /// The cluster kernel (sm_90 module).
 pub const CLUSTER_KERNEL: &str = "sm90_srm_step_cluster";
+
+/// The whole-plane-on-chip kernels (sm_90 module): `cluster` (A), `clusterb` (B), `clusterc` (C).
+/// They share the launch plan; B and C keep table positions in shared memory instead of the
+/// slowness, C adds four mbarriers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ClusterKernel {
+    A,
+    B,
+    C,
+    D,
+}
+
+impl ClusterKernel {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClusterKernel::A => CLUSTER_KERNEL,
+            ClusterKernel::B => "sm90_srm_step_clusterb",
+            ClusterKernel::C => "sm90_srm_step_clusterc",
+            ClusterKernel::D => "sm90_srm_step_clusterd",
+        }
+    }
+
+    /// Dynamic shared bytes of one CTA for strips of `r` rows of an nx-wide plane.
+    pub fn shared_bytes(self, nx: u32, r: u32) -> u32 {
+        match self {
+            ClusterKernel::A => cluster_shared_bytes(nx, r),
+            ClusterKernel::B => clusterb_shared_bytes(nx, r),
+            ClusterKernel::C => clusterc_shared_bytes(nx, r),
+            ClusterKernel::D => clusterd_shared_bytes(nx, r),
+        }
+    }
+
+    /// Most coefficient-table rows the kernel can index.
+    pub fn max_table_rows(self) -> u32 {
+        match self {
+            ClusterKernel::A => u32::MAX,
+            ClusterKernel::B | ClusterKernel::C => CLUSTERB_MAX_ROWS,
+            ClusterKernel::D => CLUSTERD_MAX_ROWS,
+        }
+    }
+
+    /// The kernel a variant launches, if it is a cluster variant.
+    pub fn of(v: GpuVariant) -> Option<ClusterKernel> {
+        match v {
+            GpuVariant::Cluster => Some(ClusterKernel::A),
+            GpuVariant::ClusterB => Some(ClusterKernel::B),
+            GpuVariant::ClusterC => Some(ClusterKernel::C),
+            GpuVariant::ClusterD => Some(ClusterKernel::D),
+            _ => None,
+        }
+    }
+}
 
 /// Bytes the `cluster` kernel moves through device memory per depth step for `count` planes of
 /// nxy nodes: per wave, W in and W' out (8 B each) and the slowness (4 B, each wave's cluster reads
@@ -280,9 +338,12 @@ pub struct ClusterShape {
 }
 
 impl ClusterShape {
-    pub fn new(nx: u32, ny: u32, ctas: u32) -> ClusterShape {
+    pub fn new(nx: u32, ny: u32, ctas: u32) -> ClusterShape { ClusterShape::of(ClusterKernel::A, nx, ny, ctas) }
+
+    /// The shape of `kernel` (the kernels differ in shared bytes only).
+    pub fn of(kernel: ClusterKernel, nx: u32, ny: u32, ctas: u32) -> ClusterShape {
         let rows = ny.div_ceil(ctas.max(1));
-        ClusterShape { ctas, rows, threads: cluster_threads(nx, rows), shared: cluster_shared_bytes(nx, rows) }
+        ClusterShape { ctas, rows, threads: cluster_threads(nx, rows), shared: kernel.shared_bytes(nx, rows) }
     }
 
     /// Why this shape cannot hold an nx x ny plane with `smem` bytes of shared memory per CTA and at
@@ -311,10 +372,15 @@ impl ClusterShape {
 /// The cluster shapes (1..=16 CTAs) that hold an nx x ny plane, or why none does (the reason for
 /// 16 CTAs, the shape with the thinnest strips).
 pub fn cluster_candidates(nx: u32, ny: u32, smem: u32, max_threads: u32) -> Result<Vec<ClusterShape>, String> {
+    cluster_candidates_for(ClusterKernel::A, nx, ny, smem, max_threads)
+}
+
+/// [`cluster_candidates`] of `kernel`.
+pub fn cluster_candidates_for(kernel: ClusterKernel, nx: u32, ny: u32, smem: u32, max_threads: u32) -> Result<Vec<ClusterShape>, String> {
     if nx == 0 || ny == 0 {
         return Err(format!("empty grid {nx} x {ny}"));
     }
-    let all: Vec<ClusterShape> = (1..=CLUSTER_MAX).map(|c| ClusterShape::new(nx, ny, c)).collect();
+    let all: Vec<ClusterShape> = (1..=CLUSTER_MAX).map(|c| ClusterShape::of(kernel, nx, ny, c)).collect();
     let fit: Vec<ClusterShape> = all.iter().copied().filter(|s| s.unfit(ny, smem, max_threads).is_none()).collect();
     if fit.is_empty() {
         let why = all.iter().rev().find_map(|s| s.unfit(ny, smem, max_threads)).unwrap_or_default();
@@ -345,28 +411,34 @@ pub fn choose_cluster<E>(shapes: &[ClusterShape], jobs: u32, mut active: impl Fn
     Ok(best.map(|(_, s, a)| (s, a)))
 }
 
-type PlanKey = (usize, u32, u32, u32);
+type PlanKey = (usize, ClusterKernel, u32, u32, u32);
 static CLUSTER_PLANS: OnceLock<Mutex<HashMap<PlanKey, (CudaFunction, ClusterConfig, ClusterShape)>>> = OnceLock::new();
 
 /// The `cluster` kernel's function, launch shape and cluster shape for `count` planes of an
 /// nx x ny grid on `gpu` (chosen once per context and grid: [`cluster_candidates`], [`choose_cluster`]).
 /// Errors (naming the kernel): compute capability below 9.0, or no cluster shape holds the plane.
 pub fn cluster_plan(gpu: &Gpu, nx: u32, ny: u32, count: u32) -> GpuResult<(CudaFunction, ClusterConfig, ClusterShape)> {
-    let key = (gpu.context().cu_ctx() as usize, nx, ny, count);
+    cluster_plan_for(gpu, ClusterKernel::A, nx, ny, count)
+}
+
+/// [`cluster_plan`] of `kernel`.
+pub fn cluster_plan_for(gpu: &Gpu, kernel: ClusterKernel, nx: u32, ny: u32, count: u32)
+    -> GpuResult<(CudaFunction, ClusterConfig, ClusterShape)> {
+    let key = (gpu.context().cu_ctx() as usize, kernel, nx, ny, count);
     if let Some(p) = CLUSTER_PLANS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return Ok(p.clone());
     }
-    let bad = |why: String| GpuError::BadLaunch { kernel: CLUSTER_KERNEL.into(), why };
-    let func = sm90_function(gpu, CLUSTER_KERNEL)?;
+    let bad = |why: String| GpuError::BadLaunch { kernel: kernel.name().into(), why };
+    let func = sm90_function(gpu, kernel.name())?;
     let smem = gpu.info().max_shared_per_block_optin.max(0) as u32;
-    let shapes = cluster_candidates(nx, ny, smem, max_threads(&func)?).map_err(bad)?;
+    let shapes = cluster_candidates_for(kernel, nx, ny, smem, max_threads(&func)?).map_err(bad)?;
     let config = |s: &ClusterShape| ClusterConfig { grid: (s.ctas, 1, 2 * count), block: (s.threads, 1, 1), cluster: (s.ctas, 1, 1),
         shared: s.shared };
-    let chosen = choose_cluster(&shapes, 2 * count, |s| max_active_clusters(gpu, CLUSTER_KERNEL, &func, &config(s)))?;
+    let chosen = choose_cluster(&shapes, 2 * count, |s| max_active_clusters(gpu, kernel.name(), &func, &config(s)))?;
     let (shape, _) = chosen.ok_or_else(|| bad(format!("the driver can place none of the cluster shapes that hold a {nx} x {ny} plane \
         ({} of {} CTAs)", shapes.len(), shapes.iter().map(|s| s.ctas.to_string()).collect::<Vec<_>>().join(", "))))?;
     let cfg = config(&shape);
-    check_cluster_launch(gpu, CLUSTER_KERNEL, &func, &cfg)?;
+    check_cluster_launch(gpu, kernel.name(), &func, &cfg)?;
     let plan = (func, cfg, shape);
     CLUSTER_PLANS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner()).insert(key, plan.clone());
     Ok(plan)
@@ -388,7 +460,7 @@ pub fn autotune(gpu: &Gpu, dop: &DeviceOperator, planes: &mut Planes, slow: &Cud
     let timer = crate::runtime::GpuTimer::new(gpu.stream())?;
     let mut best = (f64::INFINITY, GpuVariant::Paper);
     for v in CANDIDATES {
-        if v == GpuVariant::Cluster && cluster_plan(gpu, planes.nx as u32, planes.ny as u32, count as u32).is_err() {
+        if let Some(k) = ClusterKernel::of(v) && cluster_plan_for(gpu, k, planes.nx as u32, planes.ny as u32, count as u32).is_err() {
             continue; // below compute capability 9.0, or the plane does not fit a cluster
         }
         let st = timer.measure(1, 3, || planes.step(gpu, dop, slow, count, v))?;

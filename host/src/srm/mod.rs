@@ -350,6 +350,16 @@ pub enum GpuVariant {
     /// the stencil's y arm reads the neighbour strips through distributed shared memory (compute
     /// capability 9.0+; grids whose plane does not fit 16 CTAs fall back) (`cluster`).
     Cluster,
+    /// `Cluster` tuned for latency: the last row segment of a strip runs bottom-up (its halo rows
+    /// arrive with the window's preload), table positions computed once per depth step, the stencil
+    /// in two chains (`clusterb`).
+    ClusterB,
+    /// `ClusterB` with each CTA waiting for its two neighbour CTAs only after a Chebyshev step
+    /// (mbarriers) instead of the whole cluster's barrier (`clusterc`).
+    ClusterC,
+    /// `ClusterC` without register spills: the last accumulator rows in shared memory, table
+    /// positions packed in 32 bits (`clusterd`).
+    ClusterD,
 }
 
 impl std::str::FromStr for GpuVariant {
@@ -372,8 +382,11 @@ impl std::str::FromStr for GpuVariant {
             "fusedc3" => Ok(Self::FusedC(3)),
             "fusedc4" => Ok(Self::FusedC(4)),
             "cluster" => Ok(Self::Cluster),
-            o => Err(format!("unknown kernel `{o}` (expected best, auto, paper, paperh, paperq, paperq56, fused2..4, fusedb2..4, fusedc2..4 \
-                or cluster)")),
+            "clusterb" => Ok(Self::ClusterB),
+            "clusterc" => Ok(Self::ClusterC),
+            "clusterd" => Ok(Self::ClusterD),
+            o => Err(format!("unknown kernel `{o}` (expected best, auto, paper, paperh, paperq, paperq56, fused2..4, fusedb2..4, fusedc2..4, \
+                cluster, clusterb, clusterc or clusterd)")),
         }
     }
 }
@@ -391,6 +404,9 @@ impl std::fmt::Display for GpuVariant {
             GpuVariant::PaperPairCapped => write!(f, "paperq56"),
             GpuVariant::FusedC(k) => write!(f, "fusedc{k}"),
             GpuVariant::Cluster => write!(f, "cluster"),
+            GpuVariant::ClusterB => write!(f, "clusterb"),
+            GpuVariant::ClusterC => write!(f, "clusterc"),
+            GpuVariant::ClusterD => write!(f, "clusterd"),
         }
     }
 }
