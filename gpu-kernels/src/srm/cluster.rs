@@ -293,8 +293,8 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterb(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
     degree: u32, w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32,
-    taper_y: *const f32) {
-    unsafe { clusterb::<false, false>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y) }
+    taper_y: *const f32, otab: *const f32) {
+    unsafe { clusterb::<false, false>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y, otab) }
 }
 
 /// `clusterb` with point-to-point synchronisation: after each Chebyshev step a CTA waits for its two
@@ -305,8 +305,8 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterb(st: Stencil, nx: u32, n
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterc(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
     degree: u32, w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32,
-    taper_y: *const f32) {
-    unsafe { clusterb::<true, false>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y) }
+    taper_y: *const f32, otab: *const f32) {
+    unsafe { clusterb::<true, false>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y, otab) }
 }
 
 /// `clusterc` without register spills (ptxas: 96 B of stack at 128 registers, spilled
@@ -314,12 +314,14 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterc(st: Stencil, nx: u32, n
 /// `CLUSTERD_SHARED_ACC` rows' accumulators live in shared memory, paid for by packing each node's
 /// table position into 32 bits (`pack_pos`: row and a 20-bit fraction, |error| <= 2^-21); and the
 /// window's streamed row, local for all but a segment's last few rows, is read without the halo
-/// tests (`clusterd`). Shared memory: `clusterd_shared_bytes`.
+/// tests, and a coefficient is one fused
+/// multiply-add per component from the offset table (`offset_entry`, `otab`: the B/C kernels ignore
+/// it) and the fraction's mantissa bits (`clusterd`). Shared memory: `clusterd_shared_bytes`.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterd(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
     degree: u32, w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32,
-    taper_y: *const f32) {
-    unsafe { clusterb::<true, true>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y) }
+    taper_y: *const f32, otab: *const f32) {
+    unsafe { clusterb::<true, true>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y, otab) }
 }
 
 /// Accumulator rows of `clusterd` kept in registers; the rest (`CLUSTERD_SHARED_ACC`) in shared memory.
@@ -329,7 +331,8 @@ const REG_ACC: usize = M - CLUSTERD_SHARED_ACC as usize;
 /// only; `LEAN`: packed positions, shared accumulators, the streamed row's fast path.
 #[inline(always)]
 unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32, degree: u32,
-    w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32, taper_y: *const f32) {
+    w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32, taper_y: *const f32,
+    otab: *const f32) {
     use crate::math::mul_add as fma;
     let rank = cluster_ctarank();
     let csize = cluster_nctarank();
@@ -465,6 +468,7 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
         };
         let kf = if n == 1 { 1.0f32 } else { 2.0 };
         let pn = unsafe { ptab.add(4 * (n * prow) as usize) };
+        let on = unsafe { otab.add(4 * (n * offset_rows(rows)) as usize) };
         // Visits whose streamed row (lr + 4 dir) is a row of this strip inside the grid.
         let m_loc = if dir > 0 { ri.min(ny as i32 - y0) - first - 4 } else { first - 3 };
         if cnt > 0 {
@@ -473,53 +477,65 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
             unroll8!(k => {
                 win[k] = row_of(ta, off_a, first + dir * (k as i32 - 4));
             });
-            'rows: {
-            unroll13!(m => {
-                if m as i32 >= cnt {
-                    break 'rows;
-                }
-                {
-                    let lr = first + dir * m as i32;
-                    win[8] = if LEAN && (m as i32) < m_loc { unsafe { *at(ta, lr + 4 * dir, 0) } } else { row_of(ta, off_a, lr + 4 * dir) };
-                    let (pm2, pm1, pp1, pp2) = unsafe { (*at(ta, lr, -2), *at(ta, lr, -1), *at(ta, lr, 1), *at(ta, lr, 2)) };
-                    let k = (lr as u32 * npairs + p) as usize;
-                    let ((ia, fa), (ib, fb)) = if LEAN {
-                        let pp = unsafe { *sp.add(k) };
-                        (unpack_pos(pp[0]), unpack_pos(pp[1]))
-                    } else {
-                        let (fr, ix) = unsafe { (*sf.add(k), *si.add(k)) };
-                        ((ix & 0xffff, fr[0]), (ix >> 16, fr[1]))
-                    };
-                    let aa = coef_from_pair(unsafe { ldg_f32x4(pn.add(4 * ia as usize)) }, fa);
-                    let ab = coef_from_pair(unsafe { ldg_f32x4(pn.add(4 * ib as usize)) }, fb);
-                    let c = win[4];
-                    let F4 { r0: l0r, i0: l0i, r1: l1r, i1: l1i } =
-                        pair_terms(c, pm2, pm1, pp1, pp2, &win, |c0, xm, xp, ym, yp| st.apply_fma_split(c0, xm, xp, ym, yp));
-                    let bp = at(tb, lr, 0);
-                    let prev = unsafe { *bp };
-                    let t = F4 {
-                        r0: fma(kf, l0r, -prev.r0),
-                        i0: fma(kf, l0i, -prev.i0),
-                        r1: if in1 { fma(kf, l1r, -prev.r1) } else { 0.0 },
-                        i1: if in1 { fma(kf, l1i, -prev.i1) } else { 0.0 },
-                    };
-                    unsafe { *bp = t };
-                    let shared_acc = LEAN && m >= REG_ACC;
-                    let old = if shared_acc { unsafe { *sacc_at(m) } } else { acc[m] };
-                    let a0 = cmadd_fma((old.r0, old.i0), aa, (t.r0, t.i0));
-                    let a1 = cmadd_fma((old.r1, old.i1), ab, (t.r1, t.i1));
-                    let a = F4 { r0: a0.0, i0: a0.1, r1: a1.0, i1: a1.1 };
-                    if shared_acc {
-                        unsafe { *sacc_at(m) = a };
-                    } else {
-                        acc[m] = a;
-                    }
-                    unroll8!(k => {
-                        win[k] = win[k + 1];
+            // The visits, twice: `$fast` when every streamed row is local (the usual case: no halo
+            // tests compiled into the rows at all).
+            macro_rules! visit_rows {
+                ($fast:expr) => {
+                    'rows: {
+                    unroll13!(m => {
+                        if m as i32 >= cnt {
+                            break 'rows;
+                        }
+                        {
+                            let lr = first + dir * m as i32;
+                            win[8] = if $fast || (LEAN && (m as i32) < m_loc) { unsafe { *at(ta, lr + 4 * dir, 0) } } else { row_of(ta, off_a, lr + 4 * dir) };
+                            let (pm2, pm1, pp1, pp2) = unsafe { (*at(ta, lr, -2), *at(ta, lr, -1), *at(ta, lr, 1), *at(ta, lr, 2)) };
+                            let (aa, ab) = if LEAN {
+                                let pp = unsafe { *sp.add((lr as u32 * npairs + p) as usize) };
+                                let ((ia, ga), (ib, gb)) = (unpack_pos(pp[0]), unpack_pos(pp[1]));
+                                (coef_from_offset(unsafe { ldg_f32x4(on.add(4 * ia as usize)) }, ga),
+                                    coef_from_offset(unsafe { ldg_f32x4(on.add(4 * ib as usize)) }, gb))
+                            } else {
+                                let k = (lr as u32 * npairs + p) as usize;
+                                let (fr, ix) = unsafe { (*sf.add(k), *si.add(k)) };
+                                (coef_from_pair(unsafe { ldg_f32x4(pn.add(4 * (ix & 0xffff) as usize)) }, fr[0]),
+                                    coef_from_pair(unsafe { ldg_f32x4(pn.add(4 * (ix >> 16) as usize)) }, fr[1]))
+                            };
+                            let c = win[4];
+                            let F4 { r0: l0r, i0: l0i, r1: l1r, i1: l1i } =
+                                pair_terms(c, pm2, pm1, pp1, pp2, &win, |c0, xm, xp, ym, yp| st.apply_fma_split(c0, xm, xp, ym, yp));
+                            let bp = at(tb, lr, 0);
+                            let prev = unsafe { *bp };
+                            let t = F4 {
+                                r0: fma(kf, l0r, -prev.r0),
+                                i0: fma(kf, l0i, -prev.i0),
+                                r1: if in1 { fma(kf, l1r, -prev.r1) } else { 0.0 },
+                                i1: if in1 { fma(kf, l1i, -prev.i1) } else { 0.0 },
+                            };
+                            unsafe { *bp = t };
+                            let shared_acc = LEAN && m >= REG_ACC;
+                            let old = if shared_acc { unsafe { *sacc_at(m) } } else { acc[m] };
+                            let a0 = cmadd_fma((old.r0, old.i0), aa, (t.r0, t.i0));
+                            let a1 = cmadd_fma((old.r1, old.i1), ab, (t.r1, t.i1));
+                            let a = F4 { r0: a0.0, i0: a0.1, r1: a1.0, i1: a1.1 };
+                            if shared_acc {
+                                unsafe { *sacc_at(m) = a };
+                            } else {
+                                acc[m] = a;
+                            }
+                            unroll8!(k => {
+                                win[k] = win[k + 1];
+                            });
+                            row_fence();
+                        }
                     });
-                    row_fence();
-                }
-            });
+                    }
+                };
+            }
+            if LEAN && m_loc >= cnt {
+                visit_rows!(true);
+            } else {
+                visit_rows!(false);
             }
         }
         if NEIGHBOURS {

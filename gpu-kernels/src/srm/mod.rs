@@ -90,17 +90,35 @@ pub const fn clusterd_shared_bytes(nx: u32, r: u32) -> u32 {
 }
 /// Most coefficient-table rows `clusterd` can index (12 bits of a packed position).
 pub const CLUSTERD_MAX_ROWS: u32 = 4096;
-/// The table position (row i0, fraction f) of a node packed in 32 bits (`clusterd`): i0 in the top
-/// 12 bits, f in the low 20 as round(f (2^20 - 1)) (|error| <= 2^-21, far below the 1e-5 the GPU
-/// must match the CPU to; rows < 4096).
+/// The table position (row i0, fraction f) of a node packed in 32 bits (`clusterd`): the row in the
+/// top 12 bits, f in the low 20 as round(f 2^20) (|error| <= 2^-21, far below the 1e-5 the GPU must
+/// match the CPU to); f = 1 after rounding becomes (i0 + 1, 0), which the offset table holds
+/// ([`offset_entry`] has `rows` entries per coefficient). rows <= `CLUSTERD_MAX_ROWS`.
 #[inline(always)]
 pub fn pack_pos(i0: u32, f: f32) -> u32 {
-    let q = (f * 1048575.0 + 0.5) as u32; // f in [0, 1]: q in [0, 2^20 - 1]
-    (i0 << 20) | if q > 0xFFFFF { 0xFFFFF } else { q }
+    let q = (f * 1048576.0 + 0.5) as u32; // f in [0, 1]: q in [0, 2^20]
+    if q >= 1 << 20 { (i0 + 1) << 20 } else { (i0 << 20) | q }
 }
-/// The inverse of [`pack_pos`].
+/// The row and g = 1 + f of a packed position: g's bits are the 20-bit fraction as the top of a
+/// mantissa under the exponent of 1.0, so no conversion instruction is needed.
 #[inline(always)]
-pub fn unpack_pos(p: u32) -> (u32, f32) { (p >> 20, (p & 0xFFFFF) as f32 * (1.0 / 1048575.0)) }
+pub fn unpack_pos(p: u32) -> (u32, f32) { (p >> 20, f32::from_bits(0x3F80_0000 | ((p & 0xFFFFF) << 3))) }
+/// Entries per coefficient in the offset table: one per row.
+#[inline(always)]
+pub const fn offset_rows(rows: u32) -> u32 { rows }
+/// Offset-table entry (n, i0), i0 = 0..rows - 1, at float 4 (n rows + i0): (a - d, d) as (re, im,
+/// re, im), a = a_n[i0], d = a_n[i0 + 1] - a_n[i0] (0 in the last row), so that the coefficient at
+/// fraction f is (a - d) + g d with g = 1 + f: one fused multiply-add per component
+/// ([`coef_from_offset`]; within a few 1e-8 of [`coef_at`]).
+pub fn offset_entry(table: &[f32], ncoef: usize, rows: usize, i0: usize, n: usize) -> [f32; 4] {
+    let k0 = 2 * (i0 * ncoef + n);
+    let k1 = if i0 + 1 < rows { 2 * ((i0 + 1) * ncoef + n) } else { k0 };
+    let d = [table[k1] - table[k0], table[k1 + 1] - table[k0 + 1]];
+    [table[k0] - d[0], table[k0 + 1] - d[1], d[0], d[1]]
+}
+/// The coefficient from an offset-table entry and g = 1 + f (see [`offset_entry`]).
+#[inline(always)]
+pub fn coef_from_offset(e: [f32; 4], g: f32) -> (f32, f32) { (crate::math::mul_add(g, e[2], e[0]), crate::math::mul_add(g, e[3], e[1])) }
 /// Most coefficient-table rows `clusterb` can index (a row number is kept in 16 bits).
 pub const CLUSTERB_MAX_ROWS: u32 = 1 << 16;
 
@@ -258,11 +276,26 @@ mod tests {
     fn packed_positions_round_trip() {
         for (i, f) in [(0u32, 0.0f32), (4094, 1.0), (17, 0.5), (3, 1e-9), (1000, 0.999_999_9), (5, 0.123_456_79)] {
             let (j, g) = unpack_pos(pack_pos(i, f));
-            assert_eq!(j, i);
-            assert!((g - f).abs() <= 1.0 / 2097152.0 + f32::EPSILON, "{f} -> {g}");
+            assert!((1.0..2.0).contains(&g));
+            let (x, y) = (j as f64 + g as f64 - 1.0, i as f64 + f as f64);
+            assert!((x - y).abs() <= 1.0 / 2097152.0 + 1e-12, "({i}, {f}) -> ({j}, {g})");
         }
-        assert_eq!(unpack_pos(pack_pos(7, 1.0)).1, 1.0);
-        assert_eq!(unpack_pos(pack_pos(7, 0.0)).1, 0.0);
+        assert_eq!(unpack_pos(pack_pos(7, 1.0)), (8, 1.0));
+        assert_eq!(unpack_pos(pack_pos(7, 0.0)), (7, 1.0));
+    }
+
+    #[test]
+    fn offset_entries_interpolate_like_the_table() {
+        // 3 rows x 2 coefficients: a_n[i] = (i + n, 10 i - n).
+        let table: Vec<f32> = (0..3).flat_map(|i| (0..2).flat_map(move |n| [(i + n) as f32, (10 * i - n) as f32])).collect();
+        for n in 0..2 {
+            for (i, f) in [(0usize, 0.25f32), (1, 0.5), (1, 1.0), (0, 0.0)] {
+                let (j, g) = unpack_pos(pack_pos(i as u32, f));
+                let got = coef_from_offset(offset_entry(&table, 2, 3, j as usize, n), g);
+                let want = unsafe { coef_at(table.as_ptr(), 2, i as u32, f, n as u32) };
+                assert!((got.0 - want.0).abs() < 1e-5 && (got.1 - want.1).abs() < 1e-5, "{n} {i} {f}: {got:?} {want:?}");
+            }
+        }
     }
 
     #[test]

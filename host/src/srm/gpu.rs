@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use anyhow::Context;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg};
 
-use gpu_kernels::srm::{cluster_shared_bytes, cluster_threads, clusterb_shared_bytes, clusterc_shared_bytes, clusterd_shared_bytes, CLUSTERB_MAX_ROWS, CLUSTERD_MAX_ROWS, fused_interior, fused_shared_bytes, fusedb_shared_bytes,
+use gpu_kernels::srm::{cluster_shared_bytes, cluster_threads, clusterb_shared_bytes, clusterc_shared_bytes, clusterd_shared_bytes, CLUSTERB_MAX_ROWS, CLUSTERD_MAX_ROWS, fused_interior, fused_shared_bytes, fusedb_shared_bytes, offset_entry,
     fusedc_shared_bytes, pair_entry, RowMap, Stencil, CLUSTER_MAX, PAPER_SHARED_BYTES, PAPER_TH, PAPER_TW, RADIUS};
 
 use super::design::Operator;
@@ -39,6 +39,9 @@ pub struct DeviceOperator {
     /// The table as (a_n[i], a_n[i + 1]) pairs, coefficient-major (`gpu_kernels::srm::pair_entry`):
     /// one 16-byte load per lookup for `paperq` and `fusedc`.
     pub pairs: CudaSlice<f32>,
+    /// The table as (a_n[i] - d, d) offsets, d = a_n[i + 1] - a_n[i], coefficient-major
+    /// (`gpu_kernels::srm::offset_entry`): one fused multiply-add per component for `clusterd`.
+    pub offsets: CudaSlice<f32>,
     pub stencil: StencilArg,
     pub ncoef: u32,
     pub rows: u32,
@@ -49,9 +52,11 @@ impl DeviceOperator {
     pub fn new(gpu: &Gpu, op: &Operator) -> GpuResult<Self> {
         let (nc, rows) = (op.ncoef(), op.rows);
         let pairs: Vec<f32> = (0..nc).flat_map(|n| (0..rows - 1).flat_map(move |i| pair_entry(&op.table, nc, i, n))).collect();
+        let offsets: Vec<f32> = (0..nc).flat_map(|n| (0..rows).flat_map(move |i| offset_entry(&op.table, nc, rows, i, n))).collect();
         Ok(DeviceOperator {
             table: gpu.upload(&op.table)?,
             pairs: gpu.upload(&pairs)?,
+            offsets: gpu.upload(&offsets)?,
             stencil: StencilArg(op.stencil),
             ncoef: op.ncoef() as u32,
             rows: op.rows as u32,
@@ -196,6 +201,9 @@ impl Planes {
                 let mut a = ClusterArgs::new(gpu.stream());
                 a.value(&st).value(&nx).value(&ny).value(&stride).value(&cnt).value(&shape.rows).value(&degree).buf_mut(x)
                     .view(slow).buf(&dop.pairs).value(&rows).buf(&*maps).buf(&*taper_x).buf(&*taper_y);
+                if kernel != ClusterKernel::A {
+                    a.buf(&dop.offsets);
+                }
                 launch_cluster(gpu, kernel.name(), &func, &cfg, a)?;
             }
             GpuVariant::Fused(k) | GpuVariant::FusedB(k) => {
