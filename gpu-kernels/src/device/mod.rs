@@ -290,3 +290,10 @@ pub unsafe fn ldg_f32(p: *const f32) -> f32 {
     unsafe { asm!("ld.global.nc.f32 {r}, [{p}];", r = out(reg32) r, p = in(reg64) p, options(readonly, nostack)) };
     r
 }
+
+/// A hint to bring the 128-byte line at `p` (global memory) into L2 (`prefetch.global.L2`): no
+/// register waits for it, and a wrong guess costs only bandwidth.
+#[inline(always)]
+pub fn prefetch_l2(p: *const f32) {
+    unsafe { core::arch::asm!("prefetch.global.L2 [{p}];", p = in(reg64) p, options(nostack, readonly, preserves_flags)) };
+}

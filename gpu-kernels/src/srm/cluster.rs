@@ -293,8 +293,8 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterb(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
     degree: u32, w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32,
-    taper_y: *const f32, otab: *const f32) {
-    unsafe { clusterb::<false, false>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y, otab) }
+    taper_y: *const f32, otab: *const f32, ahead: u32) {
+    unsafe { clusterb::<false, false>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y, otab, ahead) }
 }
 
 /// `clusterb` with point-to-point synchronisation: after each Chebyshev step a CTA waits for its two
@@ -305,8 +305,8 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterb(st: Stencil, nx: u32, n
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterc(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
     degree: u32, w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32,
-    taper_y: *const f32, otab: *const f32) {
-    unsafe { clusterb::<true, false>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y, otab) }
+    taper_y: *const f32, otab: *const f32, ahead: u32) {
+    unsafe { clusterb::<true, false>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y, otab, ahead) }
 }
 
 /// `clusterc` without register spills (ptxas: 96 B of stack at 128 registers, spilled
@@ -320,8 +320,8 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterc(st: Stencil, nx: u32, n
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterd(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
     degree: u32, w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32,
-    taper_y: *const f32, otab: *const f32) {
-    unsafe { clusterb::<true, true>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y, otab) }
+    taper_y: *const f32, otab: *const f32, ahead: u32) {
+    unsafe { clusterb::<true, true>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y, otab, ahead) }
 }
 
 /// Accumulator rows of `clusterd` kept in registers; the rest (`CLUSTERD_SHARED_ACC`) in shared memory.
@@ -332,7 +332,7 @@ const REG_ACC: usize = M - CLUSTERD_SHARED_ACC as usize;
 #[inline(always)]
 unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32, degree: u32,
     w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32, taper_y: *const f32,
-    otab: *const f32) {
+    otab: *const f32, ahead: u32) {
     use crate::math::mul_add as fma;
     let rank = cluster_ctarank();
     let csize = cluster_nctarank();
@@ -382,8 +382,51 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
     let mut acc = [Z4; M];
 
     // ---- load W (= T_0), the nodes' table positions, acc = a_0 T_0; T_{-1} = 0; zero the pads ----
+    // clusterd: all rows' loads first (independent: the rows' memory latencies overlap), then the
+    // stores and a_0 T_0 (a_0 from the offset table's first slice, as the steps read theirs).
+    let mut wv = [Z4; M];
+    let mut sv = [[0.0f32; 2]; M];
+    if LEAN {
+        unroll13!(m => {
+            if (m as i32) < cnt {
+                let row = (y0 + first + dir * m as i32) as usize * nx as usize + x0 as usize;
+                let a = unsafe { (*(w.add(2 * (base + row)) as *const F2)).0 };
+                sv[m][0] = unsafe { ldg_f32(slow.add(row)) };
+                wv[m] = F4 { r0: a[0], i0: a[1], r1: 0.0, i1: 0.0 };
+                // The pad node of an odd nx takes node x0's position: its T is 0 anyway.
+                sv[m][1] = sv[m][0];
+                if in1 {
+                    let b = unsafe { (*(w.add(2 * (base + row + 1)) as *const F2)).0 };
+                    sv[m][1] = unsafe { ldg_f32(slow.add(row + 1)) };
+                    wv[m].r1 = b[0];
+                    wv[m].i1 = b[1];
+                }
+            }
+        });
+    }
     unroll13!(m => {
-        if (m as i32) < cnt {
+        if LEAN && (m as i32) < cnt {
+            let lr = first + dir * m as i32;
+            let ((ia, fa), (ib, fb)) = (table_pos(sv[m][0], map, rows), table_pos(sv[m][1], map, rows));
+            let pp = [pack_pos(ia, fa), pack_pos(ib, fb)];
+            let ((ja, ga), (jb, gb)) = (unpack_pos(pp[0]), unpack_pos(pp[1]));
+            let za = coef_from_offset(unsafe { ldg_f32x4(otab.add(4 * ja as usize)) }, ga);
+            let zb = coef_from_offset(unsafe { ldg_f32x4(otab.add(4 * jb as usize)) }, gb);
+            let v = wv[m];
+            let (a0, a1) = (cmadd_fma((0.0, 0.0), za, (v.r0, v.i0)), cmadd_fma((0.0, 0.0), zb, (v.r1, v.i1)));
+            let a = F4 { r0: a0.0, i0: a0.1, r1: a1.0, i1: a1.1 };
+            if m >= REG_ACC {
+                unsafe { *sacc_at(m) = a };
+            } else {
+                acc[m] = a;
+            }
+            unsafe {
+                *at(sa, lr, 0) = v;
+                *at(sb, lr, 0) = Z4;
+                *sp.add((lr as u32 * npairs + p) as usize) = pp;
+            }
+        }
+        if !LEAN && (m as i32) < cnt {
             let lr = first + dir * m as i32;
             let row = (y0 + lr) as usize * nx as usize;
             let a = unsafe { (*(w.add(2 * (base + row + x0 as usize)) as *const F2)).0 };
@@ -402,22 +445,13 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
             let zb = coef_from_pair(unsafe { ldg_f32x4(ptab.add(4 * ib as usize)) }, fb);
             let a0 = cmadd_fma((0.0, 0.0), za, (v.r0, v.i0));
             let a1 = cmadd_fma((0.0, 0.0), zb, (v.r1, v.i1));
-            let a = F4 { r0: a0.0, i0: a0.1, r1: a1.0, i1: a1.1 };
-            if LEAN && m >= REG_ACC {
-                unsafe { *sacc_at(m) = a };
-            } else {
-                acc[m] = a;
-            }
+            acc[m] = F4 { r0: a0.0, i0: a0.1, r1: a1.0, i1: a1.1 };
             let k = (lr as u32 * npairs + p) as usize;
             unsafe {
                 *at(sa, lr, 0) = v;
                 *at(sb, lr, 0) = Z4;
-                if LEAN {
-                    *sp.add(k) = [pack_pos(ia, fa), pack_pos(ib, fb)];
-                } else {
-                    *sf.add(k) = [fa, fb];
-                    *si.add(k) = ia | (ib << 16);
-                }
+                *sf.add(k) = [fa, fb];
+                *si.add(k) = ia | (ib << 16);
             }
         }
         let lr = s0 + m as i32;
@@ -466,6 +500,16 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
                 unsafe { *at(t, lr, 0) }
             }
         };
+        // clusterd: while this job runs, bring the W of the job `ahead` places on (the one likely to
+        // take this cluster's SMs next: `ahead` = clusters resident at once) into L2, a row per step,
+        // so that its load phase reads L2 instead of every cluster of a round waiting on DRAM at once.
+        let zn = block_idx_z() + ahead;
+        if LEAN && ahead > 0 && zn < 2 * count && (n as i32) <= cnt {
+            let wn = (zn >= count) as u32;
+            let bn = ((wn * stride + zn - wn * count) as usize) * nxy;
+            let row = (y0 + first + dir * (n as i32 - 1)) as usize * nx as usize + x0 as usize;
+            prefetch_l2(unsafe { w.add(2 * (bn + row)) } as *const f32);
+        }
         let kf = if n == 1 { 1.0f32 } else { 2.0 };
         let pn = unsafe { ptab.add(4 * (n * prow) as usize) };
         let on = unsafe { otab.add(4 * (n * offset_rows(rows)) as usize) };
@@ -490,9 +534,13 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
                             let lr = first + dir * m as i32;
                             win[8] = if $fast || (LEAN && (m as i32) < m_loc) { unsafe { *at(ta, lr + 4 * dir, 0) } } else { row_of(ta, off_a, lr + 4 * dir) };
                             let (pm2, pm1, pp1, pp2) = unsafe { (*at(ta, lr, -2), *at(ta, lr, -1), *at(ta, lr, 1), *at(ta, lr, 2)) };
-                            let (aa, ab) = if LEAN {
+                            let ((ia, ga), (ib, gb)) = if LEAN {
                                 let pp = unsafe { *sp.add((lr as u32 * npairs + p) as usize) };
-                                let ((ia, ga), (ib, gb)) = (unpack_pos(pp[0]), unpack_pos(pp[1]));
+                                (unpack_pos(pp[0]), unpack_pos(pp[1]))
+                            } else {
+                                ((0, 0.0), (0, 0.0))
+                            };
+                            let (aa, ab) = if LEAN {
                                 (coef_from_offset(unsafe { ldg_f32x4(on.add(4 * ia as usize)) }, ga),
                                     coef_from_offset(unsafe { ldg_f32x4(on.add(4 * ib as usize)) }, gb))
                             } else {
@@ -526,7 +574,9 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
                             unroll8!(k => {
                                 win[k] = win[k + 1];
                             });
-                            row_fence();
+                            if !$fast || m % 2 == 1 {
+                                row_fence();
+                            }
                         }
                     });
                     }

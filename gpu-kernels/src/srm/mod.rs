@@ -167,22 +167,22 @@ impl Stencil {
         fma(self.ay[3], ym[3] + yp[3], s)
     }
 
-    /// The same terms as [`Stencil::apply_fma`] summed as two chains for latency (the `clusterb`
-    /// kernel): the centre and the y arm's inner three rows, which a streaming kernel already holds
-    /// in registers, start at once; the x arm (loaded this row) runs as a second chain; the y arm's
-    /// outermost row (the one streamed in this row) comes last. Rounds like `apply_fma` to a few 1e-8.
+    /// The same terms as [`Stencil::apply_fma`] in another order, for latency (the `clusterb..d`
+    /// kernels): the centre and the y arm's inner three rows, which a streaming kernel already holds
+    /// in registers, go first, so the chain has started before the row's loads (the x arm and the
+    /// streamed outermost y row) arrive; one chain, no extra join. Rounds like `apply_fma` to a few 1e-8.
     #[inline(always)]
     pub fn apply_fma_split(&self, c0: f32, xm: [f32; 4], xp: [f32; 4], ym: [f32; 4], yp: [f32; 4]) -> f32 {
         use crate::math::mul_add as fma;
-        let mut sy = self.c * c0;
-        sy = fma(self.ay[0], ym[0] + yp[0], sy);
-        sy = fma(self.ay[1], ym[1] + yp[1], sy);
-        sy = fma(self.ay[2], ym[2] + yp[2], sy);
-        let mut sx = self.ax[0] * (xm[0] + xp[0]);
-        sx = fma(self.ax[1], xm[1] + xp[1], sx);
-        sx = fma(self.ax[2], xm[2] + xp[2], sx);
-        sx = fma(self.ax[3], xm[3] + xp[3], sx);
-        fma(self.ay[3], ym[3] + yp[3], sy) + sx
+        let mut s = self.c * c0;
+        s = fma(self.ay[0], ym[0] + yp[0], s);
+        s = fma(self.ay[1], ym[1] + yp[1], s);
+        s = fma(self.ay[2], ym[2] + yp[2], s);
+        s = fma(self.ax[0], xm[0] + xp[0], s);
+        s = fma(self.ax[1], xm[1] + xp[1], s);
+        s = fma(self.ax[2], xm[2] + xp[2], s);
+        s = fma(self.ax[3], xm[3] + xp[3], s);
+        fma(self.ay[3], ym[3] + yp[3], s)
     }
 }
 

@@ -202,7 +202,7 @@ impl Planes {
                 a.value(&st).value(&nx).value(&ny).value(&stride).value(&cnt).value(&shape.rows).value(&degree).buf_mut(x)
                     .view(slow).buf(&dop.pairs).value(&rows).buf(&*maps).buf(&*taper_x).buf(&*taper_y);
                 if kernel != ClusterKernel::A {
-                    a.buf(&dop.offsets);
+                    a.buf(&dop.offsets).value(&shape.resident);
                 }
                 launch_cluster(gpu, kernel.name(), &func, &cfg, a)?;
             }
@@ -343,6 +343,9 @@ pub struct ClusterShape {
     pub rows: u32,
     pub threads: u32,
     pub shared: u32,
+    /// Clusters of this shape resident at once (the driver's answer; 0 until a plan asks): the
+    /// `clusterd` kernel prefetches the W of the job this many places ahead into L2.
+    pub resident: u32,
 }
 
 impl ClusterShape {
@@ -351,7 +354,7 @@ impl ClusterShape {
     /// The shape of `kernel` (the kernels differ in shared bytes only).
     pub fn of(kernel: ClusterKernel, nx: u32, ny: u32, ctas: u32) -> ClusterShape {
         let rows = ny.div_ceil(ctas.max(1));
-        ClusterShape { ctas, rows, threads: cluster_threads(nx, rows), shared: kernel.shared_bytes(nx, rows) }
+        ClusterShape { ctas, rows, threads: cluster_threads(nx, rows), shared: kernel.shared_bytes(nx, rows), resident: 0 }
     }
 
     /// Why this shape cannot hold an nx x ny plane with `smem` bytes of shared memory per CTA and at
@@ -443,8 +446,9 @@ pub fn cluster_plan_for(gpu: &Gpu, kernel: ClusterKernel, nx: u32, ny: u32, coun
     let config = |s: &ClusterShape| ClusterConfig { grid: (s.ctas, 1, 2 * count), block: (s.threads, 1, 1), cluster: (s.ctas, 1, 1),
         shared: s.shared };
     let chosen = choose_cluster(&shapes, 2 * count, |s| max_active_clusters(gpu, kernel.name(), &func, &config(s)))?;
-    let (shape, _) = chosen.ok_or_else(|| bad(format!("the driver can place none of the cluster shapes that hold a {nx} x {ny} plane \
+    let (shape, resident) = chosen.ok_or_else(|| bad(format!("the driver can place none of the cluster shapes that hold a {nx} x {ny} plane \
         ({} of {} CTAs)", shapes.len(), shapes.iter().map(|s| s.ctas.to_string()).collect::<Vec<_>>().join(", "))))?;
+    let shape = ClusterShape { resident, ..shape };
     let cfg = config(&shape);
     check_cluster_launch(gpu, kernel.name(), &func, &cfg)?;
     let plan = (func, cfg, shape);
