@@ -87,9 +87,9 @@ fn main() {
 }
 
 /// Register caps (`.maxnreg`, which Rust cannot emit) of sm_90 kernels, added when they move.
-/// `sm90_srm_step_cluster`: 128 = gpu_kernels::srm::CLUSTER_MAX_REGS (a test keeps them equal):
+/// `sm90_srm_step_cluster` and `_clusterd`: 128 = gpu_kernels::srm::CLUSTER_MAX_REGS (a test keeps them equal):
 /// 448 threads (400 x 400 in 16-CTA clusters) need it (see `CLUSTER_MAX_REGS`).
-const SM90_MAXNREG: &[(&str, u32)] = &[("sm90_srm_step_cluster", 128), ("sm90_srm_step_clusterb", 128), ("sm90_srm_step_clusterc", 128), ("sm90_srm_step_clusterd", 128)];
+const SM90_MAXNREG: &[(&str, u32)] = &[("sm90_srm_step_cluster", 128), ("sm90_srm_step_clusterd", 128)];
 
 /// Moves every entry point named `sm90_*` (thread-block clusters, DSMEM: instructions of PTX ISA 7.8 and 8.6
 /// for sm_90, written with `asm!`, which rustc's backend pastes unchecked) out of the main module into

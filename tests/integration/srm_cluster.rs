@@ -33,7 +33,7 @@ fn cluster_kernels_live_in_their_own_sm90_module() {
     // CPU-only: build.rs moved the `sm90_*` entry points (sm_90 instructions) out of the main module.
     assert!(!PTX.lines().any(|l| l.starts_with(".visible .entry sm90_")), "sm_90 kernels left in the main module");
     let entries: Vec<&str> = PTX_SM90.lines().filter_map(|l| l.strip_prefix(".visible .entry ")).collect();
-    assert_eq!(entries, ["sm90_cluster_smoke(", "sm90_srm_step_cluster(", "sm90_srm_step_clusterb(", "sm90_srm_step_clusterc(", "sm90_srm_step_clusterd("]);
+    assert_eq!(entries, ["sm90_cluster_smoke(", "sm90_srm_step_cluster(", "sm90_srm_step_clusterd("]);
     assert!(PTX_SM90.lines().any(|l| l == ".target sm_90"), "{}", &PTX_SM90[..200]);
     let v = PTX_SM90.lines().find_map(|l| l.strip_prefix(".version ")).unwrap();
     let (maj, min) = v.split_once('.').unwrap();
@@ -41,7 +41,7 @@ fn cluster_kernels_live_in_their_own_sm90_module() {
     assert!(!PTX_SM90.lines().any(|l| l.trim_start().starts_with("call")), "an sm_90 kernel calls a function");
     // The step kernels carry their register cap right after their parameter lists.
     let lines: Vec<&str> = PTX_SM90.lines().collect();
-    for k in ["sm90_srm_step_cluster", "sm90_srm_step_clusterb", "sm90_srm_step_clusterc", "sm90_srm_step_clusterd"] {
+    for k in ["sm90_srm_step_cluster", "sm90_srm_step_clusterd"] {
         let start = lines.iter().position(|l| *l == format!(".visible .entry {k}(")).unwrap();
         let close = (start..lines.len()).find(|&k| lines[k] == ")").unwrap();
         assert_eq!(lines[close + 1], format!(".maxnreg {CLUSTER_MAX_REGS}"), "{k}");
@@ -55,12 +55,6 @@ fn cluster_variant_parses_and_prints() {
     assert_eq!(v, GpuVariant::Cluster);
     assert_eq!(v.to_string(), "cluster");
     assert!(seisgpu_host::srm::gpu::CANDIDATES.contains(&GpuVariant::Cluster));
-    let b: GpuVariant = "clusterb".parse().unwrap();
-    assert_eq!((b, b.to_string().as_str()), (GpuVariant::ClusterB, "clusterb"));
-    assert!(seisgpu_host::srm::gpu::CANDIDATES.contains(&GpuVariant::ClusterB));
-    let c: GpuVariant = "clusterc".parse().unwrap();
-    assert_eq!((c, c.to_string().as_str()), (GpuVariant::ClusterC, "clusterc"));
-    assert!(seisgpu_host::srm::gpu::CANDIDATES.contains(&GpuVariant::ClusterC));
     let d: GpuVariant = "clusterd".parse().unwrap();
     assert_eq!((d, d.to_string().as_str()), (GpuVariant::ClusterD, "clusterd"));
     assert!(seisgpu_host::srm::gpu::CANDIDATES.contains(&GpuVariant::ClusterD));
@@ -101,8 +95,8 @@ fn cluster_smoke_reads_the_neighbours_shared_memory() {
     assert!(e.contains(name) && e.contains("multiple"), "{e}");
 }
 
-/// The cluster kernels: `cluster`, `clusterb`, `clusterc`, `clusterd`.
-const CLUSTER_VARIANTS: [GpuVariant; 4] = [GpuVariant::Cluster, GpuVariant::ClusterB, GpuVariant::ClusterC, GpuVariant::ClusterD];
+/// The cluster kernels: `cluster` and `clusterd`.
+const CLUSTER_VARIANTS: [GpuVariant; 2] = [GpuVariant::Cluster, GpuVariant::ClusterD];
 
 /// One depth step of `count` planes (both waves, buffers with room for `stride`) on an nx x ny grid
 /// with each cluster kernel against `cpu::step_planes`, every buffer NaN-poisoned first.
@@ -154,7 +148,7 @@ fn cluster_depth_step_matches_cpu() {
     // ny = 157 is prime, so no cluster size divides it (the last strip is short); nx odd (a half pair).
     let (c, _) = step_matches_cpu(&gpu, 203, 157, 2, 3);
     assert!(c > 1 && 157 % c != 0);
-    // Strips of two row segments whose last is cut by the grid (397 = 15 x 25 + 22): `clusterb` runs
+    // Strips of two row segments whose last is cut by the grid (397 = 15 x 25 + 22): `clusterd` runs
     // that segment bottom-up from row 21 of the last strip.
     let (c, _) = step_matches_cpu(&gpu, 157, 397, 2, 2);
     assert_eq!(c, 16);

@@ -277,62 +277,34 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny
     });
 }
 
-/// `cluster` with three changes aimed at the latency that bounds it (Nsight Compute on the H100: 14
-/// warps per SM, stalls on dependent shared loads and fixed-latency chains, 16% of the samples at
-/// the cluster barrier):
-/// - the last segment of a strip (when a strip has more than one) runs bottom-up, so its 4 halo rows
-///   from the CTA below arrive with the window's preload, in parallel, instead of one distributed
-///   shared memory round trip per row at the end of the segment (the stencil's y arm is symmetric:
-///   the window works in either direction);
-/// - each node's table position (row, fraction) is computed once per depth step and kept in shared
-///   memory (`clusterb_shared_bytes`) instead of the slowness, so a Chebyshev step's lookup is a
-///   shift and a load (the same position `table_pos` gives: identical coefficients);
-/// - the stencil sums in two chains (`Stencil::apply_fma_split`), and T_n = k L - T_{n-2} is one
-///   fused multiply-add (k L is exact for k = 1, 2: the same rounding as the separate operations).
-/// Layout, threads and launch shape as `cluster` (the same host plan, with its own shared size).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterb(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
-    degree: u32, w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32,
-    taper_y: *const f32, otab: *const f32, ahead: u32) {
-    unsafe { clusterb::<false, false>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y, otab, ahead) }
-}
-
-/// `clusterb` with point-to-point synchronisation: after each Chebyshev step a CTA waits for its two
-/// neighbours only (an mbarrier per neighbour and step parity, relaxed remote arrives behind a
-/// shared-memory release fence) instead of the whole cluster's barrier, whose acquire also
-/// invalidates L1 (the coefficient lines and spilled registers) at every step (`clusterc`).
-/// Shared memory: `clusterc_shared_bytes` (the four mbarriers first).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterc(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
-    degree: u32, w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32,
-    taper_y: *const f32, otab: *const f32, ahead: u32) {
-    unsafe { clusterb::<true, false>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y, otab, ahead) }
-}
-
-/// `clusterc` without register spills (ptxas: 96 B of stack at 128 registers, spilled
-/// accumulators that thrash the 28 KB of L1 left beside 223 KB of shared memory): the last
-/// `CLUSTERD_SHARED_ACC` rows' accumulators live in shared memory, paid for by packing each node's
-/// table position into 32 bits (`pack_pos`: row and a 20-bit fraction, |error| <= 2^-21); and the
-/// window's streamed row, local for all but a segment's last few rows, is read without the halo
-/// tests, and a coefficient is one fused
-/// multiply-add per component from the offset table (`offset_entry`, `otab`: the B/C kernels ignore
-/// it) and the fraction's mantissa bits (`clusterd`). Shared memory: `clusterd_shared_bytes`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterd(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
-    degree: u32, w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32,
-    taper_y: *const f32, otab: *const f32, ahead: u32) {
-    unsafe { clusterb::<true, true>(st, nx, ny, stride, count, r, degree, w, slow, ptab, rows, maps, taper_x, taper_y, otab, ahead) }
-}
-
-/// Accumulator rows of `clusterd` kept in registers; the rest (`CLUSTERD_SHARED_ACC`) in shared memory.
+/// Accumulator rows per thread kept in registers by `clusterd`; the last `CLUSTERD_SHARED_ACC` of
+/// the 13 live in shared memory.
 const REG_ACC: usize = M - CLUSTERD_SHARED_ACC as usize;
 
-/// The `clusterb` / `clusterc` / `clusterd` step; `NEIGHBOURS`: synchronise with the neighbour CTAs
-/// only; `LEAN`: packed positions, shared accumulators, the streamed row's fast path.
-#[inline(always)]
-unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32, degree: u32,
-    w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32, taper_y: *const f32,
-    otab: *const f32, ahead: u32) {
+/// `cluster`, second generation: the same layout, threads and launch plan, tuned for the latency
+/// that bounds `cluster` (Nsight Compute on the H100: 14 warps per SM, 37% issue, stalls on
+/// dependent loads, spilled registers, 16% of the samples at the cluster barrier). Measured steps
+/// (H100, 400 x 400, 16 planes: 45.0 -> 31.5 us per depth step per plane) in docs/notes/srm.md.
+/// - Synchronisation with the two neighbour CTAs only: an mbarrier per neighbour and step parity,
+///   relaxed remote arrives behind a shared-memory release fence (`device::cluster`), instead of
+///   the whole cluster's barrier, whose acquire invalidates L1 at every step.
+/// - No spills at 128 registers: the last `CLUSTERD_SHARED_ACC` rows' accumulators live in shared
+///   memory, paid for by packing each node's table position into 32 bits (`pack_pos`: the row and
+///   a 20-bit fraction, |error| <= 2^-21), computed once per depth step instead of per Chebyshev step.
+/// - A coefficient is one fused multiply-add per component: the offset table (`offset_entry`,
+///   `otab`) and g = 1 + f read straight from the packed position's bits.
+/// - The last row segment of a strip (when there are two) runs bottom-up, so its 4 halo rows from
+///   the CTA below arrive with the window's preload, in parallel (the y arm is symmetric); visits
+///   whose streamed row is local (all of them in the usual case) are compiled without halo tests.
+/// - The stencil sums the terms held in registers first (`Stencil::apply_fma_y_first`); T_n =
+///   k L - T_{n-2} is one fused multiply-add (k L is exact for k = 1, 2).
+/// - The load phase issues every row's loads before any store; while a job runs, its CTAs prefetch
+///   the W of the job `ahead` places on into L2 (`ahead` = clusters resident at once; 0 = none).
+/// Shared memory: `clusterd_shared_bytes`. Table rows <= `CLUSTERD_MAX_ROWS`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterd(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
+    degree: u32, w: *mut f32, slow: *const f32, otab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32,
+    taper_y: *const f32, ahead: u32) {
     use crate::math::mul_add as fma;
     let rank = cluster_ctarank();
     let csize = cluster_nctarank();
@@ -343,6 +315,7 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
     let base = ((wave * stride + plane) as usize) * nxy;
     let (npairs, pitch, wp) = (cluster_pairs(nx), cluster_pitch(nx), cluster_warp_pairs(nx).max(32));
     let tid = thread_idx_x();
+    let nthr = block_dim_x();
     let g = tid / wp;
     let p = tid - g * wp;
     let ownp = p < npairs;
@@ -351,7 +324,7 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
     let y0 = (rank * r) as i32; // global row of local row 0
     let ri = r as i32;
     // This segment's rows that hold grid rows: [s0, s1), `cnt` of them, visited from `first` in
-    // direction `dir`: bottom-up for the last of several segments (see above).
+    // direction `dir`: bottom-up for the last of several segments.
     let nseg = r.div_ceil(M as u32);
     let s0 = (g as usize * M) as i32;
     let s1 = (s0 + M as i32).min(ri).min(ny as i32 - y0);
@@ -359,53 +332,42 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
     let (first, dir) = if g + 1 == nseg && g > 0 { (s1 - 1, -1i32) } else { (s0, 1i32) };
 
     let mut carver = SharedCarver::new();
-    // clusterc: mbarriers [from above, step parity 0 / 1; from below, 0 / 1], one arrival each per phase.
-    let bars = if NEIGHBOURS { carver.take::<u64>(4) } else { core::ptr::null_mut() };
+    // mbarriers [from above, step parity 0 / 1; from below, 0 / 1], one arrival each per phase.
+    let bars = carver.take::<u64>(4);
     let sa = carver.take::<F4>((r * pitch) as usize);
     let sb = carver.take::<F4>((r * pitch) as usize);
-    let nthr = block_dim_x();
-    let (sf, si, sp, sacc) = if LEAN {
-        let sp = carver.take::<[u32; 2]>((r * npairs) as usize);
-        let sacc = carver.take::<F4>(CLUSTERD_SHARED_ACC as usize * nthr as usize);
-        (core::ptr::null_mut(), core::ptr::null_mut(), sp, sacc)
-    } else {
-        let sf = carver.take::<[f32; 2]>((r * npairs) as usize);
-        let si = carver.take::<u32>((r * npairs) as usize);
-        (sf, si, core::ptr::null_mut(), core::ptr::null_mut())
-    };
-    // Accumulator m of this thread: registers, or (clusterd, the last rows) shared memory.
+    let sp = carver.take::<[u32; 2]>((r * npairs) as usize);
+    let sacc = carver.take::<F4>(CLUSTERD_SHARED_ACC as usize * nthr as usize);
+    // Accumulator m >= REG_ACC of this thread, in shared memory.
     let sacc_at = move |m: usize| unsafe { sacc.add((m - REG_ACC) * nthr as usize + tid as usize) };
     let at = move |t: *mut F4, lr: i32, dp: i32| unsafe { t.add((lr * pitch as i32 + p as i32 + 2 + dp) as usize) };
-
     let map = unsafe { *maps.add(plane as usize) };
-    let prow = pair_rows(rows);
-    let mut acc = [Z4; M];
+    let mut acc = [Z4; REG_ACC];
 
-    // ---- load W (= T_0), the nodes' table positions, acc = a_0 T_0; T_{-1} = 0; zero the pads ----
-    // clusterd: all rows' loads first (independent: the rows' memory latencies overlap), then the
-    // stores and a_0 T_0 (a_0 from the offset table's first slice, as the steps read theirs).
+    // ---- load W (= T_0) and the slowness, every row's loads first (their latencies overlap) ----
     let mut wv = [Z4; M];
     let mut sv = [[0.0f32; 2]; M];
-    if LEAN {
-        unroll13!(m => {
-            if (m as i32) < cnt {
-                let row = (y0 + first + dir * m as i32) as usize * nx as usize + x0 as usize;
-                let a = unsafe { (*(w.add(2 * (base + row)) as *const F2)).0 };
-                sv[m][0] = unsafe { ldg_f32(slow.add(row)) };
-                wv[m] = F4 { r0: a[0], i0: a[1], r1: 0.0, i1: 0.0 };
-                // The pad node of an odd nx takes node x0's position: its T is 0 anyway.
-                sv[m][1] = sv[m][0];
-                if in1 {
-                    let b = unsafe { (*(w.add(2 * (base + row + 1)) as *const F2)).0 };
-                    sv[m][1] = unsafe { ldg_f32(slow.add(row + 1)) };
-                    wv[m].r1 = b[0];
-                    wv[m].i1 = b[1];
-                }
-            }
-        });
-    }
     unroll13!(m => {
-        if LEAN && (m as i32) < cnt {
+        if (m as i32) < cnt {
+            let row = (y0 + first + dir * m as i32) as usize * nx as usize + x0 as usize;
+            // Plain loads: `w` is written by this kernel (W'), so not the read-only (.nc) path.
+            let a = unsafe { (*(w.add(2 * (base + row)) as *const F2)).0 };
+            sv[m][0] = unsafe { ldg_f32(slow.add(row)) };
+            wv[m] = F4 { r0: a[0], i0: a[1], r1: 0.0, i1: 0.0 };
+            // The pad node of an odd nx takes node x0's position: its T is 0 anyway.
+            sv[m][1] = sv[m][0];
+            if in1 {
+                let b = unsafe { (*(w.add(2 * (base + row + 1)) as *const F2)).0 };
+                sv[m][1] = unsafe { ldg_f32(slow.add(row + 1)) };
+                wv[m].r1 = b[0];
+                wv[m].i1 = b[1];
+            }
+        }
+    });
+    // ---- T_{n-1} = T_0, T_{n-2} = T_{-1} = 0 (so the first step's 1 L T_0 - 0 needs no branch), the
+    // packed positions, acc = a_0 T_0 (a_0 from the offset table's first slice); zero the pads ----
+    unroll13!(m => {
+        if (m as i32) < cnt {
             let lr = first + dir * m as i32;
             let ((ia, fa), (ib, fb)) = (table_pos(sv[m][0], map, rows), table_pos(sv[m][1], map, rows));
             let pp = [pack_pos(ia, fa), pack_pos(ib, fb)];
@@ -418,40 +380,12 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
             if m >= REG_ACC {
                 unsafe { *sacc_at(m) = a };
             } else {
-                acc[m] = a;
+                acc[m.min(REG_ACC - 1)] = a;
             }
             unsafe {
                 *at(sa, lr, 0) = v;
                 *at(sb, lr, 0) = Z4;
                 *sp.add((lr as u32 * npairs + p) as usize) = pp;
-            }
-        }
-        if !LEAN && (m as i32) < cnt {
-            let lr = first + dir * m as i32;
-            let row = (y0 + lr) as usize * nx as usize;
-            let a = unsafe { (*(w.add(2 * (base + row + x0 as usize)) as *const F2)).0 };
-            let sa0 = unsafe { ldg_f32(slow.add(row + x0 as usize)) };
-            let mut v = F4 { r0: a[0], i0: a[1], r1: 0.0, i1: 0.0 };
-            // The pad node of an odd nx takes node x0's position: its T is 0 anyway.
-            let mut sb1 = sa0;
-            if in1 {
-                let b = unsafe { (*(w.add(2 * (base + row + x0 as usize + 1)) as *const F2)).0 };
-                sb1 = unsafe { ldg_f32(slow.add(row + x0 as usize + 1)) };
-                v.r1 = b[0];
-                v.i1 = b[1];
-            }
-            let ((ia, fa), (ib, fb)) = (table_pos(sa0, map, rows), table_pos(sb1, map, rows));
-            let za = coef_from_pair(unsafe { ldg_f32x4(ptab.add(4 * ia as usize)) }, fa);
-            let zb = coef_from_pair(unsafe { ldg_f32x4(ptab.add(4 * ib as usize)) }, fb);
-            let a0 = cmadd_fma((0.0, 0.0), za, (v.r0, v.i0));
-            let a1 = cmadd_fma((0.0, 0.0), zb, (v.r1, v.i1));
-            acc[m] = F4 { r0: a0.0, i0: a0.1, r1: a1.0, i1: a1.1 };
-            let k = (lr as u32 * npairs + p) as usize;
-            unsafe {
-                *at(sa, lr, 0) = v;
-                *at(sb, lr, 0) = Z4;
-                *sf.add(k) = [fa, fb];
-                *si.add(k) = ia | (ib << 16);
             }
         }
         let lr = s0 + m as i32;
@@ -467,23 +401,27 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
             }
         }
     });
-    if NEIGHBOURS && tid < 4 {
+    if tid < 4 {
         unsafe { mbarrier_init(bars.add(tid as usize), 1) };
         fence_mbarrier_init_cluster();
     }
+    // Every CTA of the cluster has started (DSMEM rule) and sees the others' mbarriers and T_0.
     cluster_sync();
 
+    // The neighbours' shared memory (generic addresses); a missing neighbour maps to this CTA (never read).
     let up = map_shared_rank(dynamic_shared::<u8>() as *const u8, if rank > 0 { rank - 1 } else { rank }) as *mut u8;
     let dn = map_shared_rank(dynamic_shared::<u8>() as *const u8, if rank + 1 < csize { rank + 1 } else { rank }) as *mut u8;
     // Offsets of the two buffers from the shared base (the neighbours' are laid out alike).
     let (off_sa, off_sb) = (sa as usize - dynamic_shared::<u8>() as usize, sb as usize - dynamic_shared::<u8>() as usize);
     let mut n = 1u32;
     while n <= degree {
+        // T_{n-1} in `ta`, T_{n-2} in `tb` (T_n goes over it).
         let (ta, tb, off_a) = if n % 2 == 1 { (sa, sb, off_sa) } else { (sb, sa, off_sb) };
         // Opaque offsets (see `sm90_srm_step_cluster`: LICM would hoist every row's addresses).
-        let z = opaque_zero();
-        let (ta, tb, sf, si, sp, up, dn) = unsafe { (ta.add(z), tb.add(z), sf.add(z), si.add(z), sp.add(z), up.add(z), dn.add(z)) };
-        let first = first + z as i32;
+        let zo = opaque_zero();
+        let (ta, tb, sp, up, dn) = unsafe { (ta.add(zo), tb.add(zo), sp.add(zo), up.add(zo), dn.add(zo)) };
+        let first = first + zo as i32;
+        // Row lr (any, halo included) of this thread's pair column of T_{n-1}: 0 outside the grid.
         let row_of = |t: *mut F4, off: usize, lr: i32| -> F4 {
             let gy = y0 + lr;
             if gy < 0 || gy >= ny as i32 {
@@ -500,18 +438,17 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
                 unsafe { *at(t, lr, 0) }
             }
         };
-        // clusterd: while this job runs, bring the W of the job `ahead` places on (the one likely to
-        // take this cluster's SMs next: `ahead` = clusters resident at once) into L2, a row per step,
-        // so that its load phase reads L2 instead of every cluster of a round waiting on DRAM at once.
-        let zn = block_idx_z() + ahead;
-        if LEAN && ahead > 0 && zn < 2 * count && (n as i32) <= cnt {
+        // While this job runs, bring the W of the job `ahead` places on (the one likely to take these
+        // SMs next) into L2, a row per step, so that its load phase does not wait on DRAM together
+        // with every other cluster of its round.
+        let zn = z + ahead;
+        if ahead > 0 && zn < 2 * count && (n as i32) <= cnt {
             let wn = (zn >= count) as u32;
             let bn = ((wn * stride + zn - wn * count) as usize) * nxy;
             let row = (y0 + first + dir * (n as i32 - 1)) as usize * nx as usize + x0 as usize;
             prefetch_l2(unsafe { w.add(2 * (bn + row)) } as *const f32);
         }
         let kf = if n == 1 { 1.0f32 } else { 2.0 };
-        let pn = unsafe { ptab.add(4 * (n * prow) as usize) };
         let on = unsafe { otab.add(4 * (n * offset_rows(rows)) as usize) };
         // Visits whose streamed row (lr + 4 dir) is a row of this strip inside the grid.
         let m_loc = if dir > 0 { ri.min(ny as i32 - y0) - first - 4 } else { first - 3 };
@@ -521,8 +458,8 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
             unroll8!(k => {
                 win[k] = row_of(ta, off_a, first + dir * (k as i32 - 4));
             });
-            // The visits, twice: `$fast` when every streamed row is local (the usual case: no halo
-            // tests compiled into the rows at all).
+            // The visits, compiled twice: `$fast` when every streamed row is local (the usual case:
+            // no halo tests in the rows at all).
             macro_rules! visit_rows {
                 ($fast:expr) => {
                     'rows: {
@@ -530,90 +467,75 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
                         if m as i32 >= cnt {
                             break 'rows;
                         }
-                        {
-                            let lr = first + dir * m as i32;
-                            win[8] = if $fast || (LEAN && (m as i32) < m_loc) { unsafe { *at(ta, lr + 4 * dir, 0) } } else { row_of(ta, off_a, lr + 4 * dir) };
-                            let (pm2, pm1, pp1, pp2) = unsafe { (*at(ta, lr, -2), *at(ta, lr, -1), *at(ta, lr, 1), *at(ta, lr, 2)) };
-                            let ((ia, ga), (ib, gb)) = if LEAN {
-                                let pp = unsafe { *sp.add((lr as u32 * npairs + p) as usize) };
-                                (unpack_pos(pp[0]), unpack_pos(pp[1]))
-                            } else {
-                                ((0, 0.0), (0, 0.0))
-                            };
-                            let (aa, ab) = if LEAN {
-                                (coef_from_offset(unsafe { ldg_f32x4(on.add(4 * ia as usize)) }, ga),
-                                    coef_from_offset(unsafe { ldg_f32x4(on.add(4 * ib as usize)) }, gb))
-                            } else {
-                                let k = (lr as u32 * npairs + p) as usize;
-                                let (fr, ix) = unsafe { (*sf.add(k), *si.add(k)) };
-                                (coef_from_pair(unsafe { ldg_f32x4(pn.add(4 * (ix & 0xffff) as usize)) }, fr[0]),
-                                    coef_from_pair(unsafe { ldg_f32x4(pn.add(4 * (ix >> 16) as usize)) }, fr[1]))
-                            };
-                            let c = win[4];
-                            let F4 { r0: l0r, i0: l0i, r1: l1r, i1: l1i } =
-                                pair_terms(c, pm2, pm1, pp1, pp2, &win, |c0, xm, xp, ym, yp| st.apply_fma_split(c0, xm, xp, ym, yp));
-                            let bp = at(tb, lr, 0);
-                            let prev = unsafe { *bp };
-                            let t = F4 {
-                                r0: fma(kf, l0r, -prev.r0),
-                                i0: fma(kf, l0i, -prev.i0),
-                                r1: if in1 { fma(kf, l1r, -prev.r1) } else { 0.0 },
-                                i1: if in1 { fma(kf, l1i, -prev.i1) } else { 0.0 },
-                            };
-                            unsafe { *bp = t };
-                            let shared_acc = LEAN && m >= REG_ACC;
-                            let old = if shared_acc { unsafe { *sacc_at(m) } } else { acc[m] };
-                            let a0 = cmadd_fma((old.r0, old.i0), aa, (t.r0, t.i0));
-                            let a1 = cmadd_fma((old.r1, old.i1), ab, (t.r1, t.i1));
-                            let a = F4 { r0: a0.0, i0: a0.1, r1: a1.0, i1: a1.1 };
-                            if shared_acc {
-                                unsafe { *sacc_at(m) = a };
-                            } else {
-                                acc[m] = a;
-                            }
-                            unroll8!(k => {
-                                win[k] = win[k + 1];
-                            });
-                            if !$fast || m % 2 == 1 {
-                                row_fence();
-                            }
+                        let lr = first + dir * m as i32;
+                        win[8] = if $fast || (m as i32) < m_loc { unsafe { *at(ta, lr + 4 * dir, 0) } } else { row_of(ta, off_a, lr + 4 * dir) };
+                        let (pm2, pm1, pp1, pp2) = unsafe { (*at(ta, lr, -2), *at(ta, lr, -1), *at(ta, lr, 1), *at(ta, lr, 2)) };
+                        let pp = unsafe { *sp.add((lr as u32 * npairs + p) as usize) };
+                        let ((ia, ga), (ib, gb)) = (unpack_pos(pp[0]), unpack_pos(pp[1]));
+                        let aa = coef_from_offset(unsafe { ldg_f32x4(on.add(4 * ia as usize)) }, ga);
+                        let ab = coef_from_offset(unsafe { ldg_f32x4(on.add(4 * ib as usize)) }, gb);
+                        let F4 { r0: l0r, i0: l0i, r1: l1r, i1: l1i } =
+                            pair_terms(win[4], pm2, pm1, pp1, pp2, &win, |c0, xm, xp, ym, yp| st.apply_fma_y_first(c0, xm, xp, ym, yp));
+                        // T_n = k L T_{n-1} - T_{n-2}: k = 1 at n = 1 (T_{-1} = 0: exactly L T_0), else 2.
+                        let bp = at(tb, lr, 0);
+                        let prev = unsafe { *bp };
+                        let t = F4 {
+                            r0: fma(kf, l0r, -prev.r0),
+                            i0: fma(kf, l0i, -prev.i0),
+                            r1: if in1 { fma(kf, l1r, -prev.r1) } else { 0.0 },
+                            i1: if in1 { fma(kf, l1i, -prev.i1) } else { 0.0 },
+                        };
+                        unsafe { *bp = t };
+                        let old = if m >= REG_ACC { unsafe { *sacc_at(m) } } else { acc[m.min(REG_ACC - 1)] };
+                        let a0 = cmadd_fma((old.r0, old.i0), aa, (t.r0, t.i0));
+                        let a1 = cmadd_fma((old.r1, old.i1), ab, (t.r1, t.i1));
+                        let a = F4 { r0: a0.0, i0: a0.1, r1: a1.0, i1: a1.1 };
+                        if m >= REG_ACC {
+                            unsafe { *sacc_at(m) = a };
+                        } else {
+                            acc[m.min(REG_ACC - 1)] = a;
+                        }
+                        unroll8!(k => {
+                            win[k] = win[k + 1];
+                        });
+                        // Keep the optimiser from hoisting later rows' loads (all of them: spills);
+                        // in the fast visits two rows may overlap (measured faster).
+                        if !$fast || m % 2 == 1 {
+                            row_fence();
                         }
                     });
                     }
                 };
             }
-            if LEAN && m_loc >= cnt {
+            if m_loc >= cnt {
                 visit_rows!(true);
             } else {
                 visit_rows!(false);
             }
         }
-        if NEIGHBOURS {
-            // This CTA's T_n is complete and its reads of T_{n-1} are done: tell the neighbours (on
-            // their barrier for this step's parity), then wait until both have done the same.
-            sync_threads();
-            let b = (n & 1) as usize;
-            if tid == 0 {
-                fence_release_shared_cta_cluster();
-                if rank > 0 {
-                    unsafe { mbarrier_arrive_remote(bars.add(2 + b), rank - 1) }; // its "from below"
-                }
-                if rank + 1 < csize {
-                    unsafe { mbarrier_arrive_remote(bars.add(b), rank + 1) }; // its "from above"
-                }
-            }
-            // Barrier b completes once per two steps: phase (n - 1) / 2 for step n.
-            let parity = ((n - 1) >> 1) & 1;
+        // This CTA's T_n is complete and its reads of T_{n-1} are done: tell the neighbours (on their
+        // barrier for this step's parity), then wait until both have done the same.
+        sync_threads();
+        let b = (n & 1) as usize;
+        if tid == 0 {
+            fence_release_shared_cta_cluster();
             if rank > 0 {
-                while !unsafe { mbarrier_try_wait_parity(bars.add(b), parity) } {}
+                unsafe { mbarrier_arrive_remote(bars.add(2 + b), rank - 1) }; // its "from below"
             }
             if rank + 1 < csize {
-                while !unsafe { mbarrier_try_wait_parity(bars.add(2 + b), parity) } {}
+                unsafe { mbarrier_arrive_remote(bars.add(b), rank + 1) }; // its "from above"
             }
-            fence_acquire_shared_cluster();
-        } else {
-            cluster_sync();
         }
+        // Barrier b completes once per two steps: phase (n - 1) / 2 for step n. After the last step
+        // this is also the DSMEM rule: no neighbour still reads this CTA's shared memory.
+        let parity = ((n - 1) >> 1) & 1;
+        if rank > 0 {
+            while !unsafe { mbarrier_try_wait_parity(bars.add(b), parity) } {}
+        }
+        if rank + 1 < csize {
+            while !unsafe { mbarrier_try_wait_parity(bars.add(2 + b), parity) } {}
+        }
+        fence_acquire_shared_cluster();
         n += 1;
     }
 
@@ -626,7 +548,7 @@ unsafe fn clusterb<const NEIGHBOURS: bool, const LEAN: bool>(st: Stencil, nx: u3
             let ty = unsafe { *taper_y.add(gy) };
             let o = base + gy * nx as usize + x0 as usize;
             let (twa, twb) = (txa * ty, txb * ty);
-            let a = if LEAN && m >= REG_ACC { unsafe { *sacc_at(m) } } else { acc[m] };
+            let a = if m >= REG_ACC { unsafe { *sacc_at(m) } } else { acc[m.min(REG_ACC - 1)] };
             unsafe {
                 *(w.add(2 * o) as *mut F2) = F2([a.r0 * twa, a.i0 * twa]);
                 if in1 {

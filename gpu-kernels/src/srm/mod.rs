@@ -75,12 +75,6 @@ pub const fn cluster_threads(nx: u32, r: u32) -> u32 { r.div_ceil(CLUSTER_SEG_RO
 /// Shared bytes of one CTA: T_{n-1} and T_{n-2} of the strip (r x pitch x 16 B each) and its
 /// slowness (r x pairs x 8 B).
 pub const fn cluster_shared_bytes(nx: u32, r: u32) -> u32 { 2 * r * cluster_pitch(nx) * 16 + r * cluster_pairs(nx) * 8 }
-/// Shared bytes of one `clusterb` CTA: T_{n-1} and T_{n-2} as [`cluster_shared_bytes`], and per node
-/// its coefficient-table position, computed once per depth step instead of at every Chebyshev step:
-/// the fraction (f32, the exact value `table_pos` gives) and the row (u16), r x pairs x (8 + 4) B.
-pub const fn clusterb_shared_bytes(nx: u32, r: u32) -> u32 { 2 * r * cluster_pitch(nx) * 16 + r * cluster_pairs(nx) * 12 }
-/// Shared bytes of one `clusterc` CTA: `clusterb`'s and, first, four 8-byte mbarriers (32 B).
-pub const fn clusterc_shared_bytes(nx: u32, r: u32) -> u32 { 32 + clusterb_shared_bytes(nx, r) }
 /// Accumulator rows per thread that `clusterd` keeps in shared memory (the rest in registers).
 pub const CLUSTERD_SHARED_ACC: u32 = 4;
 /// Shared bytes of one `clusterd` CTA of `threads` threads: four mbarriers (32 B), T_{n-1} and
@@ -119,8 +113,6 @@ pub fn offset_entry(table: &[f32], ncoef: usize, rows: usize, i0: usize, n: usiz
 /// The coefficient from an offset-table entry and g = 1 + f (see [`offset_entry`]).
 #[inline(always)]
 pub fn coef_from_offset(e: [f32; 4], g: f32) -> (f32, f32) { (crate::math::mul_add(g, e[2], e[0]), crate::math::mul_add(g, e[3], e[1])) }
-/// Most coefficient-table rows `clusterb` can index (a row number is kept in 16 bits).
-pub const CLUSTERB_MAX_ROWS: u32 = 1 << 16;
 
 /// The cross-shaped operator L = I + (2 / Lambda) (D2x/dx^2 + D2y/dy^2) as stencil weights:
 /// centre `c`, x arm `ax[j-1]` at +-j, y arm `ay[j-1]` at +-j rows. Passed to kernels by value
@@ -167,12 +159,12 @@ impl Stencil {
         fma(self.ay[3], ym[3] + yp[3], s)
     }
 
-    /// The same terms as [`Stencil::apply_fma`] in another order, for latency (the `clusterb..d`
-    /// kernels): the centre and the y arm's inner three rows, which a streaming kernel already holds
+    /// The same terms as [`Stencil::apply_fma`] in another order, for latency (the `clusterd`
+    /// kernel): the centre and the y arm's inner three rows, which a streaming kernel already holds
     /// in registers, go first, so the chain has started before the row's loads (the x arm and the
     /// streamed outermost y row) arrive; one chain, no extra join. Rounds like `apply_fma` to a few 1e-8.
     #[inline(always)]
-    pub fn apply_fma_split(&self, c0: f32, xm: [f32; 4], xp: [f32; 4], ym: [f32; 4], yp: [f32; 4]) -> f32 {
+    pub fn apply_fma_y_first(&self, c0: f32, xm: [f32; 4], xp: [f32; 4], ym: [f32; 4], yp: [f32; 4]) -> f32 {
         use crate::math::mul_add as fma;
         let mut s = self.c * c0;
         s = fma(self.ay[0], ym[0] + yp[0], s);

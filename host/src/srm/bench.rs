@@ -121,8 +121,8 @@ pub fn bench_with(backend: &Backend, size: BenchSize, ceilings: &Ceilings, step_
             (GpuVariant::PaperHoisted, 16), (GpuVariant::Fused(2), 16), (GpuVariant::Fused(3), 16), (GpuVariant::Fused(4), 16),
             (GpuVariant::FusedB(2), 16), (GpuVariant::FusedB(3), 16), (GpuVariant::FusedB(4), 16),
             (GpuVariant::PaperPair, 16), (GpuVariant::PaperPairCapped, 16), (GpuVariant::FusedC(2), 16), (GpuVariant::FusedC(3), 16),
-            (GpuVariant::FusedC(4), 16), (GpuVariant::Cluster, 16), (GpuVariant::ClusterB, 16), (GpuVariant::ClusterC, 16), (GpuVariant::ClusterD, 16)];
-        // SEISGPU_SRM_BENCH_KERNELS=cluster,clusterb: time only these (comparisons on the device machine).
+            (GpuVariant::FusedC(4), 16), (GpuVariant::Cluster, 16), (GpuVariant::ClusterD, 16)];
+        // SEISGPU_SRM_BENCH_KERNELS=cluster,clusterd: time only these (comparisons on the device machine).
         let only: Option<Vec<GpuVariant>> = std::env::var("SEISGPU_SRM_BENCH_KERNELS").ok()
             .map(|v| v.split(',').map(|k| k.trim().parse::<GpuVariant>().map_err(anyhow::Error::msg)).collect::<anyhow::Result<_>>())
             .transpose()?;
@@ -196,7 +196,7 @@ pub fn bench_with(backend: &Backend, size: BenchSize, ceilings: &Ceilings, step_
             if count == np && per_plane < best.0 {
                 best = (per_plane, variant);
             }
-            if count == np && matches!(variant, GpuVariant::Fused(_) | GpuVariant::FusedB(_) | GpuVariant::FusedC(_) | GpuVariant::Cluster | GpuVariant::ClusterB | GpuVariant::ClusterC | GpuVariant::ClusterD) && per_plane < best_fused.0 {
+            if count == np && matches!(variant, GpuVariant::Fused(_) | GpuVariant::FusedB(_) | GpuVariant::FusedC(_) | GpuVariant::Cluster | GpuVariant::ClusterD) && per_plane < best_fused.0 {
                 best_fused = (per_plane, variant);
             }
         }

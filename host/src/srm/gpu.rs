@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use anyhow::Context;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg};
 
-use gpu_kernels::srm::{cluster_shared_bytes, cluster_threads, clusterb_shared_bytes, clusterc_shared_bytes, clusterd_shared_bytes, CLUSTERB_MAX_ROWS, CLUSTERD_MAX_ROWS, fused_interior, fused_shared_bytes, fusedb_shared_bytes, offset_entry,
+use gpu_kernels::srm::{cluster_shared_bytes, cluster_threads, clusterd_shared_bytes, CLUSTERD_MAX_ROWS, fused_interior, fused_shared_bytes, fusedb_shared_bytes, offset_entry,
     fusedc_shared_bytes, pair_entry, RowMap, Stencil, CLUSTER_MAX, PAPER_SHARED_BYTES, PAPER_TH, PAPER_TW, RADIUS};
 
 use super::design::Operator;
@@ -186,7 +186,7 @@ impl Planes {
                     n0 += steps;
                 }
             }
-            GpuVariant::Cluster | GpuVariant::ClusterB | GpuVariant::ClusterC | GpuVariant::ClusterD => {
+            GpuVariant::Cluster | GpuVariant::ClusterD => {
                 // One launch per depth step: every Chebyshev step on chip; W' over W in `x`.
                 let kernel = ClusterKernel::of(variant).expect("a cluster variant");
                 let max_rows = kernel.max_table_rows();
@@ -199,11 +199,13 @@ impl Planes {
                 self.table_rows = rows;
                 let Planes { x, maps, taper_x, taper_y, .. } = self;
                 let mut a = ClusterArgs::new(gpu.stream());
-                a.value(&st).value(&nx).value(&ny).value(&stride).value(&cnt).value(&shape.rows).value(&degree).buf_mut(x)
-                    .view(slow).buf(&dop.pairs).value(&rows).buf(&*maps).buf(&*taper_x).buf(&*taper_y);
-                if kernel != ClusterKernel::A {
-                    a.buf(&dop.offsets).value(&shape.resident);
-                }
+                a.value(&st).value(&nx).value(&ny).value(&stride).value(&cnt).value(&shape.rows).value(&degree).buf_mut(x).view(slow);
+                match kernel {
+                    ClusterKernel::Cluster => a.buf(&dop.pairs).value(&rows).buf(&*maps).buf(&*taper_x).buf(&*taper_y),
+                    // The offset table, and how far ahead to prefetch (clusters resident at once).
+                    ClusterKernel::ClusterD => a.buf(&dop.offsets).value(&rows).buf(&*maps).buf(&*taper_x).buf(&*taper_y)
+                        .value(&shape.resident),
+                };
                 launch_cluster(gpu, kernel.name(), &func, &cfg, a)?;
             }
             GpuVariant::Fused(k) | GpuVariant::FusedB(k) => {
@@ -252,7 +254,7 @@ impl Planes {
                 let per_wave = 3.0 * c + (degree as f64 - 2.0) * 5.0 * c + 4.0 * c;
                 pts * (2.0 * per_wave + degree as f64 * s)
             }
-            GpuVariant::Cluster | GpuVariant::ClusterB | GpuVariant::ClusterC | GpuVariant::ClusterD => cluster_bytes(self.nxy(), count, degree, self.cluster_ctas, self.table_rows),
+            GpuVariant::Cluster | GpuVariant::ClusterD => cluster_bytes(self.nxy(), count, degree, self.cluster_ctas, self.table_rows),
             GpuVariant::Fused(k) | GpuVariant::FusedB(k) | GpuVariant::FusedC(k) => {
                 let passes = degree.div_ceil(k as usize);
                 // First pass: read T0, write 2 terms + acc; middle: read 2 + acc, write 2 + acc;
@@ -265,61 +267,52 @@ impl Planes {
 }
 
 /// Every kernel variant `auto` chooses from (`cluster` only where [`cluster_plan`] finds a shape).
-pub const CANDIDATES: [GpuVariant; 17] = [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2),
+pub const CANDIDATES: [GpuVariant; 15] = [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2),
     GpuVariant::Fused(3), GpuVariant::Fused(4), GpuVariant::FusedB(2), GpuVariant::FusedB(3), GpuVariant::FusedB(4),
     GpuVariant::PaperPair, GpuVariant::PaperPairCapped, GpuVariant::FusedC(2), GpuVariant::FusedC(3), GpuVariant::FusedC(4),
-    GpuVariant::Cluster, GpuVariant::ClusterB, GpuVariant::ClusterC, GpuVariant::ClusterD];
+    GpuVariant::Cluster, GpuVariant::ClusterD];
 
 /// The cluster kernel (sm_90 module).
 pub const CLUSTER_KERNEL: &str = "sm90_srm_step_cluster";
 
-/// The whole-plane-on-chip kernels (sm_90 module): `cluster` (A), `clusterb` (B), `clusterc` (C).
-/// They share the launch plan; B and C keep table positions in shared memory instead of the
-/// slowness, C adds four mbarriers.
+/// The whole-plane-on-chip kernels (sm_90 module): `cluster` and its second generation `clusterd`
+/// (neighbour-only synchronisation, no spills, packed table positions: gpu_kernels::srm::cluster).
+/// They share the launch plan and differ in shared bytes, arguments and table rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ClusterKernel {
-    A,
-    B,
-    C,
-    D,
+    Cluster,
+    ClusterD,
 }
 
 impl ClusterKernel {
     pub fn name(self) -> &'static str {
         match self {
-            ClusterKernel::A => CLUSTER_KERNEL,
-            ClusterKernel::B => "sm90_srm_step_clusterb",
-            ClusterKernel::C => "sm90_srm_step_clusterc",
-            ClusterKernel::D => "sm90_srm_step_clusterd",
+            ClusterKernel::Cluster => CLUSTER_KERNEL,
+            ClusterKernel::ClusterD => "sm90_srm_step_clusterd",
         }
     }
 
     /// Dynamic shared bytes of one CTA for strips of `r` rows of an nx-wide plane.
     pub fn shared_bytes(self, nx: u32, r: u32) -> u32 {
         match self {
-            ClusterKernel::A => cluster_shared_bytes(nx, r),
-            ClusterKernel::B => clusterb_shared_bytes(nx, r),
-            ClusterKernel::C => clusterc_shared_bytes(nx, r),
-            ClusterKernel::D => clusterd_shared_bytes(nx, r),
+            ClusterKernel::Cluster => cluster_shared_bytes(nx, r),
+            ClusterKernel::ClusterD => clusterd_shared_bytes(nx, r),
         }
     }
 
     /// Most coefficient-table rows the kernel can index.
     pub fn max_table_rows(self) -> u32 {
         match self {
-            ClusterKernel::A => u32::MAX,
-            ClusterKernel::B | ClusterKernel::C => CLUSTERB_MAX_ROWS,
-            ClusterKernel::D => CLUSTERD_MAX_ROWS,
+            ClusterKernel::Cluster => u32::MAX,
+            ClusterKernel::ClusterD => CLUSTERD_MAX_ROWS,
         }
     }
 
     /// The kernel a variant launches, if it is a cluster variant.
     pub fn of(v: GpuVariant) -> Option<ClusterKernel> {
         match v {
-            GpuVariant::Cluster => Some(ClusterKernel::A),
-            GpuVariant::ClusterB => Some(ClusterKernel::B),
-            GpuVariant::ClusterC => Some(ClusterKernel::C),
-            GpuVariant::ClusterD => Some(ClusterKernel::D),
+            GpuVariant::Cluster => Some(ClusterKernel::Cluster),
+            GpuVariant::ClusterD => Some(ClusterKernel::ClusterD),
             _ => None,
         }
     }
@@ -349,7 +342,7 @@ pub struct ClusterShape {
 }
 
 impl ClusterShape {
-    pub fn new(nx: u32, ny: u32, ctas: u32) -> ClusterShape { ClusterShape::of(ClusterKernel::A, nx, ny, ctas) }
+    pub fn new(nx: u32, ny: u32, ctas: u32) -> ClusterShape { ClusterShape::of(ClusterKernel::Cluster, nx, ny, ctas) }
 
     /// The shape of `kernel` (the kernels differ in shared bytes only).
     pub fn of(kernel: ClusterKernel, nx: u32, ny: u32, ctas: u32) -> ClusterShape {
@@ -383,7 +376,7 @@ impl ClusterShape {
 /// The cluster shapes (1..=16 CTAs) that hold an nx x ny plane, or why none does (the reason for
 /// 16 CTAs, the shape with the thinnest strips).
 pub fn cluster_candidates(nx: u32, ny: u32, smem: u32, max_threads: u32) -> Result<Vec<ClusterShape>, String> {
-    cluster_candidates_for(ClusterKernel::A, nx, ny, smem, max_threads)
+    cluster_candidates_for(ClusterKernel::Cluster, nx, ny, smem, max_threads)
 }
 
 /// [`cluster_candidates`] of `kernel`.
@@ -429,7 +422,7 @@ static CLUSTER_PLANS: OnceLock<Mutex<HashMap<PlanKey, (CudaFunction, ClusterConf
 /// nx x ny grid on `gpu` (chosen once per context and grid: [`cluster_candidates`], [`choose_cluster`]).
 /// Errors (naming the kernel): compute capability below 9.0, or no cluster shape holds the plane.
 pub fn cluster_plan(gpu: &Gpu, nx: u32, ny: u32, count: u32) -> GpuResult<(CudaFunction, ClusterConfig, ClusterShape)> {
-    cluster_plan_for(gpu, ClusterKernel::A, nx, ny, count)
+    cluster_plan_for(gpu, ClusterKernel::Cluster, nx, ny, count)
 }
 
 /// [`cluster_plan`] of `kernel`.
@@ -586,7 +579,7 @@ impl ShotOnDevice {
         Self::slow_chunks_up(&mut s.slow, &mut s.pending, &mut s.up, gpu, 0, nxy)?;
         crate::multi::mark("shot slowness first chunk up", t);
         if opts.variant == GpuVariant::Best {
-            s.variant = resolve_best(gpu, gnx, gny, stride);
+            s.variant = resolve_best(gpu, gnx, gny, stride, dop.rows);
         }
         if opts.variant == GpuVariant::Auto {
             anyhow::ensure!(!tune_bins.is_empty(), "srm: no frequency to tune the kernels on");
@@ -668,9 +661,17 @@ impl ShotOnDevice {
 }
 
 /// What [`GpuVariant::Best`] means on `gpu` for an `nx` x `ny` window with `planes` planes per
-/// launch: `cluster` where its launch plan exists, else `paperq56`.
-pub fn resolve_best(gpu: &Gpu, nx: usize, ny: usize, planes: usize) -> GpuVariant {
-    if cluster_plan(gpu, nx as u32, ny as u32, planes as u32).is_ok() { GpuVariant::Cluster } else { GpuVariant::PaperPairCapped }
+/// launch and a coefficient table of `table_rows` rows: the fastest whole-plane kernel whose launch
+/// plan exists (`clusterd`, then `cluster`), else `paperq56` (all measured on the H100).
+pub fn resolve_best(gpu: &Gpu, nx: usize, ny: usize, planes: usize, table_rows: u32) -> GpuVariant {
+    let (nx, ny, planes) = (nx as u32, ny as u32, planes as u32);
+    if table_rows <= ClusterKernel::ClusterD.max_table_rows() && cluster_plan_for(gpu, ClusterKernel::ClusterD, nx, ny, planes).is_ok() {
+        GpuVariant::ClusterD
+    } else if cluster_plan(gpu, nx, ny, planes).is_ok() {
+        GpuVariant::Cluster
+    } else {
+        GpuVariant::PaperPairCapped
+    }
 }
 
 /// The kernel variant `GpuVariant::Auto` picks for `grid` at the frequencies `bins` (the same
@@ -680,7 +681,7 @@ pub fn resolve_best(gpu: &Gpu, nx: usize, ny: usize, planes: usize) -> GpuVarian
 pub fn tune(gpu: &Gpu, op: &Operator, dop: &DeviceOperator, model: &VelocityModel, params: &SrmParams, plan: &FreqPlan,
     grid: &ShotGrid, bins: &[usize], opts: GpuOptions) -> anyhow::Result<GpuVariant> {
     if opts.variant == GpuVariant::Best {
-        return Ok(resolve_best(gpu, grid.nx, grid.ny, opts.planes.max(1)));
+        return Ok(resolve_best(gpu, grid.nx, grid.ny, opts.planes.max(1), dop.rows));
     }
     if opts.variant != GpuVariant::Auto {
         return Ok(opts.variant);

@@ -323,8 +323,9 @@ pub fn validate_inputs(traces: &TraceSet, model: &VelocityModel, params: &SrmPar
 /// Which GPU kernel extrapolates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GpuVariant {
-    /// The default: `cluster` where it runs (compute capability 9.0+ and a plane that fits a
-    /// cluster's shared memory), else `paperq56` (the fastest of the others measured on the H100).
+    /// The default: `clusterd` where it runs (compute capability 9.0+, a plane that fits a
+    /// cluster's shared memory, a table of at most 4096 rows), else `cluster`, else `paperq56` (the
+    /// fastest of the others measured on the H100).
     Best,
     /// Times one depth step of every kernel below on the shot's own grid and keeps the fastest.
     Auto,
@@ -350,15 +351,10 @@ pub enum GpuVariant {
     /// the stencil's y arm reads the neighbour strips through distributed shared memory (compute
     /// capability 9.0+; grids whose plane does not fit 16 CTAs fall back) (`cluster`).
     Cluster,
-    /// `Cluster` tuned for latency: the last row segment of a strip runs bottom-up (its halo rows
-    /// arrive with the window's preload), table positions computed once per depth step, the stencil
-    /// in two chains (`clusterb`).
-    ClusterB,
-    /// `ClusterB` with each CTA waiting for its two neighbour CTAs only after a Chebyshev step
-    /// (mbarriers) instead of the whole cluster's barrier (`clusterc`).
-    ClusterC,
-    /// `ClusterC` without register spills: the last accumulator rows in shared memory, table
-    /// positions packed in 32 bits (`clusterd`).
+    /// `Cluster`, second generation (the default where it runs): each CTA waits for its two
+    /// neighbours only (mbarriers), no register spills (the last accumulator rows in shared memory,
+    /// table positions packed in 32 bits once per depth step), one fused multiply-add per coefficient
+    /// component, halo rows with the window's preload (`clusterd`).
     ClusterD,
 }
 
@@ -382,11 +378,9 @@ impl std::str::FromStr for GpuVariant {
             "fusedc3" => Ok(Self::FusedC(3)),
             "fusedc4" => Ok(Self::FusedC(4)),
             "cluster" => Ok(Self::Cluster),
-            "clusterb" => Ok(Self::ClusterB),
-            "clusterc" => Ok(Self::ClusterC),
             "clusterd" => Ok(Self::ClusterD),
             o => Err(format!("unknown kernel `{o}` (expected best, auto, paper, paperh, paperq, paperq56, fused2..4, fusedb2..4, fusedc2..4, \
-                cluster, clusterb, clusterc or clusterd)")),
+                cluster or clusterd)")),
         }
     }
 }
@@ -404,8 +398,6 @@ impl std::fmt::Display for GpuVariant {
             GpuVariant::PaperPairCapped => write!(f, "paperq56"),
             GpuVariant::FusedC(k) => write!(f, "fusedc{k}"),
             GpuVariant::Cluster => write!(f, "cluster"),
-            GpuVariant::ClusterB => write!(f, "clusterb"),
-            GpuVariant::ClusterC => write!(f, "clusterc"),
             GpuVariant::ClusterD => write!(f, "clusterd"),
         }
     }
