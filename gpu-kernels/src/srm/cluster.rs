@@ -79,6 +79,29 @@ fn cmadd_fma(acc: (f32, f32), a: (f32, f32), t: (f32, f32)) -> (f32, f32) {
     (fma(-a.1, t.1, fma(a.0, t.0, acc.0)), fma(a.1, t.0, fma(a.0, t.1, acc.1)))
 }
 
+/// Row `lr` (any, halo included) of pair column `p` of a T buffer: this CTA's strip `t` (rows
+/// 0..ri, pitch `pitch` pairs) or, for the 4 rows beyond either end, the CTA above (`up`) or below
+/// (`dn`) through distributed shared memory, `off` being the buffer's offset from the shared base
+/// (laid out alike in every CTA); 0 outside the grid (local row lr is global row y0 + lr of ny).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn strip_row(t: *mut F4, up: *mut u8, dn: *mut u8, off: usize, lr: i32, y0: i32, ny: u32, ri: i32, pitch: u32, p: u32) -> F4 {
+    let gy = y0 + lr;
+    if gy < 0 || gy >= ny as i32 {
+        Z4
+    } else if lr < 0 {
+        let k = ((lr + ri) * pitch as i32 + p as i32 + 2) as usize;
+        let v = unsafe { ld_dsmem_f32x4(up.add(off + 16 * k) as *const f32) };
+        F4 { r0: v[0], i0: v[1], r1: v[2], i1: v[3] }
+    } else if lr >= ri {
+        let k = ((lr - ri) * pitch as i32 + p as i32 + 2) as usize;
+        let v = unsafe { ld_dsmem_f32x4(dn.add(off + 16 * k) as *const f32) };
+        F4 { r0: v[0], i0: v[1], r1: v[2], i1: v[3] }
+    } else {
+        unsafe { *t.add((lr * pitch as i32 + p as i32 + 2) as usize) }
+    }
+}
+
 /// One depth step of `count` planes of both waves, all `degree` Chebyshev steps on chip.
 ///
 /// `w`: the wavefields (2 waves x `stride` planes of nx x ny complex), read as W and overwritten with
@@ -190,22 +213,7 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny
         let row0 = row0 + z as i32;
         // Row lr (any, halo included) of this thread's pair column of T_{n-1} in buffer `t` (offset `off`
         // from the shared base, for the neighbours): 0 outside the grid.
-        let row_of = |t: *mut F4, off: usize, lr: i32| -> F4 {
-            let gy = y0 + lr;
-            if gy < 0 || gy >= ny as i32 {
-                Z4
-            } else if lr < 0 {
-                let k = ((lr + ri) * pitch as i32 + p as i32 + 2) as usize;
-                let v = unsafe { ld_dsmem_f32x4(up.add(off + 16 * k) as *const f32) };
-                F4 { r0: v[0], i0: v[1], r1: v[2], i1: v[3] }
-            } else if lr >= ri {
-                let k = ((lr - ri) * pitch as i32 + p as i32 + 2) as usize;
-                let v = unsafe { ld_dsmem_f32x4(dn.add(off + 16 * k) as *const f32) };
-                F4 { r0: v[0], i0: v[1], r1: v[2], i1: v[3] }
-            } else {
-                unsafe { *at(t, lr, 0) }
-            }
-        };
+        let row_of = |t: *mut F4, off: usize, lr: i32| strip_row(t, up, dn, off, lr, y0, ny, ri, pitch, p);
         let kf = if n == 1 { 1.0f32 } else { 2.0 };
         let pn = unsafe { ptab.add(4 * (n * prow) as usize) };
         if ownp && owned(row0) {
@@ -421,23 +429,9 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterd(st: Stencil, nx: u32, n
         let zo = opaque_zero();
         let (ta, tb, sp, up, dn) = unsafe { (ta.add(zo), tb.add(zo), sp.add(zo), up.add(zo), dn.add(zo)) };
         let first = first + zo as i32;
-        // Row lr (any, halo included) of this thread's pair column of T_{n-1}: 0 outside the grid.
-        let row_of = |t: *mut F4, off: usize, lr: i32| -> F4 {
-            let gy = y0 + lr;
-            if gy < 0 || gy >= ny as i32 {
-                Z4
-            } else if lr < 0 {
-                let k = ((lr + ri) * pitch as i32 + p as i32 + 2) as usize;
-                let v = unsafe { ld_dsmem_f32x4(up.add(off + 16 * k) as *const f32) };
-                F4 { r0: v[0], i0: v[1], r1: v[2], i1: v[3] }
-            } else if lr >= ri {
-                let k = ((lr - ri) * pitch as i32 + p as i32 + 2) as usize;
-                let v = unsafe { ld_dsmem_f32x4(dn.add(off + 16 * k) as *const f32) };
-                F4 { r0: v[0], i0: v[1], r1: v[2], i1: v[3] }
-            } else {
-                unsafe { *at(t, lr, 0) }
-            }
-        };
+        // Row lr (any, halo included) of this thread's pair column of T_{n-1} in buffer `t` (offset `off`
+        // from the shared base, for the neighbours): 0 outside the grid.
+        let row_of = |t: *mut F4, off: usize, lr: i32| strip_row(t, up, dn, off, lr, y0, ny, ri, pitch, p);
         // While this job runs, bring the W of the job `ahead` places on (the one likely to take these
         // SMs next) into L2, a row per step, so that its load phase does not wait on DRAM together
         // with every other cluster of its round.
