@@ -117,8 +117,10 @@ pub struct MigrateArgs {
     /// paperq (hoisted, one 16-byte coefficient load per lookup), paperq56 (paperq, 56 registers), fused2..4 (2..4 Chebyshev steps per
     /// pass over a tile), fusedb2..4 (fused, balanced, FMA), fusedc2..4 (fused, batched loads,
     /// register-capped), cluster (all Chebyshev steps in one launch, the plane on chip in a thread-block
-    /// cluster; compute capability 9.0+), auto (time each on the shot's grid, keep the fastest), best (the
-    /// default: cluster where it runs, else paperq56; the fastest measured on the H100).
+    /// cluster; compute capability 9.0+), clusterd (cluster's second generation: neighbour-only
+    /// synchronisation, no spills; tables of <= 4096 rows), auto (time each on the shot's grid, keep the
+    /// fastest), best (the default: clusterd where it runs, else cluster, else paperq56; the fastest
+    /// measured on the H100).
     #[arg(long, default_value = "best")]
     pub kernel: GpuVariant,
     /// Frequency planes per GPU launch.
