@@ -465,8 +465,9 @@ pub fn autotune(gpu: &Gpu, dop: &DeviceOperator, planes: &mut Planes, slow: &Cud
     let timer = crate::runtime::GpuTimer::new(gpu.stream())?;
     let mut best = (f64::INFINITY, GpuVariant::Paper);
     for v in CANDIDATES {
-        if let Some(k) = ClusterKernel::of(v) && cluster_plan_for(gpu, k, planes.nx as u32, planes.ny as u32, count as u32).is_err() {
-            continue; // below compute capability 9.0, or the plane does not fit a cluster
+        if let Some(k) = ClusterKernel::of(v)
+            && (dop.rows > k.max_table_rows() || cluster_plan_for(gpu, k, planes.nx as u32, planes.ny as u32, count as u32).is_err()) {
+            continue; // below compute capability 9.0, the plane does not fit a cluster, or the table is too long
         }
         let st = timer.measure(1, 3, || planes.step(gpu, dop, slow, count, v))?;
         if st.median_ms < best.0 {
