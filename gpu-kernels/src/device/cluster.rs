@@ -123,7 +123,6 @@ pub fn fence_acquire_shared_cluster() {
 #[inline(always)]
 pub unsafe fn mbarrier_arrive_remote(bar: *const u64, rank: u32) {
     unsafe {
-        // One line: build.rs ends a kernel at the first line that is a lone `}`.
         asm!("{{ .reg .b32 ra; mapa.shared::cluster.u32 ra, {a}, {k}; mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [ra]; }}",
              a = in(reg32) shared_addr(bar), k = in(reg32) rank, options(nostack))
     };

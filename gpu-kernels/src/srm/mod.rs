@@ -77,8 +77,9 @@ pub const fn cluster_threads(nx: u32, r: u32) -> u32 { r.div_ceil(CLUSTER_SEG_RO
 pub const fn cluster_shared_bytes(nx: u32, r: u32) -> u32 { 2 * r * cluster_pitch(nx) * 16 + r * cluster_pairs(nx) * 8 }
 /// Accumulator rows per thread that `clusterd` keeps in shared memory (the rest in registers).
 pub const CLUSTERD_SHARED_ACC: u32 = 4;
-/// Shared bytes of one `clusterd` CTA of `threads` threads: four mbarriers (32 B), T_{n-1} and
-/// T_{n-2}, each node's packed table position (4 B) and `CLUSTERD_SHARED_ACC` accumulators per thread.
+/// Shared bytes of one `clusterd` CTA for strips of `r` rows: four mbarriers (32 B), T_{n-1} and
+/// T_{n-2}, each node's packed table position (4 B) and `CLUSTERD_SHARED_ACC` accumulators per
+/// thread (`cluster_threads`).
 pub const fn clusterd_shared_bytes(nx: u32, r: u32) -> u32 {
     32 + 2 * r * cluster_pitch(nx) * 16 + r * cluster_pairs(nx) * 8 + CLUSTERD_SHARED_ACC * cluster_threads(nx, r) * 16
 }
