@@ -228,10 +228,12 @@ fn wavepacket_bench_paper() {
     seisgpu_host::wavepacket::bench::bench_with(&Backend::Gpu(gpu), size, &Default::default(), &mut progress).unwrap();
 }
 
-/// `Fragmented::process` on GPUs (issue 9's pipeline: page-locked cube buffers, slab uploads, the
-/// next cube written while the device finishes one, the ordered fold from the buffers): the same
-/// bits as the serial cube loop on the same GPU, as every visible GPU together, and as a second
-/// run; close to the CPU; a bad sample named as by the whole-volume check.
+/// `Fragmented::process` on GPUs (issue 9's pipeline: raw samples copied into page-locked
+/// buffers and uploaded slab by slab, the next cube copied while the device finishes one, cubes
+/// cut and folded into their box on the device, boxes added in order from the buffers): the same
+/// bits as the serial box loop on the same GPU (cut and fold on the host), as every visible GPU
+/// together, and as a second run; close to the CPU; a bad sample named as by the whole-volume
+/// check.
 #[test]
 fn wavepacket_gpu_process_pipeline() {
     let Some(gpu) = gpu_or_skip("wavepacket_gpu_process_pipeline") else { return };
@@ -244,13 +246,22 @@ fn wavepacket_gpu_process_pipeline() {
     let edit = |t: usize, c: &mut [Complex32]| c.iter_mut().for_each(|x| *x *= 0.5 + 0.01 * t as f32);
     let one = Fragmented::on_backends(&[Backend::Gpu(gpu.clone())], tiling.clone(), &params).unwrap();
     let p1 = one.process(&vol, edit).unwrap();
+    // The serial reference on the same GPU: each cube cut on the host, transformed, folded into
+    // its box on the host, the boxes added in order (the pipeline cuts and folds on the device).
     let mut e = Engine::new(&Backend::Gpu(gpu), one.frame.clone()).unwrap();
     let mut serial = vec![0.0f32; vol.len()];
-    for t in 0..tiling.count() {
-        let c = e.roundtrip(&tiling.extract(&vol, t), &mut |c| edit(t, c)).unwrap();
-        tiling.accumulate(&mut serial, t, &c);
+    let (tapers, at) = tiling.taper_table();
+    let mut partial = vec![f32::NAN; tiling.box_samples_max()];
+    assert!(tiling.box_count() > 1 && tiling.box_count() < tiling.count(), "boxes of several cubes");
+    for b in 0..tiling.box_count() {
+        let bx = tiling.cube_box(b);
+        for t in bx.cubes.clone() {
+            let c = e.roundtrip(&tiling.extract(&vol, t), &mut |c| edit(t, c)).unwrap();
+            tiling.cube_in_box(&bx, t, at).fold_host(&tapers, &c, &mut partial);
+        }
+        tiling.fold_box(&mut serial, b, &partial).unwrap();
     }
-    assert_eq!(bits(&p1), bits(&serial), "pipeline differs from the serial cube loop");
+    assert_eq!(bits(&p1), bits(&serial), "pipeline differs from the serial box loop");
     assert_eq!(bits(&one.process(&vol, edit).unwrap()), bits(&p1), "second run differs");
     let (all, note) = seisgpu_host::multi::backends(seisgpu_host::DeviceChoice::Gpu, seisgpu_host::multi::GpuCount::All).unwrap();
     let n = Fragmented::on_backends(&all, tiling.clone(), &params).unwrap();

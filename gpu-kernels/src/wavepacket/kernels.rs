@@ -8,7 +8,9 @@
 //!   `wp_adjoint_stencil` (one thread per global grid point, 3D blocks), `wp_crop_grid`;
 //! - exact lattice FFT: `wp_prep_lattice`, `wp_crop_lattice`;
 //! - box side: `wp_box_fill` (window x norm x lattice value), `wp_combine` (gather over boxes);
-//! - coefficient edits on the device: `wp_threshold` (hard threshold per box, kept count).
+//! - coefficient edits on the device: `wp_threshold` (hard threshold per box, kept count);
+//! - the paper's variant 2 on the device: `wp_cut` (a cube from its raw samples, tapered) and
+//!   `wp_fold` (a tapered cube into its box's partial sum).
 
 use super::*;
 use crate::device::*;
@@ -346,5 +348,52 @@ pub unsafe extern "ptx-kernel" fn wp_threshold(count: u32, points: u32, thr: *co
     let votes = vote_ballot(keep);
     if lane_id() == 0 && votes != 0 {
         unsafe { atomic_add_u32(kept, votes.count_ones()) };
+    }
+}
+
+// ---- variant 2: overlapping cubes, cut and folded on the device (issue 9) --------------------
+
+/// Cube t of a tiling from its raw samples: `raw` holds the part of the cube inside the volume,
+/// (n0, n1, n2) with x2 fastest, as the host copied it; `w0`, `w1`, `w2` are the cube's tapers
+/// (c each). Writes all c^3 samples of `cube`: tapered samples, zeros in the padding past the
+/// volume. One thread per cube sample, x2 fastest (coalesced both ways).
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn wp_cut(c: u32, n0: u32, n1: u32, n2: u32, raw: *const f32, w0: *const f32,
+    w1: *const f32, w2: *const f32, cube: *mut f32) {
+    let i = global_index();
+    let c = c as usize;
+    if i < c * c * c {
+        let (x0, x1, x2) = ((i / (c * c)) as u32, ((i / c) % c) as u32, (i % c) as u32);
+        let v = if x0 < n0 && x1 < n1 && x2 < n2 {
+            unsafe {
+                let w01 = *w0.add(x0 as usize) * *w1.add(x1 as usize);
+                tapered(*raw.add(((x0 * n1 + x1) * n2 + x2) as usize), w01, *w2.add(x2 as usize))
+            }
+        } else {
+            0.0
+        };
+        unsafe { *cube.add(i) = v };
+    }
+}
+
+/// Adds the tapered cube (c^3, the inverse's output) into its box's partial sum: `acc` is
+/// (n0, n1, len) with x2 fastest, the cube's first sample at x2 = `off`; only the cube's part
+/// inside the volume, (n0, n1, n2), is added. The cubes of a box go in order on one stream, so
+/// every sample's sum has a fixed order. One thread per added sample.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn wp_fold(c: u32, n0: u32, n1: u32, n2: u32, len: u32, off: u32, cube: *const f32,
+    w0: *const f32, w1: *const f32, w2: *const f32, acc: *mut f32) {
+    let i = global_index();
+    if i < n0 as usize * n1 as usize * n2 as usize {
+        let i = i as u32;
+        let (x2, r) = (i % n2, i / n2);
+        let (x0, x1) = (r / n1, r % n1);
+        let c = c as usize;
+        unsafe {
+            let w01 = *w0.add(x0 as usize) * *w1.add(x1 as usize);
+            let v = tapered(*cube.add((x0 as usize * c + x1 as usize) * c + x2 as usize), w01, *w2.add(x2 as usize));
+            let a = acc.add(r as usize * len as usize + off as usize + x2 as usize);
+            *a += v;
+        }
     }
 }

@@ -257,6 +257,12 @@ pub fn fall(x: f32) -> f32 {
     }
 }
 
+/// A sample of an overlapping cube (the paper's variant 2): the volume's sample `v` times the
+/// cube's taper, the product of its three 1D tapers taken as (w0 w1) then w2. Shared by the host
+/// and the device cut (`wp_cut`) and fold (`wp_fold`), so both give the same bits (issue 9).
+#[inline(always)]
+pub fn tapered(v: f32, w01: f32, w2: f32) -> f32 { v * w01 * w2 }
+
 /// The hard threshold's test, shared by the CPU and the GPU (issue 9: the applications' edit runs
 /// as a kernel on the device coefficients, and must decide every coefficient as the host does):
 /// true when |c| < t, decided as re^2 + im^2 < t^2 in f64. Products of f32 values are exact in f64,

@@ -42,3 +42,24 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> PinnedBuf<T> {
     pub fn len(&self) -> usize { self.inner.len() }
     pub fn is_empty(&self) -> bool { self.inner.len() == 0 }
 }
+
+/// `len` zeros of ordinary (pageable) host memory for a large output that is then written once
+/// in parallel: allocated zeroed by the OS (no pass over it), with transparent huge pages
+/// requested where the kernel offers them on request (`madvise` mode), so its first touch costs a
+/// fault per 2 MB rather than per 4 KB page. Measured on the 4 x H200 host (issue 9): touching
+/// 1.65 GB of 4 KB pages took 66-69 ms on 64 threads, a copy of the same size 18.5 ms.
+pub fn zeroed_host(len: usize) -> Vec<f32> {
+    let v = vec![0.0f32; len];
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let (start, end) = (v.as_ptr() as usize, v.as_ptr() as usize + len * 4);
+        let (a, b) = (start.div_ceil(HUGE) * HUGE, end / HUGE * HUGE);
+        if b > a {
+            // SAFETY: [a, b) lies inside `v`'s allocation; MADV_HUGEPAGE only changes how its
+            // (untouched, zero) pages are backed. A refusal (no THP) changes nothing: ignored.
+            unsafe { libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE) };
+        }
+    }
+    v
+}

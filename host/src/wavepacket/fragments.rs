@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::{nice, validate_volume, CoeffEdit, CubeOp, Engine, Frame, HostCube, Params};
 use crate::backend::Backend;
 use crate::runtime::Gpu;
+use gpu_kernels::wavepacket::{fall, tapered};
 
 /// Where the cubes go in the volume.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -124,49 +125,116 @@ impl Tiling {
                 let src = ((st[0] + x0) * s1 + st[1] + x1) * s2 + st[2];
                 let w01 = w[0][x0] * w[1][x1];
                 for x2 in 0..c.min(s2 - st[2]) {
-                    slab[x1 * c + x2] = vol[src + x2] * w01 * w[2][x2];
+                    slab[x1 * c + x2] = tapered(vol[src + x2], w01, w[2][x2]);
                 }
             }
         });
         out
     }
 
-    /// [`Tiling::extract`] into `out` (c^3 samples, every one written: padding as zeros), `SLAB`
-    /// planes at a time, calling `staged(slab, its first sample)` after each slab (the GPU uploads it while the
-    /// host writes the next). Also checks the volume's samples it reads: false when one of them is
-    /// not finite (every sample of the volume lies in some cube, so the cubes together check the
-    /// whole volume, with no pass of its own). The same values as `extract`, bit for bit.
-    pub fn extract_staged(&self, vol: &[f32], t: usize, out: &mut [f32],
+    /// Extent of cube t inside the volume (the rest of the cube is zero padding).
+    pub fn inside(&self, t: usize) -> [usize; 3] {
+        let st = self.start(t);
+        [0, 1, 2].map(|a| self.cube.min(self.shape[a] - st[a]))
+    }
+
+    /// Boxes: each (i0, i1) column of cubes along the trace axis x2, in runs of at most
+    /// [`BOX_CUBES`], numbered in cube order ([`Tiling::cube_box`]).
+    pub fn box_count(&self) -> usize {
+        self.starts[0].len() * self.starts[1].len() * self.starts[2].len().div_ceil(BOX_CUBES)
+    }
+
+    /// Box b: its cubes (consecutive numbers), where it starts and its extent inside the volume.
+    pub fn cube_box(&self, b: usize) -> CubeBox {
+        let n2 = self.starts[2].len();
+        let runs = n2.div_ceil(BOX_CUBES);
+        let (column, run) = (b / runs, b % runs);
+        let first = column * n2 + run * BOX_CUBES;
+        let end = (first + BOX_CUBES).min((column + 1) * n2);
+        let origin = self.start(first);
+        let [e0, e1, _] = self.inside(first);
+        let last = (self.start(end - 1)[2] + self.cube).min(self.shape[2]);
+        CubeBox { cubes: first..end, origin, extent: [e0, e1, last - origin[2]] }
+    }
+
+    /// Samples of the largest box's partial sum.
+    pub fn box_samples_max(&self) -> usize {
+        (0..self.box_count()).map(|b| self.cube_box(b).extent.iter().product::<usize>()).max().unwrap_or(0)
+    }
+
+    /// Every axis's tapers in one table, `cube` values per cube position along the axis, and
+    /// where each axis's part starts: cube position k along axis a has its taper at
+    /// `table[at[a] + k * cube..]` (uploaded once per job: the device cut and fold read it).
+    pub fn taper_table(&self) -> (Vec<f32>, [usize; 3]) {
+        let c = self.cube;
+        let mut table = Vec::new();
+        let mut at = [0; 3];
+        for a in 0..3 {
+            at[a] = table.len();
+            for k in 0..self.starts[a].len() {
+                table.extend((0..c).map(|x| self.taper(a, k, x)));
+            }
+        }
+        (table, at)
+    }
+
+    /// Cube t's place in box `bx` ([`CubeInBox`]), with tapers from [`Tiling::taper_table`]'s
+    /// offsets `at`.
+    pub fn cube_in_box(&self, bx: &CubeBox, t: usize, at: [usize; 3]) -> CubeInBox {
+        let ix = self.index(t);
+        CubeInBox { t, cube: self.cube, inside: self.inside(t), taper: [0, 1, 2].map(|a| at[a] + ix[a] * self.cube),
+            len: bx.extent[2], off: self.start(t)[2] - bx.origin[2], first: t == bx.cubes.start, last: t + 1 == bx.cubes.end }
+    }
+
+    /// Copies cube t's samples inside the volume into `out` ((n0, n1, n2) of [`Tiling::inside`],
+    /// x2 fastest: no taper, no padding; the engine cuts the cube from them), `SLAB` planes at a
+    /// time, calling `staged(slab, its first sample)` after each slab (the GPU uploads it while
+    /// the host copies the next). Also checks the samples it reads: false when one of them is not
+    /// finite (every sample of the volume lies in some cube, so the cubes together check the whole
+    /// volume, with no pass of its own).
+    pub fn copy_raw_staged(&self, vol: &[f32], t: usize, out: &mut [f32],
         mut staged: impl FnMut(&[f32], usize) -> Result<()>) -> Result<bool> {
         const SLAB: usize = 16;
-        let c = self.cube;
-        ensure!(out.len() == c * c * c, "cube buffer of {} samples for cubes of {c}^3", out.len());
-        let (st, ix) = (self.start(t), self.index(t));
-        let w: [Vec<f32>; 3] = [0, 1, 2].map(|a| (0..c).map(|x| self.taper(a, ix[a], x)).collect());
-        let [s0, s1, s2] = self.shape;
-        let (n0, n1, n2) = (c.min(s0 - st[0]), c.min(s1 - st[1]), c.min(s2 - st[2]));
+        let [n0, n1, n2] = self.inside(t);
+        ensure!(out.len() >= n0 * n1 * n2, "raw cube buffer of {} samples for {n0} x {n1} x {n2}", out.len());
+        ensure!(vol.len() == self.shape.iter().product::<usize>(), "{} samples for a {:?} volume", vol.len(), self.shape);
+        let st = self.start(t);
+        let [_, s1, s2] = self.shape;
         let mut finite = true;
-        for (k, slab) in out.chunks_mut(SLAB * c * c).enumerate() {
-            let ok = slab.par_chunks_mut(c).enumerate().with_min_len(8).map(|(r, row)| {
-                let (x0, x1) = (k * SLAB + r / c, r % c);
-                if x0 >= n0 || x1 >= n1 {
-                    row.fill(0.0);
-                    return true;
-                }
+        for (k, slab) in out[..n0 * n1 * n2].chunks_mut(SLAB * n1 * n2).enumerate() {
+            // Tasks of 64 rows (64 KB at 256 samples): tasks of a few rows spent more time in the
+            // scheduler than copying when four engines and the fold shared the pool.
+            let ok = slab.par_chunks_mut(n2).enumerate().with_min_len(64).map(|(r, row)| {
+                let (x0, x1) = (k * SLAB + r / n1, r % n1);
                 let src = &vol[((st[0] + x0) * s1 + st[1] + x1) * s2 + st[2]..][..n2];
-                let w01 = w[0][x0] * w[1][x1];
-                let mut ok = true;
-                for ((d, &v), &w2) in row[..n2].iter_mut().zip(src).zip(&w[2][..n2]) {
-                    ok &= v.is_finite();
-                    *d = v * w01 * w2;
-                }
-                row[n2..].fill(0.0);
-                ok
+                row.copy_from_slice(src);
+                src.iter().fold(true, |ok, v| ok & v.is_finite())
             }).reduce(|| true, |a, b| a & b);
             finite &= ok;
-            staged(slab, k * SLAB * c * c)?;
+            staged(slab, k * SLAB * n1 * n2)?;
         }
         Ok(finite)
+    }
+
+    /// Adds box b's partial sum ((e0, e1, e2) of its extent, x2 fastest) into the volume, in
+    /// parallel over the box's planes: one add per volume sample, so the result is that of a
+    /// serial loop, bit for bit.
+    pub fn fold_box(&self, vol: &mut [f32], b: usize, partial: &[f32]) -> Result<()> {
+        let bx = self.cube_box(b);
+        let [e0, e1, e2] = bx.extent;
+        let o = bx.origin;
+        let [_, s1, s2] = self.shape;
+        ensure!(partial.len() >= e0 * e1 * e2, "box {b}: partial sum of {} samples for {e0} x {e1} x {e2}", partial.len());
+        vol[o[0] * s1 * s2..(o[0] + e0) * s1 * s2].par_chunks_mut(s1 * s2).zip(partial[..e0 * e1 * e2].par_chunks(e1 * e2))
+            .for_each(|(plane, part)| {
+                for x1 in 0..e1 {
+                    let dst = &mut plane[(o[1] + x1) * s2 + o[2]..][..e2];
+                    for (d, s) in dst.iter_mut().zip(&part[x1 * e2..][..e2]) {
+                        *d += *s;
+                    }
+                }
+            });
+        Ok(())
     }
 
     /// Adds the tapered cube t into the volume. In parallel over the cube's slabs (x0): each
@@ -185,7 +253,7 @@ impl Tiling {
                 let src = (x0 * c + x1) * c;
                 let w01 = w[0][x0] * w[1][x1];
                 for x2 in 0..c.min(s2 - st[2]) {
-                    plane[dst + x2] += cube[src + x2] * w01 * w[2][x2];
+                    plane[dst + x2] += tapered(cube[src + x2], w01, w[2][x2]);
                 }
             }
         });
@@ -194,8 +262,102 @@ impl Tiling {
 
 /// sin(pi/2 nu(x / width)): rises from 0 to 1 across an overlap; with its mirror the squares sum to 1.
 fn rise(x: f32, width: f32) -> f32 {
-    let v = gpu_kernels::wavepacket::fall(1.0 - x / width);
+    let v = fall(1.0 - x / width);
     v.clamp(0.0, 1.0)
+}
+
+/// Cubes per box at most ([`Tiling::cube_box`]): a box's partial sum spans up to 4 cubes along
+/// x2 (268 MB at 256^3 cubes), so long traces do not make it grow without bound.
+pub const BOX_CUBES: usize = 4;
+
+/// A box of cubes (issue 9): a run of cubes (i0, i1, i2..) along the trace axis that one engine
+/// processes in order, cutting each cube from its raw samples and summing the tapered results
+/// into the box's partial sum (on a GPU: on the device). The host then adds whole boxes into the
+/// volume in box order, so every sample's sum has one fixed order for any number of engines.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CubeBox {
+    /// Its cubes (consecutive cube numbers).
+    pub cubes: std::ops::Range<usize>,
+    /// Its first sample in the volume (that of its first cube).
+    pub origin: [usize; 3],
+    /// Its extent inside the volume (the partial sum's shape, x2 fastest).
+    pub extent: [usize; 3],
+}
+
+/// One cube of a box as an engine processes it ([`Tiling::cube_in_box`]).
+#[derive(Clone, Copy, Debug)]
+pub struct CubeInBox {
+    /// Cube number and side.
+    pub t: usize,
+    pub cube: usize,
+    /// Its extent inside the volume (the raw samples' shape).
+    pub inside: [usize; 3],
+    /// Where its tapers start in the taper table, per axis.
+    pub taper: [usize; 3],
+    /// The box's extent along x2, and the cube's first sample along it.
+    pub len: usize,
+    pub off: usize,
+    /// The box's first cube (the partial sum starts from zeros) and last (it is complete).
+    pub first: bool,
+    pub last: bool,
+}
+
+impl CubeInBox {
+    /// Samples of the box's partial sum.
+    pub fn box_samples(&self) -> usize { self.inside[0] * self.inside[1] * self.len }
+
+    /// Checks the cube against the taper table and the buffers (the device kernels trust them).
+    pub fn check(&self, tapers: usize, partial: usize) -> Result<()> {
+        let [n0, n1, n2] = self.inside;
+        ensure!(n0.max(n1).max(n2) <= self.cube && self.off + n2 <= self.len, "cube {}: {n0} x {n1} x {n2} at {} in a box of {}",
+            self.t, self.off, self.len);
+        ensure!(self.taper.iter().all(|&o| o + self.cube <= tapers), "cube {}: tapers past the table of {tapers}", self.t);
+        ensure!(partial >= self.box_samples(), "cube {}: partial sum of {partial} samples for a box of {}", self.t, self.box_samples());
+        Ok(())
+    }
+
+    /// The tapered cube from its raw samples (as the device's `wp_cut`): every sample written,
+    /// zeros in the padding.
+    pub fn cut_host(&self, tapers: &[f32], raw: &[f32], cube: &mut [f32]) {
+        let c = self.cube;
+        let [n0, n1, n2] = self.inside;
+        let w = self.taper.map(|o| &tapers[o..o + c]);
+        cube[..c * c * c].par_chunks_mut(c * c).enumerate().for_each(|(x0, plane)| {
+            for (x1, row) in plane.chunks_mut(c).enumerate() {
+                if x0 >= n0 || x1 >= n1 {
+                    row.fill(0.0);
+                    continue;
+                }
+                let w01 = w[0][x0] * w[1][x1];
+                let src = &raw[(x0 * n1 + x1) * n2..][..n2];
+                for ((d, &v), &w2) in row[..n2].iter_mut().zip(src).zip(&w[2][..n2]) {
+                    *d = tapered(v, w01, w2);
+                }
+                row[n2..].fill(0.0);
+            }
+        });
+    }
+
+    /// Adds the tapered cube (the inverse's output) into the box's partial sum (as the device's
+    /// `wp_fold`; the first cube of a box starts from zeros).
+    pub fn fold_host(&self, tapers: &[f32], cube: &[f32], partial: &mut [f32]) {
+        let c = self.cube;
+        let [_, n1, n2] = self.inside;
+        let w = self.taper.map(|o| &tapers[o..o + c]);
+        let part = &mut partial[..self.box_samples()];
+        if self.first {
+            part.fill(0.0);
+        }
+        part.par_chunks_mut(n1 * self.len).enumerate().for_each(|(x0, plane)| {
+            for x1 in 0..n1 {
+                let w01 = w[0][x0] * w[1][x1];
+                let dst = &mut plane[x1 * self.len + self.off..][..n2];
+                for ((d, &v), &w2) in dst.iter_mut().zip(&cube[(x0 * c + x1) * c..][..n2]).zip(&w[2][..n2]) {
+                    *d += tapered(v, w01, w2);
+                }
+            }
+        });
+    }
 }
 
 /// A wave-packet transform of a whole volume through cubes, on one or more engines.
@@ -214,50 +376,9 @@ pub struct Processed {
     pub kept: Option<u64>,
 }
 
-/// From an engine's thread to the folding thread: its first cube is written, or a cube's result.
-enum Msg {
-    Written,
-    Cube(usize, usize, Result<(HostCube, Option<u64>)>),
-}
-
-/// Writes the output's (calloc'ed, untouched) pages in plane order ahead of the folds, one
-/// sample per 4 KiB page, in parallel: the page faults (the OS zeroes each page) leave the folds'
-/// and the extraction's way. Cubes come in plane order (axis 0 slowest), so cube t needs planes
-/// below `start0(t) + cube` only.
-struct Ahead {
-    plane: usize,
-    planes: usize,
-    /// Planes written so far, and how many per step (about 4 MB).
-    at: usize,
-    chunk: usize,
-    /// Planes needed by each cube (a non-decreasing end).
-    need: Vec<usize>,
-}
-
-impl Ahead {
-    fn new(t: &Tiling) -> Ahead {
-        let [s0, s1, s2] = t.shape;
-        let plane = s1 * s2;
-        Ahead { plane, planes: s0, at: 0, chunk: ((1 << 20) / plane.max(1)).max(1),
-            need: (0..t.count()).map(|c| (t.start(c)[0] + t.cube).min(s0)).collect() }
-    }
-    fn done(&self) -> bool { self.at >= self.planes }
-    fn to(&mut self, out: &mut [f32], end: usize) {
-        let end = end.min(self.planes);
-        if end > self.at {
-            const PAGE: usize = 1024; // f32 per 4 KiB
-            out[self.at * self.plane..end * self.plane].par_chunks_mut(PAGE).for_each(|p| {
-                // SAFETY: a valid, aligned f32 of `out`. Volatile: the store of 0.0 into zeroed
-                // memory must not be optimised away (it is the page's first touch).
-                unsafe { std::ptr::write_volatile(p.as_mut_ptr(), 0.0) }
-            });
-            self.at = end;
-        }
-    }
-    fn step(&mut self, out: &mut [f32]) { self.to(out, self.at + self.chunk) }
-    /// Everything cube t's fold touches.
-    fn through(&mut self, out: &mut [f32], t: usize) { self.to(out, self.need[t]) }
-}
+/// From an engine's thread to the folding thread: a box's partial sum (in a host buffer of the
+/// engine's pool) and its kept count, or the failure of a cube of the box.
+type BoxResult = (usize, usize, Result<(HostCube, Option<u64>)>);
 
 /// A volume sample that is not finite, found while writing the cubes ([`Fragmented::process`]
 /// then names the first one with [`validate_volume`]).
@@ -265,20 +386,22 @@ impl Ahead {
 #[error("the volume has a sample that is not finite")]
 struct NotFinite;
 
-/// Host cube buffers per engine in [`Fragmented::process`]: one being written, one the device
-/// works from and into, one waiting for (or in) the ordered fold.
-const HOST_CUBES: usize = 3;
+/// Host buffers for box partial sums per engine in [`Fragmented::process`]: one the device
+/// downloads into, one waiting for (or in) the ordered fold, one spare for an out-of-order box.
+const HOST_BOXES: usize = 3;
 
-/// An engine's host cube buffers: the free ones, and how many exist (made on first use, page-locked
-/// on a GPU, so a processing job of many volumes pays their allocation once).
+/// An engine's host buffers: its box partial sums (the free ones, and how many exist) and the
+/// buffer it copies each cube's raw samples into. Made on first use, page-locked on a GPU, so a
+/// processing job of many volumes pays their allocation once.
 #[derive(Default)]
 struct CubePool {
     state: Mutex<(Vec<HostCube>, usize)>,
     ready: Condvar,
+    raw: Mutex<Option<HostCube>>,
 }
 
 impl CubePool {
-    /// A free buffer (made with `make` while fewer than [`HOST_CUBES`] exist, else waiting for the
+    /// A free buffer (made with `make` while fewer than [`HOST_BOXES`] exist, else waiting for the
     /// fold to give one back); `None` once `stop` is set.
     fn take(&self, stop: &std::sync::atomic::AtomicBool, make: impl FnOnce() -> Result<HostCube>) -> Result<Option<HostCube>> {
         let mut g = self.state.lock().map_err(|_| anyhow::anyhow!("cube buffer pool poisoned"))?;
@@ -289,7 +412,7 @@ impl CubePool {
             if let Some(b) = g.0.pop() {
                 return Ok(Some(b));
             }
-            if g.1 < HOST_CUBES {
+            if g.1 < HOST_BOXES {
                 g.1 += 1;
                 drop(g);
                 return make().map(Some);
@@ -424,23 +547,24 @@ impl Fragmented {
 
     /// Forward, the coefficient edit, inverse, merge (see [`Fragmented::process`]).
     ///
-    /// Issue 9 (the paper's variant 2 on several GPUs): every host step either scales with the
-    /// engines or overlaps their work. One host thread per engine takes the next cube, writes it
-    /// tapered into one of its page-locked cube buffers slab by slab, each slab's upload queued as
-    /// it is written (the input's finiteness is checked on the way: no separate pass over the
-    /// volume), then runs forward, the edit, inverse, and writes the next cube while the device
-    /// finishes this one. Identity and threshold edits run on the device (no coefficient
-    /// transfers); a host edit brings each cube's coefficients down and up. The calling thread adds
-    /// the cubes into the volume in cube order straight from those buffers (the same bits for any
-    /// number of engines and any timing), then hands each buffer back to its engine.
+    /// Issue 9 (the paper's variant 2 on several GPUs): the host only copies and adds; the
+    /// per-sample work of the cut and the fold runs on the engines. The cubes go in boxes
+    /// ([`Tiling::cube_box`]: runs of cubes along the trace axis), the engines taking the next box
+    /// from a shared counter, one host thread per engine. For each cube of its box the thread
+    /// copies the cube's raw samples into its page-locked buffer slab by slab, each slab's upload
+    /// queued as it is copied (the input's finiteness is checked on the way: no separate pass over
+    /// the volume), then queues the cube: cut (taper, padding), forward, the edit, inverse, and the
+    /// fold of the tapered result into the box's partial sum, all on the device, while the thread
+    /// copies the next cube. Identity and threshold edits run on the device (no coefficient
+    /// transfers); a host edit brings each cube's coefficients down and up. The box's sum goes
+    /// down once, behind its last cube, and the calling thread adds the boxes into the volume in
+    /// box order straight from those buffers (the same bits for any number of engines and any
+    /// timing), then hands each buffer back to its engine.
     ///
-    /// The output is allocated zeroed by the OS (calloc: no pass over it), and its pages are first
-    /// written (in parallel) by the folding thread just before the fold that needs them (with
-    /// `SEISGPU_WP_AHEAD=1` also ahead of the folds while it waits for results): neither beside
-    /// the first cubes' extraction (the critical path) nor as one whole-volume pass (1.6 GB at
-    /// 928 x 928 x 480) competing with the next cubes'. Touching a page writes 0.0 into a zero
-    /// page, so the folds add onto exact zeros as before: the same bits. Each engine uploads the
-    /// next cube on a copy stream of its own while the current one computes.
+    /// Against cutting and folding every cube on the host (session 5), the host moves raw samples
+    /// (a copy, no arithmetic) and adds each box once instead of each cube; the output is allocated
+    /// zeroed by the OS with transparent huge pages requested, so its first touch in the fold
+    /// costs a fault per 2 MB instead of per 4 KB.
     pub fn process_with(&self, vol: &[f32], edit: CoeffEdit) -> Result<Processed> {
         let t0 = std::time::Instant::now();
         let [s0, s1, s2] = self.tiling.shape;
@@ -465,8 +589,10 @@ impl Fragmented {
 
     fn pipeline(&self, vol: &[f32], edit: CoeffEdit, t0: std::time::Instant) -> Result<Processed> {
         use std::sync::atomic::AtomicBool;
-        let count = self.tiling.count();
-        let len = vol.len();
+        let boxes = self.tiling.box_count();
+        let (tapers, taper_at) = self.tiling.taper_table();
+        let box_max = self.tiling.box_samples_max();
+        let threshold = matches!(edit, CoeffEdit::Threshold(_));
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
         let stop_all = || {
@@ -474,71 +600,82 @@ impl Fragmented {
             self.pools.iter().for_each(CubePool::wake);
         };
         let result = std::thread::scope(|s| -> Result<Processed> {
-            let (tx, rx) = std::sync::mpsc::channel::<Msg>();
-            let first_round = self.engines.len().min(count);
+            let (tx, rx) = std::sync::mpsc::channel::<BoxResult>();
             for (k, (eng, pool)) in self.engines.iter().zip(&self.pools).enumerate() {
-                let (tx, next, stop, stop_all) = (tx.clone(), &next, &stop, &stop_all);
+                let (tx, next, stop, stop_all, tapers) = (tx.clone(), &next, &stop, &stop_all, &tapers);
                 s.spawn(move || {
-                    let mut t = usize::MAX;
+                    // The box and cube in hand (for the failure's message).
+                    let (mut b, mut t) = (usize::MAX, usize::MAX);
+                    let mut raw = pool.raw.lock().ok().and_then(|mut r| r.take());
                     let r = (|| -> Result<()> {
                         let mut e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
-                        // The cube on the device: its number, buffer, the event of its result and
-                        // the CPU's kept count.
+                        if raw.is_none() {
+                            raw = Some(e.host_raw()?);
+                        }
+                        let raw = raw.as_mut().unwrap();
+                        // The box on the device: its number, buffer, the event of its partial sum
+                        // and the CPU's kept count.
                         let mut prev: Option<(usize, HostCube, Option<cudarc::driver::CudaEvent>, Option<u64>)> = None;
-                        let finish = |e: &Engine, (pt, pb, ev, kept): (usize, HostCube, Option<cudarc::driver::CudaEvent>, Option<u64>)|
+                        let finish = |e: &Engine, (pb, buf, ev, kept): (usize, HostCube, Option<cudarc::driver::CudaEvent>, Option<u64>)|
                             -> Result<()> {
                             let mut kept = kept;
                             if let Some(ev) = ev {
-                                ev.synchronize().context("waiting for a cube's result")?;
-                                if matches!(edit, CoeffEdit::Threshold(_)) {
+                                ev.synchronize().context("waiting for a box's partial sum")?;
+                                if threshold {
                                     kept = Some(e.device_kept()?);
                                 }
                             }
-                            let _ = tx.send(Msg::Cube(pt, k, Ok((pb, kept))));
+                            let _ = tx.send((pb, k, Ok((buf, kept))));
                             Ok(())
                         };
-                        let mut first = true;
                         loop {
-                            // The buffer before the cube: an engine with a cube always has what it needs
+                            // The buffer before the box: an engine with a box always has what it needs
                             // to finish it, so the ordered fold never waits on a starved engine.
-                            let Some(mut buf) = pool.take(stop, || e.host_cube())? else { break };
-                            t = next.fetch_add(1, Ordering::Relaxed);
-                            if t >= count {
-                                pool.give(buf);
+                            let Some(mut part) = pool.take(stop, || e.host_partial(box_max))? else { break };
+                            b = next.fetch_add(1, Ordering::Relaxed);
+                            if b >= boxes {
+                                pool.give(part);
                                 break;
                             }
-                            let te = std::time::Instant::now();
-                            let b = buf.as_mut_slice()?;
-                            // SAFETY: each slab is written once and not touched again until the
-                            // roundtrip below has synchronised the stream past its upload.
-                            let finite = self.tiling.extract_staged(vol, t, b, |slab, at| unsafe { e.stage(slab, at) })?;
-                            if !finite {
-                                return Err(NotFinite.into());
-                            }
-                            crate::multi::mark("cube written and queued up (each)", te);
-                            if std::mem::take(&mut first) {
-                                // The fold thread may write the output's pages from now on.
-                                crate::multi::mark("first cube written at", t0);
-                                let _ = tx.send(Msg::Written);
-                            }
-                            if let Some(p) = prev.take() {
-                                finish(&*e, p)?;
-                            }
-                            let b = buf.as_mut_slice()?;
-                            let mut host = |c: &mut [Complex32]| {
-                                if let CoeffEdit::Host(f) = edit {
-                                    f(t, c)
+                            let bx = self.tiling.cube_box(b);
+                            let (mut ev, mut kept) = (None, None);
+                            for c in bx.cubes.clone() {
+                                t = c;
+                                let te = std::time::Instant::now();
+                                // The raw buffer's previous upload is through before it is written again.
+                                e.wait_staged()?;
+                                let rb = raw.as_mut_slice()?;
+                                // SAFETY: each slab is written once and not touched again until
+                                // `wait_staged` has seen its upload through.
+                                let finite = self.tiling.copy_raw_staged(vol, t, rb, |slab, at| unsafe { e.stage(slab, at) })?;
+                                if !finite {
+                                    return Err(NotFinite.into());
                                 }
-                            };
-                            let op = match edit {
-                                CoeffEdit::Identity => CubeOp::Identity,
-                                CoeffEdit::Threshold(thr) => CubeOp::Threshold(thr),
-                                CoeffEdit::Host(_) => CubeOp::Host(&mut host),
-                            };
-                            // SAFETY: `buf` is the staged page-locked buffer; it is not touched again
-                            // until the event completes (the synchronisation in `finish`).
-                            let (ev, kept) = unsafe { e.roundtrip_queued(b, op) }?;
-                            prev = Some((t, buf, ev, kept));
+                                crate::multi::mark("cube copied and queued up (each)", te);
+                                if let Some(p) = prev.take() {
+                                    finish(&*e, p)?;
+                                }
+                                let mut host = |co: &mut [Complex32]| {
+                                    if let CoeffEdit::Host(f) = edit {
+                                        f(t, co)
+                                    }
+                                };
+                                let op = match edit {
+                                    CoeffEdit::Identity => CubeOp::Identity,
+                                    CoeffEdit::Threshold(thr) => CubeOp::Threshold(thr),
+                                    CoeffEdit::Host(_) => CubeOp::Host(&mut host),
+                                };
+                                let job = self.tiling.cube_in_box(&bx, t, taper_at);
+                                // SAFETY: `part` is this engine's page-locked buffer (on a GPU), left
+                                // untouched until the box's event completes (the synchronisation in
+                                // `finish`); the raw samples were staged above.
+                                let (evc, kc) = unsafe { e.cube_into_box(&job, tapers, raw.as_slice()?, op, part.as_mut_slice()?) }?;
+                                ev = evc;
+                                if let Some(n) = kc {
+                                    kept = Some(kept.unwrap_or(0) + n);
+                                }
+                            }
+                            prev = Some((b, part, ev, kept));
                             if stop.load(Ordering::Relaxed) {
                                 break;
                             }
@@ -548,90 +685,60 @@ impl Fragmented {
                         }
                         Ok(())
                     })();
+                    if let (Some(r), Ok(mut slot)) = (raw, pool.raw.lock()) {
+                        *slot = Some(r);
+                    }
                     if let Err(err) = r {
                         stop_all();
-                        let err = if err.downcast_ref::<NotFinite>().is_some() || t >= count {
+                        let err = if err.downcast_ref::<NotFinite>().is_some() || b >= boxes {
                             err
                         } else {
-                            err.context(format!("device {k} failed on cube {t} at {:?}", self.tiling.start(t)))
+                            err.context(format!("device {k} failed on cube {t} at {:?} (box {b})", self.tiling.start(t)))
                         };
-                        let _ = tx.send(Msg::Cube(t, k, Err(err)));
+                        let _ = tx.send((b, k, Err(err)));
                     }
                 });
             }
             drop(tx);
-            // The ordered fold: cube t is added once every earlier cube is in. The output comes
-            // zeroed from the OS, untouched; `ahead` writes its pages in plane order.
-            let mut out = vec![0.0f32; len];
-            let mut ahead = Ahead::new(&self.tiling);
-            // Off by default: measured on 4 x H200 (session 4), writing the pages ahead did not pay
-            // (928 x 928 x 480 on 4 GPUs: 209 ms with, 195 ms without; 480^3 even); the folds fault
-            // their own pages. `SEISGPU_WP_AHEAD=1` turns it on, to compare on a machine.
-            let ahead_on = std::env::var("SEISGPU_WP_AHEAD").is_ok_and(|v| v == "1");
+            // The ordered fold: box b is added once every earlier box is in.
+            let mut out = crate::runtime::memory::zeroed_host(vol.len());
             let mut early: BTreeMap<usize, (usize, HostCube)> = BTreeMap::new();
-            let (mut due, mut got, mut written, mut busy) = (0usize, 0usize, 0usize, 0.0f64);
+            let (mut due, mut got, mut busy) = (0usize, 0usize, 0.0f64);
             let mut kept: Option<u64> = Some(0);
             let mut failure: Option<(usize, anyhow::Error)> = None;
-            loop {
-                // Pages ahead while no result waits, once every engine has its first cube.
-                let msg = if ahead_on && written >= first_round && failure.is_none() && !ahead.done() {
-                    match rx.try_recv() {
-                        Ok(m) => m,
-                        Err(std::sync::mpsc::TryRecvError::Empty) => {
-                            ahead.step(&mut out);
-                            if ahead.done() {
-                                crate::multi::mark("output pages all written at", t0);
-                            }
-                            continue;
-                        }
-                        Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
-                    }
-                } else {
-                    match rx.recv() {
-                        Ok(m) => m,
-                        Err(_) => break,
-                    }
-                };
-                let (t, k, r) = match msg {
-                    Msg::Written => {
-                        written += 1;
-                        continue;
-                    }
-                    Msg::Cube(t, k, r) => (t, k, r),
-                };
-                let (b, n) = match r {
+            while let Ok((b, k, r)) = rx.recv() {
+                let (buf, n) = match r {
                     Err(e) => {
                         stop_all();
-                        // The lowest cube's failure (deterministic when several fail).
-                        if failure.as_ref().is_none_or(|(ft, _)| t < *ft) {
-                            failure = Some((t, e));
+                        // The lowest box's failure (deterministic when several fail).
+                        if failure.as_ref().is_none_or(|(fb, _)| b < *fb) {
+                            failure = Some((b, e));
                         }
                         continue;
                     }
-                    Ok(b) => b,
+                    Ok(v) => v,
                 };
                 kept = kept.zip(n).map(|(a, b)| a + b);
                 got += 1;
                 if got == 1 {
-                    crate::multi::mark("first result at", t0);
+                    crate::multi::mark("first box at", t0);
                 }
-                if got == count {
-                    crate::multi::mark("last result at", t0);
+                if got == boxes {
+                    crate::multi::mark("last box at", t0);
                 }
                 if failure.is_some() {
-                    self.pools[k].give(b);
+                    self.pools[k].give(buf);
                     continue;
                 }
-                early.insert(t, (k, b));
-                while let Some((k, b)) = early.remove(&due) {
+                early.insert(b, (k, buf));
+                while let Some((k, buf)) = early.remove(&due) {
                     let tf = std::time::Instant::now();
-                    ahead.through(&mut out, due);
-                    let r = b.as_slice().map(|c| self.tiling.accumulate(&mut out, due, c));
+                    let r = buf.as_slice().and_then(|p| self.tiling.fold_box(&mut out, due, p));
                     busy += tf.elapsed().as_secs_f64();
-                    self.pools[k].give(b);
+                    self.pools[k].give(buf);
                     if let Err(e) = r {
                         stop_all();
-                        failure = Some((due, e.context(format!("adding cube {due} into the volume"))));
+                        failure = Some((due, e.context(format!("adding box {due} into the volume"))));
                         break;
                     }
                     due += 1;
@@ -647,8 +754,8 @@ impl Fragmented {
             if let Some((_, e)) = failure {
                 return Err(e);
             }
-            ensure!(due == count, "{due} of {count} cubes came back");
-            Ok(Processed { volume: out, kept: if matches!(edit, CoeffEdit::Threshold(_)) { kept } else { None } })
+            ensure!(due == boxes, "{due} of {boxes} boxes came back");
+            Ok(Processed { volume: out, kept: if threshold { kept } else { None } })
         });
         if result.is_err() {
             // Buffers of a failed job that did not come back are made again next time.
@@ -703,26 +810,79 @@ mod tests {
     use super::*;
 
     #[test]
-    fn scale_staged_extraction_equals_extract_and_checks_the_input() {
+    fn scale_raw_copy_and_cut_equal_extract_and_check_the_input() {
         // Cubes with padding on every axis (the volume is no multiple of anything) and slabs.
         let t = Tiling::new([45, 23, 70], 32, 8).unwrap();
         assert!(t.count() > 2);
         let vol: Vec<f32> = (0..45 * 23 * 70).map(|i| ((i * 7919) % 1000) as f32 * 1e-3 - 0.5).collect();
-        let mut buf = vec![f32::NAN; 32 * 32 * 32];
-        for c in 0..t.count() {
-            let mut seen = vec![0u8; buf.len()];
-            let ok = t.extract_staged(&vol, c, &mut buf, |slab, at| {
-                seen[at..at + slab.len()].iter_mut().for_each(|s| *s += 1);
-                Ok(())
-            }).unwrap();
-            assert!(ok && seen.iter().all(|&s| s == 1), "cube {c}: every sample staged once");
-            let want = t.extract(&vol, c);
-            assert!(buf.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "cube {c}");
+        let (tapers, at) = t.taper_table();
+        let mut raw = vec![f32::NAN; 32 * 32 * 32];
+        let mut cube = vec![f32::NAN; 32 * 32 * 32];
+        for b in 0..t.box_count() {
+            let bx = t.cube_box(b);
+            for c in bx.cubes.clone() {
+                let n = t.inside(c).iter().product::<usize>();
+                let mut seen = vec![0u8; n];
+                let ok = t.copy_raw_staged(&vol, c, &mut raw, |slab, at| {
+                    seen[at..at + slab.len()].iter_mut().for_each(|s| *s += 1);
+                    Ok(())
+                }).unwrap();
+                assert!(ok && seen.iter().all(|&s| s == 1), "cube {c}: every sample staged once");
+                let job = t.cube_in_box(&bx, c, at);
+                job.check(tapers.len(), t.box_samples_max()).unwrap();
+                cube.fill(f32::NAN);
+                job.cut_host(&tapers, &raw, &mut cube);
+                let want = t.extract(&vol, c);
+                assert!(cube.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "cube {c}");
+            }
         }
         let mut bad = vol.clone();
         bad[(30 * 23 + 4) * 70 + 66] = f32::INFINITY;
-        let hits: Vec<bool> = (0..t.count()).map(|c| !t.extract_staged(&bad, c, &mut buf, |_, _| Ok(())).unwrap()).collect();
+        let hits: Vec<bool> = (0..t.count()).map(|c| !t.copy_raw_staged(&bad, c, &mut raw, |_, _| Ok(())).unwrap()).collect();
         assert!(hits.iter().any(|&h| h), "some cube sees the bad sample");
+        assert!(t.copy_raw_staged(&vol, 0, &mut raw[..10], |_, _| Ok(())).is_err(), "a short buffer is refused");
+    }
+
+    /// Boxes take every cube once, in order, at most [`BOX_CUBES`] along x2 (long traces split),
+    /// and the box folds (device order: cubes into the box's sum, boxes into the volume) give the
+    /// cube-by-cube fold's volume up to rounding.
+    #[test]
+    fn scale_boxes_cover_the_cubes_and_fold_like_cubes() {
+        let t = Tiling::new([45, 23, 300], 32, 8).unwrap();
+        assert!(t.starts[2].len() > BOX_CUBES, "long traces: {:?}", t.starts[2]);
+        let mut next = 0;
+        for b in 0..t.box_count() {
+            let bx = t.cube_box(b);
+            assert_eq!(bx.cubes.start, next, "box {b}");
+            assert!(!bx.cubes.is_empty() && bx.cubes.len() <= BOX_CUBES);
+            next = bx.cubes.end;
+            let o = bx.origin;
+            for c in bx.cubes.clone() {
+                let (st, ins) = (t.start(c), t.inside(c));
+                assert!(st[0] == o[0] && st[1] == o[1] && st[2] >= o[2] && st[2] + ins[2] <= o[2] + bx.extent[2], "box {b} cube {c}");
+                assert_eq!([ins[0], ins[1]], [bx.extent[0], bx.extent[1]]);
+            }
+        }
+        assert_eq!(next, t.count());
+        // Random cubes (the inverse's outputs) folded both ways.
+        use rand::{RngExt, SeedableRng};
+        let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let cubes: Vec<Vec<f32>> = (0..t.count()).map(|_| (0..32 * 32 * 32).map(|_| r.random_range(-1.0..1.0)).collect()).collect();
+        let len = t.shape.iter().product();
+        let mut want = vec![0.0f32; len];
+        (0..t.count()).for_each(|c| t.accumulate(&mut want, c, &cubes[c]));
+        let (tapers, at) = t.taper_table();
+        let mut got = vec![0.0f32; len];
+        let mut partial = vec![f32::NAN; t.box_samples_max()];
+        for b in 0..t.box_count() {
+            let bx = t.cube_box(b);
+            for c in bx.cubes.clone() {
+                t.cube_in_box(&bx, c, at).fold_host(&tapers, &cubes[c], &mut partial);
+            }
+            t.fold_box(&mut got, b, &partial).unwrap();
+        }
+        let err = crate::bench::rel_l2(&got, &want);
+        assert!(err < 1e-6, "box folds vs cube folds: rel L2 {err:.2e}");
     }
 
     /// A 45 x 23 x 70 volume (not a multiple of its 32^3 cubes) and its tiling on one and on three
@@ -749,11 +909,17 @@ mod tests {
         assert_eq!(bits(&three.process(&vol, edit).unwrap()), bits(&p3), "not repeatable");
         let mut e = Engine::new(&Backend::Cpu, one.frame.clone()).unwrap();
         let mut want = vec![0.0f32; vol.len()];
-        for t in 0..one.tiling.count() {
-            let c = e.roundtrip(&one.tiling.extract(&vol, t), &mut |c| edit(t, c)).unwrap();
-            one.tiling.accumulate(&mut want, t, &c);
+        let (tapers, at) = one.tiling.taper_table();
+        let mut partial = vec![0.0f32; one.tiling.box_samples_max()];
+        for b in 0..one.tiling.box_count() {
+            let bx = one.tiling.cube_box(b);
+            for t in bx.cubes.clone() {
+                let c = e.roundtrip(&one.tiling.extract(&vol, t), &mut |c| edit(t, c)).unwrap();
+                one.tiling.cube_in_box(&bx, t, at).fold_host(&tapers, &c, &mut partial);
+            }
+            one.tiling.fold_box(&mut want, b, &partial).unwrap();
         }
-        assert_eq!(bits(&want), bits(&p1), "differs from the serial cube loop");
+        assert_eq!(bits(&want), bits(&p1), "differs from the serial box loop");
         let mut bad = vol.clone();
         bad[(30 * 23 + 4) * 70 + 66] = f32::NAN;
         let err = three.process(&bad, edit).unwrap_err().to_string();
@@ -879,17 +1045,19 @@ mod tests {
             sink += c[12345];
         });
         let mut buf = vec![0.0f32; 256 * 256 * 256];
-        let kept = ms(&mut || assert!(t.extract_staged(&vol, 7, &mut buf, |_, _| Ok(())).unwrap()));
+        let kept = ms(&mut || assert!(t.copy_raw_staged(&vol, 7, &mut buf, |_, _| Ok(())).unwrap()));
         let mut out = vec![0.0f32; vol.len()];
         let fold = ms(&mut || t.accumulate(&mut out, 7, &buf));
+        let partial = vec![0.5f32; t.box_samples_max()];
+        let fold_box = ms(&mut || t.fold_box(&mut out, 3, &partial).unwrap());
         let zero = ms(&mut || {
             let mut v = Vec::new();
             rayon::iter::repeat_n(0.0f32, vol.len()).collect_into_vec(&mut v);
             sink += v[777];
         });
         println!("{} threads: validate per sample {per_sample:.1} ms, chunked {chunked:.1} ms; cube extraction into a fresh \
-            Vec {fresh:.1} ms, into a kept buffer (checked, slabs) {kept:.1} ms; fold of one cube {fold:.1} ms; \
-            zeroed output {zero:.1} ms ({sink})", rayon::current_num_threads());
+            Vec {fresh:.1} ms, raw copy into a kept buffer (checked, slabs) {kept:.1} ms; fold of one cube {fold:.1} ms, \
+            of one box {fold_box:.1} ms; zeroed output {zero:.1} ms ({sink})", rayon::current_num_threads());
     }
 
     #[test]

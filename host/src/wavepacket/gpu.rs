@@ -98,18 +98,33 @@ pub struct GpuEngine {
     /// the device and their page-locked copy (read after the cube's event).
     thresholds: Option<(Vec<f32>, CudaSlice<f32>)>,
     kept: Option<(CudaSlice<u32>, PinnedBuf<u32>)>,
-    /// Issue 9: the next cube's samples go up into a second volume buffer on a copy stream of
-    /// the engine's own while the current cube computes ([`GpuEngine::stage_slab`]); the two
-    /// buffers swap at [`GpuEngine::roundtrip_launch`]. On the compute stream the upload waited
-    /// behind the previous cube's transform and download (4 GPUs: ~5 ms a cube).
+    /// Issue 9: the next cube's raw samples go up into a spare buffer on a copy stream of the
+    /// engine's own while the current cube computes ([`GpuEngine::stage_slab`]).
     staging: Option<Staging>,
+    /// Issue 9's boxes ([`GpuEngine::cube_into_box`]): made on first use.
+    boxed: Option<Boxed>,
 }
 
-/// The spare volume buffer, the copy stream, and whether slabs were queued since the last swap.
+/// Device state of the box jobs: the current cube's raw samples (the staged ones swap in), the
+/// tiling's taper table (and its host copy, to skip the upload when the next job reuses it), two
+/// partial sums (one folds while the other goes down) with the event after each one's download,
+/// and the download stream.
+struct Boxed {
+    raw: CudaSlice<f32>,
+    tapers: Option<(Vec<f32>, CudaSlice<f32>)>,
+    acc: [CudaSlice<f32>; 2],
+    downloaded: [Option<CudaEvent>; 2],
+    which: usize,
+    down: Arc<CudaStream>,
+}
+
+/// The spare raw-sample buffer, the copy stream, whether slabs were queued since the last swap,
+/// and the event after the last cut that read the spare buffer.
 struct Staging {
     spare: CudaSlice<f32>,
     copy: Arc<CudaStream>,
     queued: bool,
+    free: Option<CudaEvent>,
 }
 
 fn c2(n: usize) -> usize { 2 * n }
@@ -152,6 +167,7 @@ impl GpuEngine {
             thresholds: None,
             kept: None,
             staging: None,
+            boxed: None,
             g: GeomArg(g),
             gather: frame.params.gather,
             frame,
@@ -310,88 +326,154 @@ impl GpuEngine {
         Ok(())
     }
 
-    /// Queues the copy of `slab` into the device volume from sample `at` on (issue 9: the
-    /// cube goes up slab by slab as the host writes it, so the first upload starts within a slab's
-    /// extraction). Asynchronous where `host` is page-locked memory.
+    /// Queues the copy of `slab` of a cube's raw samples into the spare device buffer from sample
+    /// `at` on, on the engine's copy stream (issue 9: the cube goes up slab by slab as the host
+    /// copies it, so the first upload starts within a slab's copy, and the next cube goes up while
+    /// the current one computes; on the compute stream it waited behind the previous cube, ~5 ms
+    /// a cube on 4 GPUs). [`GpuEngine::cube_into_box`] swaps it in. Asynchronous where `slab` is
+    /// page-locked memory.
     ///
     /// # Safety
-    /// `slab` must stay alive and unchanged until the stream has passed the copy (the next
-    /// synchronisation of the stream, e.g. inside [`GpuEngine::roundtrip_launch`]).
+    /// `slab` must stay alive and unchanged until the copy stream has passed the copy
+    /// ([`GpuEngine::wait_staged`]).
     pub(crate) unsafe fn stage_slab(&mut self, slab: &[f32], at: usize) -> Result<()> {
         ensure!(at + slab.len() <= self.vol.len(), "slab of {} samples at {at} for a {}^3 engine", slab.len(), self.frame.n());
-        static SERIAL_UPLOAD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        if *SERIAL_UPLOAD.get_or_init(|| std::env::var("SEISGPU_WP_OVERLAP").is_ok_and(|v| v == "0")) {
-            // The upload on the compute stream, behind the previous cube (to compare).
-            let stream = self.gpu.stream().clone();
-            let mut dst = self.vol.slice_mut(at..at + slab.len());
-            stream.memcpy_htod(slab, &mut dst).context("uploading a slab of the cube")?;
-            return Ok(());
-        }
         if self.staging.is_none() {
             let spare = self.gpu.zeros::<f32>(self.vol.len())?;
             let copy = self.gpu.context().new_stream().context("creating the cube upload stream")?;
-            self.staging = Some(Staging { spare, copy, queued: false });
+            self.staging = Some(Staging { spare, copy, queued: false, free: None });
         }
         let st = self.staging.as_mut().unwrap();
-        // The spare buffer held the cube before last, whose download the host has waited for
-        // before writing this cube (cudarc's event tracking orders the streams as well).
+        // The spare buffer held the raw samples of the cube before the current one: its cut must
+        // be through before they are overwritten.
+        if let Some(ev) = st.free.take() {
+            st.copy.wait(&ev).context("ordering a cube upload after the previous cut")?;
+        }
         let mut dst = st.spare.slice_mut(at..at + slab.len());
         st.copy.memcpy_htod(slab, &mut dst).context("uploading a slab of the cube")?;
         st.queued = true;
         Ok(())
     }
 
-    /// One cube's processing with its volume already staged ([`GpuEngine::stage_slab`]): forward,
-    /// the coefficient edit `op`, inverse, and the download of the result into `out` queued.
-    /// Returns an event that completes when `out` holds the cube; the host meanwhile prepares the
-    /// next cube. Issue 9: [`CubeOp::Identity`] and [`CubeOp::Threshold`] never move the
-    /// coefficients (0.46 GB each way per 256^3 cube, four GPUs contending for host memory);
-    /// only [`CubeOp::Host`] brings them down into the page-locked buffer, synchronises, runs the
-    /// host edit and sends them up again. The identity path gives the bits of a host no-op edit
-    /// (the coefficients would come back unchanged).
+    /// Waits until the staged slabs have gone up (their host memory may be written again).
+    pub(crate) fn wait_staged(&self) -> Result<()> {
+        if let Some(st) = &self.staging {
+            st.copy.synchronize().context("waiting for the cube upload")?;
+        }
+        Ok(())
+    }
+
+    /// Issue 9: one cube of a box, its raw samples staged ([`GpuEngine::stage_slab`]), queued on
+    /// the compute stream: `wp_cut` (taper and padding) into the volume buffer, forward, the edit
+    /// `op`, inverse, `wp_fold` into the box's partial sum (zeroed at the box's first cube). Behind
+    /// the box's last cube the sum goes down into `partial` on a stream of its own (the next box
+    /// folds into the other sum meanwhile); the returned event completes when it is there.
+    /// [`CubeOp::Identity`] and [`CubeOp::Threshold`] never move the coefficients; the kept
+    /// counts of a threshold add up over the box and go down behind its last cube
+    /// ([`GpuEngine::kept`]).
     ///
     /// # Safety
-    /// `out` must be page-locked memory that stays alive and untouched until the event completes.
-    pub(crate) unsafe fn roundtrip_launch(&mut self, op: CubeOp, out: &mut [f32]) -> Result<CudaEvent> {
-        ensure!(out.len() == self.vol.len(), "output of {} samples for a {}^3 engine", out.len(), self.frame.n());
+    /// `partial` must be page-locked memory that stays alive and untouched until the event
+    /// completes.
+    pub(crate) unsafe fn cube_into_box(&mut self, job: &super::fragments::CubeInBox, tapers: &[f32], op: CubeOp,
+        partial: &mut [f32]) -> Result<Option<CudaEvent>> {
+        let n = self.frame.n();
+        ensure!(job.cube == n, "cube {}: side {} on an engine of {n}", job.t, job.cube);
+        job.check(tapers.len(), partial.len())?;
         let stream = self.gpu.stream().clone();
-        if let Some(st) = self.staging.as_mut().filter(|st| st.queued) {
-            // The staged cube becomes the volume buffer once its upload is through.
-            let up = st.copy.record_event(None).context("recording the cube upload")?;
-            stream.wait(&up).context("ordering the cube upload before its transform")?;
-            std::mem::swap(&mut self.vol, &mut st.spare);
-            st.queued = false;
+        if self.boxed.is_none() {
+            self.boxed = Some(Boxed { raw: self.gpu.zeros::<f32>(n * n * n)?, tapers: None,
+                acc: [self.gpu.zeros::<f32>(1)?, self.gpu.zeros::<f32>(1)?], downloaded: [None, None], which: 0,
+                down: self.gpu.context().new_stream().context("creating the box download stream")? });
+        }
+        let bx = self.boxed.as_mut().unwrap();
+        // The staged raw samples become the cube's once their upload is through.
+        let st = self.staging.as_mut().filter(|st| st.queued).with_context(|| format!("cube {}: no raw samples staged", job.t))?;
+        let up = st.copy.record_event(None).context("recording the cube upload")?;
+        stream.wait(&up).context("ordering the cube upload before its cut")?;
+        std::mem::swap(&mut bx.raw, &mut st.spare);
+        st.queued = false;
+        if bx.tapers.as_ref().is_none_or(|(h, _)| h.as_slice() != tapers) {
+            bx.tapers = Some((tapers.to_vec(), self.gpu.upload(tapers)?));
+        }
+        let need = job.box_samples();
+        let w = bx.which;
+        if job.first {
+            // This sum's last download is through before it is zeroed again.
+            if let Some(ev) = bx.downloaded[w].take() {
+                stream.wait(&ev).context("ordering a box download before the next box")?;
+            }
+            if bx.acc[w].len() < need {
+                bx.acc[w] = self.gpu.zeros::<f32>(need)?;
+            }
+            stream.memset_zeros(&mut bx.acc[w].slice_mut(..need)).context("zeroing a box's partial sum")?;
+        }
+        let gpu = self.gpu.clone();
+        let (c, [n0, n1, n2]) = (n as u32, job.inside.map(|v| v as u32));
+        let (len, off) = (job.len as u32, job.off as u32);
+        {
+            let (_, tap) = bx.tapers.as_ref().unwrap();
+            let [w0, w1, w2] = job.taper.map(|o| tap.slice(o..o + n));
+            launch!(gpu, "wp_cut", grid_1d(n * n * n, 256), &c, &n0, &n1, &n2, &bx.raw, &w0, &w1, &w2, &mut self.vol)?;
+        }
+        // The raw buffer is free for the next-but-one cube once its cut is through.
+        if let Some(st) = self.staging.as_mut() {
+            st.free = Some(stream.record_event(None).context("recording a cube's cut")?);
         }
         self.forward_device()?;
+        let threshold = matches!(op, CubeOp::Threshold(_));
         match op {
             CubeOp::Identity => {}
-            CubeOp::Threshold(thr) => self.threshold_device(thr)?,
-            CubeOp::Host(edit) => {
-                self.pinned_buffers()?;
-                {
-                    let (_, c) = self.pinned.as_mut().unwrap();
-                    let c = c.as_mut_slice()?;
-                    for j in 0..self.frame.scales() {
-                        let r = self.frame.scale_range(j);
-                        stream.memcpy_dtoh(&self.boxes[j], &mut c[2 * r.start..2 * r.end]).context("downloading coefficients")?;
-                    }
-                }
-                stream.synchronize().context("waiting for the forward transform")?;
-                edit(self.pinned_buffers()?.1);
-                let (_, c) = self.pinned.as_ref().unwrap();
-                let c = c.as_slice()?;
-                for j in 0..self.frame.scales() {
-                    let r = self.frame.scale_range(j);
-                    stream.memcpy_htod(&c[2 * r.start..2 * r.end], &mut self.boxes[j]).context("uploading coefficients")?;
-                }
-            }
+            CubeOp::Threshold(thr) => self.threshold_queue(thr, job.first)?,
+            CubeOp::Host(edit) => self.host_edit(edit)?,
         }
         self.inverse_device()?;
-        stream.memcpy_dtoh(&self.vol, out).context("downloading the cube")?;
-        let ev = stream.context().new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
-            .context("creating the cube's event")?;
-        ev.record(&stream).context("recording the cube's event")?;
-        Ok(ev)
+        let bx = self.boxed.as_mut().unwrap();
+        {
+            let (_, tap) = bx.tapers.as_ref().unwrap();
+            let [w0, w1, w2] = job.taper.map(|o| tap.slice(o..o + n));
+            let added = job.inside.iter().product::<usize>();
+            launch!(gpu, "wp_fold", grid_1d(added, 256), &c, &n0, &n1, &n2, &len, &off, &self.vol, &w0, &w1, &w2,
+                &mut bx.acc[w])?;
+        }
+        if !job.last {
+            return Ok(None);
+        }
+        if threshold {
+            let (kept, kept_host) = self.kept.as_mut().context("no kept counts")?;
+            stream.memcpy_dtoh(kept, kept_host.as_mut_slice()?).context("downloading the kept counts")?;
+        }
+        let folded = stream.record_event(None).context("recording a box's last fold")?;
+        bx.down.wait(&folded).context("ordering a box's download after its folds")?;
+        bx.down.memcpy_dtoh(&bx.acc[w].slice(..need), &mut partial[..need]).context("downloading a box's partial sum")?;
+        let ev = bx.down.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+            .context("recording a box's download")?;
+        bx.downloaded[w] = Some(bx.down.record_event(None).context("recording a box's download")?);
+        bx.which ^= 1;
+        Ok(Some(ev))
+    }
+
+    /// A host edit of the device coefficients: down into the page-locked buffer, the edit, up.
+    fn host_edit(&mut self, edit: &mut dyn FnMut(&mut [Complex32])) -> Result<()> {
+        let stream = self.gpu.stream().clone();
+        self.pinned_buffers()?;
+        {
+            let (_, c) = self.pinned.as_mut().unwrap();
+            let c = c.as_mut_slice()?;
+            for j in 0..self.frame.scales() {
+                let r = self.frame.scale_range(j);
+                stream.memcpy_dtoh(&self.boxes[j], &mut c[2 * r.start..2 * r.end]).context("downloading coefficients")?;
+            }
+        }
+        stream.synchronize().context("waiting for the forward transform")?;
+        edit(self.pinned_buffers()?.1);
+        let (_, c) = self.pinned.as_ref().unwrap();
+        let c = c.as_slice()?;
+        for j in 0..self.frame.scales() {
+            let r = self.frame.scale_range(j);
+            stream.memcpy_htod(&c[2 * r.start..2 * r.end], &mut self.boxes[j]).context("uploading coefficients")?;
+        }
+        Ok(())
     }
 
     /// Queues the hard threshold of the device coefficients (`wp_threshold`, one launch per
@@ -399,6 +481,15 @@ impl GpuEngine {
     /// `below_threshold(c, thr[b])`, as [`super::threshold_host`] does on the host; the kept counts
     /// go down into a page-locked buffer behind it ([`GpuEngine::kept`] once the stream has passed).
     pub fn threshold_device(&mut self, thr: &[f32]) -> Result<()> {
+        self.threshold_queue(thr, true)?;
+        let (kept, kept_host) = self.kept.as_mut().unwrap();
+        self.gpu.stream().memcpy_dtoh(kept, kept_host.as_mut_slice()?).context("downloading the kept counts")?;
+        Ok(())
+    }
+
+    /// The threshold's launches; the kept counts start from zero when `reset` is set, else add up
+    /// (over a box's cubes).
+    fn threshold_queue(&mut self, thr: &[f32], reset: bool) -> Result<()> {
         ensure!(thr.len() == self.frame.box_count(), "{} thresholds for a frame of {} boxes", thr.len(), self.frame.box_count());
         let scales = self.frame.scales();
         for j in 0..scales {
@@ -415,8 +506,10 @@ impl GpuEngine {
         let stream = self.gpu.stream().clone();
         let gpu = self.gpu.clone();
         let (_, thr_dev) = self.thresholds.as_ref().unwrap();
-        let (kept, kept_host) = self.kept.as_mut().unwrap();
-        stream.memset_zeros(kept).context("zeroing the kept counts")?;
+        let (kept, _) = self.kept.as_mut().unwrap();
+        if reset {
+            stream.memset_zeros(kept).context("zeroing the kept counts")?;
+        }
         let mut first_box = 0usize;
         for j in 0..scales {
             let np = self.frame.geom.box_points(j);
@@ -427,7 +520,6 @@ impl GpuEngine {
             launch!(gpu, "wp_threshold", grid_1d(count, 256), &count32, &np32, &t, &mut self.boxes[j], &mut k)?;
             first_box += self.frame.geom.boxes[j] as usize;
         }
-        stream.memcpy_dtoh(kept, kept_host.as_mut_slice()?).context("downloading the kept counts")?;
         Ok(())
     }
 

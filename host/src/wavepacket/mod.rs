@@ -437,27 +437,37 @@ impl Engine {
         }
     }
 
-    /// A host buffer for one cube's samples, the kind this engine transfers fastest from and to
-    /// (page-locked on a GPU). [`fragments::Fragmented::process`] keeps a few per engine.
-    pub(crate) fn host_cube(&self) -> Result<HostCube> {
+    /// A host buffer for one cube's raw samples ([`fragments::Tiling::copy_raw_staged`]), the
+    /// kind this engine reads fastest: page-locked and write-combined on a GPU (the host only
+    /// writes it; the device reads it).
+    pub(crate) fn host_raw(&self) -> Result<HostCube> {
         let n = self.frame().n();
         Ok(match self {
             Engine::Cpu(_) => HostCube::Plain(vec![0.0; n * n * n]),
-            // Write-combined page-locked memory, although the fold reads every cube back: measured
-            // on 4 x H200 (session 4), the folds took 22-32 ms for 8 cubes of 256^3 from
-            // write-combined buffers against 34-78 ms from cached ones (the GPU writes the results;
-            // cached lines must be snooped). `SEISGPU_WP_PINNED=cached` to compare on a machine.
-            Engine::Gpu(e) if std::env::var("SEISGPU_WP_PINNED").is_ok_and(|v| v == "cached") =>
-                HostCube::Pinned(crate::runtime::memory::PinnedBuf::new(e.gpu(), n * n * n)?),
             Engine::Gpu(e) => HostCube::Pinned(crate::runtime::memory::PinnedBuf::write_combined(e.gpu(), n * n * n)?),
         })
     }
 
-    /// Queues the upload of the cube's samples `slab`, from sample `at` on (a no-op on the CPU,
-    /// which reads the whole buffer in [`Engine::roundtrip_queued`]).
+    /// A host buffer for a box's partial sum of `len` samples. [`fragments::Fragmented::process`]
+    /// keeps a few per engine.
+    pub(crate) fn host_partial(&self, len: usize) -> Result<HostCube> {
+        Ok(match self {
+            Engine::Cpu(_) => HostCube::Plain(vec![0.0; len]),
+            // Write-combined page-locked memory, although the fold reads every box back: measured
+            // on 4 x H200 (session 4, per cube), the folds took 22-32 ms for 8 cubes of 256^3 from
+            // write-combined buffers against 34-78 ms from cached ones (the GPU writes the results;
+            // cached lines must be snooped). `SEISGPU_WP_PINNED=cached` to compare on a machine.
+            Engine::Gpu(e) if std::env::var("SEISGPU_WP_PINNED").is_ok_and(|v| v == "cached") =>
+                HostCube::Pinned(crate::runtime::memory::PinnedBuf::new(e.gpu(), len)?),
+            Engine::Gpu(e) => HostCube::Pinned(crate::runtime::memory::PinnedBuf::write_combined(e.gpu(), len)?),
+        })
+    }
+
+    /// Queues the upload of the cube's raw samples `slab`, from sample `at` on (a no-op on the
+    /// CPU, which reads the host buffer in [`Engine::cube_into_box`]).
     ///
     /// # Safety
-    /// As [`gpu::GpuEngine::stage_slab`]: `slab` stays unchanged until the next roundtrip.
+    /// As [`gpu::GpuEngine::stage_slab`]: `slab` stays unchanged until [`Engine::wait_staged`].
     pub(crate) unsafe fn stage(&mut self, slab: &[f32], at: usize) -> Result<()> {
         match self {
             Engine::Cpu(_) => Ok(()),
@@ -465,18 +475,33 @@ impl Engine {
         }
     }
 
-    /// The staged cube's forward, the edit `op`, inverse, the result into `cube`. The CPU finishes
-    /// before returning (no event; the kept count of a threshold); the GPU returns an event that
-    /// completes when `cube` holds the result (its kept count: [`gpu::GpuEngine::kept`] after it).
+    /// Waits until every staged slab has gone up (its host buffer may be written again).
+    pub(crate) fn wait_staged(&self) -> Result<()> {
+        match self {
+            Engine::Cpu(_) => Ok(()),
+            Engine::Gpu(e) => e.wait_staged(),
+        }
+    }
+
+    /// One cube of a box ([`fragments::CubeInBox`]): cut from its raw samples (`raw` on the CPU,
+    /// the staged ones on a GPU) with the tapers of `tapers` ([`fragments::Tiling::taper_table`]),
+    /// forward, the edit `op`, inverse, and the fold of the tapered result into the box's partial
+    /// sum. Behind the box's last cube the sum goes into `partial`. The CPU finishes before
+    /// returning (no event; the kept count of a threshold); the GPU returns, for the last cube, an
+    /// event that completes when `partial` holds the sum (its kept count: [`Engine::device_kept`]).
     ///
     /// # Safety
-    /// On a GPU, `cube` is the page-locked buffer that was staged, left untouched until the event
-    /// completes.
-    pub(crate) unsafe fn roundtrip_queued(&mut self, cube: &mut [f32], op: CubeOp)
-        -> Result<(Option<cudarc::driver::CudaEvent>, Option<u64>)> {
+    /// On a GPU, `partial` is page-locked memory left untouched until the box's event completes.
+    pub(crate) unsafe fn cube_into_box(&mut self, job: &fragments::CubeInBox, tapers: &[f32], raw: &[f32], op: CubeOp,
+        partial: &mut [f32]) -> Result<(Option<cudarc::driver::CudaEvent>, Option<u64>)> {
+        job.check(tapers.len(), partial.len())?;
         match self {
             Engine::Cpu(e) => {
-                let mut c = e.forward(cube);
+                let n = e.frame().n();
+                ensure!(raw.len() >= job.inside.iter().product::<usize>(), "cube {}: {} raw samples", job.t, raw.len());
+                let mut cube = vec![0.0f32; n * n * n];
+                job.cut_host(tapers, raw, &mut cube);
+                let mut c = e.forward(&cube);
                 let kept = match op {
                     CubeOp::Identity => None,
                     CubeOp::Threshold(thr) => Some(threshold_host(e.frame(), thr, &mut c)),
@@ -485,10 +510,10 @@ impl Engine {
                         None
                     }
                 };
-                cube.copy_from_slice(&e.inverse(&c));
+                job.fold_host(tapers, &e.inverse(&c), partial);
                 Ok((None, kept))
             }
-            Engine::Gpu(e) => Ok((Some(unsafe { e.roundtrip_launch(op, cube) }?), None)),
+            Engine::Gpu(e) => Ok((unsafe { e.cube_into_box(job, tapers, op, partial) }?, None)),
         }
     }
 
