@@ -154,7 +154,18 @@ impl Tiling {
         let origin = self.start(first);
         let [e0, e1, _] = self.inside(first);
         let last = (self.start(end - 1)[2] + self.cube).min(self.shape[2]);
-        CubeBox { cubes: first..end, origin, extent: [e0, e1, last - origin[2]] }
+        let extent = [e0, e1, last - origin[2]];
+        // The box before it along each axis (cube rows i0 - 1, i1 - 1, the previous run) ends
+        // this far into it; three boxes never overlap one sample along an axis (`new`).
+        let ix = self.index(first);
+        let c = self.cube;
+        let before = |a: usize, prev_start: Option<usize>| prev_start.map_or(0, |p| (p + c).saturating_sub(origin[a]).min(extent[a]));
+        let covered = [
+            before(0, ix[0].checked_sub(1).map(|k| self.starts[0][k])),
+            before(1, ix[1].checked_sub(1).map(|k| self.starts[1][k])),
+            before(2, (run > 0).then(|| self.start(first - 1)[2])),
+        ];
+        CubeBox { cubes: first..end, origin, extent, covered }
     }
 
     /// Samples of the largest box's partial sum.
@@ -216,22 +227,31 @@ impl Tiling {
         Ok(finite)
     }
 
-    /// Adds box b's partial sum ((e0, e1, e2) of its extent, x2 fastest) into the volume, in
-    /// parallel over the box's planes: one add per volume sample, so the result is that of a
-    /// serial loop, bit for bit.
+    /// Box b's partial sum ((e0, e1, e2) of its extent, x2 fastest) into the volume, boxes in
+    /// order: samples an earlier box wrote ([`CubeBox::covered`]) get the sum added, the others
+    /// are set to it, so the volume's earlier contents do not matter (no zeroing pass, and a
+    /// reused output buffer works as a fresh one). In parallel over the box's planes; every
+    /// sample gets one write per box, so the result is that of a serial loop, bit for bit.
     pub fn fold_box(&self, vol: &mut [f32], b: usize, partial: &[f32]) -> Result<()> {
         let bx = self.cube_box(b);
         let [e0, e1, e2] = bx.extent;
+        let [c0, c1, c2] = bx.covered;
         let o = bx.origin;
         let [_, s1, s2] = self.shape;
+        ensure!(vol.len() == self.shape.iter().product::<usize>(), "{} samples for a {:?} volume", vol.len(), self.shape);
         ensure!(partial.len() >= e0 * e1 * e2, "box {b}: partial sum of {} samples for {e0} x {e1} x {e2}", partial.len());
         vol[o[0] * s1 * s2..(o[0] + e0) * s1 * s2].par_chunks_mut(s1 * s2).zip(partial[..e0 * e1 * e2].par_chunks(e1 * e2))
-            .for_each(|(plane, part)| {
+            .enumerate().for_each(|(x0, (plane, part))| {
                 for x1 in 0..e1 {
                     let dst = &mut plane[(o[1] + x1) * s2 + o[2]..][..e2];
-                    for (d, s) in dst.iter_mut().zip(&part[x1 * e2..][..e2]) {
+                    let src = &part[x1 * e2..][..e2];
+                    // Samples below `split` along x2 were written before (all of them on a
+                    // plane or row an earlier box covers).
+                    let split = if x0 < c0 || x1 < c1 { e2 } else { c2 };
+                    for (d, s) in dst[..split].iter_mut().zip(&src[..split]) {
                         *d += *s;
                     }
+                    dst[split..].copy_from_slice(&src[split..]);
                 }
             });
         Ok(())
@@ -282,6 +302,10 @@ pub struct CubeBox {
     pub origin: [usize; 3],
     /// Its extent inside the volume (the partial sum's shape, x2 fastest).
     pub extent: [usize; 3],
+    /// Per axis, how far into it the previous box along that axis reaches: a sample whose local
+    /// coordinate is below this on some axis was written by an earlier box, every other sample
+    /// is first written by this one ([`Tiling::fold_box`]).
+    pub covered: [usize; 3],
 }
 
 /// One cube of a box as an engine processes it ([`Tiling::cube_in_box`]).
@@ -566,15 +590,29 @@ impl Fragmented {
     /// zeroed by the OS with transparent huge pages requested, so its first touch in the fold
     /// costs a fault per 2 MB instead of per 4 KB.
     pub fn process_with(&self, vol: &[f32], edit: CoeffEdit) -> Result<Processed> {
+        // Zeroed by the OS, untouched until the fold writes it (every sample is set: no zeros needed).
+        let mut volume = crate::runtime::memory::zeroed_host(vol.len());
+        let kept = self.process_into(vol, edit, &mut volume)?;
+        Ok(Processed { volume, kept })
+    }
+
+    /// [`Fragmented::process_with`] into a given output (`out`: the volume's shape; its contents
+    /// do not matter, every sample is written). Returns the kept count of a threshold. A job of
+    /// many volumes reuses its output buffer: fresh pages cost a fault each on first touch
+    /// (issue 9, 4 x H200 VM: 44-66 ms for the 126 MB one box's fold touches, against 2 ms into
+    /// touched memory).
+    pub fn process_into(&self, vol: &[f32], edit: CoeffEdit, out: &mut [f32]) -> Result<Option<u64>> {
         let t0 = std::time::Instant::now();
         let [s0, s1, s2] = self.tiling.shape;
         ensure!(s0 * s1 * s2 > 0, "wave-packet processing: empty volume (shape {s0} x {s1} x {s2})");
         ensure!(vol.len() == s0 * s1 * s2, "wave-packet processing: {} samples for a {s0} x {s1} x {s2} volume ({} expected)",
             vol.len(), s0 * s1 * s2);
+        ensure!(out.len() == vol.len(), "wave-packet processing: an output of {} samples for a {s0} x {s1} x {s2} volume",
+            out.len());
         if let CoeffEdit::Threshold(thr) = edit {
             super::check_thresholds(&self.frame, thr)?;
         }
-        let out = self.pipeline(vol, edit, t0);
+        let out = self.pipeline(vol, edit, t0, out);
         crate::multi::mark("returned at", t0);
         match out {
             Ok(v) => Ok(v),
@@ -587,7 +625,7 @@ impl Fragmented {
         }
     }
 
-    fn pipeline(&self, vol: &[f32], edit: CoeffEdit, t0: std::time::Instant) -> Result<Processed> {
+    fn pipeline(&self, vol: &[f32], edit: CoeffEdit, t0: std::time::Instant, out: &mut [f32]) -> Result<Option<u64>> {
         use std::sync::atomic::AtomicBool;
         let boxes = self.tiling.box_count();
         let (tapers, taper_at) = self.tiling.taper_table();
@@ -599,7 +637,7 @@ impl Fragmented {
             stop.store(true, Ordering::Relaxed);
             self.pools.iter().for_each(CubePool::wake);
         };
-        let result = std::thread::scope(|s| -> Result<Processed> {
+        let result = std::thread::scope(|s| -> Result<Option<u64>> {
             let (tx, rx) = std::sync::mpsc::channel::<BoxResult>();
             for (k, (eng, pool)) in self.engines.iter().zip(&self.pools).enumerate() {
                 let (tx, next, stop, stop_all, tapers) = (tx.clone(), &next, &stop, &stop_all, &tapers);
@@ -701,7 +739,6 @@ impl Fragmented {
             }
             drop(tx);
             // The ordered fold: box b is added once every earlier box is in.
-            let mut out = crate::runtime::memory::zeroed_host(vol.len());
             let mut early: BTreeMap<usize, (usize, HostCube)> = BTreeMap::new();
             let (mut due, mut got, mut busy) = (0usize, 0usize, 0.0f64);
             let mut kept: Option<u64> = Some(0);
@@ -733,7 +770,7 @@ impl Fragmented {
                 early.insert(b, (k, buf));
                 while let Some((k, buf)) = early.remove(&due) {
                     let tf = std::time::Instant::now();
-                    let r = buf.as_slice().and_then(|p| self.tiling.fold_box(&mut out, due, p));
+                    let r = buf.as_slice().and_then(|p| self.tiling.fold_box(out, due, p));
                     busy += tf.elapsed().as_secs_f64();
                     self.pools[k].give(buf);
                     if let Err(e) = r {
@@ -755,7 +792,7 @@ impl Fragmented {
                 return Err(e);
             }
             ensure!(due == boxes, "{due} of {boxes} boxes came back");
-            Ok(Processed { volume: out, kept: if threshold { kept } else { None } })
+            Ok(if threshold { kept } else { None })
         });
         if result.is_err() {
             // Buffers of a failed job that did not come back are made again next time.
@@ -872,7 +909,8 @@ mod tests {
         let mut want = vec![0.0f32; len];
         (0..t.count()).for_each(|c| t.accumulate(&mut want, c, &cubes[c]));
         let (tapers, at) = t.taper_table();
-        let mut got = vec![0.0f32; len];
+        // Poisoned: every sample must be set by its first box and added by the later ones.
+        let mut got = vec![f32::NAN; len];
         let mut partial = vec![f32::NAN; t.box_samples_max()];
         for b in 0..t.box_count() {
             let bx = t.cube_box(b);
