@@ -690,9 +690,6 @@ impl Fragmented {
                                     return Err(NotFinite.into());
                                 }
                                 crate::multi::mark("cube copied and queued up (each)", te);
-                                if let Some(p) = prev.take() {
-                                    finish(&*e, p)?;
-                                }
                                 let mut host = |co: &mut [Complex32]| {
                                     if let CoeffEdit::Host(f) = edit {
                                         f(t, co)
@@ -711,6 +708,12 @@ impl Fragmented {
                                 ev = evc;
                                 if let Some(n) = kc {
                                     kept = Some(kept.unwrap_or(0) + n);
+                                }
+                                // The previous box is waited for with this box's first cube already
+                                // queued: the device computes while its sum goes down (waiting before
+                                // queueing left the device idle for the download, ~2-4 ms a box).
+                                if let Some(p) = prev.take() {
+                                    finish(&*e, p)?;
                                 }
                             }
                             prev = Some((b, part, ev, kept));
