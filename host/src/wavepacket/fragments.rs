@@ -389,11 +389,8 @@ pub struct Fragmented {
     pub tiling: Tiling,
     pub frame: Arc<Frame>,
     engines: Vec<Mutex<Engine>>,
-    /// Host buffers of each engine, kept between jobs ([`Fragmented::process`]).
+    /// Host cube buffers of each engine, kept between jobs ([`Fragmented::process`]).
     pools: Vec<CubePool>,
-    /// The threads that add the boxes into the volume ([`Fragmented::process`]), made on first
-    /// use: a quarter of the cores, apart from the pool the engines copy cubes on.
-    fold_threads: std::sync::OnceLock<Option<rayon::ThreadPool>>,
 }
 
 /// The result of [`Fragmented::process_with`].
@@ -483,7 +480,7 @@ impl Fragmented {
                 }
             }
         }
-        Ok(Fragmented { tiling, frame, pools: engines.iter().map(|_| CubePool::default()).collect(), engines, fold_threads: Default::default() })
+        Ok(Fragmented { tiling, frame, pools: engines.iter().map(|_| CubePool::default()).collect(), engines })
     }
 
     /// Engines on the given backends, one each (`--gpus N|all`; `--device cpu --gpus N` gives N CPU
@@ -492,7 +489,7 @@ impl Fragmented {
         ensure!(!backends.is_empty(), "no device for the wave-packet cubes");
         let frame = Arc::new(Frame::new(tiling.cube, params)?);
         let engines = backends.iter().map(|b| Engine::new(b, frame.clone()).map(Mutex::new)).collect::<Result<Vec<_>>>()?;
-        Ok(Fragmented { tiling, frame, pools: engines.iter().map(|_| CubePool::default()).collect(), engines, fold_threads: Default::default() })
+        Ok(Fragmented { tiling, frame, pools: engines.iter().map(|_| CubePool::default()).collect(), engines })
     }
 
     /// From existing engines (tests, benchmarks).
@@ -500,8 +497,7 @@ impl Fragmented {
         ensure!(!engines.is_empty(), "no engine");
         let frame = engines[0].frame().clone();
         ensure!(frame.n() == tiling.cube, "engine cube {} for a tiling of {}", frame.n(), tiling.cube);
-        Ok(Fragmented { tiling, frame, pools: engines.iter().map(|_| CubePool::default()).collect(), engines: engines.into_iter().map(Mutex::new).collect(),
-            fold_threads: Default::default() })
+        Ok(Fragmented { tiling, frame, pools: engines.iter().map(|_| CubePool::default()).collect(), engines: engines.into_iter().map(Mutex::new).collect() })
     }
 
     pub fn engines(&self) -> usize { self.engines.len() }
@@ -777,15 +773,7 @@ impl Fragmented {
                 early.insert(b, (k, buf));
                 while let Some((k, buf)) = early.remove(&due) {
                     let tf = std::time::Instant::now();
-                    // On threads of its own: in the engines' pool a fold's tasks (2-3 ms of all
-                    // cores per box) held up the next cubes' copies behind them (4 x H200: a
-                    // 67 MB copy took up to 31 ms, and the devices waited for their next cube).
-                    let mut fold = || buf.as_slice().and_then(|p| self.tiling.fold_box(out, due, p));
-                    let r = match self.fold_threads.get_or_init(|| rayon::ThreadPoolBuilder::new()
-                        .num_threads((rayon::current_num_threads() / 4).max(1)).thread_name(|i| format!("wp-fold-{i}")).build().ok()) {
-                        Some(p) => p.install(fold),
-                        None => fold(),
-                    };
+                    let r = buf.as_slice().and_then(|p| self.tiling.fold_box(out, due, p));
                     busy += tf.elapsed().as_secs_f64();
                     self.pools[k].give(buf);
                     if let Err(e) = r {
