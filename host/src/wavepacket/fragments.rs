@@ -389,7 +389,7 @@ pub struct Fragmented {
     pub tiling: Tiling,
     pub frame: Arc<Frame>,
     engines: Vec<Mutex<Engine>>,
-    /// Host cube buffers of each engine, kept between jobs ([`Fragmented::process`]).
+    /// Host buffers of each engine (box partial sums, raw cube samples), kept between jobs.
     pools: Vec<CubePool>,
 }
 

@@ -357,7 +357,7 @@ pub fn threshold_host(frame: &Frame, thr: &[f32], c: &mut [Complex32]) -> u64 {
     }).sum()
 }
 
-/// One cube's samples on the host: page-locked for a GPU engine (full-speed, asynchronous
+/// Samples on the host (a cube's raw samples, a box's partial sum): page-locked for a GPU engine
 /// transfers), plain for the CPU reference.
 pub(crate) enum HostCube {
     Plain(Vec<f32>),
