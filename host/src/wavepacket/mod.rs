@@ -358,7 +358,7 @@ pub fn threshold_host(frame: &Frame, thr: &[f32], c: &mut [Complex32]) -> u64 {
 }
 
 /// Samples on the host (a cube's raw samples, a box's partial sum): page-locked for a GPU engine
-/// transfers), plain for the CPU reference.
+/// (full-speed, asynchronous transfers), plain for the CPU reference.
 pub(crate) enum HostCube {
     Plain(Vec<f32>),
     Pinned(crate::runtime::memory::PinnedBuf<f32>),
