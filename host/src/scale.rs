@@ -207,13 +207,14 @@ pub const WAVEPACKET_LARGE: [usize; 3] = [928, 928, 480];
 
 /// A wave-packet scaling workload: forward + identity edit (the coefficients stay on the devices)
 /// + inverse of every cube, folded in box order into the output volume. The volume is made on the
-/// first (untimed, check) run, so the bench holds only the volumes it has reached. The output
+/// first (untimed, check) run, so the bench holds only the volumes it has reached, in the job's
+/// input buffer (page-locked on GPUs: the devices copy their cubes from it by DMA). The output
 /// buffers are made once (four, their pages written in the check run) and reused by every run,
 /// as a job processing many volumes reuses its output: on the 4 x H200 VM, fresh pages cost the
 /// fold 44-66 ms per 126 MB box in first-touch faults (one run's output is 1.65 GB at
 /// 928 x 928 x 480), which every device count would pay alike and which no split can hide.
 fn wavepacket_workload(shape: [usize; 3], cube: usize, overlap: usize) -> Result<Workload> {
-    use crate::wavepacket::{apps, fragments::{Fragmented, Tiling}, CoeffEdit, Params};
+    use crate::wavepacket::{apps, fragments::{Fragmented, HostVolume, Tiling, BOX_CUBES}, CoeffEdit, Params};
     use rayon::prelude::*;
     let params = Params::default();
     let tiling = Tiling::new(shape, cube, overlap)?;
@@ -230,8 +231,23 @@ fn wavepacket_workload(shape: [usize; 3], cube: usize, overlap: usize) -> Result
         unit: "samples (forward + inverse)".into(), exact: true,
         recycle: Some(Box::new(move |v| back.lock().map(|mut o| o.push(v)).unwrap_or(()))),
         run: Box::new(move |d| {
-            let vol = vol.get_or_init(|| apps::synthetic_cube(shape, 0.004, 25.0));
-            let f = cached(&engines, d.len(), || Fragmented::on_backends(d, tiling.clone(), &params))?;
+            // `SEISGPU_WP_BOX_CUBES=k`: boxes of k cubes, to compare with the default (one).
+            let k = std::env::var("SEISGPU_WP_BOX_CUBES").ok().and_then(|v| v.parse().ok()).unwrap_or(BOX_CUBES);
+            let f = cached(&engines, d.len(), || Fragmented::on_backends(d, tiling.clone().with_box_cubes(k)?, &params))?;
+            if vol.get().is_none() {
+                // Read into the job's input buffer (page-locked on GPUs), as a job of many volumes
+                // reads each one; `SEISGPU_WP_INPUT=pageable`: ordinary memory (host copies), to
+                // compare.
+                let mut buf = if std::env::var("SEISGPU_WP_INPUT").is_ok_and(|v| v == "pageable") {
+                    HostVolume::Pageable(vec![0.0; len])
+                } else {
+                    f.input_buffer()?
+                };
+                buf.as_mut_slice()?.par_chunks_mut(1 << 16).zip(apps::synthetic_cube(shape, 0.004, 25.0).par_chunks(1 << 16))
+                    .for_each(|(d, s)| d.copy_from_slice(s));
+                let _ = vol.set(buf);
+            }
+            let vol = vol.get().context("the input volume")?.as_slice()?;
             if !made.swap(true, std::sync::atomic::Ordering::Relaxed) {
                 let mut o = outputs.lock().map_err(|_| anyhow::anyhow!("output buffers poisoned"))?;
                 // The 1-device reference, the check run's and two timed runs' (the harness gives

@@ -233,30 +233,38 @@ fn wavepacket_bench_paper() {
 }
 
 /// `Fragmented::process` on GPUs (issue 9's pipeline: raw samples copied into page-locked
-/// buffers and uploaded slab by slab, the next cube copied while the device finishes one, cubes
-/// cut and folded into their box on the device, boxes added in order from the buffers): the same
+/// buffers and uploaded slab by slab, or straight from a page-locked volume by DMA, the next cube
+/// copied while the device finishes one, cubes cut and folded into their box on the device, boxes
+/// added in order from the buffers), for one cube per box (the default) and boxes of 4: the same
 /// bits as the serial box loop on the same GPU (cut and fold on the host), as every visible GPU
-/// together, and as a second run; close to the CPU; a bad sample named as by the whole-volume
-/// check.
+/// together, as a second run, and from a page-locked input; close to the CPU; a bad sample named
+/// as by the whole-volume check, from pageable and from page-locked input.
 #[test]
 fn wavepacket_gpu_process_pipeline() {
     let Some(gpu) = gpu_or_skip("wavepacket_gpu_process_pipeline") else { return };
+    for k in [seisgpu_host::wavepacket::fragments::BOX_CUBES, 4] {
+        process_pipeline(&gpu, k);
+    }
+}
+
+fn process_pipeline(gpu: &Arc<seisgpu_host::runtime::Gpu>, k: usize) {
     use seisgpu_host::wavepacket::fragments::Tiling;
+    use seisgpu_host::wavepacket::CoeffEdit;
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let shape = [70, 45, 90];
     let params = Params { eps: 1e-6, ..Params::default() };
-    let tiling = Tiling::new(shape, 32, 8).unwrap();
+    let tiling = Tiling::new(shape, 32, 8).unwrap().with_box_cubes(k).unwrap();
     let vol = random_vec(shape.iter().product(), "wave-packet volume");
     let edit = |t: usize, c: &mut [Complex32]| c.iter_mut().for_each(|x| *x *= 0.5 + 0.01 * t as f32);
     let one = Fragmented::on_backends(&[Backend::Gpu(gpu.clone())], tiling.clone(), &params).unwrap();
     let p1 = one.process(&vol, edit).unwrap();
     // The serial reference on the same GPU: each cube cut on the host, transformed, folded into
     // its box on the host, the boxes added in order (the pipeline cuts and folds on the device).
-    let mut e = Engine::new(&Backend::Gpu(gpu), one.frame.clone()).unwrap();
+    let mut e = Engine::new(&Backend::Gpu(gpu.clone()), one.frame.clone()).unwrap();
     let mut serial = vec![0.0f32; vol.len()];
     let (tapers, at) = tiling.taper_table();
     let mut partial = vec![f32::NAN; tiling.box_samples_max()];
-    assert!(tiling.box_count() > 1 && tiling.box_count() < tiling.count(), "boxes of several cubes");
+    assert_eq!(tiling.box_count() < tiling.count(), k > 1, "{k} cubes per box");
     for b in 0..tiling.box_count() {
         let bx = tiling.cube_box(b);
         for t in bx.cubes.clone() {
@@ -265,22 +273,38 @@ fn wavepacket_gpu_process_pipeline() {
         }
         tiling.fold_box(&mut serial, b, &partial).unwrap();
     }
-    assert_eq!(bits(&p1), bits(&serial), "pipeline differs from the serial box loop");
+    assert_eq!(bits(&p1), bits(&serial), "{k} cubes per box: pipeline differs from the serial box loop");
     assert_eq!(bits(&one.process(&vol, edit).unwrap()), bits(&p1), "second run differs");
     let (all, note) = seisgpu_host::multi::backends(seisgpu_host::DeviceChoice::Gpu, seisgpu_host::multi::GpuCount::All).unwrap();
     let n = Fragmented::on_backends(&all, tiling.clone(), &params).unwrap();
     for run in 0..2 {
         assert_eq!(bits(&n.process(&vol, edit).unwrap()), bits(&p1), "{note}, run {run}: differs from 1 GPU");
     }
+    // Page-locked input: the engines copy the cubes by DMA and check them on the device.
+    let mut locked = n.input_buffer().unwrap();
+    assert!(matches!(locked, seisgpu_host::wavepacket::fragments::HostVolume::PageLocked(_)));
+    locked.as_mut_slice().unwrap().copy_from_slice(&vol);
+    for f in [&one, &n] {
+        let mut out = vec![f32::NAN; vol.len()];
+        f.process_into(locked.as_slice().unwrap(), CoeffEdit::Host(&edit), &mut out).unwrap();
+        assert_eq!(bits(&out), bits(&p1), "{k} cubes per box, {} GPU(s): page-locked input differs", f.engines());
+    }
     let cpu = Fragmented::on_backends(&[Backend::Cpu], tiling, &params).unwrap();
     let pc = cpu.process(&vol, edit).unwrap();
     let err = rel_l2(&p1, &pc);
-    println!("process pipeline: {note}: bit-exact vs 1 GPU; GPU vs CPU rel L2 {err:.2e}");
+    println!("process pipeline, {k} cubes per box: {note}: bit-exact vs 1 GPU, from page-locked input too; GPU vs CPU rel L2 {err:.2e}");
     assert!(err < 1e-4, "GPU vs CPU rel L2 {err:.2e}");
+    let at = (50 * 45 + 7) * 90 + 81;
     let mut bad = vol.clone();
-    bad[(50 * 45 + 7) * 90 + 81] = f32::NAN;
+    bad[at] = f32::NAN;
     let msg = n.process(&bad, edit).unwrap_err().to_string();
     assert!(msg.contains("sample 81 of trace (50, 7) is not finite"), "{msg}");
+    locked.as_mut_slice().unwrap()[at] = f32::INFINITY;
+    for f in [&one, &n] {
+        let mut out = vec![0.0f32; vol.len()];
+        let msg = f.process_into(locked.as_slice().unwrap(), CoeffEdit::Identity, &mut out).unwrap_err().to_string();
+        assert!(msg.contains("sample 81 of trace (50, 7) is not finite"), "page-locked input, {} GPU(s): {msg}", f.engines());
+    }
     assert_eq!(bits(&n.process(&vol, edit).unwrap()), bits(&p1), "after a failed job");
 }
 

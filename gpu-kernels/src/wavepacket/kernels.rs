@@ -356,18 +356,24 @@ pub unsafe extern "ptx-kernel" fn wp_threshold(count: u32, points: u32, thr: *co
 /// Cube t of a tiling from its raw samples: `raw` holds the part of the cube inside the volume,
 /// (n0, n1, n2) with x2 fastest, as the host copied it; `w0`, `w1`, `w2` are the cube's tapers
 /// (c each). Writes all c^3 samples of `cube`: tapered samples, zeros in the padding past the
-/// volume. One thread per cube sample, x2 fastest (coalesced both ways).
+/// volume. One thread per cube sample, x2 fastest (coalesced both ways). A raw sample that is not
+/// finite sets `*bad` to 1: where the samples come straight from a page-locked volume (no host
+/// pass over them), this is the input check.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn wp_cut(c: u32, n0: u32, n1: u32, n2: u32, raw: *const f32, w0: *const f32,
-    w1: *const f32, w2: *const f32, cube: *mut f32) {
+    w1: *const f32, w2: *const f32, cube: *mut f32, bad: *mut u32) {
     let i = global_index();
     let c = c as usize;
     if i < c * c * c {
         let (x0, x1, x2) = ((i / (c * c)) as u32, ((i / c) % c) as u32, (i % c) as u32);
         let v = if x0 < n0 && x1 < n1 && x2 < n2 {
             unsafe {
+                let r = *raw.add(((x0 * n1 + x1) * n2 + x2) as usize);
+                if !r.is_finite() {
+                    *bad = 1;
+                }
                 let w01 = *w0.add(x0 as usize) * *w1.add(x1 as usize);
-                tapered(*raw.add(((x0 * n1 + x1) * n2 + x2) as usize), w01, *w2.add(x2 as usize))
+                tapered(r, w01, *w2.add(x2 as usize))
             }
         } else {
             0.0

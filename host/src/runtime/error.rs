@@ -19,6 +19,8 @@ pub enum GpuError {
     Launch { kernel: String, grid: (u32, u32, u32), block: (u32, u32, u32), shared: u32, source: DriverError },
     #[error("invalid launch of kernel `{kernel}`: {why}")]
     BadLaunch { kernel: String, why: String },
+    #[error("invalid copy: {0}")]
+    BadCopy(String),
     #[error("the GPU has {free} bytes free but {what} needs {need} bytes")]
     OutOfMemory { what: String, need: usize, free: usize },
     #[error("cuFFT failed while {what}: {source}")]

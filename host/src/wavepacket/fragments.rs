@@ -28,7 +28,13 @@ pub struct Tiling {
     pub cube: usize,
     /// Cube start per axis.
     pub starts: [Vec<usize>; 3],
+    /// Cubes per box along x2 in [`Fragmented::process`] ([`Tiling::with_box_cubes`]). Not part of
+    /// the layout (coefficient files do not store it): it only groups the cubes for processing.
+    #[serde(skip, default = "default_box_cubes")]
+    box_cubes: usize,
 }
+
+fn default_box_cubes() -> usize { BOX_CUBES }
 
 impl Tiling {
     /// Cubes of side `cube` (a volume that fits in one cube gets one cube of the smallest fast FFT
@@ -40,7 +46,7 @@ impl Tiling {
         if big <= cube {
             let c = nice(big.max(16));
             let c = if c % 2 == 0 { c } else { nice(c + 1) };
-            return Ok(Tiling { shape, cube: c, starts: [vec![0], vec![0], vec![0]] });
+            return Ok(Tiling { shape, cube: c, starts: [vec![0], vec![0], vec![0]], box_cubes: BOX_CUBES });
         }
         ensure!(2 * overlap <= cube, "overlap {overlap} is more than half the cube side {cube}");
         let starts = shape.map(|d| {
@@ -58,8 +64,18 @@ impl Tiling {
                 ensure!(w[2] >= w[0] + cube, "axis {a}: cubes of {cube} with overlap {overlap} stack three deep");
             }
         }
-        Ok(Tiling { shape, cube, starts })
+        Ok(Tiling { shape, cube, starts, box_cubes: BOX_CUBES })
     }
+
+    /// The same cubes, processed in boxes of up to `cubes` along x2 ([`Tiling::cube_box`]).
+    pub fn with_box_cubes(mut self, cubes: usize) -> Result<Tiling> {
+        ensure!(cubes >= 1, "boxes of {cubes} cubes: at least 1");
+        self.box_cubes = cubes;
+        Ok(self)
+    }
+
+    /// Cubes per box along x2 at most.
+    pub fn box_cubes(&self) -> usize { self.box_cubes }
 
     pub fn count(&self) -> usize { self.starts.iter().map(|s| s.len()).product() }
 
@@ -139,18 +155,19 @@ impl Tiling {
     }
 
     /// Boxes: each (i0, i1) column of cubes along the trace axis x2, in runs of at most
-    /// [`BOX_CUBES`], numbered in cube order ([`Tiling::cube_box`]).
+    /// [`Tiling::box_cubes`], numbered in cube order ([`Tiling::cube_box`]).
     pub fn box_count(&self) -> usize {
-        self.starts[0].len() * self.starts[1].len() * self.starts[2].len().div_ceil(BOX_CUBES)
+        self.starts[0].len() * self.starts[1].len() * self.starts[2].len().div_ceil(self.box_cubes)
     }
 
     /// Box b: its cubes (consecutive numbers), where it starts and its extent inside the volume.
     pub fn cube_box(&self, b: usize) -> CubeBox {
         let n2 = self.starts[2].len();
-        let runs = n2.div_ceil(BOX_CUBES);
+        let k = self.box_cubes;
+        let runs = n2.div_ceil(k);
         let (column, run) = (b / runs, b % runs);
-        let first = column * n2 + run * BOX_CUBES;
-        let end = (first + BOX_CUBES).min((column + 1) * n2);
+        let first = column * n2 + run * k;
+        let end = (first + k).min((column + 1) * n2);
         let origin = self.start(first);
         let [e0, e1, _] = self.inside(first);
         let last = (self.start(end - 1)[2] + self.cube).min(self.shape[2]);
@@ -286,9 +303,12 @@ fn rise(x: f32, width: f32) -> f32 {
     v.clamp(0.0, 1.0)
 }
 
-/// Cubes per box at most ([`Tiling::cube_box`]): a box's partial sum spans up to 4 cubes along
-/// x2 (268 MB at 256^3 cubes), so long traces do not make it grow without bound.
-pub const BOX_CUBES: usize = 4;
+/// Cubes per box by default ([`Tiling::with_box_cubes`]): one. What follows the devices is then
+/// one cube's download and fold per device (67 MB at 256^3), not a box's: boxes of several cubes
+/// sum their x2 overlaps on the device and move 6-9% fewer bytes, but every engine's last unit of
+/// work, and the in-order folds waiting behind it, grow with them (issue 9: 2-cube boxes left
+/// 8 ms of folds after the last box on 4 x H200 at 928 x 928 x 480).
+pub const BOX_CUBES: usize = 1;
 
 /// A box of cubes (issue 9): a run of cubes (i0, i1, i2..) along the trace axis that one engine
 /// processes in order, cutting each cube from its raw samples and summing the tapered results
@@ -391,6 +411,27 @@ pub struct Fragmented {
     engines: Vec<Mutex<Engine>>,
     /// Host buffers of each engine (box partial sums, raw cube samples), kept between jobs.
     pools: Vec<CubePool>,
+}
+
+/// A host volume from [`Fragmented::input_buffer`].
+pub enum HostVolume {
+    Pageable(Vec<f32>),
+    PageLocked(crate::runtime::memory::PinnedBuf<f32>),
+}
+
+impl HostVolume {
+    pub fn as_slice(&self) -> Result<&[f32]> {
+        match self {
+            HostVolume::Pageable(v) => Ok(v),
+            HostVolume::PageLocked(p) => Ok(p.as_slice()?),
+        }
+    }
+    pub fn as_mut_slice(&mut self) -> Result<&mut [f32]> {
+        match self {
+            HostVolume::Pageable(v) => Ok(v),
+            HostVolume::PageLocked(p) => Ok(p.as_mut_slice()?),
+        }
+    }
 }
 
 /// The result of [`Fragmented::process_with`].
@@ -501,6 +542,22 @@ impl Fragmented {
     }
 
     pub fn engines(&self) -> usize { self.engines.len() }
+
+    /// A buffer for input volumes of the tiling's shape that this job reads fastest: page-locked
+    /// for every GPU where an engine is a GPU (each engine then copies its cubes straight from it
+    /// by DMA, with no host pass: [`Fragmented::process_into`]), ordinary memory otherwise. A job
+    /// of many volumes reads each into it; page-locking costs about as much as the DMA saves
+    /// (139-163 ms for 1.65 GB on the 4 x H200 host), so it pays from the second volume on.
+    pub fn input_buffer(&self) -> Result<HostVolume> {
+        let len = self.tiling.shape.iter().product::<usize>();
+        for eng in &self.engines {
+            let e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
+            if let Engine::Gpu(g) = &*e {
+                return Ok(HostVolume::PageLocked(crate::runtime::memory::PinnedBuf::portable(g.gpu(), len)?));
+            }
+        }
+        Ok(HostVolume::Pageable(vec![0.0; len]))
+    }
     /// Coefficients of the whole volume: cubes one after the other.
     pub fn total(&self) -> usize { self.tiling.count() * self.frame.total }
 
@@ -647,21 +704,25 @@ impl Fragmented {
                     let mut raw = pool.raw.lock().ok().and_then(|mut r| r.take());
                     let r = (|| -> Result<()> {
                         let mut e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
-                        if raw.is_none() {
+                        // A GPU copies its cubes straight from a page-locked volume; otherwise the
+                        // host copies them into a page-locked buffer first.
+                        let direct = e.reads_directly(vol);
+                        if raw.is_none() && !direct {
                             raw = Some(e.host_raw()?);
                         }
-                        let raw = raw.as_mut().unwrap();
-                        // The box on the device: its number, buffer, the event of its partial sum
-                        // and the CPU's kept count.
-                        let mut prev: Option<(usize, HostCube, Option<cudarc::driver::CudaEvent>, Option<u64>)> = None;
-                        let finish = |e: &Engine, (pb, buf, ev, kept): (usize, HostCube, Option<cudarc::driver::CudaEvent>, Option<u64>)|
-                            -> Result<()> {
+                        // The box on the device: its number, buffer, its way down (a GPU's) and the
+                        // CPU's kept count.
+                        type OnDevice = (usize, HostCube, Option<super::gpu::BoxDown>, Option<u64>);
+                        let mut prev: Option<OnDevice> = None;
+                        let finish = |e: &Engine, (pb, buf, down, kept): OnDevice| -> Result<()> {
                             let mut kept = kept;
-                            if let Some(ev) = ev {
-                                ev.synchronize().context("waiting for a box's partial sum")?;
-                                if threshold {
-                                    kept = Some(e.device_kept()?);
+                            if let Some(d) = down {
+                                d.event.synchronize().context("waiting for a box's partial sum")?;
+                                let (k, finite) = e.box_status(&d, threshold)?;
+                                if !finite {
+                                    return Err(NotFinite.into());
                                 }
+                                kept = kept.or(k);
                             }
                             let _ = tx.send((pb, k, Ok((buf, kept))));
                             Ok(())
@@ -682,12 +743,17 @@ impl Fragmented {
                                 let te = std::time::Instant::now();
                                 // The raw buffer's previous upload is through before it is written again.
                                 e.wait_staged()?;
-                                let rb = raw.as_mut_slice()?;
-                                // SAFETY: each slab is written once and not touched again until
-                                // `wait_staged` has seen its upload through.
-                                let finite = self.tiling.copy_raw_staged(vol, t, rb, |slab, at| unsafe { e.stage(slab, at) })?;
-                                if !finite {
-                                    return Err(NotFinite.into());
+                                if let Some(raw) = raw.as_mut() {
+                                    // SAFETY: each slab is written once and not touched again until
+                                    // `wait_staged` has seen its upload through.
+                                    let finite = self.tiling.copy_raw_staged(vol, t, raw.as_mut_slice()?,
+                                        |slab, at| unsafe { e.stage(slab, at) })?;
+                                    if !finite {
+                                        return Err(NotFinite.into());
+                                    }
+                                } else {
+                                    // SAFETY: `vol` outlives the job, which waits for every engine.
+                                    unsafe { e.stage_block(vol, self.tiling.shape, self.tiling.start(t), self.tiling.inside(t)) }?;
                                 }
                                 crate::multi::mark("cube copied and queued up (each)", te);
                                 let mut host = |co: &mut [Complex32]| {
@@ -704,8 +770,12 @@ impl Fragmented {
                                 // SAFETY: `part` is this engine's page-locked buffer (on a GPU), left
                                 // untouched until the box's event completes (the synchronisation in
                                 // `finish`); the raw samples were staged above.
-                                let (evc, kc) = unsafe { e.cube_into_box(&job, tapers, raw.as_slice()?, op, part.as_mut_slice()?) }?;
-                                ev = evc;
+                                let raw_in = match raw.as_ref() {
+                                    Some(r) => r.as_slice()?,
+                                    None => &[],
+                                };
+                                let (down, kc) = unsafe { e.cube_into_box(&job, tapers, raw_in, op, part.as_mut_slice()?) }?;
+                                ev = down;
                                 if let Some(n) = kc {
                                     kept = Some(kept.unwrap_or(0) + n);
                                 }
@@ -883,18 +953,26 @@ mod tests {
         assert!(t.copy_raw_staged(&vol, 0, &mut raw[..10], |_, _| Ok(())).is_err(), "a short buffer is refused");
     }
 
-    /// Boxes take every cube once, in order, at most [`BOX_CUBES`] along x2 (long traces split),
-    /// and the box folds (device order: cubes into the box's sum, boxes into the volume) give the
-    /// cube-by-cube fold's volume up to rounding.
+    /// Boxes take every cube once, in order, at most [`Tiling::box_cubes`] along x2 (long traces
+    /// split), and the box folds (device order: cubes into the box's sum, boxes into the volume)
+    /// give the cube-by-cube fold's volume up to rounding; for one cube per box (the default), 3
+    /// and 4.
     #[test]
     fn scale_boxes_cover_the_cubes_and_fold_like_cubes() {
-        let t = Tiling::new([45, 23, 300], 32, 8).unwrap();
-        assert!(t.starts[2].len() > BOX_CUBES, "long traces: {:?}", t.starts[2]);
+        for k in [BOX_CUBES, 3, 4] {
+            boxes_cover_the_cubes_and_fold_like_cubes(k);
+        }
+        assert!(Tiling::new([45, 23, 300], 32, 8).unwrap().with_box_cubes(0).is_err());
+    }
+
+    fn boxes_cover_the_cubes_and_fold_like_cubes(k: usize) {
+        let t = Tiling::new([45, 23, 300], 32, 8).unwrap().with_box_cubes(k).unwrap();
+        assert!(t.starts[2].len() > t.box_cubes(), "long traces: {:?}", t.starts[2]);
         let mut next = 0;
         for b in 0..t.box_count() {
             let bx = t.cube_box(b);
             assert_eq!(bx.cubes.start, next, "box {b}");
-            assert!(!bx.cubes.is_empty() && bx.cubes.len() <= BOX_CUBES);
+            assert!(!bx.cubes.is_empty() && bx.cubes.len() <= k);
             next = bx.cubes.end;
             let o = bx.origin;
             for c in bx.cubes.clone() {
@@ -923,15 +1001,19 @@ mod tests {
             t.fold_box(&mut got, b, &partial).unwrap();
         }
         let err = crate::bench::rel_l2(&got, &want);
-        assert!(err < 1e-6, "box folds vs cube folds: rel L2 {err:.2e}");
+        assert!(err < 1e-6, "{k} cubes per box: box folds vs cube folds: rel L2 {err:.2e}");
     }
 
     /// A 45 x 23 x 70 volume (not a multiple of its 32^3 cubes) and its tiling on one and on three
     /// CPU engines.
-    fn one_and_three_engines() -> (Vec<f32>, Fragmented, Fragmented) {
+    fn one_and_three_engines() -> (Vec<f32>, Fragmented, Fragmented) { in_boxes_of(BOX_CUBES) }
+
+    /// As [`one_and_three_engines`], the cubes processed in boxes of up to `k` along x2 (3 per
+    /// trace here).
+    fn in_boxes_of(k: usize) -> (Vec<f32>, Fragmented, Fragmented) {
         let shape = [45, 23, 70];
         let params = Params { eps: 1e-6, ..Params::default() };
-        let tiling = Tiling::new(shape, 32, 8).unwrap();
+        let tiling = Tiling::new(shape, 32, 8).unwrap().with_box_cubes(k).unwrap();
         let vol: Vec<f32> = (0..shape.iter().product::<usize>()).map(|i| ((i * 104729) % 997) as f32 * 1e-3 - 0.5).collect();
         let one = Fragmented::on_backends(&[Backend::Cpu], tiling.clone(), &params).unwrap();
         let three = Fragmented::on_backends(&[Backend::Cpu, Backend::Cpu, Backend::Cpu], tiling, &params).unwrap();
@@ -940,7 +1022,14 @@ mod tests {
 
     #[test]
     fn scale_process_is_bit_exact_over_engines_repeatable_and_names_bad_samples() {
-        let (vol, one, three) = one_and_three_engines();
+        for k in [BOX_CUBES, 2] {
+            process_is_bit_exact_over_engines_repeatable_and_names_bad_samples(k);
+        }
+    }
+
+    fn process_is_bit_exact_over_engines_repeatable_and_names_bad_samples(k: usize) {
+        let (vol, one, three) = in_boxes_of(k);
+        assert_eq!(one.tiling.box_count() < one.tiling.count(), k > 1, "{k} cubes per box");
         let edit = |t: usize, c: &mut [Complex32]| c.iter_mut().for_each(|x| *x *= 0.5 + 0.01 * t as f32);
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         let p1 = one.process(&vol, edit).unwrap();

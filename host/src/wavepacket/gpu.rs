@@ -108,7 +108,8 @@ pub struct GpuEngine {
 /// Device state of the box jobs: the current cube's raw samples (the staged ones swap in), the
 /// tiling's taper table (and its host copy, to skip the upload when the next job reuses it), two
 /// partial sums (one folds while the other goes down) with the event after each one's download,
-/// and the download stream.
+/// the download stream, the flag `wp_cut` sets for a raw sample that is not finite, and per sum
+/// the box's status as it went down with it (kept counts per scale, then the flag).
 struct Boxed {
     raw: CudaSlice<f32>,
     tapers: Option<(Vec<f32>, CudaSlice<f32>)>,
@@ -116,6 +117,15 @@ struct Boxed {
     downloaded: [Option<CudaEvent>; 2],
     which: usize,
     down: Arc<CudaStream>,
+    bad: CudaSlice<u32>,
+    status: [PinnedBuf<u32>; 2],
+}
+
+/// A box on its way down ([`GpuEngine::cube_into_box`]): the event that completes when its
+/// partial sum is in the host buffer, and which of the engine's two sums it was.
+pub struct BoxDown {
+    pub event: CudaEvent,
+    slot: usize,
 }
 
 /// The spare raw-sample buffer, the copy stream, whether slabs were queued since the last swap,
@@ -338,6 +348,39 @@ impl GpuEngine {
     /// ([`GpuEngine::wait_staged`]).
     pub(crate) unsafe fn stage_slab(&mut self, slab: &[f32], at: usize) -> Result<()> {
         ensure!(at + slab.len() <= self.vol.len(), "slab of {} samples at {at} for a {}^3 engine", slab.len(), self.frame.n());
+        let st = self.staging_free()?;
+        let mut dst = st.spare.slice_mut(at..at + slab.len());
+        st.copy.memcpy_htod(slab, &mut dst).context("uploading a slab of the cube")?;
+        st.queued = true;
+        Ok(())
+    }
+
+    /// Cube t's raw samples ((n0, n1, n2) = `inside` at `start`) straight from a page-locked
+    /// volume of `shape` ([`GpuEngine::reads_directly`]): one 3D copy on the copy stream, no host
+    /// pass (issue 9: the host copies of four engines' first cubes at once took 4-16 ms each on
+    /// 4 x H200, against ~1.3 ms of DMA per 67 MB cube). [`GpuEngine::cube_into_box`] swaps them in
+    /// as it does staged slabs; `wp_cut` checks them.
+    ///
+    /// # Safety
+    /// `vol` must stay alive and unchanged until the copy stream has passed the copy
+    /// ([`GpuEngine::wait_staged`]).
+    pub(crate) unsafe fn stage_block(&mut self, vol: &[f32], shape: [usize; 3], start: [usize; 3], inside: [usize; 3])
+        -> Result<()> {
+        let n = self.frame.n();
+        ensure!(inside.iter().all(|&d| d <= n), "block {inside:?} for a {n}^3 engine");
+        let st = self.staging_free()?;
+        unsafe { crate::runtime::memory::copy_block_htod(&st.copy, vol, shape, start, inside, &mut st.spare) }?;
+        st.queued = true;
+        Ok(())
+    }
+
+    /// Whether this engine copies cubes straight from `vol` ([`GpuEngine::stage_block`]): the
+    /// volume is page-locked memory.
+    pub(crate) fn reads_directly(&self, vol: &[f32]) -> bool { crate::runtime::memory::page_locked(&self.gpu, vol) }
+
+    /// The staging state, made on first use, its spare buffer free to write (the copy stream waits
+    /// for the cut that last read it).
+    fn staging_free(&mut self) -> Result<&mut Staging> {
         if self.staging.is_none() {
             let spare = self.gpu.zeros::<f32>(self.vol.len())?;
             let copy = self.gpu.context().new_stream().context("creating the cube upload stream")?;
@@ -349,10 +392,7 @@ impl GpuEngine {
         if let Some(ev) = st.free.take() {
             st.copy.wait(&ev).context("ordering a cube upload after the previous cut")?;
         }
-        let mut dst = st.spare.slice_mut(at..at + slab.len());
-        st.copy.memcpy_htod(slab, &mut dst).context("uploading a slab of the cube")?;
-        st.queued = true;
-        Ok(())
+        Ok(st)
     }
 
     /// Waits until the staged slabs have gone up (their host memory may be written again).
@@ -376,15 +416,18 @@ impl GpuEngine {
     /// `partial` must be page-locked memory that stays alive and untouched until the event
     /// completes.
     pub(crate) unsafe fn cube_into_box(&mut self, job: &super::fragments::CubeInBox, tapers: &[f32], op: CubeOp,
-        partial: &mut [f32]) -> Result<Option<CudaEvent>> {
+        partial: &mut [f32]) -> Result<Option<BoxDown>> {
         let n = self.frame.n();
         ensure!(job.cube == n, "cube {}: side {} on an engine of {n}", job.t, job.cube);
         job.check(tapers.len(), partial.len())?;
         let stream = self.gpu.stream().clone();
         if self.boxed.is_none() {
+            let status = self.frame.scales() + 1;
             self.boxed = Some(Boxed { raw: self.gpu.zeros::<f32>(n * n * n)?, tapers: None,
                 acc: [self.gpu.zeros::<f32>(1)?, self.gpu.zeros::<f32>(1)?], downloaded: [None, None], which: 0,
-                down: self.gpu.context().new_stream().context("creating the box download stream")? });
+                down: self.gpu.context().new_stream().context("creating the box download stream")?,
+                bad: self.gpu.zeros::<u32>(1)?,
+                status: [PinnedBuf::new(&self.gpu, status)?, PinnedBuf::new(&self.gpu, status)?] });
         }
         let bx = self.boxed.as_mut().unwrap();
         // The staged raw samples become the cube's once their upload is through.
@@ -407,6 +450,7 @@ impl GpuEngine {
                 bx.acc[w] = self.gpu.zeros::<f32>(need)?;
             }
             stream.memset_zeros(&mut bx.acc[w].slice_mut(..need)).context("zeroing a box's partial sum")?;
+            stream.memset_zeros(&mut bx.bad).context("clearing a box's input check")?;
         }
         let gpu = self.gpu.clone();
         let (c, [n0, n1, n2]) = (n as u32, job.inside.map(|v| v as u32));
@@ -414,7 +458,8 @@ impl GpuEngine {
         {
             let (_, tap) = bx.tapers.as_ref().unwrap();
             let [w0, w1, w2] = job.taper.map(|o| tap.slice(o..o + n));
-            launch!(gpu, "wp_cut", grid_1d(n * n * n, 256), &c, &n0, &n1, &n2, &bx.raw, &w0, &w1, &w2, &mut self.vol)?;
+            launch!(gpu, "wp_cut", grid_1d(n * n * n, 256), &c, &n0, &n1, &n2, &bx.raw, &w0, &w1, &w2, &mut self.vol,
+                &mut bx.bad)?;
         }
         // The raw buffer is free for the next-but-one cube once its cut is through.
         if let Some(st) = self.staging.as_mut() {
@@ -439,10 +484,15 @@ impl GpuEngine {
         if !job.last {
             return Ok(None);
         }
+        // The box's status goes down with it, into its sum's slot (the other slot may still be
+        // read for the previous box).
+        let scales = self.frame.scales();
+        let status = bx.status[w].as_mut_slice()?;
         if threshold {
-            let (kept, kept_host) = self.kept.as_mut().context("no kept counts")?;
-            stream.memcpy_dtoh(kept, kept_host.as_mut_slice()?).context("downloading the kept counts")?;
+            let (kept, _) = self.kept.as_ref().context("no kept counts")?;
+            stream.memcpy_dtoh(kept, &mut status[..scales]).context("downloading the kept counts")?;
         }
+        stream.memcpy_dtoh(&bx.bad, &mut status[scales..]).context("downloading a box's input check")?;
         let folded = stream.record_event(None).context("recording a box's last fold")?;
         bx.down.wait(&folded).context("ordering a box's download after its folds")?;
         bx.down.memcpy_dtoh(&bx.acc[w].slice(..need), &mut partial[..need]).context("downloading a box's partial sum")?;
@@ -450,7 +500,16 @@ impl GpuEngine {
             .context("recording a box's download")?;
         bx.downloaded[w] = Some(bx.down.record_event(None).context("recording a box's download")?);
         bx.which ^= 1;
-        Ok(Some(ev))
+        Ok(Some(BoxDown { event: ev, slot: w }))
+    }
+
+    /// A box's status once its event has completed: the coefficients its threshold kept (`None`
+    /// without one) and whether every raw sample was finite.
+    pub(crate) fn box_status(&self, done: &BoxDown, threshold: bool) -> Result<(Option<u64>, bool)> {
+        let bx = self.boxed.as_ref().context("no box has run on this engine")?;
+        let status = bx.status[done.slot].as_slice()?;
+        let (kept, bad) = status.split_at(self.frame.scales());
+        Ok((threshold.then(|| kept.iter().map(|&k| k as u64).sum()), bad[0] == 0))
     }
 
     /// A host edit of the device coefficients: down into the page-locked buffer, the edit, up.

@@ -475,6 +475,28 @@ impl Engine {
         }
     }
 
+    /// Whether this engine copies cubes straight from `vol` ([`Engine::stage_block`]): a GPU
+    /// engine and a page-locked volume ([`crate::runtime::memory::PinnedBuf::portable`]).
+    pub(crate) fn reads_directly(&self, vol: &[f32]) -> bool {
+        match self {
+            Engine::Cpu(_) => false,
+            Engine::Gpu(e) => e.reads_directly(vol),
+        }
+    }
+
+    /// Queues the upload of cube samples straight from a page-locked volume (the block of
+    /// `inside` at `start`); only where [`Engine::reads_directly`].
+    ///
+    /// # Safety
+    /// As [`gpu::GpuEngine::stage_block`]: `vol` stays unchanged until [`Engine::wait_staged`].
+    pub(crate) unsafe fn stage_block(&mut self, vol: &[f32], shape: [usize; 3], start: [usize; 3], inside: [usize; 3])
+        -> Result<()> {
+        match self {
+            Engine::Cpu(_) => bail!("the CPU engine reads cubes from host buffers"),
+            Engine::Gpu(e) => unsafe { e.stage_block(vol, shape, start, inside) },
+        }
+    }
+
     /// Waits until every staged slab has gone up (its host buffer may be written again).
     pub(crate) fn wait_staged(&self) -> Result<()> {
         match self {
@@ -488,12 +510,13 @@ impl Engine {
     /// forward, the edit `op`, inverse, and the fold of the tapered result into the box's partial
     /// sum. Behind the box's last cube the sum goes into `partial`. The CPU finishes before
     /// returning (no event; the kept count of a threshold); the GPU returns, for the last cube, an
-    /// event that completes when `partial` holds the sum (its kept count: [`Engine::device_kept`]).
+    /// event that completes when `partial` holds the sum (its kept count and input check:
+    /// [`Engine::box_status`]).
     ///
     /// # Safety
     /// On a GPU, `partial` is page-locked memory left untouched until the box's event completes.
     pub(crate) unsafe fn cube_into_box(&mut self, job: &fragments::CubeInBox, tapers: &[f32], raw: &[f32], op: CubeOp,
-        partial: &mut [f32]) -> Result<(Option<cudarc::driver::CudaEvent>, Option<u64>)> {
+        partial: &mut [f32]) -> Result<(Option<gpu::BoxDown>, Option<u64>)> {
         job.check(tapers.len(), partial.len())?;
         match self {
             Engine::Cpu(e) => {
@@ -517,11 +540,12 @@ impl Engine {
         }
     }
 
-    /// A GPU engine's kept count of its last device threshold (after the cube's event).
-    pub(crate) fn device_kept(&self) -> Result<u64> {
+    /// A GPU box's status once its event has completed: the kept count of its threshold (`None`
+    /// without one) and whether its raw samples were all finite.
+    pub(crate) fn box_status(&self, done: &gpu::BoxDown, threshold: bool) -> Result<(Option<u64>, bool)> {
         match self {
-            Engine::Gpu(e) => e.kept(),
-            Engine::Cpu(_) => bail!("the CPU engine counts its thresholds as it runs them"),
+            Engine::Gpu(e) => e.box_status(done, threshold),
+            Engine::Cpu(_) => bail!("the CPU engine counts its thresholds and checks its input as it runs"),
         }
     }
 
