@@ -273,7 +273,8 @@ static MARKS: Mutex<Vec<(&'static str, f64)>> = Mutex::new(Vec::new());
 /// stops recording after a few thousand).
 pub fn mark(phase: &'static str, since: std::time::Instant) { mark_ms(phase, since.elapsed().as_secs_f64() * 1e3) }
 
-fn mark_ms(phase: &'static str, ms: f64) {
+/// Records `phase` with a duration measured otherwise (e.g. from CUDA events).
+pub fn mark_ms(phase: &'static str, ms: f64) {
     if let Ok(mut m) = MARKS.lock() && m.len() < 4096 {
         m.push((phase, ms));
     }

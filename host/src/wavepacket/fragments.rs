@@ -453,7 +453,11 @@ struct NotFinite;
 
 /// Host buffers for box partial sums per engine in [`Fragmented::process`]: one the device
 /// downloads into, one waiting for (or in) the ordered fold, one spare for an out-of-order box.
-const HOST_BOXES: usize = 3;
+/// `SEISGPU_WP_HOST_BOXES=k` to compare.
+fn host_boxes() -> usize {
+    static K: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *K.get_or_init(|| std::env::var("SEISGPU_WP_HOST_BOXES").ok().and_then(|v| v.parse().ok()).filter(|&k| k >= 2).unwrap_or(3))
+}
 
 /// An engine's host buffers: its box partial sums (the free ones, and how many exist) and the
 /// buffer it copies each cube's raw samples into. Made on first use, page-locked on a GPU, so a
@@ -466,7 +470,7 @@ struct CubePool {
 }
 
 impl CubePool {
-    /// A free buffer (made with `make` while fewer than [`HOST_BOXES`] exist, else waiting for the
+    /// A free buffer (made with `make` while fewer than [`host_boxes`] exist, else waiting for the
     /// fold to give one back); `None` once `stop` is set.
     fn take(&self, stop: &std::sync::atomic::AtomicBool, make: impl FnOnce() -> Result<HostCube>) -> Result<Option<HostCube>> {
         let mut g = self.state.lock().map_err(|_| anyhow::anyhow!("cube buffer pool poisoned"))?;
@@ -477,7 +481,7 @@ impl CubePool {
             if let Some(b) = g.0.pop() {
                 return Ok(Some(b));
             }
-            if g.1 < HOST_BOXES {
+            if g.1 < host_boxes() {
                 g.1 += 1;
                 drop(g);
                 return make().map(Some);
@@ -793,6 +797,10 @@ impl Fragmented {
                         }
                         if let Some(p) = prev.take() {
                             finish(&*e, p)?;
+                        }
+                        if let Some((busy, idle)) = e.take_device_times()? {
+                            crate::multi::mark_ms("device in cubes (each)", busy);
+                            crate::multi::mark_ms("device idle between cubes (each)", idle);
                         }
                         Ok(())
                     })();

@@ -119,6 +119,9 @@ struct Boxed {
     down: Arc<CudaStream>,
     bad: CudaSlice<u32>,
     status: [PinnedBuf<u32>; 2],
+    /// Events before each cube's cut (once its samples are up) and after its fold, for
+    /// [`GpuEngine::take_device_times`].
+    timeline: Vec<(CudaEvent, CudaEvent)>,
 }
 
 /// A box on its way down ([`GpuEngine::cube_into_box`]): the event that completes when its
@@ -427,7 +430,7 @@ impl GpuEngine {
                 acc: [self.gpu.zeros::<f32>(1)?, self.gpu.zeros::<f32>(1)?], downloaded: [None, None], which: 0,
                 down: self.gpu.context().new_stream().context("creating the box download stream")?,
                 bad: self.gpu.zeros::<u32>(1)?,
-                status: [PinnedBuf::new(&self.gpu, status)?, PinnedBuf::new(&self.gpu, status)?] });
+                status: [PinnedBuf::new(&self.gpu, status)?, PinnedBuf::new(&self.gpu, status)?], timeline: Vec::new() });
         }
         let bx = self.boxed.as_mut().unwrap();
         // The staged raw samples become the cube's once their upload is through.
@@ -455,6 +458,8 @@ impl GpuEngine {
         let gpu = self.gpu.clone();
         let (c, [n0, n1, n2]) = (n as u32, job.inside.map(|v| v as u32));
         let (len, off) = (job.len as u32, job.off as u32);
+        let timed = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let started = stream.record_event(timed).context("recording a cube's start")?;
         {
             let (_, tap) = bx.tapers.as_ref().unwrap();
             let [w0, w1, w2] = job.taper.map(|o| tap.slice(o..o + n));
@@ -481,6 +486,7 @@ impl GpuEngine {
             launch!(gpu, "wp_fold", grid_1d(added, 256), &c, &n0, &n1, &n2, &len, &off, &self.vol, &w0, &w1, &w2,
                 &mut bx.acc[w])?;
         }
+        bx.timeline.push((started, stream.record_event(timed).context("recording a cube's end")?));
         if !job.last {
             return Ok(None);
         }
@@ -501,6 +507,22 @@ impl GpuEngine {
         bx.downloaded[w] = Some(bx.down.record_event(None).context("recording a box's download")?);
         bx.which ^= 1;
         Ok(Some(BoxDown { event: ev, slot: w }))
+    }
+
+    /// The device's time in the cubes since the last call (from each cut, once the samples were
+    /// up, to the fold) and its idle time between them (waiting for samples, or for the host to
+    /// queue the next cube), in ms; `None` before any cube. Waits for the last cube.
+    pub(crate) fn take_device_times(&mut self) -> Result<Option<(f64, f64)>> {
+        let Some(bx) = self.boxed.as_mut() else { return Ok(None) };
+        let tl = std::mem::take(&mut bx.timeline);
+        let (Some(first), Some(last)) = (tl.first(), tl.last()) else { return Ok(None) };
+        last.1.synchronize().context("waiting for the last cube")?;
+        let mut busy = 0.0;
+        for (a, b) in &tl {
+            busy += a.elapsed_ms(b).context("reading a cube's events")? as f64;
+        }
+        let span = first.0.elapsed_ms(&last.1).context("reading the cubes' events")? as f64;
+        Ok(Some((busy, span - busy)))
     }
 
     /// A box's status once its event has completed: the coefficients its threshold kept (`None`

@@ -540,6 +540,15 @@ impl Engine {
         }
     }
 
+    /// A GPU engine's time in its cubes and idle between them since the last call, in ms
+    /// ([`gpu::GpuEngine::take_device_times`]); `None` on the CPU.
+    pub(crate) fn take_device_times(&mut self) -> Result<Option<(f64, f64)>> {
+        match self {
+            Engine::Gpu(e) => e.take_device_times(),
+            Engine::Cpu(_) => Ok(None),
+        }
+    }
+
     /// A GPU box's status once its event has completed: the kept count of its threshold (`None`
     /// without one) and whether its raw samples were all finite.
     pub(crate) fn box_status(&self, done: &gpu::BoxDown, threshold: bool) -> Result<(Option<u64>, bool)> {
