@@ -27,6 +27,7 @@ use anyhow::{ensure, Context, Result};
 
 use crate::backend::Backend;
 use crate::bench::{rel_l2, BenchRow, BenchSize};
+use crate::runtime::memory::HostSamples;
 use crate::runtime::timing::measure_cpu;
 
 /// The pipelines with a scaling workload, in `seisgpu bench` order.
@@ -42,7 +43,10 @@ pub fn counts(available: usize) -> Vec<usize> {
 }
 
 /// The whole split job on some devices, its result as f32s (for the checks).
-type Job = Box<dyn Fn(&[Backend]) -> Result<Vec<f32>>>;
+type Job = Box<dyn Fn(&[Backend]) -> Result<HostSamples>>;
+
+/// A job whose result is an ordinary vector.
+fn pageable(job: impl Fn(&[Backend]) -> Result<Vec<f32>> + 'static) -> Job { Box::new(move |d| job(d).map(HostSamples::Pageable)) }
 
 /// One pipeline's workload, prepared once.
 struct Workload {
@@ -54,7 +58,7 @@ struct Workload {
     run: Job,
     /// Takes back a result the harness is done with (its memory serves a later run), where the
     /// job writes into reusable buffers; without it results are freed after the timing.
-    recycle: Option<Box<dyn Fn(Vec<f32>)>>,
+    recycle: Option<Box<dyn Fn(HostSamples)>>,
 }
 
 /// The strong-scaling rows of `pipeline` on `devices` (all of them the same kind): every workload
@@ -76,7 +80,7 @@ pub fn bench(pipeline: &str, devices: &[Backend], size: BenchSize) -> Result<Vec
 fn bench_workload(w: Workload, devices: &[Backend]) -> Result<Vec<BenchRow>> {
     let kind = if devices[0].gpu().is_some() { "gpu" } else { "cpu-queue" };
     let mut rows = Vec::new();
-    let mut one: Option<(Vec<f32>, f64)> = None;
+    let mut one: Option<(HostSamples, f64)> = None;
     for &n in &counts(devices.len()) {
         let devs = &devices[..n];
         // The check run: also the warm-up (module loads, resident data, per-count setup).
@@ -86,6 +90,7 @@ fn bench_workload(w: Workload, devices: &[Backend]) -> Result<Vec<BenchRow>> {
         let mut check = match &one {
             None => "reference (1 device)".to_string(),
             Some((want, _)) => {
+                let (got, want) = (got.as_slice()?, want.as_slice()?);
                 ensure!(got.len() == want.len(), "{}: {} values on {n} devices, {} on one", w.name, got.len(), want.len());
                 let e = rel_l2(&got, want);
                 let same = got.iter().zip(want).all(|(a, b)| a.to_bits() == b.to_bits());
@@ -105,7 +110,7 @@ fn bench_workload(w: Workload, devices: &[Backend]) -> Result<Vec<BenchRow>> {
         let mut last = None;
         // The earlier timed runs' results, freed after the timing: unmapping a big result (442 MB
         // for the 480^3 wave-packet volume) is not the next run's work.
-        let mut spent: Vec<Vec<f32>> = Vec::new();
+        let mut spent: Vec<HostSamples> = Vec::new();
         // The last timed run's wall-clock marks (crate::multi::mark): where its serial time goes.
         let mut marks = Vec::new();
         let stats = measure_cpu(0, repeats, || {
@@ -126,10 +131,11 @@ fn bench_workload(w: Workload, devices: &[Backend]) -> Result<Vec<BenchRow>> {
             return Err(e.context(format!("{} on {n} device(s), timed run", w.name)));
         }
         if let Some(v) = last {
-            let same = v.len() == got.len() && v.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits());
+            let (vs, gs) = (v.as_slice()?, got.as_slice()?);
+            let same = vs.len() == gs.len() && vs.iter().zip(gs).all(|(a, b)| a.to_bits() == b.to_bits());
             check += if same { "; repeatable bit for bit" } else { "; NOT repeatable bit for bit" };
             if !same {
-                eprintln!("WARNING {}: {n}-device runs differ from each other (rel L2 {:.1e})", w.name, rel_l2(&v, &got));
+                eprintln!("WARNING {}: {n}-device runs differ from each other (rel L2 {:.1e})", w.name, rel_l2(vs, gs));
             }
             if let Some(r) = &w.recycle {
                 r(v);
@@ -208,13 +214,24 @@ pub const WAVEPACKET_LARGE: [usize; 3] = [928, 928, 480];
 /// A wave-packet scaling workload: forward + identity edit (the coefficients stay on the devices)
 /// + inverse of every cube, folded in box order into the output volume. The volume is made on the
 /// first (untimed, check) run, so the bench holds only the volumes it has reached, in the job's
-/// input buffer (page-locked on GPUs: the devices copy their cubes from it by DMA). The output
-/// buffers are made once (four, their pages written in the check run) and reused by every run,
-/// as a job processing many volumes reuses its output: on the 4 x H200 VM, fresh pages cost the
-/// fold 44-66 ms per 126 MB box in first-touch faults (one run's output is 1.65 GB at
-/// 928 x 928 x 480), which every device count would pay alike and which no split can hide.
+/// volume buffer (page-locked on GPUs: the devices copy their cubes from it by DMA). The output
+/// buffers are made once (four volume buffers, page-locked on GPUs: the devices write each box's
+/// fresh block into them by DMA) and reused by every run, as a job processing many volumes reuses
+/// its buffers: on the 4 x H200 VM, fresh pages cost the fold 44-66 ms per 126 MB box in
+/// first-touch faults (one run's output is 1.65 GB at 928 x 928 x 480), and page-locking 1.65 GB
+/// takes 139-163 ms, which every device count would pay alike and which no split can hide.
+/// `SEISGPU_WP_INPUT=pageable` / `SEISGPU_WP_OUTPUT=pageable`: ordinary memory (host copies and
+/// folds), to compare.
 fn wavepacket_workload(shape: [usize; 3], cube: usize, overlap: usize) -> Result<Workload> {
-    use crate::wavepacket::{apps, fragments::{Fragmented, HostVolume, Tiling, BOX_CUBES}, CoeffEdit, Params};
+    // The job's volume buffer, or ordinary memory where the variable `knob` says `pageable`.
+    let buffer = move |f: &crate::wavepacket::fragments::Fragmented, knob: &str| -> Result<HostSamples> {
+        Ok(if std::env::var(knob).is_ok_and(|v| v == "pageable") {
+            HostSamples::Pageable(vec![0.0; shape.iter().product()])
+        } else {
+            f.volume_buffer()?
+        })
+    };
+    use crate::wavepacket::{apps, fragments::{Fragmented, Tiling, BOX_CUBES}, CoeffEdit, Params};
     use rayon::prelude::*;
     let params = Params::default();
     let tiling = Tiling::new(shape, cube, overlap)?;
@@ -224,7 +241,7 @@ fn wavepacket_workload(shape: [usize; 3], cube: usize, overlap: usize) -> Result
     // The engines (frame, FFT plans, device buffers) are built once per device count, outside
     // the timed runs, as a processing job builds them once for many volumes.
     let engines: PerCount<Fragmented> = Default::default();
-    let outputs: std::sync::Arc<std::sync::Mutex<Vec<Vec<f32>>>> = Default::default();
+    let outputs: std::sync::Arc<std::sync::Mutex<Vec<HostSamples>>> = Default::default();
     let made = std::sync::atomic::AtomicBool::new(false);
     let back = outputs.clone();
     Ok(Workload { name: format!("scale-wavepacket-{}x{}x{}", shape[0], shape[1], shape[2]), work,
@@ -235,14 +252,8 @@ fn wavepacket_workload(shape: [usize; 3], cube: usize, overlap: usize) -> Result
             let k = std::env::var("SEISGPU_WP_BOX_CUBES").ok().and_then(|v| v.parse().ok()).unwrap_or(BOX_CUBES);
             let f = cached(&engines, d.len(), || Fragmented::on_backends(d, tiling.clone().with_box_cubes(k)?, &params))?;
             if vol.get().is_none() {
-                // Read into the job's input buffer (page-locked on GPUs), as a job of many volumes
-                // reads each one; `SEISGPU_WP_INPUT=pageable`: ordinary memory (host copies), to
-                // compare.
-                let mut buf = if std::env::var("SEISGPU_WP_INPUT").is_ok_and(|v| v == "pageable") {
-                    HostVolume::Pageable(vec![0.0; len])
-                } else {
-                    f.input_buffer()?
-                };
+                // Read into the job's volume buffer, as a job of many volumes reads each one.
+                let mut buf = buffer(&f, "SEISGPU_WP_INPUT")?;
                 buf.as_mut_slice()?.par_chunks_mut(1 << 16).zip(apps::synthetic_cube(shape, 0.004, 25.0).par_chunks(1 << 16))
                     .for_each(|(d, s)| d.copy_from_slice(s));
                 let _ = vol.set(buf);
@@ -253,21 +264,21 @@ fn wavepacket_workload(shape: [usize; 3], cube: usize, overlap: usize) -> Result
                 // The 1-device reference, the check run's and two timed runs' (the harness gives
                 // each run's result back once the next one is in).
                 for _ in 0..4 {
-                    let mut v = Vec::new();
-                    rayon::iter::repeat_n(0.0f32, len).collect_into_vec(&mut v);
+                    let mut v = buffer(&f, "SEISGPU_WP_OUTPUT")?;
+                    v.as_mut_slice()?.par_chunks_mut(1 << 16).for_each(|c| c.fill(0.0));
                     o.push(v);
                 }
             }
             let popped = outputs.lock().map_err(|_| anyhow::anyhow!("output buffers poisoned"))?.pop();
-            let mut out = popped.unwrap_or_else(|| crate::runtime::memory::zeroed_host(len));
+            let mut out = popped.unwrap_or_else(|| HostSamples::Pageable(crate::runtime::memory::zeroed_host(len)));
             // Poisoned, as the previous run's result would be: every sample must be written.
-            out.par_chunks_mut(1 << 16).for_each(|c| c[0] = f32::NAN);
+            out.as_mut_slice()?.par_chunks_mut(1 << 16).for_each(|c| c[0] = f32::NAN);
             // `SEISGPU_WP_EDIT=host`: the identity as a host edit (coefficients down and up), to
             // compare with the device path.
             if std::env::var("SEISGPU_WP_EDIT").is_ok_and(|v| v == "host") {
-                f.process_into(vol, CoeffEdit::Host(&|_, _| {}), &mut out)?;
+                f.process_into(vol, CoeffEdit::Host(&|_, _| {}), out.as_mut_slice()?)?;
             } else {
-                f.process_into(vol, CoeffEdit::Identity, &mut out)?;
+                f.process_into(vol, CoeffEdit::Identity, out.as_mut_slice()?)?;
             }
             Ok(out)
         }) })
@@ -284,7 +295,7 @@ fn workload(pipeline: &str, size: BenchSize) -> Result<Workload> {
             let work = w.traces.len() as f64 * w.params.grid.len() as f64;
             let (traces, params) = (w.traces, w.params);
             Workload { name: format!("scale-{}", w.name), work, unit: "contributions (trace x image sample)".into(), exact: false, recycle: None,
-                run: Box::new(move |d| Ok(crate::ktm::migrate_multi(&traces, &params, d)?.data)) }
+                run: pageable(move |d| Ok(crate::ktm::migrate_multi(&traces, &params, d)?.data)) }
         }
         "pstm" => {
             // Table 2's image (50 x 1097 x 1504) with a fifth of its 450,000 traces; small: the small table.
@@ -295,7 +306,7 @@ fn workload(pipeline: &str, size: BenchSize) -> Result<Workload> {
             let (mode, model) = (TraveltimeMode::Static8, TraveltimeModel::Dsr);
             let work = pstm::count_pairs(&p, &pstm::plan(&traces, &p, mode)?).1 as f64;
             Workload { name: format!("scale-pstm-table2-{ntr}"), work, unit: "contributions (pair x image sample)".into(),
-                exact: false, recycle: None, run: Box::new(move |d| Ok(pstm::migrate_multi(&traces, &p, mode, model, d)?.data)) }
+                exact: false, recycle: None, run: pageable(move |d| Ok(pstm::migrate_multi(&traces, &p, mode, model, d)?.data)) }
         }
         "nlbf" => {
             // The paper's field cross-spread shape (94 x 224 traces, 1500 samples).
@@ -311,7 +322,7 @@ fn workload(pipeline: &str, size: BenchSize) -> Result<Workload> {
             // apertures up, kernels, picks and semblance down.
             let cache: PerCount<(Variant, Vec<NlbfDevice>)> = Default::default();
             Workload { name: "scale-nlbf-crossspread-3d".into(), work, unit: "estimations (parameter trace x time sample)".into(),
-                exact: true, recycle: None, run: Box::new(move |d| {
+                exact: true, recycle: None, run: pageable(move |d| {
                     let state = cached(&cache, d.len(), || {
                         let variant = d.iter().find(|b| b.gpu().is_some()).map_or(Variant::Cpu, |b| nlbf::variant_for(b, &setup));
                         Ok((variant, d.iter().map(NlbfDevice::new).collect()))
@@ -352,7 +363,7 @@ fn workload(pipeline: &str, size: BenchSize) -> Result<Workload> {
             let resolved: std::sync::Mutex<Option<GpuOptions>> = Default::default();
             let cache: PerCount<Vec<srm::SrmDevice>> = Default::default();
             Workload { name: format!("scale-srm-shot-{n}"), work, unit: "frequency x depth x node".into(), exact: false,
-                recycle: None, run: Box::new(move |d| {
+                recycle: None, run: pageable(move |d| {
                     let devs = cached(&cache, d.len(), || d.iter().map(|b| srm::SrmDevice::new(b, &plan.op)).collect())?;
                     let opts = {
                         let mut r = resolved.lock().map_err(|_| anyhow::anyhow!("srm options poisoned"))?;

@@ -235,10 +235,11 @@ fn wavepacket_bench_paper() {
 /// `Fragmented::process` on GPUs (issue 9's pipeline: raw samples copied into page-locked
 /// buffers and uploaded slab by slab, or straight from a page-locked volume by DMA, the next cube
 /// copied while the device finishes one, cubes cut and folded into their box on the device, boxes
-/// added in order from the buffers), for one cube per box (the default) and boxes of 4: the same
-/// bits as the serial box loop on the same GPU (cut and fold on the host), as every visible GPU
-/// together, as a second run, and from a page-locked input; close to the CPU; a bad sample named
-/// as by the whole-volume check, from pageable and from page-locked input.
+/// added in order from the buffers, or each box's fresh block written straight into a page-locked
+/// output), for one cube per box (the default) and boxes of 4: the same bits as the serial box
+/// loop on the same GPU (cut and fold on the host), as every visible GPU together, as a second
+/// run, and with page-locked input, output or both; close to the CPU; a bad sample named as by
+/// the whole-volume check, from pageable and from page-locked input.
 #[test]
 fn wavepacket_gpu_process_pipeline() {
     let Some(gpu) = gpu_or_skip("wavepacket_gpu_process_pipeline") else { return };
@@ -280,19 +281,28 @@ fn process_pipeline(gpu: &Arc<seisgpu_host::runtime::Gpu>, k: usize) {
     for run in 0..2 {
         assert_eq!(bits(&n.process(&vol, edit).unwrap()), bits(&p1), "{note}, run {run}: differs from 1 GPU");
     }
-    // Page-locked input: the engines copy the cubes by DMA and check them on the device.
-    let mut locked = n.input_buffer().unwrap();
-    assert!(matches!(locked, seisgpu_host::wavepacket::fragments::HostVolume::PageLocked(_)));
+    // Page-locked input (the engines copy the cubes by DMA and check them on the device) and
+    // output (the devices write each box's fresh block by DMA, the host adds the shared samples),
+    // each with the other pageable and together, into outputs poisoned with NaN.
+    let mut locked = n.volume_buffer().unwrap();
+    assert!(matches!(locked, seisgpu_host::wavepacket::HostSamples::PageLocked(_)));
     locked.as_mut_slice().unwrap().copy_from_slice(&vol);
+    let mut locked_out = n.volume_buffer().unwrap();
     for f in [&one, &n] {
-        let mut out = vec![f32::NAN; vol.len()];
-        f.process_into(locked.as_slice().unwrap(), CoeffEdit::Host(&edit), &mut out).unwrap();
-        assert_eq!(bits(&out), bits(&p1), "{k} cubes per box, {} GPU(s): page-locked input differs", f.engines());
+        for (input, output) in [(true, false), (false, true), (true, true)] {
+            let mut plain = vec![f32::NAN; vol.len()];
+            let out = if output { locked_out.as_mut_slice().unwrap() } else { &mut plain[..] };
+            out.fill(f32::NAN);
+            let src = if input { locked.as_slice().unwrap() } else { &vol[..] };
+            f.process_into(src, CoeffEdit::Host(&edit), out).unwrap();
+            assert_eq!(bits(out), bits(&p1), "{k} cubes per box, {} GPU(s): page-locked input {input}, output {output}: differs",
+                f.engines());
+        }
     }
     let cpu = Fragmented::on_backends(&[Backend::Cpu], tiling, &params).unwrap();
     let pc = cpu.process(&vol, edit).unwrap();
     let err = rel_l2(&p1, &pc);
-    println!("process pipeline, {k} cubes per box: {note}: bit-exact vs 1 GPU, from page-locked input too; GPU vs CPU rel L2 {err:.2e}");
+    println!("process pipeline, {k} cubes per box: {note}: bit-exact vs 1 GPU, with page-locked input and output too; GPU vs CPU rel L2 {err:.2e}");
     assert!(err < 1e-4, "GPU vs CPU rel L2 {err:.2e}");
     let at = (50 * 45 + 7) * 90 + 81;
     let mut bad = vol.clone();
@@ -301,8 +311,8 @@ fn process_pipeline(gpu: &Arc<seisgpu_host::runtime::Gpu>, k: usize) {
     assert!(msg.contains("sample 81 of trace (50, 7) is not finite"), "{msg}");
     locked.as_mut_slice().unwrap()[at] = f32::INFINITY;
     for f in [&one, &n] {
-        let mut out = vec![0.0f32; vol.len()];
-        let msg = f.process_into(locked.as_slice().unwrap(), CoeffEdit::Identity, &mut out).unwrap_err().to_string();
+        let out = locked_out.as_mut_slice().unwrap();
+        let msg = f.process_into(locked.as_slice().unwrap(), CoeffEdit::Identity, out).unwrap_err().to_string();
         assert!(msg.contains("sample 81 of trace (50, 7) is not finite"), "page-locked input, {} GPU(s): {msg}", f.engines());
     }
     assert_eq!(bits(&n.process(&vol, edit).unwrap()), bits(&p1), "after a failed job");

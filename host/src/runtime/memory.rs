@@ -4,7 +4,7 @@
 //! `memcpy_htod`/`memcpy_dtoh` truly asynchronous, so uploads overlap compute on another stream.
 
 use cudarc::driver::sys;
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, PinnedHostSlice, ValidAsZeroBits};
+use cudarc::driver::{CudaStream, DevicePtr, DeviceRepr, PinnedHostSlice, ValidAsZeroBits};
 
 use super::context::Gpu;
 use super::error::{GpuError, GpuResult};
@@ -22,7 +22,7 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> PinnedBuf<T> {
         Self::with_flags(gpu, len, 0)
     }
     /// Page-locked for every CUDA context, cached: for a buffer that engines on several GPUs read
-    /// (a volume that each device copies its cubes from, [`copy_block_htod`]).
+    /// (a volume that each device copies its cubes from, [`copy_3d`]).
     pub fn portable(gpu: &Gpu, len: usize) -> GpuResult<Self> {
         Self::with_flags(gpu, len, sys::CU_MEMHOSTALLOC_PORTABLE)
     }
@@ -64,53 +64,110 @@ pub fn page_locked<T>(gpu: &Gpu, s: &[T]) -> bool {
     known(s.as_ptr()) && known(s.as_ptr().wrapping_add(s.len() - 1))
 }
 
-/// Queues on `stream` the copy of the block of `extent` samples at `start` of a host volume of
-/// `shape` (x2 fastest) into `dst`, tight (extent[2] fastest): one 3D copy of rows of extent[2]
-/// samples, by DMA where `vol` is page-locked ([`page_locked`]; the driver stages pageable memory
-/// itself, synchronously).
+/// f32 samples on the host: ordinary memory, or page-locked where a GPU moves them (full-speed,
+/// asynchronous DMA).
+pub enum HostSamples {
+    Pageable(Vec<f32>),
+    PageLocked(PinnedBuf<f32>),
+}
+
+impl HostSamples {
+    pub fn as_slice(&self) -> GpuResult<&[f32]> {
+        match self {
+            HostSamples::Pageable(v) => Ok(v),
+            HostSamples::PageLocked(p) => p.as_slice(),
+        }
+    }
+    pub fn as_mut_slice(&mut self) -> GpuResult<&mut [f32]> {
+        match self {
+            HostSamples::Pageable(v) => Ok(v),
+            HostSamples::PageLocked(p) => p.as_mut_slice(),
+        }
+    }
+}
+
+/// Where a 3D copy reads or writes ([`copy_3d`]): memory holding a buffer of `shape` samples
+/// (x2 fastest, `len` available), and the block's first sample in it.
+#[derive(Clone, Copy, Debug)]
+pub struct Place {
+    pub mem: Mem,
+    pub len: usize,
+    pub shape: [usize; 3],
+    pub start: [usize; 3],
+}
+
+/// Host memory (an address: page-locked for asynchronous DMA) or a device address.
+#[derive(Clone, Copy, Debug)]
+pub enum Mem {
+    Host(usize),
+    Device(u64),
+}
+
+impl Place {
+    /// A block of host samples `s` of `shape` at `start`.
+    pub fn host(s: &[f32], shape: [usize; 3], start: [usize; 3]) -> Place {
+        Place { mem: Mem::Host(s.as_ptr() as usize), len: s.len(), shape, start }
+    }
+    /// A block of a device buffer of `shape` at `start`, with the buffer's address and length as
+    /// the stream that uses it sees them.
+    pub fn device<T: DevicePtr<f32>>(s: &T, stream: &CudaStream, shape: [usize; 3], start: [usize; 3]) -> Place {
+        let (ptr, _record) = s.device_ptr(stream);
+        Place { mem: Mem::Device(ptr), len: s.len(), shape, start }
+    }
+}
+
+/// Queues on `stream` the copy of a block of `extent` samples from `src` to `dst` (each a buffer
+/// of its own shape): one `cuMemcpy3DAsync`, rows of extent[2] samples, by DMA where the host side
+/// is page-locked ([`page_locked`]; the driver stages pageable memory itself, synchronously).
+/// Checks that the block lies inside both buffers.
 ///
 /// # Safety
-/// `vol` must stay alive and unchanged until `stream` has passed the copy.
-pub unsafe fn copy_block_htod(stream: &CudaStream, vol: &[f32], shape: [usize; 3], start: [usize; 3], extent: [usize; 3],
-    dst: &mut CudaSlice<f32>) -> GpuResult<()> {
-    let n: usize = extent.iter().product();
-    if vol.len() != shape.iter().product::<usize>() || (0..3).any(|a| start[a] + extent[a] > shape[a]) || n == 0 || dst.len() < n {
-        return Err(GpuError::BadCopy(format!("block {extent:?} at {start:?} of a {shape:?} volume of {} samples into {} samples",
-            vol.len(), dst.len())));
+/// The addresses must be live buffers of at least `len` samples, and stay so, the source unchanged
+/// and the destination untouched, until `stream` has passed the copy.
+pub unsafe fn copy_3d(stream: &CudaStream, src: Place, dst: Place, extent: [usize; 3]) -> GpuResult<()> {
+    let inside = |p: &Place| p.len >= p.shape.iter().product::<usize>() && (0..3).all(|a| p.start[a] + extent[a] <= p.shape[a]);
+    if extent.contains(&0) || !inside(&src) || !inside(&dst) {
+        return Err(GpuError::BadCopy(format!("block {extent:?} from {src:?} to {dst:?}")));
     }
     let f = std::mem::size_of::<f32>();
-    let (ptr, _record) = dst.device_ptr_mut(stream);
-    let copy = sys::CUDA_MEMCPY3D {
-        srcXInBytes: start[2] * f,
-        srcY: start[1],
-        srcZ: start[0],
-        srcLOD: 0,
-        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
-        srcHost: vol.as_ptr() as *const std::ffi::c_void,
-        srcDevice: 0,
-        srcArray: std::ptr::null_mut(),
-        reserved0: std::ptr::null_mut(),
-        srcPitch: shape[2] * f,
-        srcHeight: shape[1],
-        dstXInBytes: 0,
-        dstY: 0,
-        dstZ: 0,
-        dstLOD: 0,
-        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-        dstHost: std::ptr::null_mut(),
-        dstDevice: ptr,
-        dstArray: std::ptr::null_mut(),
-        reserved1: std::ptr::null_mut(),
-        dstPitch: extent[2] * f,
-        dstHeight: extent[1],
-        WidthInBytes: extent[2] * f,
-        Height: extent[1],
-        Depth: extent[0],
-    };
+    let mut copy: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+    copy.srcXInBytes = src.start[2] * f;
+    copy.srcY = src.start[1];
+    copy.srcZ = src.start[0];
+    copy.srcPitch = src.shape[2] * f;
+    copy.srcHeight = src.shape[1];
+    match src.mem {
+        Mem::Host(a) => {
+            copy.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+            copy.srcHost = a as *const std::ffi::c_void;
+        }
+        Mem::Device(a) => {
+            copy.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            copy.srcDevice = a;
+        }
+    }
+    copy.dstXInBytes = dst.start[2] * f;
+    copy.dstY = dst.start[1];
+    copy.dstZ = dst.start[0];
+    copy.dstPitch = dst.shape[2] * f;
+    copy.dstHeight = dst.shape[1];
+    match dst.mem {
+        Mem::Host(a) => {
+            copy.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+            copy.dstHost = a as *mut std::ffi::c_void;
+        }
+        Mem::Device(a) => {
+            copy.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            copy.dstDevice = a;
+        }
+    }
+    copy.WidthInBytes = extent[2] * f;
+    copy.Height = extent[1];
+    copy.Depth = extent[0];
     stream.context().bind_to_thread().map_err(GpuError::driver("binding the context"))?;
-    // SAFETY: the block lies inside `vol` and `dst` (checked above); the caller keeps `vol`.
+    // SAFETY: the block lies inside both buffers (checked above); the caller keeps them.
     unsafe { sys::cuMemcpy3DAsync_v2(&copy, stream.cu_stream()) }.result()
-        .map_err(GpuError::driver(format!("copying a {extent:?} block of the volume to the GPU")))
+        .map_err(GpuError::driver(format!("copying a {extent:?} block")))
 }
 
 /// `len` zeros of ordinary (pageable) host memory for a large output that is then written once

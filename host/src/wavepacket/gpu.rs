@@ -129,6 +129,9 @@ struct Boxed {
 pub struct BoxDown {
     pub event: CudaEvent,
     slot: usize,
+    /// The box's fresh block went straight into the output volume (the host adds only the
+    /// covered shell: [`super::fragments::Tiling::add_covered`]).
+    pub fresh_written: bool,
 }
 
 /// The spare raw-sample buffer, the copy stream, whether slabs were queued since the last swap,
@@ -359,7 +362,7 @@ impl GpuEngine {
     }
 
     /// Cube t's raw samples ((n0, n1, n2) = `inside` at `start`) straight from a page-locked
-    /// volume of `shape` ([`GpuEngine::reads_directly`]): one 3D copy on the copy stream, no host
+    /// volume of `shape` ([`super::Engine::page_locked`]): one 3D copy on the copy stream, no host
     /// pass (issue 9: the host copies of four engines' first cubes at once took 4-16 ms each on
     /// 4 x H200, against ~1.3 ms of DMA per 67 MB cube). [`GpuEngine::cube_into_box`] swaps them in
     /// as it does staged slabs; `wp_cut` checks them.
@@ -371,15 +374,25 @@ impl GpuEngine {
         -> Result<()> {
         let n = self.frame.n();
         ensure!(inside.iter().all(|&d| d <= n), "block {inside:?} for a {n}^3 engine");
+        use crate::runtime::memory::{copy_3d, Place};
         let st = self.staging_free()?;
-        unsafe { crate::runtime::memory::copy_block_htod(&st.copy, vol, shape, start, inside, &mut st.spare) }?;
+        let spare = Place::device(&st.spare, &st.copy, inside, [0; 3]);
+        unsafe { copy_3d(&st.copy, Place::host(vol, shape, start), spare, inside) }?;
         st.queued = true;
         Ok(())
     }
 
-    /// Whether this engine copies cubes straight from `vol` ([`GpuEngine::stage_block`]): the
-    /// volume is page-locked memory.
-    pub(crate) fn reads_directly(&self, vol: &[f32]) -> bool { crate::runtime::memory::page_locked(&self.gpu, vol) }
+    /// Waits until the engine's streams are through (nothing in flight into host buffers).
+    pub(crate) fn quiesce(&self) -> Result<()> {
+        self.gpu.stream().synchronize().context("waiting for the engine's work")?;
+        if let Some(st) = &self.staging {
+            st.copy.synchronize().context("waiting for the engine's uploads")?;
+        }
+        if let Some(bx) = &self.boxed {
+            bx.down.synchronize().context("waiting for the engine's downloads")?;
+        }
+        Ok(())
+    }
 
     /// The staging state, made on first use, its spare buffer free to write (the copy stream waits
     /// for the cut that last read it).
@@ -415,11 +428,16 @@ impl GpuEngine {
     /// counts of a threshold add up over the box and go down behind its last cube
     /// ([`GpuEngine::kept`]).
     ///
+    /// With `out` (a page-locked output volume, [`crate::runtime::memory::page_locked`]) the box's
+    /// fresh block goes straight into it and only the covered shell into `partial` (the host's
+    /// fold then reads and adds a third of the samples, not all: issue 9, the ordered fold had
+    /// become the 4-GPU critical path at 2-5 ms per 256^3 box).
+    ///
     /// # Safety
     /// `partial` must be page-locked memory that stays alive and untouched until the event
-    /// completes.
+    /// completes; so must `out`'s fresh block of the box.
     pub(crate) unsafe fn cube_into_box(&mut self, job: &super::fragments::CubeInBox, tapers: &[f32], op: CubeOp,
-        partial: &mut [f32]) -> Result<Option<BoxDown>> {
+        partial: &mut [f32], out: Option<crate::runtime::memory::Place>) -> Result<Option<BoxDown>> {
         let n = self.frame.n();
         ensure!(job.cube == n, "cube {}: side {} on an engine of {n}", job.t, job.cube);
         job.check(tapers.len(), partial.len())?;
@@ -501,12 +519,30 @@ impl GpuEngine {
         stream.memcpy_dtoh(&bx.bad, &mut status[scales..]).context("downloading a box's input check")?;
         let folded = stream.record_event(None).context("recording a box's last fold")?;
         bx.down.wait(&folded).context("ordering a box's download after its folds")?;
-        bx.down.memcpy_dtoh(&bx.acc[w].slice(..need), &mut partial[..need]).context("downloading a box's partial sum")?;
+        let fresh_written = match (out, job.fresh) {
+            (Some(vol), Some((at, extent))) => {
+                use crate::runtime::memory::{copy_3d, Place};
+                let shape = [job.inside[0], job.inside[1], job.len];
+                let acc = &bx.acc[w];
+                let dst = Place { start: [0, 1, 2].map(|a| job.origin[a] + at[a]), ..vol };
+                unsafe { copy_3d(&bx.down, Place::device(acc, &bx.down, shape, at), dst, extent) }
+                    .context("downloading a box's fresh block into the volume")?;
+                for &(at, extent) in job.covered.iter().flatten() {
+                    unsafe { copy_3d(&bx.down, Place::device(acc, &bx.down, shape, at), Place::host(partial, shape, at), extent) }
+                        .context("downloading a box's covered samples")?;
+                }
+                true
+            }
+            _ => {
+                bx.down.memcpy_dtoh(&bx.acc[w].slice(..need), &mut partial[..need]).context("downloading a box's partial sum")?;
+                false
+            }
+        };
         let ev = bx.down.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
             .context("recording a box's download")?;
         bx.downloaded[w] = Some(bx.down.record_event(None).context("recording a box's download")?);
         bx.which ^= 1;
-        Ok(Some(BoxDown { event: ev, slot: w }))
+        Ok(Some(BoxDown { event: ev, slot: w, fresh_written }))
     }
 
     /// The device's time in the cubes since the last call (from each cut, once the samples were

@@ -357,27 +357,9 @@ pub fn threshold_host(frame: &Frame, thr: &[f32], c: &mut [Complex32]) -> u64 {
     }).sum()
 }
 
-/// Samples on the host (a cube's raw samples, a box's partial sum): page-locked for a GPU engine
-/// (full-speed, asynchronous transfers), plain for the CPU reference.
-pub(crate) enum HostCube {
-    Plain(Vec<f32>),
-    Pinned(crate::runtime::memory::PinnedBuf<f32>),
-}
-
-impl HostCube {
-    pub(crate) fn as_slice(&self) -> Result<&[f32]> {
-        match self {
-            HostCube::Plain(v) => Ok(v),
-            HostCube::Pinned(p) => Ok(p.as_slice()?),
-        }
-    }
-    pub(crate) fn as_mut_slice(&mut self) -> Result<&mut [f32]> {
-        match self {
-            HostCube::Plain(v) => Ok(v),
-            HostCube::Pinned(p) => Ok(p.as_mut_slice()?),
-        }
-    }
-}
+/// Samples on the host (a cube's raw samples, a box's partial sum, volumes): page-locked for a
+/// GPU engine (full-speed, asynchronous transfers), ordinary memory for the CPU reference.
+pub use crate::runtime::memory::HostSamples;
 
 /// A transform engine for one frame: the CPU reference or the GPU.
 pub enum Engine {
@@ -440,26 +422,26 @@ impl Engine {
     /// A host buffer for one cube's raw samples ([`fragments::Tiling::copy_raw_staged`]), the
     /// kind this engine reads fastest: page-locked and write-combined on a GPU (the host only
     /// writes it; the device reads it).
-    pub(crate) fn host_raw(&self) -> Result<HostCube> {
+    pub(crate) fn host_raw(&self) -> Result<HostSamples> {
         let n = self.frame().n();
         Ok(match self {
-            Engine::Cpu(_) => HostCube::Plain(vec![0.0; n * n * n]),
-            Engine::Gpu(e) => HostCube::Pinned(crate::runtime::memory::PinnedBuf::write_combined(e.gpu(), n * n * n)?),
+            Engine::Cpu(_) => HostSamples::Pageable(vec![0.0; n * n * n]),
+            Engine::Gpu(e) => HostSamples::PageLocked(crate::runtime::memory::PinnedBuf::write_combined(e.gpu(), n * n * n)?),
         })
     }
 
     /// A host buffer for a box's partial sum of `len` samples. [`fragments::Fragmented::process`]
     /// keeps a few per engine.
-    pub(crate) fn host_partial(&self, len: usize) -> Result<HostCube> {
+    pub(crate) fn host_partial(&self, len: usize) -> Result<HostSamples> {
         Ok(match self {
-            Engine::Cpu(_) => HostCube::Plain(vec![0.0; len]),
+            Engine::Cpu(_) => HostSamples::Pageable(vec![0.0; len]),
             // Write-combined page-locked memory, although the fold reads every box back: measured
             // on 4 x H200 (session 4, per cube), the folds took 22-32 ms for 8 cubes of 256^3 from
             // write-combined buffers against 34-78 ms from cached ones (the GPU writes the results;
             // cached lines must be snooped). `SEISGPU_WP_PINNED=cached` to compare on a machine.
             Engine::Gpu(e) if std::env::var("SEISGPU_WP_PINNED").is_ok_and(|v| v == "cached") =>
-                HostCube::Pinned(crate::runtime::memory::PinnedBuf::new(e.gpu(), len)?),
-            Engine::Gpu(e) => HostCube::Pinned(crate::runtime::memory::PinnedBuf::write_combined(e.gpu(), len)?),
+                HostSamples::PageLocked(crate::runtime::memory::PinnedBuf::new(e.gpu(), len)?),
+            Engine::Gpu(e) => HostSamples::PageLocked(crate::runtime::memory::PinnedBuf::write_combined(e.gpu(), len)?),
         })
     }
 
@@ -475,17 +457,27 @@ impl Engine {
         }
     }
 
-    /// Whether this engine copies cubes straight from `vol` ([`Engine::stage_block`]): a GPU
-    /// engine and a page-locked volume ([`crate::runtime::memory::PinnedBuf::portable`]).
-    pub(crate) fn reads_directly(&self, vol: &[f32]) -> bool {
+    /// Waits until a GPU engine's streams are through (no transfer in flight into host memory).
+    pub(crate) fn quiesce(&self) -> Result<()> {
+        match self {
+            Engine::Cpu(_) => Ok(()),
+            Engine::Gpu(e) => e.quiesce(),
+        }
+    }
+
+    /// Whether this engine's GPU moves `buf` by DMA, with no host pass: it is page-locked memory
+    /// ([`crate::runtime::memory::page_locked`]); false on the CPU. A page-locked input volume's
+    /// cubes go up straight from it ([`Engine::stage_block`]), a page-locked output volume gets
+    /// each box's fresh block straight from the device.
+    pub(crate) fn page_locked(&self, buf: &[f32]) -> bool {
         match self {
             Engine::Cpu(_) => false,
-            Engine::Gpu(e) => e.reads_directly(vol),
+            Engine::Gpu(e) => crate::runtime::memory::page_locked(e.gpu(), buf),
         }
     }
 
     /// Queues the upload of cube samples straight from a page-locked volume (the block of
-    /// `inside` at `start`); only where [`Engine::reads_directly`].
+    /// `inside` at `start`); only where [`Engine::page_locked`].
     ///
     /// # Safety
     /// As [`gpu::GpuEngine::stage_block`]: `vol` stays unchanged until [`Engine::wait_staged`].
@@ -516,7 +508,7 @@ impl Engine {
     /// # Safety
     /// On a GPU, `partial` is page-locked memory left untouched until the box's event completes.
     pub(crate) unsafe fn cube_into_box(&mut self, job: &fragments::CubeInBox, tapers: &[f32], raw: &[f32], op: CubeOp,
-        partial: &mut [f32]) -> Result<(Option<gpu::BoxDown>, Option<u64>)> {
+        partial: &mut [f32], out: Option<crate::runtime::memory::Place>) -> Result<(Option<gpu::BoxDown>, Option<u64>)> {
         job.check(tapers.len(), partial.len())?;
         match self {
             Engine::Cpu(e) => {
@@ -536,7 +528,7 @@ impl Engine {
                 job.fold_host(tapers, &e.inverse(&c), partial);
                 Ok((None, kept))
             }
-            Engine::Gpu(e) => Ok((unsafe { e.cube_into_box(job, tapers, op, partial) }?, None)),
+            Engine::Gpu(e) => Ok((unsafe { e.cube_into_box(job, tapers, op, partial, out) }?, None)),
         }
     }
 
