@@ -129,45 +129,52 @@ pub unsafe fn copy_3d(stream: &CudaStream, src: Place, dst: Place, extent: [usiz
     if extent.contains(&0) || !inside(&src) || !inside(&dst) {
         return Err(GpuError::BadCopy(format!("block {extent:?} from {src:?} to {dst:?}")));
     }
-    let f = std::mem::size_of::<f32>();
-    let mut copy: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
-    copy.srcXInBytes = src.start[2] * f;
-    copy.srcY = src.start[1];
-    copy.srcZ = src.start[0];
-    copy.srcPitch = src.shape[2] * f;
-    copy.srcHeight = src.shape[1];
-    match src.mem {
-        Mem::Host(a) => {
-            copy.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-            copy.srcHost = a as *const std::ffi::c_void;
-        }
-        Mem::Device(a) => {
-            copy.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            copy.srcDevice = a;
-        }
-    }
-    copy.dstXInBytes = dst.start[2] * f;
-    copy.dstY = dst.start[1];
-    copy.dstZ = dst.start[0];
-    copy.dstPitch = dst.shape[2] * f;
-    copy.dstHeight = dst.shape[1];
-    match dst.mem {
-        Mem::Host(a) => {
-            copy.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-            copy.dstHost = a as *mut std::ffi::c_void;
-        }
-        Mem::Device(a) => {
-            copy.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            copy.dstDevice = a;
-        }
-    }
-    copy.WidthInBytes = extent[2] * f;
-    copy.Height = extent[1];
-    copy.Depth = extent[0];
+    let copy = copy_3d_params(&src, &dst, extent);
     stream.context().bind_to_thread().map_err(GpuError::driver("binding the context"))?;
     // SAFETY: the block lies inside both buffers (checked above); the caller keeps them.
     unsafe { sys::cuMemcpy3DAsync_v2(&copy, stream.cu_stream()) }.result()
         .map_err(GpuError::driver(format!("copying a {extent:?} block")))
+}
+
+/// The driver's description of the copy of [`copy_3d`] (every field set: the memory-type enum has
+/// no zero value, so the struct cannot start zeroed).
+fn copy_3d_params(src: &Place, dst: &Place, extent: [usize; 3]) -> sys::CUDA_MEMCPY3D {
+    let f = std::mem::size_of::<f32>();
+    let (src_type, src_host, src_device) = match src.mem {
+        Mem::Host(a) => (sys::CUmemorytype::CU_MEMORYTYPE_HOST, a as *const std::ffi::c_void, 0),
+        Mem::Device(a) => (sys::CUmemorytype::CU_MEMORYTYPE_DEVICE, std::ptr::null(), a),
+    };
+    let (dst_type, dst_host, dst_device) = match dst.mem {
+        Mem::Host(a) => (sys::CUmemorytype::CU_MEMORYTYPE_HOST, a as *mut std::ffi::c_void, 0),
+        Mem::Device(a) => (sys::CUmemorytype::CU_MEMORYTYPE_DEVICE, std::ptr::null_mut(), a),
+    };
+    sys::CUDA_MEMCPY3D {
+        srcXInBytes: src.start[2] * f,
+        srcY: src.start[1],
+        srcZ: src.start[0],
+        srcLOD: 0,
+        srcMemoryType: src_type,
+        srcHost: src_host,
+        srcDevice: src_device,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: src.shape[2] * f,
+        srcHeight: src.shape[1],
+        dstXInBytes: dst.start[2] * f,
+        dstY: dst.start[1],
+        dstZ: dst.start[0],
+        dstLOD: 0,
+        dstMemoryType: dst_type,
+        dstHost: dst_host,
+        dstDevice: dst_device,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: dst.shape[2] * f,
+        dstHeight: dst.shape[1],
+        WidthInBytes: extent[2] * f,
+        Height: extent[1],
+        Depth: extent[0],
+    }
 }
 
 /// `len` zeros of ordinary (pageable) host memory for a large output that is then written once
@@ -189,4 +196,28 @@ pub fn zeroed_host(len: usize) -> Vec<f32> {
         }
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 3D copy's description (built without a GPU): offsets, pitches and extent in the
+    /// driver's terms (bytes along x2, rows, planes), both directions.
+    #[test]
+    fn copy_3d_params_name_the_blocks() {
+        let vol = vec![0.0f32; 5 * 7 * 9];
+        let up = copy_3d_params(&Place::host(&vol, [5, 7, 9], [1, 2, 3]), &Place { mem: Mem::Device(4096), len: 60, shape: [3, 4, 5],
+            start: [0; 3] }, [3, 4, 5]);
+        assert_eq!((up.srcXInBytes, up.srcY, up.srcZ, up.srcPitch, up.srcHeight), (12, 2, 1, 36, 7));
+        assert_eq!((up.dstXInBytes, up.dstY, up.dstZ, up.dstPitch, up.dstHeight, up.dstDevice), (0, 0, 0, 20, 4, 4096));
+        assert_eq!((up.WidthInBytes, up.Height, up.Depth), (20, 4, 3));
+        assert!(up.srcMemoryType == sys::CUmemorytype::CU_MEMORYTYPE_HOST && up.srcHost == vol.as_ptr().cast());
+        assert!(up.dstMemoryType == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE && up.dstHost.is_null());
+        let down = copy_3d_params(&Place { mem: Mem::Device(8192), len: 60, shape: [3, 4, 5], start: [1, 0, 2] },
+            &Place::host(&vol, [5, 7, 9], [2, 3, 4]), [2, 4, 3]);
+        assert!(down.srcMemoryType == sys::CUmemorytype::CU_MEMORYTYPE_DEVICE && down.srcDevice == 8192);
+        assert!(down.dstMemoryType == sys::CUmemorytype::CU_MEMORYTYPE_HOST && down.dstHost == vol.as_ptr() as *mut _);
+        assert_eq!((down.srcXInBytes, down.srcZ, down.dstXInBytes, down.dstY, down.dstZ), (8, 1, 16, 3, 2));
+    }
 }
