@@ -218,6 +218,34 @@ fn gpu_variants_match_cpu_on_random_data() {
     }
 }
 
+/// Image time 0 right under zero-offset traces (source and receiver on an image column): the
+/// traveltime there is ~1e-15 samples and the spreading weight's argument subnormal, which the
+/// GPU's flush-to-zero reciprocal square root once turned into NaN. Every variant and parameter
+/// set: finite, and the CPU's image.
+#[test]
+fn gpu_zero_time_under_zero_offset_traces() {
+    let Some(gpu) = gpu_or_skip("gpu_zero_time_under_zero_offset_traces") else { return };
+    let g = ImageGrid { x0: 0.0, dx: 20.0, nx: 7, y0: 0.0, dy: 20.0, ny: 3, tau0: 0.0, dtau: 0.004, ntau: 41 };
+    let mut traces = random_traces(150, 101, 0.004, 140.0, "traces");
+    for (i, h) in traces.headers.iter_mut().take(21).enumerate() {
+        let (x, y) = ((i % 7) as f64 * 20.0, (i / 7) as f64 * 20.0);
+        *h = TraceHeader { sx: x, sy: y, gx: x, gy: y, ..Default::default() };
+    }
+    for (name, params) in configs(g) {
+        let cpu = ktm::migrate(&traces, &params, &Backend::Cpu).unwrap();
+        assert!(cpu.data.iter().all(|v| v.is_finite()), "{name}: CPU image not finite");
+        for variant in [Variant::Columns, Variant::ColumnsV1, Variant::ColumnsFast, Variant::Columns16, Variant::ColumnsFast16,
+            Variant::ImageDomain, Variant::PAPER] {
+            let p = Params { variant, ..params.clone() };
+            let out = ktm::migrate(&traces, &p, &Backend::Gpu(gpu.clone())).unwrap();
+            let bad = out.data.iter().filter(|v| !v.is_finite()).count();
+            assert_eq!(bad, 0, "{name} {variant:?}: {bad} samples not finite");
+            let err = rel_l2(&out.data, &cpu.data);
+            assert!(err < variant.tolerance(), "{name} {variant:?}: rel L2 {err}");
+        }
+    }
+}
+
 /// The GPU's trace preprocessing (rho filter by cuFFT, pair layout, anti-aliasing integration)
 /// against the CPU's (rustfft), for every combination of the two filters, on random traces of a
 /// length that is not a power of two.

@@ -300,11 +300,14 @@ pub fn sqrt_amp(x: f32) -> f32 {
 /// (the harmonic mean of the source- and receiver-side cosines (tau/2)/t_s and (tau/2)/t_r;
 /// exactly cos(theta) at zero offset) and r = v t / 2 (the mean straight-ray leg). One reciprocal
 /// square root: W = tau / sqrt(v/2 t^3), here with times in samples: tau_s / sqrt(wa t_s^3),
-/// wa = v dt / 2. Zero at tau = 0.
+/// wa = v dt / 2. Zero at tau = 0, and wherever wa t_s^3 is not a normal number: at tau = 0 under a
+/// zero-offset trace t_s is ~1e-15 samples, the product subnormal, and the GPU's
+/// `rsqrt.approx.ftz` flushes it to zero and returns infinity (0 x inf = NaN in the image, found
+/// by the MPI run on GPU ranks, issue 9; the CPU gave 0 there).
 #[inline(always)]
 pub fn weight(tau_s: f32, t_s: f32, wa: f32) -> f32 {
     let d = wa * t_s * t_s * t_s;
-    if d > 0.0 { tau_s * rsqrt_amp(d) } else { 0.0 }
+    if d >= f32::MIN_POSITIVE { tau_s * rsqrt_amp(d) } else { 0.0 }
 }
 
 /// Cosine aperture taper at midpoint distance `dm`: 1 inside `ap_in`, 0 beyond `ap_r`,
