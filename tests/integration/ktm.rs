@@ -225,10 +225,11 @@ fn gpu_variants_match_cpu_on_random_data() {
 #[test]
 fn gpu_zero_time_under_zero_offset_traces() {
     let Some(gpu) = gpu_or_skip("gpu_zero_time_under_zero_offset_traces") else { return };
-    let g = ImageGrid { x0: 0.0, dx: 20.0, nx: 7, y0: 0.0, dy: 20.0, ny: 3, tau0: 0.0, dtau: 0.004, ntau: 41 };
-    let mut traces = random_traces(150, 101, 0.004, 140.0, "traces");
+    // Inside the velocity volume of `configs` (-10..110 m inline, -10..80 m crossline).
+    let g = ImageGrid { x0: 0.0, dx: 15.0, nx: 7, y0: 0.0, dy: 15.0, ny: 3, tau0: 0.0, dtau: 0.004, ntau: 41 };
+    let mut traces = random_traces(150, 101, 0.004, 90.0, "traces");
     for (i, h) in traces.headers.iter_mut().take(21).enumerate() {
-        let (x, y) = ((i % 7) as f64 * 20.0, (i / 7) as f64 * 20.0);
+        let (x, y) = ((i % 7) as f64 * 15.0, (i / 7) as f64 * 15.0);
         *h = TraceHeader { sx: x, sy: y, gx: x, gy: y, ..Default::default() };
     }
     for (name, params) in configs(g) {
@@ -458,3 +459,4 @@ fn interpolated_traveltimes_run_through_the_pstm_engine() {
     let e = ktm::migrate(&traces, &weighted, &Backend::Cpu).unwrap_err().to_string();
     assert!(e.contains("--no-weights"), "{e}");
 }
+
