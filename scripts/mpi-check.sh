@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # MPI check (CI): `mpirun -np 2` of every pipeline that splits across ranks (ktm migrate, pstm
-# migrate, srm, nlbf estimate), on the CPU backend and small synthetic input, against single-process runs:
+# migrate, srm, nlbf estimate, wavepacket forward and inverse), on the CPU backend and small synthetic
+# input, against single-process runs:
 # - against the single-device run: relative L2 < 1e-6 (the regrouped f32 sums round differently);
 # - against the single-process `--gpus 2` split (one device per rank: rank r runs the block of work
 #   items that device r runs, into one image, and rank 0 adds the two images in rank order, as the
 #   single process adds its two device images in device order): bit-exact for ktm and pstm; srm's
 #   CPU reference sums frequencies in thread order, so 1e-6;
-# - nlbf: every pick and semblance bit-exact against the single-device run.
+# - nlbf: every pick and semblance bit-exact against the single-device run;
+# - wavepacket: the coefficient file identical, the inverse's volume bit-exact (cube order is fixed).
 # Then two failures, each of which must make the job exit non-zero, say which rank (and trace or
 # work item) failed, and leave no output file: a SEG-Y trace only rank 1 reads is corrupt, and a
 # work item of rank 1 fails while migrating (SEISGPU_TEST_FAIL_ITEM, a test hook).
@@ -64,6 +66,18 @@ run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${N[@]}" --out "$OUT/nlbf-mp
   for v in A D S; do
     cmp "nlbf $v: 2 ranks vs single device" "$OUT/nlbf-1/$v.npy" "$OUT/nlbf-mpi/$v.npy" exact
   done
+}
+
+step "wavepacket forward and inverse: cubes split, coefficients gathered and cubes added in cube order"
+W=(--input synth:70x45x90 --cube 32 --overlap 8)
+run "$BIN" --device cpu wavepacket forward "${W[@]}" --output "$OUT/wp-1.wpk"
+run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 wavepacket forward "${W[@]}" --output "$OUT/wp-mpi.wpk" && {
+  if command cmp -s "$OUT/wp-1.wpk" "$OUT/wp-mpi.wpk"; then echo "PASS wavepacket forward: 2 ranks vs single process: identical file"
+  else echo "FAIL wavepacket forward: 2 ranks vs single process: the coefficient files differ"; fail=1; fi
+}
+run "$BIN" --device cpu wavepacket inverse --input "$OUT/wp-1.wpk" --output "$OUT/wp-1.npy"
+run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 wavepacket inverse --input "$OUT/wp-1.wpk" --output "$OUT/wp-mpi.npy" && {
+  cmp "wavepacket inverse: 2 ranks vs single process" "$OUT/wp-1.npy" "$OUT/wp-mpi.npy" exact
 }
 
 step "a failing rank: trace 1000 (rank 1's share) holds an IBM value beyond the f32 range"

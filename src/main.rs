@@ -116,7 +116,11 @@ impl Cli {
                 _ => "nlbf",
             },
             Command::Nmo(_) => "nmo",
-            Command::Wavepacket(_) => "wavepacket",
+            Command::Wavepacket(a) => match a.command {
+                cli::wavepacket::Command::Forward { .. } => "wavepacket forward",
+                cli::wavepacket::Command::Inverse { .. } => "wavepacket inverse",
+                _ => "wavepacket",
+            },
             Command::Extrapolate(_) => "extrapolate",
             Command::Bench(_) => "bench",
             Command::Demo(_) => "demo",

@@ -494,6 +494,49 @@ pub fn nlbf_estimate(cluster: &Cluster, traces: &TraceSet, params: &crate::nlbf:
     Ok(code.zip(sem).map(|(c, s)| nlbf::Estimate::from_setup(&setup, c, s)))
 }
 
+/// `wavepacket forward` across ranks (the paper's variant 2): each rank transforms its block of
+/// cubes on its engines, rank 0 gathers the coefficients in cube order, which is the
+/// single-process result bit for bit (each cube's coefficients do not depend on where it ran).
+/// `Some` on rank 0.
+pub fn wavepacket_forward(cluster: &Cluster, tr: &crate::wavepacket::fragments::Fragmented, vol: &[f32])
+    -> anyhow::Result<Option<Vec<num_complex::Complex32>>> {
+    use crate::wavepacket::gpu::as_f32;
+    cluster.agree("checking the volume", crate::wavepacket::validate_volume(vol, tr.tiling.shape, "wave-packet forward"))?;
+    let n = tr.tiling.count();
+    let engines: Vec<usize> = (0..tr.engines()).collect();
+    let local = run_share(&engines, cluster.share(n), |&k, t| tr.forward_cube(k, vol, t).map(|c| as_f32(&c).to_vec()));
+    let local = cluster.agree("transforming the cubes", local)?;
+    let all = cluster.reduce_items(n, local, Vec::with_capacity(2 * tr.total()), |acc: &mut Vec<f32>, _, v| {
+        acc.extend_from_slice(&v);
+        Ok(())
+    });
+    let all = cluster.agree("gathering the coefficients", all)?;
+    Ok(all.map(|v| v.chunks_exact(2).map(|p| num_complex::Complex32::new(p[0], p[1])).collect()))
+}
+
+/// `wavepacket inverse` across ranks: each rank inverts its block of cubes (every rank holds the
+/// coefficients), rank 0 adds the cubes into the volume in cube order, as one process does
+/// (bit for bit). `Some` on rank 0.
+pub fn wavepacket_inverse(cluster: &Cluster, tr: &crate::wavepacket::fragments::Fragmented, coeffs: &[num_complex::Complex32])
+    -> anyhow::Result<Option<Vec<f32>>> {
+    let (n, per) = (tr.tiling.count(), tr.frame.total);
+    cluster.agree("checking the coefficients", if coeffs.len() == tr.total() { Ok(()) } else {
+        Err(anyhow::anyhow!("{} coefficients for a fragmented frame of {}", coeffs.len(), tr.total()))
+    })?;
+    let engines: Vec<usize> = (0..tr.engines()).collect();
+    let local = run_share(&engines, cluster.share(n), |&k, t| tr.inverse_cube(k, &coeffs[t * per..(t + 1) * per], t));
+    let local = cluster.agree("inverting the cubes", local)?;
+    let len = tr.tiling.shape.iter().product();
+    let vol = cluster.reduce_items(n, local, vec![0.0f32; len], |acc: &mut Vec<f32>, t, c| {
+        ensure!(c.len() == per_cube(tr), "cube {t}: {} samples", c.len());
+        tr.tiling.accumulate(acc, t, &c);
+        Ok(())
+    });
+    cluster.agree("adding the cubes", vol)
+}
+
+fn per_cube(tr: &crate::wavepacket::fragments::Fragmented) -> usize { tr.tiling.cube.pow(3) }
+
 /// Element-wise sum over the ranks (integers: any order gives the same sum).
 fn self_sum(cluster: &Cluster, local: &[u64], out: &mut [u64]) {
     cluster.world.all_reduce_into(local, out, mpi::collective::SystemOperation::sum());

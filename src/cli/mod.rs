@@ -37,7 +37,7 @@ pub struct Global {
     #[arg(long, global = true)]
     pub gpus: Option<GpuCount>,
     /// Run as one rank of an MPI job (implied when mpirun starts seisgpu): `ktm migrate`,
-    /// `pstm migrate`, `srm` and `nlbf estimate` split their work items across the ranks, each rank on its own
+    /// `pstm migrate`, `srm`, `nlbf estimate` and `wavepacket forward|inverse` split their work items across the ranks, each rank on its own
     /// devices (`--device`, `--gpus`), and rank 0 writes the output.
     #[cfg(feature = "mpi")]
     #[arg(long, global = true)]

@@ -620,6 +620,23 @@ impl Fragmented {
         Ok(out.into_inner().unwrap())
     }
 
+    /// Coefficients of cube t on engine k: one item of [`Fragmented::forward`] (MPI ranks split the
+    /// cubes, `crate::distributed::wavepacket_forward`; in cube order they are its result).
+    pub fn forward_cube(&self, k: usize, vol: &[f32], t: usize) -> Result<Vec<Complex32>> {
+        ensure!(k < self.engines.len() && t < self.tiling.count(), "engine {k}, cube {t} of {}", self.tiling.count());
+        let cube = self.tiling.extract(vol, t);
+        let mut e = self.engines[k].lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
+        e.forward(&cube).with_context(|| format!("cube {t} at {:?}", self.tiling.start(t)))
+    }
+
+    /// Cube t from its coefficients on engine k, as [`Tiling::accumulate`] adds it into the
+    /// volume: one item of [`Fragmented::inverse`].
+    pub fn inverse_cube(&self, k: usize, coeffs: &[Complex32], t: usize) -> Result<Vec<f32>> {
+        ensure!(k < self.engines.len() && t < self.tiling.count(), "engine {k}, cube {t} of {}", self.tiling.count());
+        let mut e = self.engines[k].lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
+        e.inverse(coeffs).with_context(|| format!("cube {t} at {:?}", self.tiling.start(t)))
+    }
+
     /// Inverse (= adjoint) transform.
     pub fn inverse(&self, coeffs: &[Complex32]) -> Result<Vec<f32>> {
         ensure!(coeffs.len() == self.total(), "{} coefficients for a fragmented frame of {}", coeffs.len(), self.total());
