@@ -134,17 +134,9 @@ impl Tiling {
         let (st, ix) = (self.start(t), self.index(t));
         let w: [Vec<f32>; 3] = [0, 1, 2].map(|a| (0..c).map(|x| self.taper(a, ix[a], x)).collect());
         let [_, s1, s2] = self.shape;
+        let inside = self.inside(t);
         let mut out = vec![0.0f32; c * c * c];
-        let rows = c.min(self.shape[0] - st[0]);
-        out[..rows * c * c].par_chunks_mut(c * c).enumerate().for_each(|(x0, slab)| {
-            for x1 in 0..c.min(s1 - st[1]) {
-                let src = ((st[0] + x0) * s1 + st[1] + x1) * s2 + st[2];
-                let w01 = w[0][x0] * w[1][x1];
-                for x2 in 0..c.min(s2 - st[2]) {
-                    slab[x1 * c + x2] = tapered(vol[src + x2], w01, w[2][x2]);
-                }
-            }
-        });
+        cut(c, inside, [&w[0], &w[1], &w[2]], |x0, x1| &vol[((st[0] + x0) * s1 + st[1] + x1) * s2 + st[2]..][..inside[2]], &mut out);
         out
     }
 
@@ -308,6 +300,27 @@ impl Tiling {
     }
 }
 
+/// The c^3 cube from its rows inside the volume (`row(x0, x1)`: the n2 samples of row (x0, x1) of
+/// the `inside` = (n0, n1, n2) part), tapered by `w` (one table per axis), zeros in the padding:
+/// every sample of `cube` written ([`Tiling::extract`] from the volume, [`CubeInBox::cut_host`]
+/// from raw samples, and the device's `wp_cut`, all with [`tapered`]). In parallel over planes.
+fn cut<'a>(c: usize, inside: [usize; 3], w: [&[f32]; 3], row: impl Fn(usize, usize) -> &'a [f32] + Sync, cube: &mut [f32]) {
+    let [n0, n1, n2] = inside;
+    cube[..c * c * c].par_chunks_mut(c * c).enumerate().for_each(|(x0, plane)| {
+        for (x1, dst) in plane.chunks_mut(c).enumerate() {
+            if x0 >= n0 || x1 >= n1 {
+                dst.fill(0.0);
+                continue;
+            }
+            let w01 = w[0][x0] * w[1][x1];
+            for ((d, &v), &w2) in dst[..n2].iter_mut().zip(row(x0, x1)).zip(&w[2][..n2]) {
+                *d = tapered(v, w01, w2);
+            }
+            dst[n2..].fill(0.0);
+        }
+    });
+}
+
 /// sin(pi/2 nu(x / width)): rises from 0 to 1 across an overlap; with its mirror the squares sum to 1.
 fn rise(x: f32, width: f32) -> f32 {
     let v = fall(1.0 - x / width);
@@ -400,22 +413,8 @@ impl CubeInBox {
     /// zeros in the padding.
     pub fn cut_host(&self, tapers: &[f32], raw: &[f32], cube: &mut [f32]) {
         let c = self.cube;
-        let [n0, n1, n2] = self.inside;
-        let w = self.taper.map(|o| &tapers[o..o + c]);
-        cube[..c * c * c].par_chunks_mut(c * c).enumerate().for_each(|(x0, plane)| {
-            for (x1, row) in plane.chunks_mut(c).enumerate() {
-                if x0 >= n0 || x1 >= n1 {
-                    row.fill(0.0);
-                    continue;
-                }
-                let w01 = w[0][x0] * w[1][x1];
-                let src = &raw[(x0 * n1 + x1) * n2..][..n2];
-                for ((d, &v), &w2) in row[..n2].iter_mut().zip(src).zip(&w[2][..n2]) {
-                    *d = tapered(v, w01, w2);
-                }
-                row[n2..].fill(0.0);
-            }
-        });
+        let [_, n1, n2] = self.inside;
+        cut(c, self.inside, self.taper.map(|o| &tapers[o..o + c]), |x0, x1| &raw[(x0 * n1 + x1) * n2..][..n2], cube);
     }
 
     /// Adds the tapered cube (the inverse's output) into the box's partial sum (as the device's
