@@ -845,7 +845,7 @@ impl Fragmented {
                     if r.is_err() {
                         // Nothing may still be going into host memory (the box buffers, the
                         // output) once the job has returned.
-                        if let Ok(e) = eng.lock() {
+                        if let Ok(mut e) = eng.lock() {
                             let _ = e.quiesce();
                         }
                     }

@@ -382,8 +382,13 @@ impl GpuEngine {
         Ok(())
     }
 
-    /// Waits until the engine's streams are through (nothing in flight into host buffers).
-    pub(crate) fn quiesce(&self) -> Result<()> {
+    /// Waits until the engine's streams are through (nothing in flight into host buffers), after a
+    /// failed job; its cube marks are dropped (the next job's [`GpuEngine::take_device_times`]
+    /// counts its own cubes only).
+    pub(crate) fn quiesce(&mut self) -> Result<()> {
+        if let Some(bx) = self.boxed.as_mut() {
+            bx.timeline.clear();
+        }
         self.gpu.stream().synchronize().context("waiting for the engine's work")?;
         if let Some(st) = &self.staging {
             st.copy.synchronize().context("waiting for the engine's uploads")?;

@@ -458,7 +458,7 @@ impl Engine {
     }
 
     /// Waits until a GPU engine's streams are through (no transfer in flight into host memory).
-    pub(crate) fn quiesce(&self) -> Result<()> {
+    pub(crate) fn quiesce(&mut self) -> Result<()> {
         match self {
             Engine::Cpu(_) => Ok(()),
             Engine::Gpu(e) => e.quiesce(),
