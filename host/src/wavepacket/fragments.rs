@@ -666,16 +666,19 @@ impl Fragmented {
     /// Issue 9 (the paper's variant 2 on several GPUs): the host only copies and adds; the
     /// per-sample work of the cut and the fold runs on the engines. The cubes go in boxes
     /// ([`Tiling::cube_box`]: runs of cubes along the trace axis), the engines taking the next box
-    /// from a shared counter, one host thread per engine. For each cube of its box the thread
-    /// copies the cube's raw samples into its page-locked buffer slab by slab, each slab's upload
-    /// queued as it is copied (the input's finiteness is checked on the way: no separate pass over
-    /// the volume), then queues the cube: cut (taper, padding), forward, the edit, inverse, and the
-    /// fold of the tapered result into the box's partial sum, all on the device, while the thread
-    /// copies the next cube. Identity and threshold edits run on the device (no coefficient
-    /// transfers); a host edit brings each cube's coefficients down and up. The box's sum goes
-    /// down once, behind its last cube, and the calling thread adds the boxes into the volume in
-    /// box order straight from those buffers (the same bits for any number of engines and any
-    /// timing), then hands each buffer back to its engine.
+    /// from a shared counter, one host thread per engine (a box is one cube by default:
+    /// [`BOX_CUBES`]). For each cube of its box the thread has the cube's raw samples go up: from a
+    /// page-locked input ([`Fragmented::volume_buffer`]) by one 3D DMA, checked on the device by
+    /// `wp_cut`; otherwise copied by the host into its page-locked buffer slab by slab, each slab's
+    /// upload queued as it is copied, checked on the way (no separate pass over the volume either
+    /// way). Then it queues the cube: cut (taper, padding), forward, the edit, inverse, and the
+    /// fold of the tapered result into the box's partial sum, all on the device, while the next
+    /// cube goes up. Identity and threshold edits run on the device (no coefficient transfers); a
+    /// host edit brings each cube's coefficients down and up. The box's sum goes down once, behind
+    /// its last cube (into a page-locked output, its fresh block straight into place and only the
+    /// shared samples into the buffer), and the calling thread adds the boxes into the volume in
+    /// box order from those buffers (the same bits for any number of engines, any timing and
+    /// either kind of memory), then hands each buffer back to its engine.
     ///
     /// Against cutting and folding every cube on the host (session 5), the host moves raw samples
     /// (a copy, no arithmetic) and adds each box once instead of each cube; the output is allocated
