@@ -506,12 +506,12 @@ pub fn wavepacket_forward(cluster: &Cluster, tr: &crate::wavepacket::fragments::
     let engines: Vec<usize> = (0..tr.engines()).collect();
     let local = run_share(&engines, cluster.share(n), |&k, t| tr.forward_cube(k, vol, t).map(|c| as_f32(&c).to_vec()));
     let local = cluster.agree("transforming the cubes", local)?;
-    let all = cluster.reduce_items(n, local, Vec::with_capacity(2 * tr.total()), |acc: &mut Vec<f32>, _, v| {
-        acc.extend_from_slice(&v);
+    // Gathered straight into complex values (one pass over the coefficients on rank 0).
+    let all = cluster.reduce_items(n, local, Vec::with_capacity(tr.total()), |acc: &mut Vec<num_complex::Complex32>, _, v| {
+        acc.extend(v.chunks_exact(2).map(|p| num_complex::Complex32::new(p[0], p[1])));
         Ok(())
     });
-    let all = cluster.agree("gathering the coefficients", all)?;
-    Ok(all.map(|v| v.chunks_exact(2).map(|p| num_complex::Complex32::new(p[0], p[1])).collect()))
+    cluster.agree("gathering the coefficients", all)
 }
 
 /// `wavepacket inverse` across ranks: each rank inverts its block of cubes (every rank holds the
@@ -528,14 +528,12 @@ pub fn wavepacket_inverse(cluster: &Cluster, tr: &crate::wavepacket::fragments::
     let local = cluster.agree("inverting the cubes", local)?;
     let len = tr.tiling.shape.iter().product();
     let vol = cluster.reduce_items(n, local, vec![0.0f32; len], |acc: &mut Vec<f32>, t, c| {
-        ensure!(c.len() == per_cube(tr), "cube {t}: {} samples", c.len());
+        ensure!(c.len() == tr.tiling.cube.pow(3), "cube {t}: {} samples", c.len());
         tr.tiling.accumulate(acc, t, &c);
         Ok(())
     });
     cluster.agree("adding the cubes", vol)
 }
-
-fn per_cube(tr: &crate::wavepacket::fragments::Fragmented) -> usize { tr.tiling.cube.pow(3) }
 
 /// Element-wise sum over the ranks (integers: any order gives the same sum).
 fn self_sum(cluster: &Cluster, local: &[u64], out: &mut [u64]) {
