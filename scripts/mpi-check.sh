@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # MPI check (CI): `mpirun -np 2` of every pipeline that splits across ranks (ktm migrate, pstm
-# migrate, srm, nlbf estimate, wavepacket forward and inverse), on the CPU backend and small synthetic
+# migrate, srm, nlbf estimate, wavepacket forward, inverse, denoise, compress, interpolate), on the CPU backend and small synthetic
 # input, against single-process runs:
 # - against the single-device run: relative L2 < 1e-6 (the regrouped f32 sums round differently);
 # - against the single-process `--gpus 2` split (one device per rank: rank r runs the block of work
@@ -8,7 +8,8 @@
 #   single process adds its two device images in device order): bit-exact for ktm and pstm; srm's
 #   CPU reference sums frequencies in thread order, so 1e-6;
 # - nlbf: every pick and semblance bit-exact against the single-device run;
-# - wavepacket: the coefficient file identical, the inverse's volume bit-exact (cube order is fixed).
+# - wavepacket: the coefficient file identical, the inverse's volume bit-exact (cube order is fixed);
+#   denoise, compress and POCS interpolation (statistics combined over the ranks) bit-exact.
 # Then two failures, each of which must make the job exit non-zero, say which rank (and trace or
 # work item) failed, and leave no output file: a SEG-Y trace only rank 1 reads is corrupt, and a
 # work item of rank 1 fails while migrating (SEISGPU_TEST_FAIL_ITEM, a test hook).
@@ -79,6 +80,16 @@ run "$BIN" --device cpu wavepacket inverse --input "$OUT/wp-1.wpk" --output "$OU
 run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 wavepacket inverse --input "$OUT/wp-1.wpk" --output "$OUT/wp-mpi.npy" && {
   cmp "wavepacket inverse: 2 ranks vs single process" "$OUT/wp-1.npy" "$OUT/wp-mpi.npy" exact
 }
+
+step "wavepacket denoise, compress, interpolate: cubes split, statistics combined over the ranks"
+D=(--input synth:70x45x90:0.5 --cube 32 --overlap 8)
+for app in "denoise" "compress --cr 0.05" "interpolate --method pocs --iterations 3"; do
+  name=${app%% *}
+  run "$BIN" --device cpu wavepacket $app "${D[@]}" --output "$OUT/wp-$name-1.npy"
+  run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 wavepacket $app "${D[@]}" --output "$OUT/wp-$name-mpi.npy" && {
+    cmp "wavepacket $name: 2 ranks vs single process" "$OUT/wp-$name-1.npy" "$OUT/wp-$name-mpi.npy" exact
+  }
+done
 
 step "a failing rank: trace 1000 (rank 1's share) holds an IBM value beyond the f32 range"
 python3 - "$OUT/diff.sgy" "$OUT/bad.sgy" <<'PY'

@@ -119,6 +119,9 @@ impl Cli {
             Command::Wavepacket(a) => match a.command {
                 cli::wavepacket::Command::Forward { .. } => "wavepacket forward",
                 cli::wavepacket::Command::Inverse { .. } => "wavepacket inverse",
+                cli::wavepacket::Command::Denoise { .. } => "wavepacket denoise",
+                cli::wavepacket::Command::Compress { .. } => "wavepacket compress",
+                cli::wavepacket::Command::Interpolate { .. } => "wavepacket interpolate",
                 _ => "wavepacket",
             },
             Command::Extrapolate(_) => "extrapolate",

@@ -232,6 +232,15 @@ impl Cluster {
         folded.map(|_| Some(acc))
     }
 
+    /// Rank 0's `v` on every rank (every rank's `v` has the same length), in pieces below the
+    /// C-int count limit.
+    pub fn broadcast_from_root<T: Equivalence>(&self, v: &mut [T]) {
+        let root = self.world.process_at_rank(0);
+        for piece in v.chunks_mut(PIECE) {
+            root.broadcast_into(piece);
+        }
+    }
+
     /// The rank-order sum: rank 0 receives every rank's image (`None`: a rank without work items
     /// sends an empty one) and sums them in rank order ([`multi::sum_in_order`]); the others send
     /// theirs. `Some(sum)` on rank 0. Call after an [`agree`](Self::agree) that every rank passed.
@@ -533,6 +542,78 @@ pub fn wavepacket_inverse(cluster: &Cluster, tr: &crate::wavepacket::fragments::
         Ok(())
     });
     cluster.agree("adding the cubes", vol)
+}
+
+/// The wave-packet applications (`wavepacket denoise`, `compress`, `interpolate`) across ranks:
+/// each rank transforms and thresholds its block of the cubes; the statistics the applications
+/// take over the whole volume are combined over the ranks (the noise sample gathered, the
+/// magnitude histogram summed, the largest coefficient's maximum: each the single-process value);
+/// rank 0 adds the thresholded cubes into the volume in cube order, as one process does, and
+/// every rank receives the volume (POCS transforms it again; the summaries are computed alike).
+pub struct RankCubes<'a> {
+    pub cluster: &'a Cluster,
+    pub tr: &'a crate::wavepacket::fragments::Fragmented,
+}
+
+impl RankCubes<'_> {
+    fn engines(&self) -> Vec<usize> { (0..self.tr.engines()).collect() }
+    fn check_volume(&self, vol: &[f32]) -> anyhow::Result<()> {
+        self.cluster.agree("checking the volume", crate::wavepacket::validate_volume(vol, self.tr.tiling.shape, "wave-packet processing"))
+    }
+}
+
+impl crate::wavepacket::apps::CubeJob for RankCubes<'_> {
+    fn fragmented(&self) -> &crate::wavepacket::fragments::Fragmented { self.tr }
+
+    fn forward_each(&self, vol: &[f32], look: &(dyn Fn(usize, &[num_complex::Complex32]) + Sync)) -> anyhow::Result<()> {
+        self.check_volume(vol)?;
+        let local = run_share(&self.engines(), self.cluster.share(self.tr.tiling.count()), |&k, t| {
+            look(t, &self.tr.forward_cube(k, vol, t)?);
+            Ok(())
+        });
+        self.cluster.agree("transforming the cubes", local.map(|_| ()))
+    }
+
+    fn all_samples(&self, local: Vec<f32>) -> anyhow::Result<Vec<f32>> {
+        Ok(self.cluster.all_gather_varcount(&local).concat())
+    }
+
+    fn sum_counts(&self, local: Vec<u64>) -> anyhow::Result<Vec<u64>> {
+        let mut total = vec![0u64; local.len()];
+        self_sum(self.cluster, &local, &mut total);
+        Ok(total)
+    }
+
+    fn max(&self, local: f32) -> anyhow::Result<f32> {
+        let mut m = 0.0f32;
+        self.cluster.world.all_reduce_into(&local, &mut m, mpi::collective::SystemOperation::max());
+        Ok(m)
+    }
+
+    fn threshold(&self, vol: &[f32], thr: &[f32]) -> anyhow::Result<(Vec<f32>, u64)> {
+        let tr = self.tr;
+        self.check_volume(vol)?;
+        let n = tr.tiling.count();
+        let local = run_share(&self.engines(), self.cluster.share(n), |&k, t| {
+            let mut c = tr.forward_cube(k, vol, t)?;
+            let kept = crate::wavepacket::threshold_host(&tr.frame, thr, &mut c);
+            Ok((tr.inverse_cube(k, &c, t)?, kept))
+        });
+        let local = self.cluster.agree("thresholding the cubes", local)?;
+        let (cubes, kept): (Vec<Vec<f32>>, Vec<u64>) = local.into_iter().unzip();
+        let mut total = [0u64];
+        self_sum(self.cluster, &[kept.iter().sum()], &mut total);
+        let len = tr.tiling.shape.iter().product();
+        let merged = self.cluster.reduce_items(n, cubes, vec![0.0f32; len], |acc: &mut Vec<f32>, t, c| {
+            ensure!(c.len() == tr.tiling.cube.pow(3), "cube {t}: {} samples", c.len());
+            tr.tiling.accumulate(acc, t, &c);
+            Ok(())
+        });
+        let merged = self.cluster.agree("adding the cubes", merged)?;
+        let mut volume = merged.unwrap_or_else(|| vec![0.0f32; len]);
+        self.cluster.broadcast_from_root(&mut volume);
+        Ok((volume, total[0]))
+    }
 }
 
 /// Element-wise sum over the ranks (integers: any order gives the same sum).

@@ -223,6 +223,54 @@ fn transform(global: &Global, shape: [usize; 3], fa: &FrameArgs, finest: Finest)
     Ok(tr)
 }
 
+/// An application's cubes: all of them on this process's engines, or under MPI (one rank of
+/// several) this rank's block of them on the rank's devices, the statistics combined over the
+/// ranks and the output written by rank 0 ([`seisgpu_host::distributed::RankCubes`]).
+struct AppJob {
+    tr: Fragmented,
+    #[cfg(feature = "mpi")]
+    cluster: Option<seisgpu_host::distributed::Cluster>,
+}
+
+impl AppJob {
+    fn new(global: &Global, shape: [usize; 3], fa: &FrameArgs, finest: Finest) -> Result<AppJob> {
+        #[cfg(feature = "mpi")]
+        if let Some(cluster) = global.cluster() {
+            if fa.all_gpus {
+                bail!("--all-gpus under MPI: each rank takes its devices from --device/--gpus");
+            }
+            let devices = global.rank_devices(&cluster)?;
+            let tr = Fragmented::on_backends(&devices, Tiling::new(shape, fa.cube, fa.overlap)?, &fa.params(finest)?)?;
+            if cluster.is_root() {
+                eprintln!("seisgpu: {} cube(s) of {}^3 over {} ranks", tr.tiling.count(), tr.tiling.cube, cluster.size());
+            }
+            return Ok(AppJob { tr, cluster: Some(cluster) });
+        }
+        Ok(AppJob {
+            tr: transform(global, shape, fa, finest)?,
+            #[cfg(feature = "mpi")]
+            cluster: None,
+        })
+    }
+
+    fn run<T>(&self, app: impl FnOnce(&dyn apps::CubeJob) -> Result<T>) -> Result<T> {
+        #[cfg(feature = "mpi")]
+        if let Some(cluster) = &self.cluster {
+            return app(&seisgpu_host::distributed::RankCubes { cluster, tr: &self.tr });
+        }
+        app(&self.tr)
+    }
+
+    /// Writes the output and prints the summary: on rank 0 alone under MPI.
+    fn write(&self, write: impl FnOnce() -> Result<()>) -> Result<()> {
+        #[cfg(feature = "mpi")]
+        if let Some(cluster) = &self.cluster {
+            return seisgpu_host::distributed::write_on_root(cluster, "writing the volume", write);
+        }
+        write()
+    }
+}
+
 /// `wavepacket forward` as one rank of an MPI job: every rank reads the volume, transforms its
 /// block of cubes on its devices; rank 0 gathers the coefficients in cube order and writes them.
 #[cfg(feature = "mpi")]
@@ -302,19 +350,25 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
         }
         Command::Denoise { io, frame, sigma, k } => {
             let (vol, shape) = read_input(&io.input)?;
-            let tr = transform(global, shape, frame, Finest::Directional)?;
-            let d = apps::denoise(&tr, &vol, *sigma, *k)?;
-            coeffs_io::write_volume(&io.output, &d.volume, shape)?;
-            println!("{{\"sigma\": {}, \"estimated\": {}, \"kept_fraction\": {:.5}, \"seconds\": {:.3}}}", d.sigma, d.estimated,
-                d.kept_fraction, t0.elapsed().as_secs_f64());
+            let job = AppJob::new(global, shape, frame, Finest::Directional)?;
+            let d = job.run(|j| apps::denoise(j, &vol, *sigma, *k))?;
+            job.write(|| {
+                coeffs_io::write_volume(&io.output, &d.volume, shape)?;
+                println!("{{\"sigma\": {}, \"estimated\": {}, \"kept_fraction\": {:.5}, \"seconds\": {:.3}}}", d.sigma,
+                    d.estimated, d.kept_fraction, t0.elapsed().as_secs_f64());
+                Ok(())
+            })?;
         }
         Command::Compress { io, frame, cr } => {
             let (vol, shape) = read_input(&io.input)?;
-            let tr = transform(global, shape, frame, Finest::Isotropic)?;
-            let c = apps::compress(&tr, &vol, *cr)?;
-            coeffs_io::write_volume(&io.output, &c.volume, shape)?;
-            println!("{{\"kept\": {}, \"cr\": {:.5}, \"rel_error\": {:.5}, \"snr_db\": {:.2}, \"seconds\": {:.3}}}", c.kept, c.ratio,
-                c.rel_error, c.snr_db, t0.elapsed().as_secs_f64());
+            let job = AppJob::new(global, shape, frame, Finest::Isotropic)?;
+            let c = job.run(|j| apps::compress(j, &vol, *cr))?;
+            job.write(|| {
+                coeffs_io::write_volume(&io.output, &c.volume, shape)?;
+                println!("{{\"kept\": {}, \"cr\": {:.5}, \"rel_error\": {:.5}, \"snr_db\": {:.2}, \"seconds\": {:.3}}}", c.kept,
+                    c.ratio, c.rel_error, c.snr_db, t0.elapsed().as_secs_f64());
+                Ok(())
+            })?;
         }
         Command::Interpolate { io, frame, mask, method, iterations, final_fraction, cr } => {
             let (vol, shape) = read_input(&io.input)?;
@@ -335,11 +389,14 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
                 "single" => InterpMethod::SinglePass { ratio: *cr },
                 o => bail!("--method {o}: expected pocs or single"),
             };
-            let tr = transform(global, shape, frame, Finest::Directional)?;
-            let r = apps::interpolate(&tr, &vol, &live, method)?;
-            coeffs_io::write_volume(&io.output, &r.volume, shape)?;
-            println!("{{\"missing_traces\": {}, \"iterations\": {}, \"seconds\": {:.3}}}", r.missing, r.iterations,
-                t0.elapsed().as_secs_f64());
+            let job = AppJob::new(global, shape, frame, Finest::Directional)?;
+            let r = job.run(|j| apps::interpolate(j, &vol, &live, method))?;
+            job.write(|| {
+                coeffs_io::write_volume(&io.output, &r.volume, shape)?;
+                println!("{{\"missing_traces\": {}, \"iterations\": {}, \"seconds\": {:.3}}}", r.missing, r.iterations,
+                    t0.elapsed().as_secs_f64());
+                Ok(())
+            })?;
         }
     }
     eprintln!("seisgpu: done in {:.2} s", t0.elapsed().as_secs_f64());

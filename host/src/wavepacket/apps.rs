@@ -16,6 +16,40 @@ use serde::Serialize;
 use super::fragments::Fragmented;
 use super::{CoeffEdit, Frame, ScaleKind};
 
+/// Where an application's cubes run: every cube in this process ([`Fragmented`]), or under MPI
+/// this rank's block of them (`crate::distributed::RankCubes`, feature `mpi`), whose whole-volume
+/// statistics (the noise sample, the magnitude histogram, the largest coefficient) are combined
+/// over the ranks. The applications are written once, against this (only the calling thread uses
+/// it: MPI is funneled through it).
+pub trait CubeJob {
+    fn fragmented(&self) -> &Fragmented;
+    /// Forward of the cubes this process runs, each cube's coefficients handed to `look`.
+    fn forward_each(&self, vol: &[f32], look: &(dyn Fn(usize, &[Complex32]) + Sync)) -> Result<()>;
+    /// Everyone's samples, in no particular order (a median follows).
+    fn all_samples(&self, local: Vec<f32>) -> Result<Vec<f32>>;
+    /// Everyone's counts, summed element by element (exact in any order).
+    fn sum_counts(&self, local: Vec<u64>) -> Result<Vec<u64>>;
+    /// The largest of everyone's values.
+    fn max(&self, local: f32) -> Result<f32>;
+    /// Every cube hard-thresholded per box ([`CoeffEdit::Threshold`]) and the cubes merged: the
+    /// volume (on every process) and the count of kept coefficients.
+    fn threshold(&self, vol: &[f32], thr: &[f32]) -> Result<(Vec<f32>, u64)>;
+}
+
+impl CubeJob for Fragmented {
+    fn fragmented(&self) -> &Fragmented { self }
+    fn forward_each(&self, vol: &[f32], look: &(dyn Fn(usize, &[Complex32]) + Sync)) -> Result<()> {
+        self.for_each_forward(vol, look)
+    }
+    fn all_samples(&self, local: Vec<f32>) -> Result<Vec<f32>> { Ok(local) }
+    fn sum_counts(&self, local: Vec<u64>) -> Result<Vec<u64>> { Ok(local) }
+    fn max(&self, local: f32) -> Result<f32> { Ok(local) }
+    fn threshold(&self, vol: &[f32], thr: &[f32]) -> Result<(Vec<f32>, u64)> {
+        let p = self.process_with(vol, CoeffEdit::Threshold(thr))?;
+        Ok((p.volume, p.kept.unwrap_or(0)))
+    }
+}
+
 /// Norm of every frame element of each box, ||psi_b|| (white noise of variance s^2 gives
 /// coefficients of variance s^2 ||psi_b||^2): sqrt(M^3 sum_j (phi_b(xi_j) norm)^2).
 pub fn element_norms(frame: &Frame) -> Vec<f32> {
@@ -123,7 +157,8 @@ pub struct Denoised {
 
 /// Hard thresholding at k sigma ||psi_b|| in every band-pass box (the low-pass box is kept).
 /// `sigma`: the noise level, or `None` to estimate it from the finest scale.
-pub fn denoise(tr: &Fragmented, vol: &[f32], sigma: Option<f32>, k: f32) -> Result<Denoised> {
+pub fn denoise(job: &(impl CubeJob + ?Sized), vol: &[f32], sigma: Option<f32>, k: f32) -> Result<Denoised> {
+    let tr = job.fragmented();
     ensure!(k > 0.0 && k.is_finite(), "threshold factor k = {k} must be positive");
     if let Some(s) = sigma {
         ensure!(s >= 0.0 && s.is_finite(), "noise level sigma = {s} must be finite and non-negative");
@@ -134,12 +169,12 @@ pub fn denoise(tr: &Fragmented, vol: &[f32], sigma: Option<f32>, k: f32) -> Resu
         Some(s) => (s, false),
         None => {
             let sample = Mutex::new(Vec::new());
-            tr.for_each_forward(vol, |t, c| {
+            job.forward_each(vol, &|t, c| {
                 let mut local = Vec::new();
                 noise_from_finest(&frame, &norms, c, |x| tr.tiling.weight_at(t, x) > 0.99, &mut local);
                 sample.lock().unwrap().extend(local);
             })?;
-            let mut s = sample.into_inner().unwrap();
+            let mut s = job.all_samples(sample.into_inner().unwrap())?;
             ensure!(!s.is_empty(), "no finest-scale coefficient inside the data to estimate the noise from");
             // Real white noise: a directional box holds only one side of the spectrum, so its
             // coefficients are complex Gaussian and |c| is Rayleigh with median sigma ||psi|| sqrt(ln 2);
@@ -158,8 +193,7 @@ pub fn denoise(tr: &Fragmented, vol: &[f32], sigma: Option<f32>, k: f32) -> Resu
             thr[b] = k * sigma * norms[b];
         }
     });
-    let p = tr.process_with(vol, CoeffEdit::Threshold(&thr))?;
-    let (volume, kept) = (p.volume, p.kept.unwrap_or(0));
+    let (volume, kept) = job.threshold(vol, &thr)?;
     let kept_fraction = kept as f64 / tr.total() as f64;
     Ok(Denoised { volume, sigma, estimated, kept_fraction })
 }
@@ -181,12 +215,12 @@ pub struct Compressed {
 
 /// Magnitude threshold that keeps about `count` of the coefficients, from a log-magnitude
 /// histogram over all cubes (exact to one bin: 0.05% in magnitude).
-fn threshold_for_count(tr: &Fragmented, vol: &[f32], count: usize) -> Result<f32> {
+fn threshold_for_count(job: &(impl CubeJob + ?Sized), vol: &[f32], count: usize) -> Result<f32> {
     const BINS: usize = 16384;
     const LO: f32 = -60.0; // log2 range of |c|
     const HI: f32 = 40.0;
     let hist = Mutex::new(vec![0u64; BINS]);
-    tr.for_each_forward(vol, |_, c| {
+    job.forward_each(vol, &|_, c| {
         let mut h = vec![0u64; BINS];
         for v in c.iter() {
             let a = v.norm();
@@ -198,7 +232,7 @@ fn threshold_for_count(tr: &Fragmented, vol: &[f32], count: usize) -> Result<f32
         let mut g = hist.lock().unwrap();
         g.iter_mut().zip(h).for_each(|(a, b)| *a += b);
     })?;
-    let hist = hist.into_inner().unwrap();
+    let hist = job.sum_counts(hist.into_inner().unwrap())?;
     let mut acc = 0u64;
     for i in (0..BINS).rev() {
         acc += hist[i];
@@ -210,13 +244,13 @@ fn threshold_for_count(tr: &Fragmented, vol: &[f32], count: usize) -> Result<f32
 }
 
 /// Keeps the M = CR x samples largest coefficients and reconstructs.
-pub fn compress(tr: &Fragmented, vol: &[f32], ratio: f64) -> Result<Compressed> {
+pub fn compress(job: &(impl CubeJob + ?Sized), vol: &[f32], ratio: f64) -> Result<Compressed> {
     ensure!(ratio > 0.0 && ratio <= 1.0, "compression ratio CR = {ratio} must be in (0, 1] (kept coefficients / samples)");
     let samples = vol.len();
     let count = ((ratio * samples as f64).round() as usize).max(1);
-    let thr = threshold_for_count(tr, vol, count)?;
-    let p = tr.process_with(vol, CoeffEdit::Threshold(&vec![thr; tr.frame.box_count()]))?;
-    let (volume, kept) = (p.volume, p.kept.unwrap_or(0) as usize);
+    let thr = threshold_for_count(job, vol, count)?;
+    let (volume, kept) = job.threshold(vol, &vec![thr; job.fragmented().frame.box_count()])?;
+    let kept = kept as usize;
     let rel_error = crate::bench::rel_l2(&volume, vol);
     Ok(Compressed { kept, ratio: kept as f64 / samples as f64, rel_error, snr_db: -20.0 * rel_error.log10(), volume })
 }
@@ -243,7 +277,8 @@ pub struct Interpolated {
 
 /// Fills dead traces. `live[i1 * n2 + i2]` says whether trace (i1, i2) was recorded; dead traces'
 /// samples in `vol` are ignored (treated as zero).
-pub fn interpolate(tr: &Fragmented, vol: &[f32], live: &[bool], method: InterpMethod) -> Result<Interpolated> {
+pub fn interpolate(job: &(impl CubeJob + ?Sized), vol: &[f32], live: &[bool], method: InterpMethod) -> Result<Interpolated> {
+    let tr = job.fragmented();
     let [n1, n2, n3] = tr.tiling.shape;
     ensure!(live.len() == n1 * n2, "trace mask of {} entries for {n1} x {n2} traces", live.len());
     let missing = live.iter().filter(|&&l| !l).count();
@@ -263,7 +298,7 @@ pub fn interpolate(tr: &Fragmented, vol: &[f32], live: &[bool], method: InterpMe
     };
     match method {
         InterpMethod::SinglePass { ratio } => {
-            let mut out = compress(tr, &data, ratio)?.volume;
+            let mut out = compress(job, &data, ratio)?.volume;
             insert(&mut out);
             Ok(Interpolated { volume: out, missing, iterations: 1 })
         }
@@ -271,17 +306,17 @@ pub fn interpolate(tr: &Fragmented, vol: &[f32], live: &[bool], method: InterpMe
             ensure!(iterations >= 1, "POCS needs at least one iteration");
             ensure!(final_fraction > 0.0 && final_fraction < 1.0, "final threshold fraction {final_fraction} must be in (0, 1)");
             let cmax = Mutex::new(0.0f32);
-            tr.for_each_forward(&data, |_, c| {
+            job.forward_each(&data, &|_, c| {
                 let m = c.iter().map(|v| v.norm()).fold(0.0f32, f32::max);
                 let mut g = cmax.lock().unwrap();
                 *g = g.max(m);
             })?;
-            let t0 = 0.99 * cmax.into_inner().unwrap();
+            let t0 = 0.99 * job.max(cmax.into_inner().unwrap())?;
             let mut x = data.clone();
             for k in 0..iterations {
                 let frac = if iterations == 1 { final_fraction } else { final_fraction.powf(k as f32 / (iterations - 1) as f32) };
                 let thr = t0 * frac;
-                x = tr.process_with(&x, CoeffEdit::Threshold(&vec![thr; tr.frame.box_count()]))?.volume;
+                x = job.threshold(&x, &vec![thr; tr.frame.box_count()])?.0;
                 insert(&mut x);
             }
             Ok(Interpolated { volume: x, missing, iterations })
