@@ -83,7 +83,9 @@ run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 wavepacket inverse --input "$
 
 step "wavepacket denoise, compress, interpolate: cubes split, statistics combined over the ranks"
 D=(--input synth:70x45x90:0.5 --cube 32 --overlap 8)
-for app in "denoise" "compress --cr 0.05" "interpolate --method pocs --iterations 3"; do
+# 30 % of the traces dead (a fixed draw), for the interpolation.
+python3 -c "import numpy as np; np.save('$OUT/live.npy', (np.random.default_rng(7).random((70, 45)) > 0.3).astype(np.uint8))"
+for app in "denoise" "compress --cr 0.05" "interpolate --method pocs --iterations 3 --mask $OUT/live.npy"; do
   name=${app%% *}
   run "$BIN" --device cpu wavepacket $app "${D[@]}" --output "$OUT/wp-$name-1.npy"
   run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 wavepacket $app "${D[@]}" --output "$OUT/wp-$name-mpi.npy" && {
