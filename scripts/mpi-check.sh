@@ -10,9 +10,12 @@
 # - nlbf: every pick and semblance bit-exact against the single-device run;
 # - wavepacket: the coefficient file identical, the inverse's volume bit-exact (cube order is fixed);
 #   denoise, compress and POCS interpolation (statistics combined over the ranks) bit-exact.
-# Then two failures, each of which must make the job exit non-zero, say which rank (and trace or
-# work item) failed, and leave no output file: a SEG-Y trace only rank 1 reads is corrupt, and a
-# work item of rank 1 fails while migrating (SEISGPU_TEST_FAIL_ITEM, a test hook).
+# Then three failures, each of which must make the job exit non-zero, say which rank (and trace or
+# work item) failed, and leave no output file: a SEG-Y trace only rank 1 reads is corrupt, a
+# work item of rank 1 fails while migrating (SEISGPU_TEST_FAIL_ITEM, a test hook), and rank 1
+# fails to write its block of the image (SEISGPU_TEST_FAIL_WRITE_RANK: the file written before
+# stays as it was, no temporary file is left). Images (.npy) are written by every rank, each its
+# block of the rank-summed image.
 # Needs a seisgpu built with `--features mpi` ($SEISGPU, default target/release/seisgpu), mpirun
 # (Open MPI) and python3 with numpy. Prints PASS/FAIL per check; exits non-zero on any FAIL.
 set -uo pipefail
@@ -122,6 +125,20 @@ elif [ -e "$OUT/bad2.npy" ]; then
   echo "FAIL failing item: an output file was written"; fail=1
 else
   echo "PASS failing item: $(grep -m1 '^error' "$OUT/log")"
+fi
+
+step "a failing share write: rank 1 cannot write its block of the image; the old file stays, no temporary file"
+cp "$OUT/ktm-1.npy" "$OUT/keep.npy"
+if "${MPIRUN[@]}" -x SEISGPU_TEST_FAIL_WRITE_RANK=1 "$BIN" --device cpu --threads 1 "${K[@]}" -o "$OUT/keep.npy" >"$OUT/log" 2>&1; then
+  echo "FAIL failing write: the job exited 0"; fail=1
+elif ! grep -q "rank 1: injected write failure" "$OUT/log"; then
+  echo "FAIL failing write: the message does not name rank 1:"; cat "$OUT/log"; fail=1
+elif ! command cmp -s "$OUT/keep.npy" "$OUT/ktm-1.npy"; then
+  echo "FAIL failing write: the existing output was changed"; fail=1
+elif ls -a "$OUT" | grep -q '^\.keep\.npy\.tmp'; then
+  echo "FAIL failing write: a temporary file was left: $(ls -a "$OUT" | grep tmp)"; fail=1
+else
+  echo "PASS failing write: $(grep -m1 '^error' "$OUT/log")"
 fi
 
 if [ "$fail" -ne 0 ]; then

@@ -5,10 +5,15 @@
 //! GPUs, or CPU work queues), reading only the input traces those items need where the format
 //! allows (SEG-Y trace ranges). Kirchhoff and PSTM: each local device adds its contiguous block
 //! of the rank's items into one resident image, the rank's image is the sum of its devices'
-//! images in device order, and rank 0 sums the ranks' images in rank order (one image per rank
+//! images in device order, and the ranks' images are summed in rank order (one image per rank
 //! crosses the network, not one per item); with one device per rank this is exactly the sum of
-//! the single-process `--gpus <ranks>` run, bit for bit. SRM and NLBF send every item's result to
-//! rank 0, which folds them in item order. Output is written by rank 0 alone, through
+//! the single-process `--gpus <ranks>` run, bit for bit. SRM sums its ranks' images the same way.
+//! Images written as .npy are summed scattered: each rank sums its block of the image over the
+//! ranks and writes that block into the output ([`write_npy_sum`] through [`write_shares`]: a
+//! temporary file beside the target, which every rank opens, renamed by rank 0 once every rank
+//! has written and synced its bytes; the file system must be one every rank sees). NLBF sends
+//! every item's result to rank 0, which folds them in item order and writes; so do the
+//! wave-packet commands (their volumes are assembled in cube order) and SEG-Y images, through
 //! `AtomicFile`.
 //!
 //! Failures: each phase (reading, planning, computing, writing) ends with [`Cluster::agree`], a
@@ -232,6 +237,39 @@ impl Cluster {
         folded.map(|_| Some(acc))
     }
 
+    /// The rank-order sum, scattered: the image is `units` units of `unit` values, rank r gets the
+    /// sum over the ranks of its block of units ([`multi::block_share`]), each rank's part added in
+    /// rank order as [`multi::sum_in_order`] adds whole images (the same bits as [`sum_ranks`]'s
+    /// sum). `local` is this rank's image (`None`: no work items, left out of the sum). Rounds r = 0,
+    /// 1, ...: in round r every other rank sends rank r its block, which rank r receives in rank
+    /// order (no cycle of blocked sends). Call after an [`agree`](Self::agree) that every rank
+    /// passed, with every image `units * unit` long.
+    pub fn sum_ranks_scattered(&self, local: Option<Vec<f32>>, units: usize, unit: usize) -> (Range<usize>, anyhow::Result<Vec<f32>>) {
+        let block = |r: usize| {
+            let b = multi::block_share(units, self.size, r);
+            b.start * unit..b.end * unit
+        };
+        let mut parts: Vec<Vec<f32>> = Vec::new();
+        for r in 0..self.size {
+            let piece = local.as_ref().map_or(&[][..], |v| &v[block(r)]);
+            if r != self.rank {
+                self.send_vec(r, piece);
+                continue;
+            }
+            for q in 0..self.size {
+                parts.push(if q == self.rank { piece.to_vec() } else { self.receive_vec(q) });
+            }
+        }
+        let mine = multi::block_share(units, self.size, self.rank);
+        let parts: Vec<Vec<f32>> = parts.into_iter().filter(|p| !p.is_empty()).collect();
+        let sum = if mine.is_empty() {
+            Ok(Vec::new())
+        } else {
+            multi::sum_in_order(parts).context("no rank holds a partial image")
+        };
+        (mine, sum)
+    }
+
     /// Rank 0's `v` on every rank (every rank's `v` has the same length), in pieces below the
     /// C-int count limit.
     pub fn broadcast_from_root<T: Equivalence>(&self, v: &mut [T]) {
@@ -290,6 +328,97 @@ impl Cluster {
             }
         }
     }
+}
+
+/// A rank's part of a migration image: the image's description (its `data` left empty) and the
+/// sum of this rank's devices' images (`None`: the rank had no work items). The ranks' parts are
+/// summed by [`write_npy_sum`] (each rank writing its block of the sum) or [`sum_on_root`].
+pub struct RankImage<I> {
+    pub image: I,
+    pub partial: Option<Vec<f32>>,
+}
+
+/// The ranks' partial images summed in rank order on rank 0 (`Some` there), for outputs that rank
+/// 0 writes whole (SEG-Y).
+pub fn sum_on_root(cluster: &Cluster, partial: Option<Vec<f32>>) -> anyhow::Result<Option<Vec<f32>>> {
+    let reduced = cluster.sum_ranks(partial);
+    cluster.agree("summing the partial images", reduced)
+}
+
+/// Sums the ranks' partial images and writes the sum as a float32 .npy file of `shape`, each rank
+/// summing and writing its own block: the image is cut into `units` of `unit_in` values (whole
+/// image traces), rank r sums its block of units over the ranks in rank order (the same bits as
+/// one sum on rank 0) and writes the first `unit_out` values of each unit (a padded image drops
+/// its padding) at their place in the file ([`write_shares`]). Collective.
+pub fn write_npy_sum(cluster: &Cluster, path: &Path, shape: &[usize], partial: Option<Vec<f32>>, unit_in: usize, unit_out: usize)
+    -> anyhow::Result<()> {
+    let out_len: usize = shape.iter().product();
+    ensure!(unit_out > 0 && unit_out <= unit_in && out_len % unit_out == 0,
+        "{}: units of {unit_out} of {unit_in} values for a {shape:?} image", path.display());
+    let units = out_len / unit_out;
+    let sizes = match &partial {
+        Some(p) if p.len() != units * unit_in => Err(anyhow::anyhow!("a partial image of {} values, {} expected", p.len(), units * unit_in)),
+        _ => Ok(()),
+    };
+    cluster.agree("checking the partial images", sizes)?;
+    let (mine, sum) = cluster.sum_ranks_scattered(partial, units, unit_in);
+    let sum = cluster.agree("summing the partial images", sum)?;
+    let mut bytes = Vec::with_capacity(mine.len() * unit_out * 4);
+    for unit in sum.chunks(unit_in) {
+        bytes.extend(unit[..unit_out].iter().flat_map(|v| v.to_le_bytes()));
+    }
+    write_shares(cluster, path, &crate::io::npy::header_f32(shape), (out_len * 4) as u64, (mine.start * unit_out * 4) as u64, &bytes)
+}
+
+/// Writes one file from every rank's bytes: rank 0 makes a temporary file beside `target` of the
+/// whole length (`head`, then `body_len` bytes) and writes `head`; each rank opens it, writes its
+/// `bytes` at `offset` into the body and syncs them; once every rank has, rank 0 renames the file
+/// over `target`. Any failure (a rank that cannot open the file: not a file system every rank sees;
+/// a short write) fails every rank naming it, and rank 0 removes the temporary file: `target` is
+/// left as it was. Collective. (Test hook: `SEISGPU_TEST_FAIL_WRITE_RANK=r` fails rank r's write.)
+pub fn write_shares(cluster: &Cluster, target: &Path, head: &[u8], body_len: u64, offset: u64, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::os::unix::fs::FileExt;
+    // Rank 0's process id names the temporary file (every rank must name the same one).
+    let mut pid = [std::process::id()];
+    cluster.broadcast_from_root(&mut pid);
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let tmp = target.with_file_name(format!(".{name}.tmp-{}-shares", pid[0]));
+    let created = if cluster.is_root() {
+        std::fs::File::create(&tmp)
+            .and_then(|f| {
+                f.write_all_at(head, 0)?;
+                f.set_len(head.len() as u64 + body_len)
+            })
+            .with_context(|| format!("creating {}", tmp.display()))
+    } else {
+        Ok(())
+    };
+    cluster.agree(&format!("creating {}", target.display()), created)?;
+    let fail_rank: Option<usize> = std::env::var("SEISGPU_TEST_FAIL_WRITE_RANK").ok().and_then(|v| v.parse().ok());
+    let wrote = (|| -> anyhow::Result<()> {
+        ensure!(offset + bytes.len() as u64 <= body_len, "bytes {offset}..{} of a body of {body_len}", offset + bytes.len() as u64);
+        if fail_rank == Some(cluster.rank()) {
+            bail!("injected write failure (SEISGPU_TEST_FAIL_WRITE_RANK={})", cluster.rank());
+        }
+        let f = std::fs::OpenOptions::new().write(true).open(&tmp)
+            .with_context(|| format!("opening {} (the output must be on a file system every rank sees)", tmp.display()))?;
+        f.write_all_at(bytes, head.len() as u64 + offset)
+            .and_then(|_| f.sync_data())
+            .with_context(|| format!("writing bytes {offset}..{} of {}", offset + bytes.len() as u64, tmp.display()))
+    })();
+    let wrote = cluster.agree(&format!("writing the ranks' shares of {}", target.display()), wrote);
+    let renamed = if !cluster.is_root() {
+        Ok(())
+    } else if wrote.is_ok() {
+        std::fs::rename(&tmp, target).with_context(|| format!("renaming {} onto {}", tmp.display(), target.display()))
+    } else {
+        Ok(())
+    };
+    if cluster.is_root() && (wrote.is_err() || renamed.is_err()) {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    wrote?;
+    cluster.agree(&format!("finishing {}", target.display()), renamed)
 }
 
 /// Where a trace-domain pipeline's input comes from.
@@ -362,7 +491,7 @@ pub fn read_trace_share(cluster: &Cluster, source: &TraceSource, items_of: impl 
 /// adding its items into one resident image ([`crate::ktm::DeviceImage`]); a rank's image is its
 /// devices' sum in device order, rank 0 sums the ranks in rank order. `Some(image)` on rank 0.
 pub fn ktm_migrate(cluster: &Cluster, source: &TraceSource, params: &crate::ktm::Params, devices: &[Backend])
-    -> anyhow::Result<Option<crate::ktm::Image>> {
+    -> anyhow::Result<RankImage<crate::ktm::Image>> {
     use crate::ktm;
     let (share, items) = read_trace_share(cluster, source, ktm::work_items)?;
     let t = &share.traces;
@@ -377,16 +506,17 @@ pub fn ktm_migrate(cluster: &Cluster, source: &TraceSource, params: &crate::ktm:
         },
         |img| img.finish());
     let local = local.and_then(|images| if images.is_empty() { Ok(None) } else { multi::sum_in_order(images).map(Some) });
-    let local = cluster.agree("migrating", local)?;
-    let reduced = cluster.sum_ranks(local);
-    let reduced = cluster.agree("summing the partial images", reduced)?;
-    Ok(reduced.map(|data| ktm::Image {
-        grid: plan.grid,
-        classes: plan.classes(),
-        class_offsets: plan.class_offsets(params),
-        data,
-        skipped_traces: plan.skipped_traces,
-    }))
+    let partial = cluster.agree("migrating", local)?;
+    Ok(RankImage {
+        image: ktm::Image {
+            grid: plan.grid,
+            classes: plan.classes(),
+            class_offsets: plan.class_offsets(params),
+            data: Vec::new(),
+            skipped_traces: plan.skipped_traces,
+        },
+        partial,
+    })
 }
 
 /// Shot-record migration across the ranks (`seisgpu srm` under mpirun): the (shot, frequency
@@ -395,7 +525,7 @@ pub fn ktm_migrate(cluster: &Cluster, source: &TraceSource, params: &crate::ktm:
 /// a rank adds its devices' windows into a model image in device order, and rank 0 sums the
 /// ranks' images in rank order. The inputs (.npy traces and model) are on every rank.
 pub fn srm_migrate(cluster: &Cluster, traces: &TraceSet, model: &crate::srm::VelocityModel, params: &crate::srm::SrmParams,
-    opts: crate::srm::GpuOptions, devices: &[Backend]) -> anyhow::Result<Option<crate::srm::Image>> {
+    opts: crate::srm::GpuOptions, devices: &[Backend]) -> anyhow::Result<RankImage<crate::srm::Image>> {
     use crate::srm::{DeviceShots, MultiPlan, SrmDevice};
     let plan = cluster.agree("planning the migration", MultiPlan::new(traces, model, params, opts))?;
     let devs = devices.iter().map(|b| SrmDevice::new(b, &plan.op)).collect::<anyhow::Result<Vec<_>>>();
@@ -425,13 +555,8 @@ pub fn srm_migrate(cluster: &Cluster, traces: &TraceSet, model: &crate::srm::Vel
             Ok(Some(image))
         });
     let local = cluster.agree("migrating", local)?;
-    let shape = local.as_ref().map(|i| (i.nx, i.ny, i.nz));
-    let reduced = cluster.sum_ranks(local.map(|i| i.data));
-    let reduced = cluster.agree("summing the window images", reduced)?;
-    Ok(reduced.map(|data| {
-        let (nx, ny, nz) = shape.unwrap_or((model.nx, model.ny, plan.nz));
-        crate::srm::Image { data, nx, ny, nz }
-    }))
+    let (nx, ny, nz) = local.as_ref().map_or((model.nx, model.ny, plan.nz), |i| (i.nx, i.ny, i.nz));
+    Ok(RankImage { image: crate::srm::Image { data: Vec::new(), nx, ny, nz }, partial: local.map(|i| i.data) })
 }
 
 /// PSTM across the ranks (`seisgpu pstm migrate` under mpirun): [`crate::pstm::work_items`] split in
@@ -440,7 +565,7 @@ pub fn srm_migrate(cluster: &Cluster, traces: &TraceSet, model: &crate::srm::Vel
 /// rank images are their devices' sums in device order, summed on rank 0 in rank order, the
 /// counts summed over the ranks.
 pub fn pstm_migrate(cluster: &Cluster, traces: &TraceSet, params: &crate::pstm::PstmParams, mode: crate::pstm::TraveltimeMode,
-    model: crate::pstm::TraveltimeModel, devices: &[Backend]) -> anyhow::Result<Option<crate::pstm::PstmImage>> {
+    model: crate::pstm::TraveltimeModel, devices: &[Backend]) -> anyhow::Result<RankImage<crate::pstm::PstmImage>> {
     use crate::pstm;
     let checked = params.validate(mode, model).and_then(|_| traces.validate("input traces").map_err(anyhow::Error::msg));
     cluster.agree("checking the input", checked)?;
@@ -462,14 +587,10 @@ pub fn pstm_migrate(cluster: &Cluster, traces: &TraceSet, params: &crate::pstm::
     let counts = [s.traces_used as u64, s.pairs, s.contributions, s.exact_evals];
     let mut total = [0u64; 4];
     self_sum(cluster, &counts, &mut total);
-    let reduced = cluster.sum_ranks(local.map(|(d, _)| d));
-    let reduced = cluster.agree("summing the partial images", reduced)?;
-    Ok(reduced.map(|data| {
-        let mut img = pstm::zero_image(params);
-        img.data = data;
-        img.stats = pstm::MigrationStats { traces_used: total[0] as usize, pairs: total[1], contributions: total[2], exact_evals: total[3] };
-        img
-    }))
+    let mut image = pstm::zero_image(params);
+    image.data = Vec::new();
+    image.stats = pstm::MigrationStats { traces_used: total[0] as usize, pairs: total[1], contributions: total[2], exact_evals: total[3] };
+    Ok(RankImage { image, partial: local.map(|(d, _)| d) })
 }
 
 /// The NLBF search across the ranks (`seisgpu nlbf estimate` under mpirun): every rank holds the

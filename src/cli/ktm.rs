@@ -382,7 +382,8 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
 }
 
 /// `ktm migrate` as one rank of an MPI job: each rank reads only its share of a SEG-Y input
-/// (built-in synthetics are made on every rank), migrates its work items, rank 0 sums and writes.
+/// (built-in synthetics are made on every rank), migrates its work items; the ranks sum the
+/// image, each writing its block of an .npy image (rank 0 writes a SEG-Y image whole).
 #[cfg(feature = "mpi")]
 fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &seisgpu_host::distributed::Cluster)
     -> anyhow::Result<()> {
@@ -397,15 +398,29 @@ fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &s
         }
     };
     let t = std::time::Instant::now();
-    let img = distributed::ktm_migrate(cluster, &source, p, &devices)?;
-    distributed::write_on_root(cluster, "writing the image", || {
-        let img = img.as_ref().context("rank 0 holds the image")?;
+    let ranked = distributed::ktm_migrate(cluster, &source, p, &devices)?;
+    let (g, classes) = (p.grid, ranked.image.classes);
+    if cluster.is_root() {
         eprintln!("ktm: {} ranks migrated into {} x {} x {} x {} (classes x inline x crossline x time) in {:.3} s",
-            cluster.size(), img.classes, p.grid.nx, p.grid.ny, p.grid.ntau, t.elapsed().as_secs_f64());
-        ktm::output::write_image(&a.output, img)?;
+            cluster.size(), classes, g.nx, g.ny, g.ntau, t.elapsed().as_secs_f64());
+    }
+    let npy = a.output.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"));
+    if npy {
+        // Each rank sums and writes its block of image traces.
+        distributed::write_npy_sum(cluster, &a.output, &[classes, g.nx, g.ny, g.ntau], ranked.partial, g.ntau, g.ntau)?;
+    } else {
+        // SEG-Y: rank 0 writes the whole image (trace headers and all).
+        let data = distributed::sum_on_root(cluster, ranked.partial)?;
+        let mut img = ranked.image;
+        distributed::write_on_root(cluster, "writing the image", || {
+            img.data = data.context("rank 0 holds the image")?;
+            ktm::output::write_image(&a.output, &img)
+        })?;
+    }
+    if cluster.is_root() {
         eprintln!("ktm: wrote {}", a.output.display());
-        Ok(())
-    })
+    }
+    Ok(())
 }
 
 fn run_model(a: &ModelArgs, global: &Global) -> anyhow::Result<()> {

@@ -221,13 +221,14 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
         use seisgpu_host::distributed;
         let devices = global.rank_devices(&cluster)?;
         let t = std::time::Instant::now();
-        let img = distributed::pstm_migrate(&cluster, &traces, &p, mode, model, &devices)?;
-        return distributed::write_on_root(&cluster, "writing the image", || {
-            let img = img.as_ref().context("rank 0 holds the image")?;
+        let ranked = distributed::pstm_migrate(&cluster, &traces, &p, mode, model, &devices)?;
+        let img = &ranked.image;
+        if cluster.is_root() {
             eprintln!("pstm: {} ranks, {} traces used, {} contributions in {:.2} s", cluster.size(), img.stats.traces_used,
                 img.stats.contributions, t.elapsed().as_secs_f64());
-            write_npy(&a.output, &img.unpadded(), &[img.nx, img.ny, img.noff, img.nz])
-        });
+        }
+        // Each rank sums and writes its block of image traces (their padding dropped).
+        return distributed::write_npy_sum(&cluster, &a.output, &[img.nx, img.ny, img.noff, img.nz], ranked.partial, img.nz_pad, img.nz);
     }
     let t = std::time::Instant::now();
     let img = match global.backends()? {

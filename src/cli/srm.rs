@@ -234,15 +234,18 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
         use seisgpu_host::distributed;
         let devices = global.rank_devices(&cluster)?;
         let t = std::time::Instant::now();
-        let img = distributed::srm_migrate(&cluster, &traces, &model, &params, opts, &devices)?;
-        return distributed::write_on_root(&cluster, "writing the image", || {
-            let img = img.as_ref().context("rank 0 holds the image")?;
+        let ranked = distributed::srm_migrate(&cluster, &traces, &model, &params, opts, &devices)?;
+        let img = &ranked.image;
+        if cluster.is_root() {
             eprintln!("seisgpu srm: {} ranks, {} traces, {} x {} x {} image in {:.2} s", cluster.size(), traces.len(), img.nx, img.ny,
                 img.nz, t.elapsed().as_secs_f64());
-            npy::write_f32(&out, &[img.nz, img.ny, img.nx], &img.data)?;
+        }
+        // Each rank sums and writes its block of image rows.
+        distributed::write_npy_sum(&cluster, &out, &[img.nz, img.ny, img.nx], ranked.partial, img.nx, img.nx)?;
+        if cluster.is_root() {
             eprintln!("seisgpu srm: wrote {}", out.display());
-            Ok(())
-        });
+        }
+        return Ok(());
     }
     let t = std::time::Instant::now();
     let img = match global.backends()? {

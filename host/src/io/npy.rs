@@ -31,6 +31,23 @@ pub fn write_npy(path: impl AsRef<Path>, data: &[f32], shape: &[u64]) -> anyhow:
     file.commit().with_context(|| format!("{}: cannot finish the file", path.display()))
 }
 
+/// The header of a little-endian float32 C-order .npy file of `shape` (format 1.0, padded so the
+/// data start at a multiple of 64 bytes): for files whose data several writers put in place
+/// (`crate::distributed::write_shares`).
+pub fn header_f32(shape: &[usize]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let dims = if dims.len() == 1 { format!("{},", dims[0]) } else { dims.join(", ") };
+    let mut dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({dims}), }}");
+    while (10 + dict.len() + 1) % 64 != 0 {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    let mut h = b"\x93NUMPY\x01\x00".to_vec();
+    h.extend((dict.len() as u16).to_le_bytes());
+    h.extend(dict.as_bytes());
+    h
+}
+
 /// An array read from a .npy file, in C order (the last axis fastest).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NpyArray {
@@ -113,6 +130,27 @@ mod tests {
         assert!(header.contains("'descr': '<f4'") && header.contains("(2, 3, 4, )"), "{header}");
         let a = read_npy_f32(&p).unwrap();
         assert_eq!((a.shape, a.data), (vec![2, 3, 4], data));
+    }
+
+    #[test]
+    fn a_header_and_data_written_in_pieces_read_back() {
+        for shape in [vec![7usize], vec![2, 3, 5], vec![1, 4, 1, 9]] {
+            let n: usize = shape.iter().product();
+            let data: Vec<f32> = (0..n).map(|i| (i as f32).sin() * 40.0).collect();
+            let mut bytes = header_f32(&shape);
+            assert_eq!(bytes.len() % 64, 0);
+            // The data from two writers, second half first.
+            let body: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let (h, half) = (bytes.len(), body.len() / 8 * 4);
+            bytes.resize(h + body.len(), 0);
+            bytes[h + half..].copy_from_slice(&body[half..]);
+            bytes[h..h + half].copy_from_slice(&body[..half]);
+            let p = tmp(&format!("pieces-{}.npy", shape.len()));
+            std::fs::write(&p, &bytes).unwrap();
+            let a = read_npy_f32(&p).unwrap();
+            assert_eq!(a.shape, shape.iter().map(|&d| d as u64).collect::<Vec<_>>());
+            assert_eq!(a.data, data);
+        }
     }
 
     #[test]
