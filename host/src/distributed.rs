@@ -353,7 +353,7 @@ pub fn sum_on_root(cluster: &Cluster, partial: Option<Vec<f32>>) -> anyhow::Resu
 pub fn write_npy_sum(cluster: &Cluster, path: &Path, shape: &[usize], partial: Option<Vec<f32>>, unit_in: usize, unit_out: usize)
     -> anyhow::Result<()> {
     let out_len: usize = shape.iter().product();
-    ensure!(unit_out > 0 && unit_out <= unit_in && out_len % unit_out == 0,
+    ensure!(unit_out > 0 && unit_out <= unit_in && out_len.is_multiple_of(unit_out),
         "{}: units of {unit_out} of {unit_in} values for a {shape:?} image", path.display());
     let units = out_len / unit_out;
     let sizes = match &partial {
@@ -560,19 +560,19 @@ pub fn srm_migrate(cluster: &Cluster, traces: &TraceSet, model: &crate::srm::Vel
 }
 
 /// PSTM across the ranks (`seisgpu pstm migrate` under mpirun): [`crate::pstm::work_items`] split in
-/// blocks over the ranks and over each rank's devices (the built-in input is made on every rank;
-/// each migrates only its items' traces), each device adding its items into one resident image;
-/// rank images are their devices' sums in device order, summed on rank 0 in rank order, the
-/// counts summed over the ranks.
-pub fn pstm_migrate(cluster: &Cluster, traces: &TraceSet, params: &crate::pstm::PstmParams, mode: crate::pstm::TraveltimeMode,
+/// blocks over the ranks and over each rank's devices (each rank reads only its items' traces of
+/// a SEG-Y input; the built-in input is made on every rank, each taking its share), each device
+/// adding its items into one resident image; rank images are their devices' sums in device order,
+/// summed over the ranks in rank order, the counts summed over the ranks.
+pub fn pstm_migrate(cluster: &Cluster, source: &TraceSource, params: &crate::pstm::PstmParams, mode: crate::pstm::TraveltimeMode,
     model: crate::pstm::TraveltimeModel, devices: &[Backend]) -> anyhow::Result<RankImage<crate::pstm::PstmImage>> {
     use crate::pstm;
-    let checked = params.validate(mode, model).and_then(|_| traces.validate("input traces").map_err(anyhow::Error::msg));
-    cluster.agree("checking the input", checked)?;
-    let items = pstm::work_items(traces.len());
+    cluster.agree("checking the parameters", params.validate(mode, model))?;
+    let (share, items) = read_trace_share(cluster, source, pstm::work_items)?;
+    cluster.agree("checking the input", share.traces.validate("input traces").map_err(anyhow::Error::msg))?;
     let local = run_share_blocks(devices, cluster.share(items.len()),
         |b| pstm::DeviceImage::new(b, params, mode, model),
-        |img, i| img.add_item(&traces.slice(items[i].clone()), params).with_context(|| format!("traces {:?}", items[i])),
+        |img, i| img.add_item(&share.slice(items[i].clone()), params).with_context(|| format!("traces {:?}", items[i])),
         |img| img.finish());
     let local = local.and_then(|images| {
         if images.is_empty() {

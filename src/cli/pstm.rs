@@ -98,6 +98,15 @@ pub struct MigrateArgs {
     pub max_regs: u32,
     #[arg(long)]
     pub texture: bool,
+    /// Input traces (SEG-Y; source and group coordinates from the trace headers, with their
+    /// scalar). Default: a built-in synthetic survey of --traces traces over the image.
+    #[arg(long)]
+    pub input: Option<PathBuf>,
+    /// Image origin: x of the first inline column, y of the first crossline column (m).
+    #[arg(long, default_value_t = 0.0)]
+    pub x0: f64,
+    #[arg(long, default_value_t = 0.0)]
+    pub y0: f64,
     /// Output image, (nx, ny, noff, nz) float32 .npy.
     #[arg(long, short)]
     pub output: PathBuf,
@@ -189,8 +198,8 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     let p = PstmParams {
         nx: a.nx,
         ny: a.ny,
-        x0: 0.0,
-        y0: 0.0,
+        x0: a.x0,
+        y0: a.y0,
         dx: a.dx,
         dy: a.dy,
         nz: a.nz,
@@ -214,14 +223,24 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
         },
     };
     p.validate(mode, model)?;
-    let h = pb::survey(a.traces, &p, a.aperture as f64 * 0.5, 2000.0, 41);
-    let traces = pb::band_limited(h, a.ns, 0.004, 25.0, &p);
+    let synthetic = || {
+        let h = pb::survey(a.traces, &p, a.aperture as f64 * 0.5, 2000.0, 41);
+        pb::band_limited(h, a.ns, 0.004, 25.0, &p)
+    };
     #[cfg(feature = "mpi")]
     if let Some(cluster) = global.cluster() {
-        use seisgpu_host::distributed;
+        use seisgpu_host::distributed::{self, TraceSource};
         let devices = global.rank_devices(&cluster)?;
         let t = std::time::Instant::now();
-        let ranked = distributed::pstm_migrate(&cluster, &traces, &p, mode, model, &devices)?;
+        let made;
+        let source = match &a.input {
+            Some(path) => TraceSource::Segy(path),
+            None => {
+                made = synthetic();
+                TraceSource::Memory(&made)
+            }
+        };
+        let ranked = distributed::pstm_migrate(&cluster, &source, &p, mode, model, &devices)?;
         let img = &ranked.image;
         if cluster.is_root() {
             eprintln!("pstm: {} ranks, {} traces used, {} contributions in {:.2} s", cluster.size(), img.stats.traces_used,
@@ -230,6 +249,10 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
         // Each rank sums and writes its block of image traces (their padding dropped).
         return distributed::write_npy_sum(&cluster, &a.output, &[img.nx, img.ny, img.noff, img.nz], ranked.partial, img.nz_pad, img.nz);
     }
+    let traces = match &a.input {
+        Some(path) => seisgpu_host::io::segy::read_segy(path)?.1,
+        None => synthetic(),
+    };
     let t = std::time::Instant::now();
     let img = match global.backends()? {
         Some(devices) => seisgpu_host::pstm::migrate_multi(&traces, &p, mode, model, &devices)?,
