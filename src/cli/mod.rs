@@ -37,8 +37,10 @@ pub struct Global {
     #[arg(long, global = true)]
     pub gpus: Option<GpuCount>,
     /// Run as one rank of an MPI job (implied when mpirun starts seisgpu): `ktm migrate`,
-    /// `pstm migrate`, `srm`, `nlbf estimate` and `wavepacket forward|inverse` split their work items across the ranks, each rank on its own
-    /// devices (`--device`, `--gpus`), and rank 0 writes the output.
+    /// `pstm migrate`, `srm`, `nlbf estimate` and `wavepacket forward|inverse|denoise|compress|
+    /// interpolate` split their work items across the ranks, each rank on its own devices
+    /// (`--device`, `--gpus`); each rank writes its block of an .npy image (ktm, pstm, srm), rank 0
+    /// writes the other outputs. The output's folder must be one every rank sees.
     #[cfg(feature = "mpi")]
     #[arg(long, global = true)]
     pub mpi: bool,
