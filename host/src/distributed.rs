@@ -625,36 +625,41 @@ pub fn nlbf_estimate(cluster: &Cluster, traces: &TraceSet, params: &crate::nlbf:
 }
 
 /// `wavepacket forward` across ranks (the paper's variant 2): each rank transforms its block of
-/// cubes on its engines, rank 0 gathers the coefficients in cube order, which is the
-/// single-process result bit for bit (each cube's coefficients do not depend on where it ran).
-/// `Some` on rank 0.
-pub fn wavepacket_forward(cluster: &Cluster, tr: &crate::wavepacket::fragments::Fragmented, vol: &[f32])
-    -> anyhow::Result<Option<Vec<num_complex::Complex32>>> {
-    use crate::wavepacket::gpu::as_f32;
+/// cubes on its engines and writes their coefficients at their place in the coefficient file
+/// ([`write_shares`]; cube after cube, as one process writes them, so the file is the same byte
+/// for byte). Returns the number of coefficients in the file.
+pub fn wavepacket_forward(cluster: &Cluster, tr: &crate::wavepacket::fragments::Fragmented, vol: &[f32], path: &Path)
+    -> anyhow::Result<usize> {
+    use crate::wavepacket::coeffs_io;
     cluster.agree("checking the volume", crate::wavepacket::validate_volume(vol, tr.tiling.shape, "wave-packet forward"))?;
     let n = tr.tiling.count();
+    let mine = cluster.share(n);
     let engines: Vec<usize> = (0..tr.engines()).collect();
-    let local = run_share(&engines, cluster.share(n), |&k, t| tr.forward_cube(k, vol, t).map(|c| as_f32(&c).to_vec()));
+    let local = run_share(&engines, mine.clone(), |&k, t| tr.forward_cube(k, vol, t).map(|c| coeffs_io::coeff_bytes(&c)));
     let local = cluster.agree("transforming the cubes", local)?;
-    // Gathered straight into complex values (one pass over the coefficients on rank 0).
-    let all = cluster.reduce_items(n, local, Vec::with_capacity(tr.total()), |acc: &mut Vec<num_complex::Complex32>, _, v| {
-        acc.extend(v.chunks_exact(2).map(|p| num_complex::Complex32::new(p[0], p[1])));
-        Ok(())
-    });
-    cluster.agree("gathering the coefficients", all)
+    let header = coeffs_io::Header { version: 1, tiling: tr.tiling.clone(), params: tr.frame.params.clone(), per_cube: tr.frame.total };
+    let head = cluster.agree("describing the coefficients", coeffs_io::head_bytes(&header))?;
+    let per = 8 * tr.frame.total as u64;
+    write_shares(cluster, path, &head, per * n as u64, per * mine.start as u64, &local.concat())?;
+    Ok(tr.total())
 }
 
-/// `wavepacket inverse` across ranks: each rank inverts its block of cubes (every rank holds the
-/// coefficients), rank 0 adds the cubes into the volume in cube order, as one process does
-/// (bit for bit). `Some` on rank 0.
-pub fn wavepacket_inverse(cluster: &Cluster, tr: &crate::wavepacket::fragments::Fragmented, coeffs: &[num_complex::Complex32])
+/// `wavepacket inverse` across ranks: each rank inverts its block of cubes from `mine`, their
+/// coefficients ([`crate::wavepacket::coeffs_io::read_coeffs_of_cubes`] reads a rank's share of
+/// the file); rank 0 adds the cubes into the volume in cube order, as one process does (bit for
+/// bit). `Some` on rank 0.
+pub fn wavepacket_inverse(cluster: &Cluster, tr: &crate::wavepacket::fragments::Fragmented, mine: &[num_complex::Complex32])
     -> anyhow::Result<Option<Vec<f32>>> {
     let (n, per) = (tr.tiling.count(), tr.frame.total);
-    cluster.agree("checking the coefficients", if coeffs.len() == tr.total() { Ok(()) } else {
-        Err(anyhow::anyhow!("{} coefficients for a fragmented frame of {}", coeffs.len(), tr.total()))
+    let share = cluster.share(n);
+    cluster.agree("checking the coefficients", if mine.len() == share.len() * per { Ok(()) } else {
+        Err(anyhow::anyhow!("{} coefficients for cubes {share:?} of {per} each", mine.len()))
     })?;
     let engines: Vec<usize> = (0..tr.engines()).collect();
-    let local = run_share(&engines, cluster.share(n), |&k, t| tr.inverse_cube(k, &coeffs[t * per..(t + 1) * per], t));
+    let local = run_share(&engines, share.clone(), |&k, t| {
+        let at = (t - share.start) * per;
+        tr.inverse_cube(k, &mine[at..at + per], t)
+    });
     let local = cluster.agree("inverting the cubes", local)?;
     let len = tr.tiling.shape.iter().product();
     let vol = cluster.reduce_items(n, local, vec![0.0f32; len], |acc: &mut Vec<f32>, t, c| {

@@ -272,7 +272,7 @@ impl AppJob {
 }
 
 /// `wavepacket forward` as one rank of an MPI job: every rank reads the volume, transforms its
-/// block of cubes on its devices; rank 0 gathers the coefficients in cube order and writes them.
+/// block of cubes on its devices and writes their coefficients at their place in the file.
 #[cfg(feature = "mpi")]
 fn forward_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Global, vol: &[f32], shape: [usize; 3],
     frame: &FrameArgs, output: &std::path::Path) -> Result<()> {
@@ -282,29 +282,29 @@ fn forward_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Gl
     }
     let devices = global.rank_devices(cluster)?;
     let tr = Fragmented::on_backends(&devices, Tiling::new(shape, frame.cube, frame.overlap)?, &frame.params(Finest::Isotropic)?)?;
-    let c = seisgpu_host::distributed::wavepacket_forward(cluster, &tr, vol)?;
-    seisgpu_host::distributed::write_on_root(cluster, "writing the coefficients", || {
-        let c = c.as_ref().context("rank 0 holds the coefficients")?;
-        let header = Header { version: 1, tiling: tr.tiling.clone(), params: tr.frame.params.clone(), per_cube: tr.frame.total };
-        coeffs_io::write_coeffs(output, &header, c)?;
-        println!("{{\"coefficients\": {}, \"cubes\": {}, \"ranks\": {}, \"seconds\": {:.3}}}", c.len(), tr.tiling.count(),
+    let count = seisgpu_host::distributed::wavepacket_forward(cluster, &tr, vol, output)?;
+    if cluster.is_root() {
+        println!("{{\"coefficients\": {count}, \"cubes\": {}, \"ranks\": {}, \"seconds\": {:.3}}}", tr.tiling.count(),
             cluster.size(), t0.elapsed().as_secs_f64());
-        Ok(())
-    })
+    }
+    Ok(())
 }
 
-/// `wavepacket inverse` as one rank of an MPI job: every rank reads the coefficients, inverts its
-/// block of cubes; rank 0 adds them into the volume in cube order and writes it.
+/// `wavepacket inverse` as one rank of an MPI job: every rank reads the header and the
+/// coefficients of its block of cubes, inverts those cubes; rank 0 adds them into the volume in
+/// cube order and writes it.
 #[cfg(feature = "mpi")]
-fn inverse_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Global, h: &Header, c: &[seisgpu_host::wavepacket::Complex32],
-    input: &std::path::Path, output: &std::path::Path) -> Result<()> {
+fn inverse_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Global, input: &std::path::Path,
+    output: &std::path::Path) -> Result<()> {
     let t0 = std::time::Instant::now();
+    let read = coeffs_io::read_coeffs_of_cubes(input, |h| cluster.share(h.tiling.count()));
+    let (h, mine) = cluster.agree("reading the coefficients", read)?;
     let devices = global.rank_devices(cluster)?;
     let tr = Fragmented::on_backends(&devices, h.tiling.clone(), &h.params)?;
     if tr.frame.total != h.per_cube {
         bail!("{}: {} coefficients per cube in the file, this build's frame has {}", input.display(), h.per_cube, tr.frame.total);
     }
-    let vol = seisgpu_host::distributed::wavepacket_inverse(cluster, &tr, c)?;
+    let vol = seisgpu_host::distributed::wavepacket_inverse(cluster, &tr, &mine)?;
     seisgpu_host::distributed::write_on_root(cluster, "writing the volume", || {
         let vol = vol.as_ref().context("rank 0 holds the volume")?;
         coeffs_io::write_volume(output, vol, h.tiling.shape)?;
@@ -335,11 +335,11 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
                 c.len() as f64 / vol.len() as f64, t0.elapsed().as_secs_f64());
         }
         Command::Inverse { input, output, all_gpus } => {
-            let (h, c) = coeffs_io::read_coeffs(input)?;
             #[cfg(feature = "mpi")]
             if let Some(cluster) = global.cluster() {
-                return inverse_distributed(&cluster, global, &h, &c, input, output);
+                return inverse_distributed(&cluster, global, input, output);
             }
+            let (h, c) = coeffs_io::read_coeffs(input)?;
             let tr = engines(global, h.tiling.clone(), &h.params, *all_gpus)?;
             if tr.frame.total != h.per_cube {
                 bail!("{}: {} coefficients per cube in the file, this build's frame has {}", input.display(), h.per_cube, tr.frame.total);

@@ -27,23 +27,28 @@ pub struct Header {
     pub per_cube: usize,
 }
 
+/// The bytes before the coefficients: magic, header length, header.
+pub fn head_bytes(header: &Header) -> Result<Vec<u8>> {
+    let json = serde_json::to_vec(header)?;
+    let mut head = MAGIC.to_vec();
+    head.extend((json.len() as u64).to_le_bytes());
+    head.extend(json);
+    Ok(head)
+}
+
+/// Coefficients as the file stores them: little-endian (re, im) f32 pairs.
+pub fn coeff_bytes(coeffs: &[Complex32]) -> Vec<u8> {
+    coeffs.iter().flat_map(|c| c.re.to_le_bytes().into_iter().chain(c.im.to_le_bytes())).collect()
+}
+
 /// Writes coefficients (cube after cube) with their header.
 pub fn write_coeffs(path: &Path, header: &Header, coeffs: &[Complex32]) -> Result<()> {
     ensure!(coeffs.len() == header.per_cube * header.tiling.count(),
         "{} coefficients for {} cubes of {}", coeffs.len(), header.tiling.count(), header.per_cube);
-    let json = serde_json::to_vec(header)?;
     let mut f = AtomicFile::create(path)?;
-    f.write_all(MAGIC)?;
-    f.write_all(&(json.len() as u64).to_le_bytes())?;
-    f.write_all(&json)?;
-    let mut buf = Vec::with_capacity(1 << 20);
+    f.write_all(&head_bytes(header)?)?;
     for chunk in coeffs.chunks(1 << 17) {
-        buf.clear();
-        for c in chunk {
-            buf.extend_from_slice(&c.re.to_le_bytes());
-            buf.extend_from_slice(&c.im.to_le_bytes());
-        }
-        f.write_all(&buf)?;
+        f.write_all(&coeff_bytes(chunk))?;
     }
     f.commit().with_context(|| format!("writing {}", path.display()))?;
     Ok(())
@@ -51,6 +56,44 @@ pub fn write_coeffs(path: &Path, header: &Header, coeffs: &[Complex32]) -> Resul
 
 /// Reads a coefficient file, checking its magic, header and length.
 pub fn read_coeffs(path: &Path) -> Result<(Header, Vec<Complex32>)> {
+    let (header, mut f) = open_coeffs(path)?;
+    let count = header.per_cube * header.tiling.count();
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)?;
+    ensure!(bytes.len() == 8 * count, "{}: {} bytes of coefficients, the header says {count} coefficients ({} bytes)",
+        path.display(), bytes.len(), 8 * count);
+    Ok((header, from_bytes(&bytes)))
+}
+
+/// The coefficients of some cubes alone (an MPI rank's share): the header, then the coefficients
+/// of the cubes `cubes(&header)` names, read from their place in the file, whose length is checked
+/// against the header.
+pub fn read_coeffs_of_cubes(path: &Path, cubes: impl FnOnce(&Header) -> std::ops::Range<usize>) -> Result<(Header, Vec<Complex32>)> {
+    use std::io::{Seek, SeekFrom};
+    let (header, mut f) = open_coeffs(path)?;
+    let cubes = cubes(&header);
+    let count = header.per_cube * header.tiling.count();
+    let start = f.stream_position()?;
+    let len = f.get_ref().metadata()?.len() - start;
+    ensure!(len == 8 * count as u64, "{}: {len} bytes of coefficients, the header says {count} coefficients ({} bytes)",
+        path.display(), 8 * count);
+    ensure!(cubes.end <= header.tiling.count(), "{}: cubes {cubes:?} of {}", path.display(), header.tiling.count());
+    f.seek(SeekFrom::Start(start + (8 * cubes.start * header.per_cube) as u64))?;
+    let mut bytes = vec![0u8; 8 * cubes.len() * header.per_cube];
+    f.read_exact(&mut bytes).with_context(|| format!("{}: reading the coefficients of cubes {cubes:?}", path.display()))?;
+    Ok((header, from_bytes(&bytes)))
+}
+
+fn from_bytes(bytes: &[u8]) -> Vec<Complex32> {
+    bytes
+        .chunks_exact(8)
+        .map(|b| Complex32::new(f32::from_le_bytes([b[0], b[1], b[2], b[3]]), f32::from_le_bytes([b[4], b[5], b[6], b[7]])))
+        .collect()
+}
+
+/// Opens a coefficient file and reads its header (magic, length, JSON, version), leaving the
+/// reader at the first coefficient.
+fn open_coeffs(path: &Path) -> Result<(Header, std::io::BufReader<std::fs::File>)> {
     let mut f = std::io::BufReader::new(std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?);
     let mut magic = vec![0u8; MAGIC.len()];
     f.read_exact(&mut magic).with_context(|| format!("{}: too short for a coefficient file", path.display()))?;
@@ -65,16 +108,7 @@ pub fn read_coeffs(path: &Path) -> Result<(Header, Vec<Complex32>)> {
     f.read_exact(&mut json)?;
     let header: Header = serde_json::from_slice(&json).with_context(|| format!("{}: bad header", path.display()))?;
     ensure!(header.version == 1, "{}: coefficient file version {} (this build reads 1)", path.display(), header.version);
-    let count = header.per_cube * header.tiling.count();
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)?;
-    ensure!(bytes.len() == 8 * count, "{}: {} bytes of coefficients, the header says {count} coefficients ({} bytes)",
-        path.display(), bytes.len(), 8 * count);
-    let coeffs = bytes
-        .chunks_exact(8)
-        .map(|b| Complex32::new(f32::from_le_bytes([b[0], b[1], b[2], b[3]]), f32::from_le_bytes([b[4], b[5], b[6], b[7]])))
-        .collect();
-    Ok((header, coeffs))
+    Ok((header, f))
 }
 
 /// Reads a 3D `.npy` volume (f32 or f64, C order); returns samples and shape (n1, n2, n3), n3 fastest.
@@ -149,6 +183,30 @@ mod tests {
         write_volume(&pv, &v, [2, 3, 4]).unwrap();
         let (w, shape) = read_volume(&pv).unwrap();
         assert_eq!((w, shape), (v, [2, 3, 4]));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_share_of_the_cubes_reads_from_its_place_and_a_short_file_is_refused() {
+        let dir = std::env::temp_dir().join(format!("seisgpu-wpk-share-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let tiling = Tiling::new([70, 45, 90], 32, 8).unwrap();
+        let n = tiling.count();
+        assert!(n >= 4, "{n} cubes");
+        let header = Header { version: 1, tiling, params: Params::default(), per_cube: 7 };
+        let c: Vec<Complex32> = (0..7 * n).map(|i| Complex32::new(i as f32 * 0.75, 3.0 - i as f32)).collect();
+        let p = dir.join("c.wpk");
+        write_coeffs(&p, &header, &c).unwrap();
+        for cubes in [0..1, 1..3, 2..n, n..n] {
+            let (h, got) = read_coeffs_of_cubes(&p, |_| cubes.clone()).unwrap();
+            assert_eq!(h, header);
+            assert_eq!(got, c[7 * cubes.start..7 * cubes.end], "cubes {cubes:?}");
+        }
+        assert!(read_coeffs_of_cubes(&p, |h| 0..h.tiling.count() + 1).is_err());
+        let bytes = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &bytes[..bytes.len() - 4]).unwrap();
+        let e = read_coeffs_of_cubes(&p, |_| 0..1).unwrap_err().to_string();
+        assert!(e.contains("the header says"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
