@@ -522,12 +522,14 @@ pub fn ktm_migrate(cluster: &Cluster, source: &TraceSource, params: &crate::ktm:
 /// Shot-record migration across the ranks (`seisgpu srm` under mpirun): the (shot, frequency
 /// group) items of [`crate::srm::MultiPlan`] split in blocks over the ranks and over each rank's
 /// devices; each device adds its items of a shot into one window image ([`crate::srm::DeviceShots`]),
-/// a rank adds its devices' windows into a model image in device order, and rank 0 sums the
-/// ranks' images in rank order. The inputs (.npy traces and model) are on every rank.
-pub fn srm_migrate(cluster: &Cluster, traces: &TraceSet, model: &crate::srm::VelocityModel, params: &crate::srm::SrmParams,
+/// a rank adds its devices' windows into a model image in device order, and the ranks' images are
+/// summed in rank order. Each rank reads every trace header and only its shots' samples
+/// ([`srm_read_share`]); the velocity model is on every rank.
+pub fn srm_migrate(cluster: &Cluster, source: &TraceSource, model: &crate::srm::VelocityModel, params: &crate::srm::SrmParams,
     opts: crate::srm::GpuOptions, devices: &[Backend]) -> anyhow::Result<RankImage<crate::srm::Image>> {
-    use crate::srm::{DeviceShots, MultiPlan, SrmDevice};
-    let plan = cluster.agree("planning the migration", MultiPlan::new(traces, model, params, opts))?;
+    use crate::srm::{DeviceShots, SrmDevice};
+    let (plan, traces) = srm_read_share(cluster, source, model, params, opts)?;
+    let traces = &traces;
     let devs = devices.iter().map(|b| SrmDevice::new(b, &plan.op)).collect::<anyhow::Result<Vec<_>>>();
     let devs = cluster.agree("preparing the devices", devs)?;
     let opts = cluster.agree("choosing the GPU kernel", plan.resolve_variant(&devs, model, params, opts))?;
@@ -557,6 +559,72 @@ pub fn srm_migrate(cluster: &Cluster, traces: &TraceSet, model: &crate::srm::Vel
     let local = cluster.agree("migrating", local)?;
     let (nx, ny, nz) = local.as_ref().map_or((model.nx, model.ny, plan.nz), |i| (i.nx, i.ny, i.nz));
     Ok(RankImage { image: crate::srm::Image { data: Vec::new(), nx, ny, nz }, partial: local.map(|i| i.data) })
+}
+
+/// SRM's input on this rank: the plan (shots, windows, work items) from every trace's header, the
+/// same on every rank, and the samples of the traces of the shots whose work items this rank runs,
+/// read alone (a SEG-Y file: every header, then those traces' runs of consecutive trace numbers;
+/// built-in data: taken from memory). The plan's shots of this rank number their traces in the
+/// returned set; the other shots' trace lists are emptied (this rank never runs them).
+pub fn srm_read_share(cluster: &Cluster, source: &TraceSource, model: &crate::srm::VelocityModel, params: &crate::srm::SrmParams,
+    opts: crate::srm::GpuOptions) -> anyhow::Result<(crate::srm::MultiPlan, TraceSet)> {
+    // Every header and the sampling (no samples yet).
+    let layout = match source {
+        TraceSource::Memory(t) => Ok(TraceSet { headers: t.headers.clone(), data: Vec::new(), ns: t.ns, dt: t.dt, t0: t.t0 }),
+        TraceSource::Segy(p) => crate::io::segy::SegyReader::open(p)
+            .map_err(anyhow::Error::from)
+            .and_then(|mut r| {
+                let headers = r.read_headers()?;
+                if let Some(i) = headers.iter().position(|h| h.sx == 0.0 && h.sy == 0.0 && h.gx == 0.0 && h.gy == 0.0) {
+                    bail!("{}: trace {i} has no source or receiver coordinates (bytes 73-88 are zero)", p.display());
+                }
+                let i = r.info();
+                Ok(TraceSet { headers, data: Vec::new(), ns: i.ns, dt: i.dt, t0: i.t0 })
+            })
+            .with_context(|| format!("reading the trace headers of {}", p.display())),
+    };
+    let layout = cluster.agree("reading the trace headers", layout)?;
+    let plan = crate::srm::MultiPlan::from_headers(&layout, model, params, opts);
+    let mut plan = cluster.agree("planning the migration", plan)?;
+    let mine = cluster.share(plan.items.len());
+    let mut shots: Vec<usize> = plan.items[mine].iter().map(|it| it.shot).collect();
+    shots.dedup();
+    let mut wanted: Vec<usize> = shots.iter().flat_map(|&s| plan.shots[s].0.traces.iter().copied()).collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    // Runs of consecutive trace numbers, read one by one.
+    let runs: Vec<Range<usize>> = wanted.chunk_by(|a, b| *b == a + 1).map(|c| c[0]..c[c.len() - 1] + 1).collect();
+    let read = match source {
+        TraceSource::Memory(t) => Ok(runs.iter().map(|r| t.slice(r.clone())).collect::<Vec<_>>()),
+        TraceSource::Segy(p) => crate::io::segy::SegyReader::open(p)
+            .and_then(|mut r| runs.iter().map(|run| r.read_range(run.start as u64, run.len() as u64)).collect())
+            .with_context(|| format!("reading the traces of shots {shots:?} of {}", p.display())),
+    };
+    let read = read.and_then(|parts| {
+        let mut local = TraceSet { headers: Vec::with_capacity(wanted.len()), data: Vec::with_capacity(wanted.len() * layout.ns),
+            ns: layout.ns, dt: layout.dt, t0: layout.t0 };
+        for part in parts {
+            local.headers.extend(part.headers);
+            local.data.extend(part.data);
+        }
+        local.validate("shot gathers").map_err(anyhow::Error::msg)?;
+        Ok(local)
+    });
+    let local = cluster.agree("reading the input traces", read)?;
+    // One write of the whole line (the ranks share the terminal).
+    let line = format!("seisgpu: rank {}: {} of {} traces read (shots {:?})\n", cluster.rank(), local.len(), layout.len(),
+        shots.first().zip(shots.last()).map(|(a, b)| *a..*b + 1).unwrap_or(0..0));
+    eprint!("{line}");
+    for (s, (shot, _)) in plan.shots.iter_mut().enumerate() {
+        if shots.contains(&s) {
+            for t in shot.traces.iter_mut() {
+                *t = wanted.binary_search(t).expect("a wanted trace");
+            }
+        } else {
+            shot.traces.clear();
+        }
+    }
+    Ok((plan, local))
 }
 
 /// PSTM across the ranks (`seisgpu pstm migrate` under mpirun): [`crate::pstm::work_items`] split in

@@ -59,6 +59,14 @@ impl Global {
     #[cfg(feature = "mpi")]
     pub fn cluster(&self) -> Option<seisgpu_host::distributed::Cluster> { seisgpu_host::distributed::Cluster::world() }
 
+    /// Whether this process is a rank of an MPI job (never without the `mpi` feature).
+    pub fn mpi_ranks(&self) -> bool {
+        #[cfg(feature = "mpi")]
+        return self.cluster().is_some();
+        #[cfg(not(feature = "mpi"))]
+        false
+    }
+
     /// This rank's devices under MPI (see `Cluster::local_devices`), agreed on by all ranks.
     #[cfg(feature = "mpi")]
     pub fn rank_devices(&self, c: &seisgpu_host::distributed::Cluster) -> anyhow::Result<Vec<Backend>> {

@@ -214,7 +214,10 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
 }
 
 fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
+    // Under MPI a SEG-Y input is read by the ranks, each its shots' traces (`srm_read_share`).
+    let segy_by_ranks = global.mpi_ranks() && a.synthetic.is_none() && a.traces.as_deref().is_some_and(is_segy);
     let (traces, model) = match a.synthetic.as_deref() {
+        None if segy_by_ranks => (TraceSet { headers: Vec::new(), data: Vec::new(), ns: 0, dt: 0.0, t0: 0.0 }, read_model(a)?),
         Some("flat") => synthetic::flat_reflector(61, 61, 70, 20.0, 10.0, &[0.0, 300.0], &[1800.0, 2400.0], 500.0, 512,
             (a.dt * 1e-3) as f32, a.ricker as f32, 1),
         Some("scatterer") => synthetic::point_scatterer(61, 61, 60, 20.0, 10.0, 2000.0, (500.0, 600.0), (700.0, 600.0, 400.0),
@@ -230,15 +233,20 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     let out = a.output.clone().unwrap_or_else(|| PathBuf::from(format!("srm-{}.npy", a.synthetic.as_deref().unwrap_or("image"))));
     #[cfg(feature = "mpi")]
     if let Some(cluster) = global.cluster() {
-        // Every rank holds the (.npy) inputs; the (shot, frequency group) items are split.
-        use seisgpu_host::distributed;
+        // The (shot, frequency group) items are split; a SEG-Y input is read by the ranks, each
+        // its shots' traces (built-in and .npy traces are in memory on every rank).
+        use seisgpu_host::distributed::{self, TraceSource};
         let devices = global.rank_devices(&cluster)?;
         let t = std::time::Instant::now();
-        let ranked = distributed::srm_migrate(&cluster, &traces, &model, &params, opts, &devices)?;
+        let source = match a.traces.as_deref() {
+            Some(p) if segy_by_ranks => TraceSource::Segy(p),
+            _ => TraceSource::Memory(&traces),
+        };
+        let ranked = distributed::srm_migrate(&cluster, &source, &model, &params, opts, &devices)?;
         let img = &ranked.image;
         if cluster.is_root() {
-            eprintln!("seisgpu srm: {} ranks, {} traces, {} x {} x {} image in {:.2} s", cluster.size(), traces.len(), img.nx, img.ny,
-                img.nz, t.elapsed().as_secs_f64());
+            eprintln!("seisgpu srm: {} ranks, {} x {} x {} image in {:.2} s", cluster.size(), img.nx, img.ny, img.nz,
+                t.elapsed().as_secs_f64());
         }
         // Each rank sums and writes its block of image rows.
         distributed::write_npy_sum(&cluster, &out, &[img.nz, img.ny, img.nx], ranked.partial, img.nx, img.nx)?;

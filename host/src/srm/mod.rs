@@ -305,6 +305,13 @@ pub struct Image {
 /// Validates the inputs of a migration (model, parameters, traces against the model).
 pub fn validate_inputs(traces: &TraceSet, model: &VelocityModel, params: &SrmParams) -> anyhow::Result<Vec<(Shot, ShotGrid)>> {
     traces.validate("shot gathers").map_err(anyhow::Error::msg)?;
+    plan_shots(traces, model, params)
+}
+
+/// The shots and their windows from the traces' headers and sampling alone (`traces.data` is not
+/// read): [`validate_inputs`] less the samples' check, for a plan made before the samples are read
+/// (an MPI rank reads only its shots' traces).
+pub fn plan_shots(traces: &TraceSet, model: &VelocityModel, params: &SrmParams) -> anyhow::Result<Vec<(Shot, ShotGrid)>> {
     model.validate().map_err(anyhow::Error::msg)?;
     params.validate(traces.dt as f64).map_err(anyhow::Error::msg)?;
     if traces.is_empty() {
@@ -484,7 +491,14 @@ pub struct MultiPlan {
 
 impl MultiPlan {
     pub fn new(traces: &TraceSet, model: &VelocityModel, params: &SrmParams, opts: GpuOptions) -> anyhow::Result<MultiPlan> {
-        let shots = validate_inputs(traces, model, params)?;
+        traces.validate("shot gathers").map_err(anyhow::Error::msg)?;
+        Self::from_headers(traces, model, params, opts)
+    }
+
+    /// [`MultiPlan::new`] from the traces' headers and sampling alone (`traces.data` may be
+    /// empty; see [`plan_shots`]).
+    pub fn from_headers(traces: &TraceSet, model: &VelocityModel, params: &SrmParams, opts: GpuOptions) -> anyhow::Result<MultiPlan> {
+        let shots = plan_shots(traces, model, params)?;
         let op = Arc::new(design_for(model, params).map_err(anyhow::Error::msg).context("designing the operator")?);
         let freq = FreqPlan::new(traces.ns, traces.dt as f64, traces.t0 as f64, params.fmin, params.fmax)
             .map_err(anyhow::Error::msg).context("frequency band")?;

@@ -362,6 +362,15 @@ impl SegyReader {
     /// Iterates over the remaining traces one by one (each item owns its samples).
     pub fn traces(&mut self) -> Traces<'_> { Traces { reader: self, done: false } }
 
+    /// Every trace's header, without the samples (a seek and a 240-byte read per trace): for a
+    /// job that plans from the geometry and then reads only the traces it needs (an MPI rank's
+    /// shots). The samples' checks come with [`SegyReader::read_range`].
+    pub fn read_headers(&mut self) -> Result<Vec<TraceHeader>> {
+        (0..self.info.n_traces)
+            .map(|i| self.raw_trace_header(i).map(|b| parse_trace_header(&b, self.info.endian, self.time_scalar).0))
+            .collect()
+    }
+
     /// The raw 240 bytes of trace `i`'s header, for fields seisgpu does not interpret
     /// (read them with [`header::Fields`](super::header::Fields) and `info().endian`).
     pub fn raw_trace_header(&mut self, i: u64) -> Result<[u8; 240]> {
