@@ -3,7 +3,8 @@
 //! The same work items as `--gpus` (`multi`), split across ranks: rank r takes a contiguous
 //! block of the items ([`crate::multi::block_share`]) and runs them on its local devices (its
 //! GPUs, or CPU work queues), reading only the input traces those items need where the format
-//! allows (SEG-Y trace ranges). Kirchhoff and PSTM: each local device adds its contiguous block
+//! allows (SEG-Y trace ranges for Kirchhoff and PSTM; every header, then its shots' traces, for
+//! SRM: [`srm_read_share`]). Kirchhoff and PSTM: each local device adds its contiguous block
 //! of the rank's items into one resident image, the rank's image is the sum of its devices'
 //! images in device order, and the ranks' images are summed in rank order (one image per rank
 //! crosses the network, not one per item); with one device per rank this is exactly the sum of
@@ -11,10 +12,10 @@
 //! Images written as .npy are summed scattered: each rank sums its block of the image over the
 //! ranks and writes that block into the output ([`write_npy_sum`] through [`write_shares`]: a
 //! temporary file beside the target, which every rank opens, renamed by rank 0 once every rank
-//! has written and synced its bytes; the file system must be one every rank sees). NLBF sends
-//! every item's result to rank 0, which folds them in item order and writes; so do the
-//! wave-packet commands (their volumes are assembled in cube order) and SEG-Y images, through
-//! `AtomicFile`.
+//! has written and synced its bytes; the file system must be one every rank sees), and so are
+//! the coefficients of `wavepacket forward` (each rank's cubes). NLBF sends every item's result to
+//! rank 0, which folds them in item order and writes; so do the wave-packet commands that write a
+//! volume (assembled in cube order) and SEG-Y images, through `AtomicFile`.
 //!
 //! Failures: each phase (reading, planning, computing, writing) ends with [`Cluster::agree`], a
 //! collective in which every rank learns every rank's outcome; when one failed, every rank
