@@ -178,6 +178,15 @@ else
   echo "PASS failing write: $(grep -m1 '^error' "$OUT/log")"
 fi
 
+step "an output folder that does not exist: the job fails naming the file"
+if "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${K[@]}" -o "$OUT/missing/image.npy" >"$OUT/log" 2>&1; then
+  echo "FAIL missing folder: the job exited 0"; fail=1
+elif ! grep -q "while creating $OUT/missing/image.npy: rank 0" "$OUT/log"; then
+  echo "FAIL missing folder: the message does not name the file:"; cat "$OUT/log"; fail=1
+else
+  echo "PASS missing folder: $(grep -m1 '^error' "$OUT/log")"
+fi
+
 if [ "$fail" -ne 0 ]; then
   echo "MPI check: FAILED"; exit 1
 fi

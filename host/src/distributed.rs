@@ -394,6 +394,9 @@ pub fn write_shares(cluster: &Cluster, target: &Path, head: &[u8], body_len: u64
     } else {
         Ok(())
     };
+    if created.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
     cluster.agree(&format!("creating {}", target.display()), created)?;
     let fail_rank: Option<usize> = std::env::var("SEISGPU_TEST_FAIL_WRITE_RANK").ok().and_then(|v| v.parse().ok());
     let wrote = (|| -> anyhow::Result<()> {
