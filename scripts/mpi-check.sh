@@ -100,6 +100,29 @@ run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${S2[@]}" -o "$OUT/srm-sgy-m
   else echo "FAIL srm SEG-Y: rank 1 did not read only its shots' traces:"; cat "$OUT/log"; fail=1; fi
 }
 
+step "srm: the same line as .npy traces and geometry, each rank reads its shots' rows"
+run "$BIN" synth line2d -o "$OUT/line2.sgy" --ns 500 --npy "$OUT/line.npy"
+python3 - "$OUT/line2.sgy" "$OUT/geometry.npy" <<'PY'
+import struct, sys, numpy as np
+b = open(sys.argv[1], "rb").read()
+ns = struct.unpack(">H", b[3220:3222])[0]
+g = []
+for o in range(3600, len(b), 240 + 4 * ns):
+    sc = struct.unpack(">h", b[o + 70:o + 72])[0]
+    f = 1 / abs(sc) if sc < 0 else (sc or 1)
+    sx, sy, gx, gy = struct.unpack(">iiii", b[o + 72:o + 88])
+    g.append([sx * f + 1000, sy * f, gx * f + 1000, gy * f])
+np.save(sys.argv[2], np.array(g, np.float32))
+PY
+S3=(srm --traces "$OUT/line.npy" --geometry "$OUT/geometry.npy" --dt 4 --velocity "$OUT/v.npy" --x0 1000 --dx 25 --dz 10 --fmax 20
+  --nz 40 --table-rows 48 --planes 8)
+run "$BIN" --device cpu "${S3[@]}" -o "$OUT/srm-npy-1.npy"
+run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${S3[@]}" -o "$OUT/srm-npy-mpi.npy" && {
+  cmp "srm .npy: 2 ranks vs single device" "$OUT/srm-npy-1.npy" "$OUT/srm-npy-mpi.npy" 1e-6
+  if grep -q "rank 1: 288 of 480 traces read (shots 2..5)" "$OUT/log"; then echo "PASS srm .npy: rank 1 read its 3 shots' 288 of the 480 rows"
+  else echo "FAIL srm .npy: rank 1 did not read only its shots' rows:"; cat "$OUT/log"; fail=1; fi
+}
+
 step "nlbf estimate: every rank holds the gather, parameter traces split"
 N=(nlbf estimate --synthetic demo)
 run "$BIN" --device cpu "${N[@]}" --out "$OUT/nlbf-1"

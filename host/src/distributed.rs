@@ -431,6 +431,18 @@ pub enum TraceSource<'a> {
     Memory(&'a TraceSet),
     /// A SEG-Y file every rank can open: each rank reads only its share's trace range.
     Segy(&'a Path),
+    /// A (traces, samples) .npy file every rank can open, with every trace's header and the
+    /// sampling in `layout` (its `data` empty; the headers come from a geometry file): each rank
+    /// reads only its share's rows.
+    NpyRows { traces: &'a Path, layout: &'a TraceSet },
+}
+
+/// Traces `range` of a [`TraceSource::NpyRows`] input.
+fn npy_rows(path: &Path, layout: &TraceSet, range: Range<usize>) -> anyhow::Result<TraceSet> {
+    let (shape, data) = crate::srm::npy::read_rows_f32(path, range.clone())?;
+    ensure!(shape == [layout.len(), layout.ns], "{}: shape {shape:?}, the geometry has {} traces of {} samples", path.display(),
+        layout.len(), layout.ns);
+    Ok(TraceSet { headers: layout.headers[range].to_vec(), data, ns: layout.ns, dt: layout.dt, t0: layout.t0 })
 }
 
 /// What a rank holds of a trace-domain input: its contiguous share of the traces and every
@@ -457,6 +469,7 @@ pub fn read_trace_share(cluster: &Cluster, source: &TraceSource, items_of: impl 
     // Trace count and sampling: every rank looks at the file's headers (cheap).
     let opened = match source {
         TraceSource::Memory(t) => Ok((t.len(), None)),
+        TraceSource::NpyRows { layout, .. } => Ok((layout.len(), None)),
         TraceSource::Segy(p) => crate::io::segy::SegyReader::open(p)
             .map(|r| (r.info().n_traces as usize, Some(r)))
             .with_context(|| format!("opening {}", p.display())),
@@ -481,6 +494,7 @@ pub fn read_trace_share(cluster: &Cluster, source: &TraceSource, items_of: impl 
                 other => other,
             }
         }
+        (TraceSource::NpyRows { traces, layout }, _) => npy_rows(traces, layout, range.clone()),
         (TraceSource::Segy(_), None) => unreachable!("the file was opened"),
     };
     let traces = cluster.agree("reading the input traces", read)?;
@@ -568,13 +582,14 @@ pub fn srm_migrate(cluster: &Cluster, source: &TraceSource, model: &crate::srm::
 /// SRM's input on this rank: the plan (shots, windows, work items) from every trace's header, the
 /// same on every rank, and the samples of the traces of the shots whose work items this rank runs,
 /// read alone (a SEG-Y file: every header, then those traces' runs of consecutive trace numbers;
-/// built-in data: taken from memory). The plan's shots of this rank number their traces in the
+/// a .npy file: those rows; built-in data: taken from memory). The plan's shots of this rank number their traces in the
 /// returned set; the other shots' trace lists are emptied (this rank never runs them).
 pub fn srm_read_share(cluster: &Cluster, source: &TraceSource, model: &crate::srm::VelocityModel, params: &crate::srm::SrmParams,
     opts: crate::srm::GpuOptions) -> anyhow::Result<(crate::srm::MultiPlan, TraceSet)> {
     // Every header and the sampling (no samples yet).
     let layout = match source {
         TraceSource::Memory(t) => Ok(TraceSet { headers: t.headers.clone(), data: Vec::new(), ns: t.ns, dt: t.dt, t0: t.t0 }),
+        TraceSource::NpyRows { layout, .. } => Ok((*layout).clone()),
         TraceSource::Segy(p) => crate::io::segy::SegyReader::open(p)
             .map_err(anyhow::Error::from)
             .and_then(|mut r| {
@@ -600,6 +615,7 @@ pub fn srm_read_share(cluster: &Cluster, source: &TraceSource, model: &crate::sr
     let runs: Vec<Range<usize>> = wanted.chunk_by(|a, b| *b == a + 1).map(|c| c[0]..c[c.len() - 1] + 1).collect();
     let read = match source {
         TraceSource::Memory(t) => Ok(runs.iter().map(|r| t.slice(r.clone())).collect::<Vec<_>>()),
+        TraceSource::NpyRows { traces, layout } => runs.iter().map(|r| npy_rows(traces, layout, r.clone())).collect(),
         TraceSource::Segy(p) => crate::io::segy::SegyReader::open(p)
             .and_then(|mut r| runs.iter().map(|run| r.read_range(run.start as u64, run.len() as u64)).collect())
             .with_context(|| format!("reading the traces of shots {shots:?} of {}", p.display())),

@@ -214,10 +214,11 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
 }
 
 fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
-    // Under MPI a SEG-Y input is read by the ranks, each its shots' traces (`srm_read_share`).
-    let segy_by_ranks = global.mpi_ranks() && a.synthetic.is_none() && a.traces.as_deref().is_some_and(is_segy);
+    // Under MPI a file input is read by the ranks, each its shots' traces (`srm_read_share`):
+    // here only the layout (a .npy input's headers from its geometry; nothing for SEG-Y).
+    let by_ranks = global.mpi_ranks() && a.synthetic.is_none();
     let (traces, model) = match a.synthetic.as_deref() {
-        None if segy_by_ranks => (TraceSet { headers: Vec::new(), data: Vec::new(), ns: 0, dt: 0.0, t0: 0.0 }, read_model(a)?),
+        None if by_ranks => (npy_layout(a)?, read_model(a)?),
         Some("flat") => synthetic::flat_reflector(61, 61, 70, 20.0, 10.0, &[0.0, 300.0], &[1800.0, 2400.0], 500.0, 512,
             (a.dt * 1e-3) as f32, a.ricker as f32, 1),
         Some("scatterer") => synthetic::point_scatterer(61, 61, 60, 20.0, 10.0, 2000.0, (500.0, 600.0), (700.0, 600.0, 400.0),
@@ -233,13 +234,14 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     let out = a.output.clone().unwrap_or_else(|| PathBuf::from(format!("srm-{}.npy", a.synthetic.as_deref().unwrap_or("image"))));
     #[cfg(feature = "mpi")]
     if let Some(cluster) = global.cluster() {
-        // The (shot, frequency group) items are split; a SEG-Y input is read by the ranks, each
-        // its shots' traces (built-in and .npy traces are in memory on every rank).
+        // The (shot, frequency group) items are split; a file input is read by the ranks, each
+        // its shots' traces (built-in data is made on every rank).
         use seisgpu_host::distributed::{self, TraceSource};
         let devices = global.rank_devices(&cluster)?;
         let t = std::time::Instant::now();
         let source = match a.traces.as_deref() {
-            Some(p) if segy_by_ranks => TraceSource::Segy(p),
+            Some(p) if by_ranks && is_segy(p) => TraceSource::Segy(p),
+            Some(p) if by_ranks => TraceSource::NpyRows { traces: p, layout: &traces },
             _ => TraceSource::Memory(&traces),
         };
         let ranked = distributed::srm_migrate(&cluster, &source, &model, &params, opts, &devices)?;
@@ -308,6 +310,38 @@ fn read_model(a: &MigrateArgs) -> anyhow::Result<VelocityModel> {
     Ok(m)
 }
 
+/// The layout of a file input for the MPI ranks (`srm_read_share` reads the samples): for .npy
+/// traces every header (from the geometry) and the sampling, no samples; for SEG-Y nothing (the
+/// ranks read its headers).
+fn npy_layout(a: &MigrateArgs) -> anyhow::Result<TraceSet> {
+    let tp = a.traces.as_ref().context("--traces is required")?;
+    if is_segy(tp) {
+        if a.geometry.is_some() {
+            bail!("--geometry is for .npy traces; {} is SEG-Y and carries its coordinates in its trace headers", tp.display());
+        }
+        return Ok(TraceSet { headers: Vec::new(), data: Vec::new(), ns: 0, dt: 0.0, t0: 0.0 });
+    }
+    let (shape, _) = npy::read_rows_f32(tp, 0..0)?;
+    let [ntr, ns] = shape[..] else { bail!("{}: traces must have shape (traces, samples), got {shape:?}", tp.display()) };
+    Ok(TraceSet { headers: npy_headers(a, ntr)?, data: Vec::new(), ns, dt: (a.dt * 1e-3) as f32, t0: 0.0 })
+}
+
+/// Trace headers from the `--geometry` .npy of (sx, sy, gx, gy) per trace, for `ntr` traces.
+fn npy_headers(a: &MigrateArgs, ntr: usize) -> anyhow::Result<Vec<TraceHeader>> {
+    let tp = a.traces.as_ref().context("--traces is required")?;
+    let gp = a.geometry.as_ref().with_context(|| format!("--geometry is required with .npy traces ({})", tp.display()))?;
+    let (gshape, geom) = npy::read_f32(gp)?;
+    if gshape != [ntr, 4] {
+        bail!("{}: geometry must have shape ({ntr}, 4) (sx, sy, gx, gy per trace), got {gshape:?}", gp.display());
+    }
+    Ok(geom.chunks(4).enumerate().map(|(i, g)| {
+        let mut h = TraceHeader { sx: g[0] as f64, sy: g[1] as f64, gx: g[2] as f64, gy: g[3] as f64, channel: i as i32 + 1,
+            ..Default::default() };
+        h.offset = h.distance();
+        h
+    }).collect())
+}
+
 fn read_traces(a: &MigrateArgs) -> anyhow::Result<TraceSet> {
     let tp = a.traces.as_ref().context("--traces is required")?;
     if is_segy(tp) {
@@ -321,20 +355,9 @@ fn read_traces(a: &MigrateArgs) -> anyhow::Result<TraceSet> {
         t.validate(&tp.display().to_string()).map_err(anyhow::Error::msg)?;
         return Ok(t);
     }
-    let gp = a.geometry.as_ref().with_context(|| format!("--geometry is required with .npy traces ({})", tp.display()))?;
     let (shape, data) = npy::read_f32(tp)?;
     let [ntr, ns] = shape[..] else { bail!("{}: traces must have shape (traces, samples), got {shape:?}", tp.display()) };
-    let (gshape, geom) = npy::read_f32(gp)?;
-    if gshape != [ntr, 4] {
-        bail!("{}: geometry must have shape ({ntr}, 4) (sx, sy, gx, gy per trace), got {gshape:?}", gp.display());
-    }
-    let headers = geom.chunks(4).enumerate().map(|(i, g)| {
-        let mut h = TraceHeader { sx: g[0] as f64, sy: g[1] as f64, gx: g[2] as f64, gy: g[3] as f64, channel: i as i32 + 1,
-            ..Default::default() };
-        h.offset = h.distance();
-        h
-    }).collect();
-    let t = TraceSet { headers, data, ns, dt: (a.dt * 1e-3) as f32, t0: 0.0 };
+    let t = TraceSet { headers: npy_headers(a, ntr)?, data, ns, dt: (a.dt * 1e-3) as f32, t0: 0.0 };
     t.validate(&tp.display().to_string()).map_err(anyhow::Error::msg)?;
     Ok(t)
 }
