@@ -144,6 +144,23 @@ run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 wavepacket inverse --input "$
   cmp "wavepacket inverse: 2 ranks vs single process" "$OUT/wp-1.npy" "$OUT/wp-mpi.npy" exact
 }
 
+step "wavepacket forward from a .npy volume: each rank reads the rows its cubes need"
+python3 -c "import numpy as np; v = np.random.default_rng(3).standard_normal((70, 45, 90)).astype(np.float32); np.save('$OUT/vol.npy', v); v[60, 3, 7] = np.nan; np.save('$OUT/vol-bad.npy', v)"
+V=(wavepacket forward --input "$OUT/vol.npy" --cube 32 --overlap 8)
+run "$BIN" --device cpu "${V[@]}" --output "$OUT/vol-1.wpk"
+run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${V[@]}" --output "$OUT/vol-mpi.wpk" && {
+  if command cmp -s "$OUT/vol-1.wpk" "$OUT/vol-mpi.wpk"; then echo "PASS wavepacket forward (.npy rows): 2 ranks vs single process: identical file"
+  else echo "FAIL wavepacket forward (.npy rows): the coefficient files differ"; fail=1; fi
+}
+if "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 wavepacket forward --input "$OUT/vol-bad.npy" --cube 32 --overlap 8 \
+    --output "$OUT/vol-bad.wpk" >"$OUT/log" 2>&1; then
+  echo "FAIL wavepacket bad sample: the job exited 0"; fail=1
+elif ! grep -q "rank 1: wave-packet forward: sample 7 of trace (60, 3) is not finite" "$OUT/log" || [ -e "$OUT/vol-bad.wpk" ]; then
+  echo "FAIL wavepacket bad sample: not named by rank and trace, or a file was written:"; cat "$OUT/log"; fail=1
+else
+  echo "PASS wavepacket bad sample: $(grep -m1 '^error' "$OUT/log")"
+fi
+
 step "wavepacket denoise, compress, interpolate: cubes split, statistics combined over the ranks"
 D=(--input synth:70x45x90:0.5 --cube 32 --overlap 8)
 # 30 % of the traces dead (a fixed draw), for the interpolation.

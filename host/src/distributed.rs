@@ -439,7 +439,7 @@ pub enum TraceSource<'a> {
 
 /// Traces `range` of a [`TraceSource::NpyRows`] input.
 fn npy_rows(path: &Path, layout: &TraceSet, range: Range<usize>) -> anyhow::Result<TraceSet> {
-    let (shape, data) = crate::srm::npy::read_rows_f32(path, range.clone())?;
+    let (shape, data) = crate::io::npy::read_rows_f32(path, range.clone())?;
     ensure!(shape == [layout.len(), layout.ns], "{}: shape {shape:?}, the geometry has {} traces of {} samples", path.display(),
         layout.len(), layout.ns);
     Ok(TraceSet { headers: layout.headers[range].to_vec(), data, ns: layout.ns, dt: layout.dt, t0: layout.t0 })
@@ -715,21 +715,41 @@ pub fn nlbf_estimate(cluster: &Cluster, traces: &TraceSet, params: &crate::nlbf:
 /// `wavepacket forward` across ranks (the paper's variant 2): each rank transforms its block of
 /// cubes on its engines and writes their coefficients at their place in the coefficient file
 /// ([`write_shares`]; cube after cube, as one process writes them, so the file is the same byte
-/// for byte). Returns the number of coefficients in the file.
-pub fn wavepacket_forward(cluster: &Cluster, tr: &crate::wavepacket::fragments::Fragmented, vol: &[f32], path: &Path)
-    -> anyhow::Result<usize> {
+/// for byte). `slab`: the volume's rows from `first_row` on, at least those of this rank's cubes
+/// ([`wavepacket_rows`]; the whole volume with `first_row` 0 does too). Returns the number of
+/// coefficients in the file.
+pub fn wavepacket_forward(cluster: &Cluster, tr: &crate::wavepacket::fragments::Fragmented, slab: &[f32], first_row: usize,
+    path: &Path) -> anyhow::Result<usize> {
     use crate::wavepacket::coeffs_io;
-    cluster.agree("checking the volume", crate::wavepacket::validate_volume(vol, tr.tiling.shape, "wave-packet forward"))?;
+    let [_, s1, s2] = tr.tiling.shape;
+    let rows = slab.len() / (s1 * s2).max(1);
+    // The slab's samples, named by their place in the whole volume (a rank without cubes holds no rows).
+    use rayon::prelude::*;
+    let checked = match slab.par_iter().position_first(|v| !v.is_finite()) {
+        _ if slab.len() != rows * s1 * s2 => Err(anyhow::anyhow!("{} samples are not whole rows of {s1} x {s2}", slab.len())),
+        Some(i) => Err(anyhow::anyhow!("wave-packet forward: sample {} of trace ({}, {}) is not finite ({})", i % s2,
+            first_row + i / (s1 * s2), (i / s2) % s1, slab[i])),
+        None => Ok(()),
+    };
+    cluster.agree("checking the volume", checked)?;
     let n = tr.tiling.count();
     let mine = cluster.share(n);
     let engines: Vec<usize> = (0..tr.engines()).collect();
-    let local = run_share(&engines, mine.clone(), |&k, t| tr.forward_cube(k, vol, t).map(|c| coeffs_io::coeff_bytes(&c)));
+    let local = run_share(&engines, mine.clone(), |&k, t| {
+        tr.forward_cube_from_rows(k, slab, first_row, t).map(|c| coeffs_io::coeff_bytes(&c))
+    });
     let local = cluster.agree("transforming the cubes", local)?;
     let header = coeffs_io::Header { version: 1, tiling: tr.tiling.clone(), params: tr.frame.params.clone(), per_cube: tr.frame.total };
     let head = cluster.agree("describing the coefficients", coeffs_io::head_bytes(&header))?;
     let per = 8 * tr.frame.total as u64;
     write_shares(cluster, path, &head, per * n as u64, per * mine.start as u64, &local.concat())?;
     Ok(tr.total())
+}
+
+/// The rows of the volume (along its first axis) that this rank's block of cubes reads, for
+/// [`wavepacket_forward`] from a slab.
+pub fn wavepacket_rows(cluster: &Cluster, tiling: &crate::wavepacket::fragments::Tiling) -> Range<usize> {
+    tiling.rows_of(cluster.share(tiling.count()))
 }
 
 /// `wavepacket inverse` across ranks: each rank inverts its block of cubes from `mine`, their

@@ -321,7 +321,7 @@ fn npy_layout(a: &MigrateArgs) -> anyhow::Result<TraceSet> {
         }
         return Ok(TraceSet { headers: Vec::new(), data: Vec::new(), ns: 0, dt: 0.0, t0: 0.0 });
     }
-    let (shape, _) = npy::read_rows_f32(tp, 0..0)?;
+    let (shape, _) = seisgpu_host::io::npy::read_rows_f32(tp, 0..0)?;
     let [ntr, ns] = shape[..] else { bail!("{}: traces must have shape (traces, samples), got {shape:?}", tp.display()) };
     Ok(TraceSet { headers: npy_headers(a, ntr)?, data: Vec::new(), ns, dt: (a.dt * 1e-3) as f32, t0: 0.0 })
 }

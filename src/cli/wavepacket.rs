@@ -271,18 +271,32 @@ impl AppJob {
     }
 }
 
-/// `wavepacket forward` as one rank of an MPI job: every rank reads the volume, transforms its
-/// block of cubes on its devices and writes their coefficients at their place in the file.
+/// `wavepacket forward` as one rank of an MPI job: each rank reads the rows of a .npy volume its
+/// block of cubes needs (other inputs whole), transforms those cubes on its devices and writes
+/// their coefficients at their place in the file.
 #[cfg(feature = "mpi")]
-fn forward_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Global, vol: &[f32], shape: [usize; 3],
-    frame: &FrameArgs, output: &std::path::Path) -> Result<()> {
+fn forward_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Global, input: &str, frame: &FrameArgs,
+    output: &std::path::Path) -> Result<()> {
+    use seisgpu_host::distributed;
     let t0 = std::time::Instant::now();
     if frame.all_gpus {
         bail!("--all-gpus under MPI: each rank takes its devices from --device/--gpus");
     }
+    let path = Path::new(input);
+    let npy = !input.starts_with("synth:") && path.extension().and_then(|e| e.to_str()) == Some("npy");
+    let (slab, first_row, shape) = if npy {
+        let shape = cluster.agree("reading the volume's shape", seisgpu_host::io::npy::read_rows_f32(path, 0..0))?.0;
+        let [n1, n2, n3] = shape[..] else { bail!("{input}: a {}-D array; a volume must be 3-D (n1, n2, samples)", shape.len()) };
+        let rows = distributed::wavepacket_rows(cluster, &Tiling::new([n1, n2, n3], frame.cube, frame.overlap)?);
+        let read = seisgpu_host::io::npy::read_rows_f32(path, rows.clone()).map(|(_, v)| v);
+        (cluster.agree("reading the volume", read)?, rows.start, [n1, n2, n3])
+    } else {
+        let (vol, shape) = read_input(input)?;
+        (vol, 0, shape)
+    };
     let devices = global.rank_devices(cluster)?;
     let tr = Fragmented::on_backends(&devices, Tiling::new(shape, frame.cube, frame.overlap)?, &frame.params(Finest::Isotropic)?)?;
-    let count = seisgpu_host::distributed::wavepacket_forward(cluster, &tr, vol, output)?;
+    let count = distributed::wavepacket_forward(cluster, &tr, &slab, first_row, output)?;
     if cluster.is_root() {
         println!("{{\"coefficients\": {count}, \"cubes\": {}, \"ranks\": {}, \"seconds\": {:.3}}}", tr.tiling.count(),
             cluster.size(), t0.elapsed().as_secs_f64());
@@ -322,11 +336,11 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
             return Ok(());
         }
         Command::Forward { io, frame } => {
-            let (vol, shape) = read_input(&io.input)?;
             #[cfg(feature = "mpi")]
             if let Some(cluster) = global.cluster() {
-                return forward_distributed(&cluster, global, &vol, shape, frame, &io.output);
+                return forward_distributed(&cluster, global, &io.input, frame, &io.output);
             }
+            let (vol, shape) = read_input(&io.input)?;
             let tr = transform(global, shape, frame, Finest::Isotropic)?;
             let c = tr.forward(&vol)?;
             let header = Header { version: 1, tiling: tr.tiling.clone(), params: tr.frame.params.clone(), per_cube: tr.frame.total };

@@ -48,6 +48,55 @@ pub fn header_f32(shape: &[usize]) -> Vec<u8> {
     h
 }
 
+/// Rows `rows` along the first axis of an f32 (or f64, converted) little-endian C-order array,
+/// read from their place in the file alone (an MPI rank's traces, or its slab of a volume);
+/// returns (shape, values of those rows). The file's length is checked against its header.
+pub fn read_rows_f32(path: &Path, rows: std::ops::Range<usize>) -> anyhow::Result<(Vec<usize>, Vec<f32>)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    // The header: magic, version, header length (u16 in format 1, u32 in 2 and 3), dictionary.
+    let mut pre = [0u8; 12];
+    f.read_exact(&mut pre).with_context(|| format!("{} is not a .npy file", path.display()))?;
+    let data_at = match pre[6] {
+        1 => 10 + u16::from_le_bytes([pre[8], pre[9]]) as usize,
+        2 | 3 => 12 + u32::from_le_bytes([pre[8], pre[9], pre[10], pre[11]]) as usize,
+        v => bail!("{}: .npy format version {v}", path.display()),
+    };
+    let mut head = vec![0u8; data_at];
+    f.seek(SeekFrom::Start(0))?;
+    f.read_exact(&mut head).with_context(|| format!("{}: truncated .npy header", path.display()))?;
+    let npy = npyz::NpyFile::new(&head[..]).with_context(|| format!("{} is not a .npy file", path.display()))?;
+    if npy.order() != npyz::Order::C {
+        bail!("{}: Fortran-order arrays are not supported (save with numpy's default C order)", path.display());
+    }
+    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    let Some((&n, rest)) = shape.split_first() else { bail!("{}: a 0-D array has no rows", path.display()) };
+    let width: usize = rest.iter().product();
+    if rows.end > n {
+        bail!("{}: rows {rows:?} of {n}", path.display());
+    }
+    let descr = npy.dtype().descr();
+    let size = match descr.trim_matches(|c| c == '\'' || c == '"') {
+        "<f4" => 4,
+        "<f8" => 8,
+        d => bail!("{}: dtype {d} is not little-endian float32 or float64", path.display()),
+    };
+    let len = f.metadata()?.len();
+    let need = (data_at + n * width * size) as u64;
+    if len < need {
+        bail!("{}: {len} bytes, the header's {n} x {width} values need {need}", path.display());
+    }
+    f.seek(SeekFrom::Start((data_at + rows.start * width * size) as u64))?;
+    let mut bytes = vec![0u8; rows.len() * width * size];
+    f.read_exact(&mut bytes).with_context(|| format!("reading rows {rows:?} of {}", path.display()))?;
+    let values = if size == 4 {
+        bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+    } else {
+        bytes.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")) as f32).collect()
+    };
+    Ok((shape, values))
+}
+
 /// An array read from a .npy file, in C order (the last axis fastest).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NpyArray {
@@ -151,6 +200,24 @@ mod tests {
             assert_eq!(a.shape, shape.iter().map(|&d| d as u64).collect::<Vec<_>>());
             assert_eq!(a.data, data);
         }
+    }
+
+    #[test]
+    fn rows_read_from_their_place() {
+        let p = tmp("rows.npy");
+        let data: Vec<f32> = (0..24).map(|i| i as f32 * 0.5 - 3.0).collect();
+        write_npy(&p, &data, &[6, 4]).unwrap();
+        for rows in [0..1, 2..5, 6..6] {
+            let (shape, got) = read_rows_f32(&p, rows.clone()).unwrap();
+            assert_eq!((shape, got), (vec![6, 4], data[rows.start * 4..rows.end * 4].to_vec()));
+        }
+        assert!(read_rows_f32(&p, 5..7).is_err());
+        let bytes = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &bytes[..bytes.len() - 4]).unwrap();
+        assert!(read_rows_f32(&p, 0..1).unwrap_err().to_string().contains("need"));
+        // A 3D array: rows along the first axis.
+        write_npy(&p, &data, &[3, 2, 4]).unwrap();
+        assert_eq!(read_rows_f32(&p, 1..3).unwrap(), (vec![3, 2, 4], data[8..].to_vec()));
     }
 
     #[test]

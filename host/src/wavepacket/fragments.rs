@@ -129,15 +129,30 @@ impl Tiling {
     }
 
     /// The tapered, zero-padded cube t.
-    pub fn extract(&self, vol: &[f32], t: usize) -> Vec<f32> {
+    pub fn extract(&self, vol: &[f32], t: usize) -> Vec<f32> { self.extract_from_rows(vol, 0, t) }
+
+    /// [`Tiling::extract`] from a slab of the volume: its rows (along the first axis) from
+    /// `first_row` on, which must hold the cube's ([`Tiling::rows_of`]).
+    pub fn extract_from_rows(&self, slab: &[f32], first_row: usize, t: usize) -> Vec<f32> {
         let c = self.cube;
         let (st, ix) = (self.start(t), self.index(t));
         let w: [Vec<f32>; 3] = [0, 1, 2].map(|a| (0..c).map(|x| self.taper(a, ix[a], x)).collect());
         let [_, s1, s2] = self.shape;
         let inside = self.inside(t);
         let mut out = vec![0.0f32; c * c * c];
-        cut(c, inside, [&w[0], &w[1], &w[2]], |x0, x1| &vol[((st[0] + x0) * s1 + st[1] + x1) * s2 + st[2]..][..inside[2]], &mut out);
+        let row0 = st[0] - first_row;
+        cut(c, inside, [&w[0], &w[1], &w[2]], |x0, x1| &slab[((row0 + x0) * s1 + st[1] + x1) * s2 + st[2]..][..inside[2]], &mut out);
         out
+    }
+
+    /// The rows of the volume (along the first axis) that cubes `cubes` read: a contiguous range,
+    /// as cubes are numbered with the first axis slowest (an MPI rank reads only these).
+    pub fn rows_of(&self, cubes: std::ops::Range<usize>) -> std::ops::Range<usize> {
+        if cubes.is_empty() {
+            return 0..0;
+        }
+        let last = cubes.end - 1;
+        self.start(cubes.start)[0]..self.start(last)[0] + self.inside(last)[0]
     }
 
     /// Extent of cube t inside the volume (the rest of the cube is zero padding).
@@ -621,9 +636,17 @@ impl Fragmented {
 
     /// Coefficients of cube t on engine k: one item of [`Fragmented::forward`] (MPI ranks split the
     /// cubes, `crate::distributed::wavepacket_forward`; in cube order they are its result).
-    pub fn forward_cube(&self, k: usize, vol: &[f32], t: usize) -> Result<Vec<Complex32>> {
+    pub fn forward_cube(&self, k: usize, vol: &[f32], t: usize) -> Result<Vec<Complex32>> { self.forward_cube_from_rows(k, vol, 0, t) }
+
+    /// [`Fragmented::forward_cube`] from a slab of the volume's rows from `first_row` on
+    /// ([`Tiling::extract_from_rows`]).
+    pub fn forward_cube_from_rows(&self, k: usize, slab: &[f32], first_row: usize, t: usize) -> Result<Vec<Complex32>> {
         ensure!(k < self.engines.len() && t < self.tiling.count(), "engine {k}, cube {t} of {}", self.tiling.count());
-        let cube = self.tiling.extract(vol, t);
+        let rows = self.tiling.rows_of(t..t + 1);
+        let [_, s1, s2] = self.tiling.shape;
+        ensure!(first_row <= rows.start && slab.len() >= (rows.end - first_row) * s1 * s2,
+            "cube {t} reads rows {rows:?}; the slab holds {} rows from {first_row}", slab.len() / (s1 * s2).max(1));
+        let cube = self.tiling.extract_from_rows(slab, first_row, t);
         let mut e = self.engines[k].lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
         e.forward(&cube).with_context(|| format!("cube {t} at {:?}", self.tiling.start(t)))
     }
@@ -979,6 +1002,28 @@ impl Fragmented {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cubes_cut_from_their_rows_equal_cubes_cut_from_the_volume() {
+        let shape = [70, 45, 90];
+        let tiling = Tiling::new(shape, 32, 8).unwrap();
+        let vol: Vec<f32> = (0..shape.iter().product::<usize>()).map(|i| ((i * 7919) % 1000) as f32 * 1e-3 - 0.5).collect();
+        let row = shape[1] * shape[2];
+        let n = tiling.count();
+        // Blocks of cubes as MPI ranks take them: each block's rows hold each of its cubes.
+        for ranks in [1, 2, 3, 5] {
+            for r in 0..ranks {
+                let cubes = crate::multi::block_share(n, ranks, r);
+                let rows = tiling.rows_of(cubes.clone());
+                let slab = &vol[rows.start * row..rows.end * row];
+                for t in cubes {
+                    assert_eq!(tiling.extract_from_rows(slab, rows.start, t), tiling.extract(&vol, t), "cube {t}, {ranks} ranks");
+                }
+            }
+        }
+        assert_eq!(tiling.rows_of(0..n), 0..shape[0]);
+        assert_eq!(tiling.rows_of(3..3), 0..0);
+    }
 
     #[test]
     fn scale_raw_copy_and_cut_equal_extract_and_check_the_input() {
