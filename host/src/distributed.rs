@@ -594,9 +594,7 @@ pub fn srm_read_share(cluster: &Cluster, source: &TraceSource, model: &crate::sr
             .map_err(anyhow::Error::from)
             .and_then(|mut r| {
                 let headers = r.read_headers()?;
-                if let Some(i) = headers.iter().position(|h| h.sx == 0.0 && h.sy == 0.0 && h.gx == 0.0 && h.gy == 0.0) {
-                    bail!("{}: trace {i} has no source or receiver coordinates (bytes 73-88 are zero)", p.display());
-                }
+                crate::srm::check_segy_coordinates(&headers, p)?;
                 let i = r.info();
                 Ok(TraceSet { headers, data: Vec::new(), ns: i.ns, dt: i.dt, t0: i.t0 })
             })
@@ -734,8 +732,7 @@ pub fn wavepacket_forward(cluster: &Cluster, tr: &crate::wavepacket::fragments::
     cluster.agree("checking the volume", checked)?;
     let n = tr.tiling.count();
     let mine = cluster.share(n);
-    let engines: Vec<usize> = (0..tr.engines()).collect();
-    let local = run_share(&engines, mine.clone(), |&k, t| {
+    let local = run_share(&engine_ids(tr), mine.clone(), |&k, t| {
         tr.forward_cube_from_rows(k, slab, first_row, t).map(|c| coeffs_io::coeff_bytes(&c))
     });
     let local = cluster.agree("transforming the cubes", local)?;
@@ -763,20 +760,30 @@ pub fn wavepacket_inverse(cluster: &Cluster, tr: &crate::wavepacket::fragments::
     cluster.agree("checking the coefficients", if mine.len() == share.len() * per { Ok(()) } else {
         Err(anyhow::anyhow!("{} coefficients for cubes {share:?} of {per} each", mine.len()))
     })?;
-    let engines: Vec<usize> = (0..tr.engines()).collect();
-    let local = run_share(&engines, share.clone(), |&k, t| {
+    let local = run_share(&engine_ids(tr), share.clone(), |&k, t| {
         let at = (t - share.start) * per;
         tr.inverse_cube(k, &mine[at..at + per], t)
     });
     let local = cluster.agree("inverting the cubes", local)?;
+    add_cubes_on_root(cluster, tr, local)
+}
+
+/// The volume from every rank's inverted cubes (`local`: this rank's block, in cube order): rank
+/// 0 adds all cubes in cube order ([`crate::wavepacket::fragments::Tiling::accumulate`]), as one
+/// process does, bit for bit. `Some` on rank 0. Collective.
+fn add_cubes_on_root(cluster: &Cluster, tr: &crate::wavepacket::fragments::Fragmented, local: Vec<Vec<f32>>)
+    -> anyhow::Result<Option<Vec<f32>>> {
     let len = tr.tiling.shape.iter().product();
-    let vol = cluster.reduce_items(n, local, vec![0.0f32; len], |acc: &mut Vec<f32>, t, c| {
+    let vol = cluster.reduce_items(tr.tiling.count(), local, vec![0.0f32; len], |acc: &mut Vec<f32>, t, c| {
         ensure!(c.len() == tr.tiling.cube.pow(3), "cube {t}: {} samples", c.len());
         tr.tiling.accumulate(acc, t, &c);
         Ok(())
     });
     cluster.agree("adding the cubes", vol)
 }
+
+/// The engine numbers of `tr`, the devices [`run_share`] runs a rank's cubes on.
+fn engine_ids(tr: &crate::wavepacket::fragments::Fragmented) -> Vec<usize> { (0..tr.engines()).collect() }
 
 /// The wave-packet applications (`wavepacket denoise`, `compress`, `interpolate`) across ranks:
 /// each rank transforms and thresholds its block of the cubes; the statistics the applications
@@ -790,7 +797,6 @@ pub struct RankCubes<'a> {
 }
 
 impl RankCubes<'_> {
-    fn engines(&self) -> Vec<usize> { (0..self.tr.engines()).collect() }
     fn check_volume(&self, vol: &[f32]) -> anyhow::Result<()> {
         self.cluster.agree("checking the volume", crate::wavepacket::validate_volume(vol, self.tr.tiling.shape, "wave-packet processing"))
     }
@@ -801,7 +807,7 @@ impl crate::wavepacket::apps::CubeJob for RankCubes<'_> {
 
     fn forward_each(&self, vol: &[f32], look: &(dyn Fn(usize, &[num_complex::Complex32]) + Sync)) -> anyhow::Result<()> {
         self.check_volume(vol)?;
-        let local = run_share(&self.engines(), self.cluster.share(self.tr.tiling.count()), |&k, t| {
+        let local = run_share(&engine_ids(self.tr), self.cluster.share(self.tr.tiling.count()), |&k, t| {
             look(t, &self.tr.forward_cube(k, vol, t)?);
             Ok(())
         });
@@ -828,7 +834,7 @@ impl crate::wavepacket::apps::CubeJob for RankCubes<'_> {
         let tr = self.tr;
         self.check_volume(vol)?;
         let n = tr.tiling.count();
-        let local = run_share(&self.engines(), self.cluster.share(n), |&k, t| {
+        let local = run_share(&engine_ids(self.tr), self.cluster.share(n), |&k, t| {
             let mut c = tr.forward_cube(k, vol, t)?;
             let kept = crate::wavepacket::threshold_host(&tr.frame, thr, &mut c);
             Ok((tr.inverse_cube(k, &c, t)?, kept))
@@ -837,14 +843,8 @@ impl crate::wavepacket::apps::CubeJob for RankCubes<'_> {
         let (cubes, kept): (Vec<Vec<f32>>, Vec<u64>) = local.into_iter().unzip();
         let mut total = [0u64];
         self_sum(self.cluster, &[kept.iter().sum()], &mut total);
-        let len = tr.tiling.shape.iter().product();
-        let merged = self.cluster.reduce_items(n, cubes, vec![0.0f32; len], |acc: &mut Vec<f32>, t, c| {
-            ensure!(c.len() == tr.tiling.cube.pow(3), "cube {t}: {} samples", c.len());
-            tr.tiling.accumulate(acc, t, &c);
-            Ok(())
-        });
-        let merged = self.cluster.agree("adding the cubes", merged)?;
-        let mut volume = merged.unwrap_or_else(|| vec![0.0f32; len]);
+        let merged = add_cubes_on_root(self.cluster, tr, cubes)?;
+        let mut volume = merged.unwrap_or_else(|| vec![0.0f32; vol.len()]);
         self.cluster.broadcast_from_root(&mut volume);
         Ok((volume, total[0]))
     }

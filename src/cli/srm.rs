@@ -349,9 +349,7 @@ fn read_traces(a: &MigrateArgs) -> anyhow::Result<TraceSet> {
             bail!("--geometry is for .npy traces; {} is SEG-Y and carries its coordinates in its trace headers", tp.display());
         }
         let (_, t) = seisgpu_host::io::segy::read_segy(tp)?;
-        if let Some(i) = t.headers.iter().position(|h| h.sx == 0.0 && h.sy == 0.0 && h.gx == 0.0 && h.gy == 0.0) {
-            bail!("{}: trace {i} has no source or receiver coordinates (bytes 73-88 are zero)", tp.display());
-        }
+        srm::check_segy_coordinates(&t.headers, tp)?;
         t.validate(&tp.display().to_string()).map_err(anyhow::Error::msg)?;
         return Ok(t);
     }

@@ -176,6 +176,15 @@ pub struct Shot {
     pub traces: Vec<usize>,
 }
 
+/// Refuses SEG-Y shot gathers with a trace whose source and receiver coordinates are all zero
+/// (bytes 73-88 unset: no geometry to migrate with), naming `file` and the trace.
+pub fn check_segy_coordinates(headers: &[crate::traces::TraceHeader], file: &std::path::Path) -> anyhow::Result<()> {
+    if let Some(i) = headers.iter().position(|h| h.sx == 0.0 && h.sy == 0.0 && h.gx == 0.0 && h.gy == 0.0) {
+        bail!("{}: trace {i} has no source or receiver coordinates (bytes 73-88 are zero)", file.display());
+    }
+    Ok(())
+}
+
 /// Groups traces into shots by source position (first-appearance order).
 pub fn group_shots(traces: &TraceSet) -> Vec<Shot> {
     let mut shots: Vec<Shot> = Vec::new();
