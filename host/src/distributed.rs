@@ -743,18 +743,43 @@ pub fn wavepacket_forward(cluster: &Cluster, tr: &crate::wavepacket::fragments::
     Ok(tr.total())
 }
 
-/// The rows of the volume (along its first axis) that this rank's block of cubes reads, for
-/// [`wavepacket_forward`] from a slab.
+/// The rows of the volume (along its first axis) that this rank's block of cubes reads: the slab
+/// a rank holds in the wave-packet commands ([`wavepacket_forward`] reads it; the applications and
+/// [`wavepacket_inverse`] return it).
 pub fn wavepacket_rows(cluster: &Cluster, tiling: &crate::wavepacket::fragments::Tiling) -> Range<usize> {
-    tiling.rows_of(cluster.share(tiling.count()))
+    held_rows(tiling, cluster.size())[cluster.rank()].clone()
+}
+
+/// Every rank's [`wavepacket_rows`], in rank order.
+fn held_rows(tiling: &crate::wavepacket::fragments::Tiling, ranks: usize) -> Vec<Range<usize>> {
+    (0..ranks).map(|r| tiling.rows_of(multi::block_share(tiling.count(), ranks, r))).collect()
+}
+
+/// The rows of the volume this rank answers for (writes, and counts in whole-volume sums): from
+/// the first row of its slab to the first row of the next rank's that holds cubes (the last such
+/// rank: to the end). The ranks' owned rows partition the volume, in rank order, each inside its
+/// rank's slab (the next rank's first cube starts at or before this rank's last cube ends).
+pub fn wavepacket_owned_rows(cluster: &Cluster, tiling: &crate::wavepacket::fragments::Tiling) -> Range<usize> {
+    owned_rows(tiling, cluster.size(), cluster.rank())
+}
+
+fn owned_rows(tiling: &crate::wavepacket::fragments::Tiling, ranks: usize, rank: usize) -> Range<usize> {
+    let held = held_rows(tiling, ranks);
+    let busy = |q: usize| !multi::block_share(tiling.count(), ranks, q).is_empty();
+    if !busy(rank) {
+        return held[rank].clone();
+    }
+    let end = (rank + 1..ranks).find(|&q| busy(q)).map_or(tiling.shape[0], |q| held[q].start);
+    held[rank].start..end
 }
 
 /// `wavepacket inverse` across ranks: each rank inverts its block of cubes from `mine`, their
 /// coefficients ([`crate::wavepacket::coeffs_io::read_coeffs_of_cubes`] reads a rank's share of
-/// the file); rank 0 adds the cubes into the volume in cube order, as one process does (bit for
-/// bit). `Some` on rank 0.
+/// the file), and the ranks exchange the planes of their cubes that fall in each other's slabs
+/// ([`add_cubes_into_slabs`]). Returns this rank's slab ([`wavepacket_rows`]): every sample as one
+/// process sums it, bit for bit.
 pub fn wavepacket_inverse(cluster: &Cluster, tr: &crate::wavepacket::fragments::Fragmented, mine: &[num_complex::Complex32])
-    -> anyhow::Result<Option<Vec<f32>>> {
+    -> anyhow::Result<Vec<f32>> {
     let (n, per) = (tr.tiling.count(), tr.frame.total);
     let share = cluster.share(n);
     cluster.agree("checking the coefficients", if mine.len() == share.len() * per { Ok(()) } else {
@@ -765,50 +790,149 @@ pub fn wavepacket_inverse(cluster: &Cluster, tr: &crate::wavepacket::fragments::
         tr.inverse_cube(k, &mine[at..at + per], t)
     });
     let local = cluster.agree("inverting the cubes", local)?;
-    add_cubes_on_root(cluster, tr, local)
+    let slab = add_cubes_into_slabs(cluster, &tr.tiling, local);
+    cluster.agree("adding the cubes", slab)
 }
 
-/// The volume from every rank's inverted cubes (`local`: this rank's block, in cube order): rank
-/// 0 adds all cubes in cube order ([`crate::wavepacket::fragments::Tiling::accumulate`]), as one
-/// process does, bit for bit. `Some` on rank 0. Collective.
-fn add_cubes_on_root(cluster: &Cluster, tr: &crate::wavepacket::fragments::Fragmented, local: Vec<Vec<f32>>)
-    -> anyhow::Result<Option<Vec<f32>>> {
-    let len = tr.tiling.shape.iter().product();
-    let vol = cluster.reduce_items(tr.tiling.count(), local, vec![0.0f32; len], |acc: &mut Vec<f32>, t, c| {
-        ensure!(c.len() == tr.tiling.cube.pow(3), "cube {t}: {} samples", c.len());
-        tr.tiling.accumulate(acc, t, &c);
-        Ok(())
-    });
-    cluster.agree("adding the cubes", vol)
+/// Every rank's slab of the volume its cubes add up to ([`wavepacket_rows`]). `local`: this
+/// rank's inverted cubes, in cube order. The planes (first axis) of each cube that fall in
+/// another rank's slab go to that rank, and every rank adds the cubes that reach its slab in cube
+/// order ([`crate::wavepacket::fragments::Tiling::accumulate_rows`]): each sample gets the same
+/// additions in the same order as in one process's volume. Rounds r = 0, 1, ... as in
+/// [`Cluster::sum_ranks_scattered`]: in round r every other rank sends rank r its planes for it
+/// (all its cubes' in one message, maybe empty), which rank r adds in rank order, so in cube
+/// order. Call after an [`agree`](Cluster::agree) that every rank passed.
+fn add_cubes_into_slabs(cluster: &Cluster, tiling: &crate::wavepacket::fragments::Tiling, local: Vec<Vec<f32>>)
+    -> anyhow::Result<Vec<f32>> {
+    let (n, ranks, me) = (tiling.count(), cluster.size(), cluster.rank());
+    let [_, s1, s2] = tiling.shape;
+    let plane = tiling.cube * tiling.cube;
+    let held = held_rows(tiling, ranks);
+    let mine = cluster.share(n);
+    // The rows of cube t inside `rows` (maybe none).
+    let overlap = |t: usize, rows: &Range<usize>| {
+        let r = tiling.rows_of(t..t + 1);
+        let lo = r.start.max(rows.start);
+        lo..r.end.min(rows.end).max(lo)
+    };
+    // Cube t's planes of `rows`, from its samples (planes from the cube's first row).
+    let planes = |t: usize, cube: &[f32], rows: &Range<usize>| -> anyhow::Result<std::ops::Range<usize>> {
+        let first = tiling.start(t)[0];
+        let span = (rows.start - first) * plane..(rows.end - first) * plane;
+        ensure!(span.end <= cube.len(), "cube {t}: {} samples, rows {rows:?} need {}", cube.len(), span.end);
+        Ok(span)
+    };
+    let pieces_for = |r: usize| -> anyhow::Result<Vec<f32>> {
+        let mut out = Vec::new();
+        for (t, cube) in mine.clone().zip(&local) {
+            let o = overlap(t, &held[r]);
+            if !o.is_empty() {
+                out.extend_from_slice(&cube[planes(t, cube, &o)?]);
+            }
+        }
+        Ok(out)
+    };
+    let mut slab = vec![0.0f32; held[me].len() * s1 * s2];
+    let mut added = if local.len() == mine.len() { Ok(()) } else {
+        Err(anyhow::anyhow!("rank {me}: {} cubes for cubes {mine:?}", local.len()))
+    };
+    for r in 0..ranks {
+        if r != me {
+            // Send even after a local failure (empty): rank r must not block.
+            let piece = pieces_for(r);
+            cluster.send_vec(r, piece.as_deref().unwrap_or(&[]));
+            if let Err(e) = piece {
+                added = added.and(Err(e));
+            }
+            continue;
+        }
+        for q in 0..ranks {
+            let theirs = if q == me { None } else { Some(cluster.receive_vec::<f32>(q)) };
+            if added.is_err() {
+                continue;
+            }
+            let mut at = 0;
+            for (k, t) in multi::block_share(n, ranks, q).enumerate() {
+                let o = overlap(t, &held[me]);
+                if o.is_empty() {
+                    continue;
+                }
+                let part = match &theirs {
+                    None => planes(t, &local[k], &o).map(|span| &local[k][span]),
+                    Some(buf) => {
+                        let len = o.len() * plane;
+                        at += len;
+                        if at <= buf.len() { Ok(&buf[at - len..at]) } else {
+                            Err(anyhow::anyhow!("rank {q} sent {} samples of its cubes' planes, fewer than cube {t} needs", buf.len()))
+                        }
+                    }
+                };
+                match part {
+                    Ok(p) => tiling.accumulate_rows(&mut slab, held[me].start, t, o, p),
+                    Err(e) => {
+                        added = Err(e);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    added.map(|_| slab)
+}
+
+/// Writes a wave-packet volume from the ranks' slabs: each rank writes its owned rows
+/// ([`wavepacket_owned_rows`]) of `slab` (its [`wavepacket_rows`]) into one float32 .npy file of
+/// the volume's shape ([`write_shares`]; the bytes of one process's file). Collective.
+pub fn write_volume_shares(cluster: &Cluster, path: &Path, tiling: &crate::wavepacket::fragments::Tiling, slab: &[f32])
+    -> anyhow::Result<()> {
+    let [n1, n2, n3] = tiling.shape;
+    let (rows, owned) = (wavepacket_rows(cluster, tiling), wavepacket_owned_rows(cluster, tiling));
+    let row = n2 * n3;
+    let sized = if slab.len() == rows.len() * row { Ok(()) } else {
+        Err(anyhow::anyhow!("{} samples for rows {rows:?} of a {n1} x {n2} x {n3} volume", slab.len()))
+    };
+    cluster.agree("checking the volume", sized)?;
+    let part = &slab[(owned.start - rows.start) * row..(owned.end - rows.start) * row];
+    let bytes: Vec<u8> = part.iter().flat_map(|v| v.to_le_bytes()).collect();
+    write_shares(cluster, path, &crate::io::npy::header_f32(&tiling.shape), (n1 * row * 4) as u64, (owned.start * row * 4) as u64,
+        &bytes)
 }
 
 /// The engine numbers of `tr`, the devices [`run_share`] runs a rank's cubes on.
 fn engine_ids(tr: &crate::wavepacket::fragments::Fragmented) -> Vec<usize> { (0..tr.engines()).collect() }
 
 /// The wave-packet applications (`wavepacket denoise`, `compress`, `interpolate`) across ranks:
-/// each rank transforms and thresholds its block of the cubes; the statistics the applications
-/// take over the whole volume are combined over the ranks (the noise sample gathered, the
-/// magnitude histogram summed, the largest coefficient's maximum: each the single-process value);
-/// rank 0 adds the thresholded cubes into the volume in cube order, as one process does, and
-/// every rank receives the volume (POCS transforms it again; the summaries are computed alike).
+/// each rank holds its slab of the volume ([`wavepacket_rows`]), transforms and thresholds its
+/// block of the cubes from it; the statistics the applications take over the whole volume are
+/// combined over the ranks (the noise sample gathered, the magnitude histogram summed, the
+/// largest coefficient's maximum: each the single-process value); the thresholded cubes are added
+/// into every rank's slab through [`add_cubes_into_slabs`] (each sample as in one process's
+/// volume), ready for the next pass (POCS) and for [`write_volume_shares`].
 pub struct RankCubes<'a> {
     pub cluster: &'a Cluster,
     pub tr: &'a crate::wavepacket::fragments::Fragmented,
 }
 
 impl RankCubes<'_> {
-    fn check_volume(&self, vol: &[f32]) -> anyhow::Result<()> {
-        self.cluster.agree("checking the volume", crate::wavepacket::validate_volume(vol, self.tr.tiling.shape, "wave-packet processing"))
+    fn check_slab(&self, slab: &[f32]) -> anyhow::Result<()> {
+        let rows = crate::wavepacket::apps::CubeJob::rows(self);
+        self.cluster.agree("checking the volume",
+            crate::wavepacket::validate_rows(slab, rows.start, self.tr.tiling.shape, "wave-packet processing"))
     }
 }
 
 impl crate::wavepacket::apps::CubeJob for RankCubes<'_> {
     fn fragmented(&self) -> &crate::wavepacket::fragments::Fragmented { self.tr }
 
-    fn forward_each(&self, vol: &[f32], look: &(dyn Fn(usize, &[num_complex::Complex32]) + Sync)) -> anyhow::Result<()> {
-        self.check_volume(vol)?;
+    fn rows(&self) -> Range<usize> { wavepacket_rows(self.cluster, &self.tr.tiling) }
+
+    fn owned(&self) -> Range<usize> { wavepacket_owned_rows(self.cluster, &self.tr.tiling) }
+
+    fn forward_each(&self, slab: &[f32], look: &(dyn Fn(usize, &[num_complex::Complex32]) + Sync)) -> anyhow::Result<()> {
+        self.check_slab(slab)?;
+        let first = self.rows().start;
         let local = run_share(&engine_ids(self.tr), self.cluster.share(self.tr.tiling.count()), |&k, t| {
-            look(t, &self.tr.forward_cube(k, vol, t)?);
+            look(t, &self.tr.forward_cube_from_rows(k, slab, first, t)?);
             Ok(())
         });
         self.cluster.agree("transforming the cubes", local.map(|_| ()))
@@ -824,18 +948,25 @@ impl crate::wavepacket::apps::CubeJob for RankCubes<'_> {
         Ok(total)
     }
 
+    fn sum_reals(&self, local: Vec<f64>) -> anyhow::Result<Vec<f64>> {
+        let mut total = vec![0f64; local.len()];
+        self.cluster.world.all_reduce_into(&local[..], &mut total[..], mpi::collective::SystemOperation::sum());
+        Ok(total)
+    }
+
     fn max(&self, local: f32) -> anyhow::Result<f32> {
         let mut m = 0.0f32;
         self.cluster.world.all_reduce_into(&local, &mut m, mpi::collective::SystemOperation::max());
         Ok(m)
     }
 
-    fn threshold(&self, vol: &[f32], thr: &[f32]) -> anyhow::Result<(Vec<f32>, u64)> {
+    fn threshold(&self, slab: &[f32], thr: &[f32]) -> anyhow::Result<(Vec<f32>, u64)> {
         let tr = self.tr;
-        self.check_volume(vol)?;
+        self.check_slab(slab)?;
+        let first = self.rows().start;
         let n = tr.tiling.count();
         let local = run_share(&engine_ids(self.tr), self.cluster.share(n), |&k, t| {
-            let mut c = tr.forward_cube(k, vol, t)?;
+            let mut c = tr.forward_cube_from_rows(k, slab, first, t)?;
             let kept = crate::wavepacket::threshold_host(&tr.frame, thr, &mut c);
             Ok((tr.inverse_cube(k, &c, t)?, kept))
         });
@@ -843,10 +974,9 @@ impl crate::wavepacket::apps::CubeJob for RankCubes<'_> {
         let (cubes, kept): (Vec<Vec<f32>>, Vec<u64>) = local.into_iter().unzip();
         let mut total = [0u64];
         self_sum(self.cluster, &[kept.iter().sum()], &mut total);
-        let merged = add_cubes_on_root(self.cluster, tr, cubes)?;
-        let mut volume = merged.unwrap_or_else(|| vec![0.0f32; vol.len()]);
-        self.cluster.broadcast_from_root(&mut volume);
-        Ok((volume, total[0]))
+        let slab = add_cubes_into_slabs(self.cluster, &tr.tiling, cubes);
+        let slab = self.cluster.agree("adding the cubes", slab)?;
+        Ok((slab, total[0]))
     }
 }
 

@@ -224,8 +224,9 @@ fn transform(global: &Global, shape: [usize; 3], fa: &FrameArgs, finest: Finest)
 }
 
 /// An application's cubes: all of them on this process's engines, or under MPI (one rank of
-/// several) this rank's block of them on the rank's devices, the statistics combined over the
-/// ranks and the output written by rank 0 ([`seisgpu_host::distributed::RankCubes`]).
+/// several) this rank's block of them on the rank's devices, from and into the rank's slab of the
+/// volume, the statistics combined over the ranks and each rank writing its rows of the output
+/// ([`seisgpu_host::distributed::RankCubes`]).
 struct AppJob {
     tr: Fragmented,
     #[cfg(feature = "mpi")]
@@ -233,24 +234,28 @@ struct AppJob {
 }
 
 impl AppJob {
-    fn new(global: &Global, shape: [usize; 3], fa: &FrameArgs, finest: Finest) -> Result<AppJob> {
+    /// The job and its input: the whole volume, or under MPI the rank's slab of it.
+    fn open(global: &Global, input: &str, fa: &FrameArgs, finest: Finest) -> Result<(AppJob, Vec<f32>)> {
         #[cfg(feature = "mpi")]
         if let Some(cluster) = global.cluster() {
             if fa.all_gpus {
                 bail!("--all-gpus under MPI: each rank takes its devices from --device/--gpus");
             }
+            let (slab, shape) = read_slab(&cluster, input, fa)?;
             let devices = global.rank_devices(&cluster)?;
             let tr = Fragmented::on_backends(&devices, Tiling::new(shape, fa.cube, fa.overlap)?, &fa.params(finest)?)?;
             if cluster.is_root() {
                 eprintln!("seisgpu: {} cube(s) of {}^3 over {} ranks", tr.tiling.count(), tr.tiling.cube, cluster.size());
             }
-            return Ok(AppJob { tr, cluster: Some(cluster) });
+            return Ok((AppJob { tr, cluster: Some(cluster) }, slab));
         }
-        Ok(AppJob {
+        let (vol, shape) = read_input(input)?;
+        let job = AppJob {
             tr: transform(global, shape, fa, finest)?,
             #[cfg(feature = "mpi")]
             cluster: None,
-        })
+        };
+        Ok((job, vol))
     }
 
     fn run<T>(&self, app: impl FnOnce(&dyn apps::CubeJob) -> Result<T>) -> Result<T> {
@@ -261,19 +266,69 @@ impl AppJob {
         app(&self.tr)
     }
 
-    /// Writes the output and prints the summary: on rank 0 alone under MPI.
-    fn write(&self, write: impl FnOnce() -> Result<()>) -> Result<()> {
+    /// `local`, or under MPI the same failure on every rank when any rank failed.
+    fn agree<T>(&self, what: &str, local: Result<T>) -> Result<T> {
         #[cfg(feature = "mpi")]
         if let Some(cluster) = &self.cluster {
-            return seisgpu_host::distributed::write_on_root(cluster, "writing the volume", write);
+            return cluster.agree(what, local);
         }
-        write()
+        let _ = what;
+        local
+    }
+
+    /// Writes the output volume from `slab` (under MPI each rank its rows, into one file), then
+    /// prints the summary (on rank 0 alone).
+    fn write(&self, path: &Path, slab: &[f32], summary: impl FnOnce()) -> Result<()> {
+        #[cfg(feature = "mpi")]
+        if let Some(cluster) = &self.cluster {
+            seisgpu_host::distributed::write_volume_shares(cluster, path, &self.tr.tiling, slab)?;
+            if cluster.is_root() {
+                summary();
+            }
+            return Ok(());
+        }
+        coeffs_io::write_volume(path, slab, self.tr.tiling.shape)?;
+        summary();
+        Ok(())
     }
 }
 
-/// `wavepacket forward` as one rank of an MPI job: each rank reads the rows of a .npy volume its
-/// block of cubes needs (other inputs whole), transforms those cubes on its devices and writes
-/// their coefficients at their place in the file.
+/// A trace mask (.npy of n1 x n2 entries, non-zero = live trace).
+fn read_mask(p: &Path, [n1, n2]: [usize; 2]) -> Result<Vec<bool>> {
+    let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+    let npy = coeffs_io::read_array(&bytes).with_context(|| format!("{}: not a usable .npy mask", p.display()))?;
+    if npy.len() != n1 * n2 {
+        bail!("{}: mask of {} entries for {n1} x {n2} traces", p.display(), npy.len());
+    }
+    Ok(npy.into_iter().map(|v| v != 0.0).collect())
+}
+
+/// This rank's slab of the input volume ([`seisgpu_host::distributed::wavepacket_rows`]: the rows
+/// its block of cubes reads) and the volume's shape. A .npy volume is read by rows, so no rank
+/// holds more than its slab; a synthetic or SEG-Y volume is made or read whole, then cut.
+#[cfg(feature = "mpi")]
+fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, frame: &FrameArgs) -> Result<(Vec<f32>, [usize; 3])> {
+    use seisgpu_host::distributed;
+    let path = Path::new(input);
+    let npy = !input.starts_with("synth:") && path.extension().and_then(|e| e.to_str()) == Some("npy");
+    if npy {
+        let shape = cluster.agree("reading the volume's shape", seisgpu_host::io::npy::read_rows_f32(path, 0..0))?.0;
+        let [n1, n2, n3] = shape[..] else { bail!("{input}: a {}-D array; a volume must be 3-D (n1, n2, samples)", shape.len()) };
+        let rows = distributed::wavepacket_rows(cluster, &Tiling::new([n1, n2, n3], frame.cube, frame.overlap)?);
+        let read = seisgpu_host::io::npy::read_rows_f32(path, rows).map(|(_, v)| v);
+        return Ok((cluster.agree("reading the volume", read)?, [n1, n2, n3]));
+    }
+    let (mut vol, shape) = cluster.agree("reading the volume", read_input(input))?;
+    let rows = distributed::wavepacket_rows(cluster, &Tiling::new(shape, frame.cube, frame.overlap)?);
+    let row = shape[1] * shape[2];
+    vol.truncate(rows.end * row);
+    vol.drain(..rows.start * row);
+    Ok((vol, shape))
+}
+
+/// `wavepacket forward` as one rank of an MPI job: each rank reads its slab of the volume
+/// ([`read_slab`]), transforms its block of cubes on its devices and writes their coefficients at
+/// their place in the file.
 #[cfg(feature = "mpi")]
 fn forward_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Global, input: &str, frame: &FrameArgs,
     output: &std::path::Path) -> Result<()> {
@@ -282,20 +337,10 @@ fn forward_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Gl
     if frame.all_gpus {
         bail!("--all-gpus under MPI: each rank takes its devices from --device/--gpus");
     }
-    let path = Path::new(input);
-    let npy = !input.starts_with("synth:") && path.extension().and_then(|e| e.to_str()) == Some("npy");
-    let (slab, first_row, shape) = if npy {
-        let shape = cluster.agree("reading the volume's shape", seisgpu_host::io::npy::read_rows_f32(path, 0..0))?.0;
-        let [n1, n2, n3] = shape[..] else { bail!("{input}: a {}-D array; a volume must be 3-D (n1, n2, samples)", shape.len()) };
-        let rows = distributed::wavepacket_rows(cluster, &Tiling::new([n1, n2, n3], frame.cube, frame.overlap)?);
-        let read = seisgpu_host::io::npy::read_rows_f32(path, rows.clone()).map(|(_, v)| v);
-        (cluster.agree("reading the volume", read)?, rows.start, [n1, n2, n3])
-    } else {
-        let (vol, shape) = read_input(input)?;
-        (vol, 0, shape)
-    };
+    let (slab, shape) = read_slab(cluster, input, frame)?;
     let devices = global.rank_devices(cluster)?;
     let tr = Fragmented::on_backends(&devices, Tiling::new(shape, frame.cube, frame.overlap)?, &frame.params(Finest::Isotropic)?)?;
+    let first_row = distributed::wavepacket_rows(cluster, &tr.tiling).start;
     let count = distributed::wavepacket_forward(cluster, &tr, &slab, first_row, output)?;
     if cluster.is_root() {
         println!("{{\"coefficients\": {count}, \"cubes\": {}, \"ranks\": {}, \"seconds\": {:.3}}}", tr.tiling.count(),
@@ -305,8 +350,8 @@ fn forward_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Gl
 }
 
 /// `wavepacket inverse` as one rank of an MPI job: every rank reads the header and the
-/// coefficients of its block of cubes, inverts those cubes; rank 0 adds them into the volume in
-/// cube order and writes it.
+/// coefficients of its block of cubes and inverts those cubes; the ranks exchange the planes that
+/// fall in each other's slabs, and each writes its rows of the volume.
 #[cfg(feature = "mpi")]
 fn inverse_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Global, input: &std::path::Path,
     output: &std::path::Path) -> Result<()> {
@@ -318,13 +363,13 @@ fn inverse_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Gl
     if tr.frame.total != h.per_cube {
         bail!("{}: {} coefficients per cube in the file, this build's frame has {}", input.display(), h.per_cube, tr.frame.total);
     }
-    let vol = seisgpu_host::distributed::wavepacket_inverse(cluster, &tr, &mine)?;
-    seisgpu_host::distributed::write_on_root(cluster, "writing the volume", || {
-        let vol = vol.as_ref().context("rank 0 holds the volume")?;
-        coeffs_io::write_volume(output, vol, h.tiling.shape)?;
-        println!("{{\"samples\": {}, \"ranks\": {}, \"seconds\": {:.3}}}", vol.len(), cluster.size(), t0.elapsed().as_secs_f64());
-        Ok(())
-    })
+    let slab = seisgpu_host::distributed::wavepacket_inverse(cluster, &tr, &mine)?;
+    seisgpu_host::distributed::write_volume_shares(cluster, output, &tr.tiling, &slab)?;
+    if cluster.is_root() {
+        println!("{{\"samples\": {}, \"ranks\": {}, \"seconds\": {:.3}}}", h.tiling.shape.iter().product::<usize>(), cluster.size(),
+            t0.elapsed().as_secs_f64());
+    }
+    Ok(())
 }
 
 pub fn run(args: &Args, global: &Global) -> Result<()> {
@@ -363,53 +408,44 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
             println!("{{\"samples\": {}, \"seconds\": {:.3}}}", vol.len(), t0.elapsed().as_secs_f64());
         }
         Command::Denoise { io, frame, sigma, k } => {
-            let (vol, shape) = read_input(&io.input)?;
-            let job = AppJob::new(global, shape, frame, Finest::Directional)?;
+            let (job, vol) = AppJob::open(global, &io.input, frame, Finest::Directional)?;
             let d = job.run(|j| apps::denoise(j, &vol, *sigma, *k))?;
-            job.write(|| {
-                coeffs_io::write_volume(&io.output, &d.volume, shape)?;
+            job.write(&io.output, &d.volume, || {
                 println!("{{\"sigma\": {}, \"estimated\": {}, \"kept_fraction\": {:.5}, \"seconds\": {:.3}}}", d.sigma,
                     d.estimated, d.kept_fraction, t0.elapsed().as_secs_f64());
-                Ok(())
             })?;
         }
         Command::Compress { io, frame, cr } => {
-            let (vol, shape) = read_input(&io.input)?;
-            let job = AppJob::new(global, shape, frame, Finest::Isotropic)?;
+            let (job, vol) = AppJob::open(global, &io.input, frame, Finest::Isotropic)?;
             let c = job.run(|j| apps::compress(j, &vol, *cr))?;
-            job.write(|| {
-                coeffs_io::write_volume(&io.output, &c.volume, shape)?;
+            job.write(&io.output, &c.volume, || {
                 println!("{{\"kept\": {}, \"cr\": {:.5}, \"rel_error\": {:.5}, \"snr_db\": {:.2}, \"seconds\": {:.3}}}", c.kept,
                     c.ratio, c.rel_error, c.snr_db, t0.elapsed().as_secs_f64());
-                Ok(())
             })?;
         }
         Command::Interpolate { io, frame, mask, method, iterations, final_fraction, cr } => {
-            let (vol, shape) = read_input(&io.input)?;
-            let traces = shape[0] * shape[1];
-            let live: Vec<bool> = match mask {
-                Some(p) => {
-                    let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
-                    let npy = coeffs_io::read_array(&bytes).with_context(|| format!("{}: not a usable .npy mask", p.display()))?;
-                    if npy.len() != traces {
-                        bail!("{}: mask of {} entries for {} x {} traces", p.display(), npy.len(), shape[0], shape[1]);
-                    }
-                    npy.into_iter().map(|v| v != 0.0).collect()
-                }
-                None => vol.chunks(shape[2]).map(|t| t.iter().any(|&v| v != 0.0)).collect(),
-            };
             let method = match method.as_str() {
                 "pocs" => InterpMethod::Pocs { iterations: *iterations, final_fraction: *final_fraction },
                 "single" => InterpMethod::SinglePass { ratio: *cr },
                 o => bail!("--method {o}: expected pocs or single"),
             };
-            let job = AppJob::new(global, shape, frame, Finest::Directional)?;
-            let r = job.run(|j| apps::interpolate(j, &vol, &live, method))?;
-            job.write(|| {
-                coeffs_io::write_volume(&io.output, &r.volume, shape)?;
+            let (job, vol) = AppJob::open(global, &io.input, frame, Finest::Directional)?;
+            let [n1, n2, _] = job.tr.tiling.shape;
+            let mask = match mask {
+                Some(p) => Some(job.agree("reading the trace mask", read_mask(p, [n1, n2]))?),
+                None => None,
+            };
+            let r = job.run(|j| {
+                let live = match mask {
+                    Some(m) => m,
+                    // Traces that hold data (each rank looks at its rows; the mask is gathered).
+                    None => apps::live_traces(j, &vol)?,
+                };
+                apps::interpolate(j, &vol, &live, method)
+            })?;
+            job.write(&io.output, &r.volume, || {
                 println!("{{\"missing_traces\": {}, \"iterations\": {}, \"seconds\": {:.3}}}", r.missing, r.iterations,
                     t0.elapsed().as_secs_f64());
-                Ok(())
             })?;
         }
     }

@@ -35,8 +35,9 @@ pub fn write_npy(path: impl AsRef<Path>, data: &[f32], shape: &[u64]) -> anyhow:
 /// data start at a multiple of 64 bytes): for files whose data several writers put in place
 /// (`crate::distributed::write_shares`).
 pub fn header_f32(shape: &[usize]) -> Vec<u8> {
-    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    let dims = if dims.len() == 1 { format!("{},", dims[0]) } else { dims.join(", ") };
+    // Written as npyz writes it (`(2, 3, 4, )`), so an MPI job's file and one process's file
+    // ([`write_npy`]) are the same bytes.
+    let dims: String = shape.iter().map(|d| format!("{d}, ")).collect();
     let mut dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({dims}), }}");
     while (10 + dict.len() + 1) % 64 != 0 {
         dict.push(' ');
@@ -179,6 +180,17 @@ mod tests {
         assert!(header.contains("'descr': '<f4'") && header.contains("(2, 3, 4, )"), "{header}");
         let a = read_npy_f32(&p).unwrap();
         assert_eq!((a.shape, a.data), (vec![2, 3, 4], data));
+    }
+
+    #[test]
+    fn the_share_header_is_that_of_one_process() {
+        for shape in [vec![7usize], vec![2, 3, 5], vec![70, 45, 90], vec![1, 4, 1, 9]] {
+            let n: usize = shape.iter().product();
+            let p = tmp(&format!("h{}.npy", shape.len()));
+            write_npy(&p, &vec![1.0; n], &shape.iter().map(|&d| d as u64).collect::<Vec<_>>()).unwrap();
+            let head = header_f32(&shape);
+            assert_eq!(&std::fs::read(&p).unwrap()[..head.len()], &head[..], "{shape:?}");
+        }
     }
 
     #[test]

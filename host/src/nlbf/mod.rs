@@ -368,13 +368,30 @@ impl Setup {
     /// [`Setup::new`] without the scan of the samples for non-finite values (the caller does it,
     /// e.g. while staging the upload); everything else is validated.
     pub fn from_headers(traces: &TraceSet, params: &EstimateParams) -> Result<Setup> {
-        let DeferredSetup { mut setup, fill } = Self::from_headers_deferred(traces, params)?;
+        Ok(Self::from_headers_deferred(traces, params)?.filled())
+    }
+
+    /// [`Setup::from_headers`] from a layout: every trace header and the sampling, `data` not
+    /// looked at (an MPI rank plans the whole search before it reads the traces it needs).
+    pub fn from_layout(layout: &TraceSet, params: &EstimateParams) -> Result<Setup> {
+        validate_layout(layout)?;
+        Ok(Self::layout_deferred(layout, params)?.filled())
+    }
+}
+
+impl DeferredSetup {
+    /// The setup with every aperture list filled.
+    pub fn filled(self) -> Setup {
+        let DeferredSetup { mut setup, fill } = self;
         let mut idx = vec![0u32; fill.total()];
         let [mut piece] = <[_; 1]>::try_from(fill.split(&[(0, fill.np)], &mut idx)).ok().expect("one band");
         fill.fill((0, fill.np), &mut piece, true);
         setup.apertures.idx = idx;
-        Ok(setup)
+        setup
     }
+}
+
+impl Setup {
 
     /// [`Setup::from_headers`] in two steps: this cheap first pass (coordinates, grid, the aperture
     /// bit sets, every list's length and last entry, the shift bounds and offset maxima: everything
@@ -384,6 +401,11 @@ impl Setup {
     /// and launches it while the other bands' lists are filled on a host thread (issue 3).
     pub fn from_headers_deferred(traces: &TraceSet, params: &EstimateParams) -> Result<DeferredSetup> {
         validate_shape(traces)?;
+        Self::layout_deferred(traces, params)
+    }
+
+    /// [`Setup::from_headers_deferred`] after the shape checks.
+    fn layout_deferred(traces: &TraceSet, params: &EstimateParams) -> Result<DeferredSetup> {
         let ns = traces.ns;
         validate_params(params, ns)?;
         let (tx64, ty64) = coordinates(&traces.headers, &params.coords)?;
@@ -461,6 +483,29 @@ impl Setup {
             tables: self.tables.clone(),
             ..*self
         }
+    }
+}
+
+impl Setup {
+    /// [`Setup::subset`] of parameter traces `ptraces` that knows only the traces their apertures
+    /// hold: those input traces (ascending input numbers, returned) become traces 0, 1, ... of
+    /// the subset, its aperture lists renumbered (still ascending, so every sum runs in the same
+    /// order and every pick and semblance is the whole search's, bit for bit). An MPI rank reads
+    /// only these traces.
+    pub fn subset_reading(&self, ptraces: std::ops::Range<usize>) -> (Setup, Vec<usize>) {
+        let mut sub = self.subset(ptraces);
+        let mut wanted: Vec<u32> = sub.apertures.idx.clone();
+        wanted.par_sort_unstable();
+        wanted.dedup();
+        // Input trace number -> its place among the wanted ones.
+        let mut place = vec![u32::MAX; self.ntr()];
+        for (k, &t) in wanted.iter().enumerate() {
+            place[t as usize] = k as u32;
+        }
+        sub.apertures.idx.iter_mut().for_each(|t| *t = place[*t as usize]);
+        sub.tx = wanted.iter().map(|&t| self.tx[t as usize]).collect();
+        sub.ty = wanted.iter().map(|&t| self.ty[t as usize]).collect();
+        (sub, wanted.into_iter().map(|t| t as usize).collect())
     }
 }
 
@@ -618,7 +663,16 @@ pub fn validate_traces(t: &TraceSet) -> Result<()> {
 
 /// Everything [`validate_traces`] checks but the samples themselves.
 pub fn validate_shape(t: &TraceSet) -> Result<()> {
-    if t.is_empty() {
+    validate_layout(t)?;
+    if t.data.len() != t.headers.len() * t.ns {
+        return invalid(format!("input traces: {} samples for {} traces of {} samples", t.data.len(), t.headers.len(), t.ns));
+    }
+    Ok(())
+}
+
+/// The checks of [`validate_shape`] on the headers and the sampling alone.
+fn validate_layout(t: &TraceSet) -> Result<()> {
+    if t.headers.is_empty() {
         return invalid("input traces: the gather has no traces");
     }
     if t.ns == 0 {
@@ -626,9 +680,6 @@ pub fn validate_shape(t: &TraceSet) -> Result<()> {
     }
     if !(t.dt > 0.0) || !t.dt.is_finite() {
         return invalid(format!("input traces: sample interval {} s is not positive", t.dt));
-    }
-    if t.data.len() != t.headers.len() * t.ns {
-        return invalid(format!("input traces: {} samples for {} traces of {} samples", t.data.len(), t.headers.len(), t.ns));
     }
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! Everything runs through [`Fragmented`], so it works for volumes of any shape (one cube or many).
 //! Volumes are (n1, n2, n3) with n3 the time axis: trace (i1, i2) is `vol[(i1*n2 + i2)*n3..][..n3]`.
 
+use std::ops::Range;
 use std::sync::Mutex;
 
 use anyhow::{ensure, Result};
@@ -18,36 +19,76 @@ use super::{CoeffEdit, Frame, ScaleKind};
 
 /// Where an application's cubes run: every cube in this process ([`Fragmented`]), or under MPI
 /// this rank's block of them (`crate::distributed::RankCubes`, feature `mpi`), whose whole-volume
-/// statistics (the noise sample, the magnitude histogram, the largest coefficient) are combined
-/// over the ranks. The applications are written once, against this (only the calling thread uses
-/// it: MPI is funneled through it).
+/// statistics (the noise sample, the magnitude histogram, the largest coefficient, the error's
+/// sums) are combined over the ranks. The applications are written once, against this (only the
+/// calling thread uses it: MPI is funneled through it).
+///
+/// A job holds a slab of the volume, not the whole of it: the rows (first axis) [`CubeJob::rows`]
+/// its cubes read (every row in one process). Every sample of the slab a threshold pass returns
+/// is the whole volume's, summed over every cube in cube order as one process sums them, so the
+/// slab goes round again (POCS) without more exchanges. [`CubeJob::owned`] partitions the rows
+/// among the jobs: whole-volume sums and the output take each row once.
 pub trait CubeJob {
     fn fragmented(&self) -> &Fragmented;
-    /// Forward of the cubes this process runs, each cube's coefficients handed to `look`.
-    fn forward_each(&self, vol: &[f32], look: &(dyn Fn(usize, &[Complex32]) + Sync)) -> Result<()>;
-    /// Everyone's samples, in no particular order (a median follows).
+    /// The volume's rows (first axis) this job holds: those its cubes read.
+    fn rows(&self) -> Range<usize>;
+    /// The rows this job answers for (inside [`CubeJob::rows`]; the jobs' owned rows partition
+    /// the volume, in rank order).
+    fn owned(&self) -> Range<usize>;
+    /// Forward of the cubes this job runs, from its slab; each cube's coefficients handed to `look`.
+    fn forward_each(&self, slab: &[f32], look: &(dyn Fn(usize, &[Complex32]) + Sync)) -> Result<()>;
+    /// Everyone's samples, concatenated in rank order (a median follows, or rows of a mask).
     fn all_samples(&self, local: Vec<f32>) -> Result<Vec<f32>>;
     /// Everyone's counts, summed element by element (exact in any order).
     fn sum_counts(&self, local: Vec<u64>) -> Result<Vec<u64>>;
+    /// Everyone's values, summed element by element (for reported measures, not for output).
+    fn sum_reals(&self, local: Vec<f64>) -> Result<Vec<f64>>;
     /// The largest of everyone's values.
     fn max(&self, local: f32) -> Result<f32>;
     /// Every cube hard-thresholded per box ([`CoeffEdit::Threshold`]) and the cubes merged: the
-    /// volume (on every process) and the count of kept coefficients.
-    fn threshold(&self, vol: &[f32], thr: &[f32]) -> Result<(Vec<f32>, u64)>;
+    /// slab of rows [`CubeJob::rows`] and the count of kept coefficients over the whole volume.
+    fn threshold(&self, slab: &[f32], thr: &[f32]) -> Result<(Vec<f32>, u64)>;
 }
 
 impl CubeJob for Fragmented {
     fn fragmented(&self) -> &Fragmented { self }
+    fn rows(&self) -> Range<usize> { 0..self.tiling.shape[0] }
+    fn owned(&self) -> Range<usize> { 0..self.tiling.shape[0] }
     fn forward_each(&self, vol: &[f32], look: &(dyn Fn(usize, &[Complex32]) + Sync)) -> Result<()> {
         self.for_each_forward(vol, look)
     }
     fn all_samples(&self, local: Vec<f32>) -> Result<Vec<f32>> { Ok(local) }
     fn sum_counts(&self, local: Vec<u64>) -> Result<Vec<u64>> { Ok(local) }
+    fn sum_reals(&self, local: Vec<f64>) -> Result<Vec<f64>> { Ok(local) }
     fn max(&self, local: f32) -> Result<f32> { Ok(local) }
     fn threshold(&self, vol: &[f32], thr: &[f32]) -> Result<(Vec<f32>, u64)> {
         let p = self.process_with(vol, CoeffEdit::Threshold(thr))?;
         Ok((p.volume, p.kept.unwrap_or(0)))
     }
+}
+
+/// Checks that `slab` is `job`'s rows of the volume (the applications' input).
+fn check_slab(job: &(impl CubeJob + ?Sized), slab: &[f32]) -> Result<()> {
+    let [n1, n2, n3] = job.fragmented().tiling.shape;
+    let rows = job.rows();
+    ensure!(slab.len() == rows.len() * n2 * n3, "{} samples for rows {rows:?} of a {n1} x {n2} x {n3} volume ({} expected)",
+        slab.len(), rows.len() * n2 * n3);
+    Ok(())
+}
+
+/// The samples of `job`'s owned rows in its slab.
+pub fn owned_part<'a>(job: &(impl CubeJob + ?Sized), slab: &'a [f32]) -> &'a [f32] {
+    let [_, n2, n3] = job.fragmented().tiling.shape;
+    let (rows, owned) = (job.rows(), job.owned());
+    &slab[(owned.start - rows.start) * n2 * n3..(owned.end - rows.start) * n2 * n3]
+}
+
+/// Which traces of the volume hold data (a sample that is not zero), for every trace (i1, i2) at
+/// `i1 * n2 + i2`: each job looks at its owned rows of `slab`, and the rows are gathered.
+pub fn live_traces(job: &(impl CubeJob + ?Sized), slab: &[f32]) -> Result<Vec<bool>> {
+    let n3 = job.fragmented().tiling.shape[2];
+    let local: Vec<f32> = owned_part(job, slab).chunks(n3).map(|t| if t.iter().any(|&v| v != 0.0) { 1.0 } else { 0.0 }).collect();
+    Ok(job.all_samples(local)?.into_iter().map(|v| v != 0.0).collect())
 }
 
 /// Norm of every frame element of each box, ||psi_b|| (white noise of variance s^2 gives
@@ -156,9 +197,11 @@ pub struct Denoised {
 }
 
 /// Hard thresholding at k sigma ||psi_b|| in every band-pass box (the low-pass box is kept).
-/// `sigma`: the noise level, or `None` to estimate it from the finest scale.
+/// `sigma`: the noise level, or `None` to estimate it from the finest scale. `vol`: the job's
+/// slab ([`CubeJob::rows`]; the whole volume in one process), as is the result's `volume`.
 pub fn denoise(job: &(impl CubeJob + ?Sized), vol: &[f32], sigma: Option<f32>, k: f32) -> Result<Denoised> {
     let tr = job.fragmented();
+    check_slab(job, vol)?;
     ensure!(k > 0.0 && k.is_finite(), "threshold factor k = {k} must be positive");
     if let Some(s) = sigma {
         ensure!(s >= 0.0 && s.is_finite(), "noise level sigma = {s} must be finite and non-negative");
@@ -243,15 +286,25 @@ fn threshold_for_count(job: &(impl CubeJob + ?Sized), vol: &[f32], count: usize)
     Ok(0.0)
 }
 
-/// Keeps the M = CR x samples largest coefficients and reconstructs.
+/// Keeps the M = CR x samples largest coefficients and reconstructs. `vol`: the job's slab, as is
+/// the result's `volume`.
 pub fn compress(job: &(impl CubeJob + ?Sized), vol: &[f32], ratio: f64) -> Result<Compressed> {
+    check_slab(job, vol)?;
     ensure!(ratio > 0.0 && ratio <= 1.0, "compression ratio CR = {ratio} must be in (0, 1] (kept coefficients / samples)");
-    let samples = vol.len();
+    let samples: usize = job.fragmented().tiling.shape.iter().product();
     let count = ((ratio * samples as f64).round() as usize).max(1);
     let thr = threshold_for_count(job, vol, count)?;
     let (volume, kept) = job.threshold(vol, &vec![thr; job.fragmented().frame.box_count()])?;
     let kept = kept as usize;
-    let rel_error = crate::bench::rel_l2(&volume, vol);
+    // The relative L2 error over the whole volume: each job's sums over its owned rows.
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for (&x, &y) in owned_part(job, &volume).iter().zip(owned_part(job, vol)) {
+        let d = x as f64 - y as f64;
+        num += d * d;
+        den += (y as f64) * (y as f64);
+    }
+    let sums = job.sum_reals(vec![num, den])?;
+    let rel_error = if sums[1] == 0.0 { sums[0].sqrt() } else { (sums[0] / sums[1]).sqrt() };
     Ok(Compressed { kept, ratio: kept as f64 / samples as f64, rel_error, snr_db: -20.0 * rel_error.log10(), volume })
 }
 
@@ -276,13 +329,18 @@ pub struct Interpolated {
 }
 
 /// Fills dead traces. `live[i1 * n2 + i2]` says whether trace (i1, i2) was recorded; dead traces'
-/// samples in `vol` are ignored (treated as zero).
+/// samples in `vol` are ignored (treated as zero). `vol`: the job's slab, as is the result's
+/// `volume`; `live` covers the whole volume.
 pub fn interpolate(job: &(impl CubeJob + ?Sized), vol: &[f32], live: &[bool], method: InterpMethod) -> Result<Interpolated> {
     let tr = job.fragmented();
+    check_slab(job, vol)?;
     let [n1, n2, n3] = tr.tiling.shape;
     ensure!(live.len() == n1 * n2, "trace mask of {} entries for {n1} x {n2} traces", live.len());
     let missing = live.iter().filter(|&&l| !l).count();
     ensure!(missing < live.len(), "every trace is missing: nothing to interpolate from");
+    // The slab's traces and their place in the mask.
+    let first = job.rows().start * n2;
+    let live = &live[first..first + vol.len() / n3];
     let mut data = vol.to_vec();
     for (t, &l) in live.iter().enumerate() {
         if !l {

@@ -297,15 +297,31 @@ impl Tiling {
     /// It runs on the thread that folds the cubes in order while the devices compute the next
     /// ones; serial, 8 cubes of 256^3 took longer than their transforms on 4 GPUs.
     pub fn accumulate(&self, vol: &mut [f32], t: usize, cube: &[f32]) {
+        let rows = self.rows_of(t..t + 1);
+        let planes = rows.len() * self.cube * self.cube;
+        self.accumulate_rows(vol, 0, t, rows, &cube[..planes]);
+    }
+
+    /// [`Tiling::accumulate`] of the volume rows `rows` of cube t alone (inside the cube's rows,
+    /// [`Tiling::rows_of`]) into a slab holding the volume's rows from `first_row` on (an MPI
+    /// rank's rows). `part`: the cube's planes (first axis) of those rows, `rows.len()` c x c
+    /// planes. The same additions, sample by sample, as adding the whole cube into the whole volume.
+    pub fn accumulate_rows(&self, slab: &mut [f32], first_row: usize, t: usize, rows: std::ops::Range<usize>, part: &[f32]) {
         let c = self.cube;
         let (st, ix) = (self.start(t), self.index(t));
         let w: [Vec<f32>; 3] = [0, 1, 2].map(|a| (0..c).map(|x| self.taper(a, ix[a], x)).collect());
         let [_, s1, s2] = self.shape;
-        let rows = c.min(self.shape[0] - st[0]);
-        vol[st[0] * s1 * s2..(st[0] + rows) * s1 * s2].par_chunks_mut(s1 * s2).enumerate().for_each(|(x0, plane)| {
+        assert!(rows.start >= st[0] && rows.end <= st[0] + c.min(self.shape[0] - st[0]) && rows.start >= first_row,
+            "rows {rows:?} of cube {t} (from row {}) into a slab from row {first_row}", st[0]);
+        assert_eq!(part.len(), rows.len() * c * c, "cube {t}: {} samples for rows {rows:?}", part.len());
+        let skip = rows.start - st[0];
+        slab[(rows.start - first_row) * s1 * s2..(rows.end - first_row) * s1 * s2].par_chunks_mut(s1 * s2).enumerate()
+            .for_each(|(r, plane)| {
+            let x0 = skip + r;
+            let cube = &part[r * c * c..(r + 1) * c * c];
             for x1 in 0..c.min(s1 - st[1]) {
                 let dst = (st[1] + x1) * s2 + st[2];
-                let src = (x0 * c + x1) * c;
+                let src = x1 * c;
                 let w01 = w[0][x0] * w[1][x1];
                 for x2 in 0..c.min(s2 - st[2]) {
                     plane[dst + x2] += tapered(cube[src + x2], w01, w[2][x2]);

@@ -277,12 +277,24 @@ impl Frame {
 
 /// Checks a volume before a transform: shape, emptiness, finite samples (naming the first bad one).
 pub fn validate_volume(data: &[f32], shape: [usize; 3], what: &str) -> Result<()> {
+    let len = shape[0] * shape[1] * shape[2];
+    if len > 0 {
+        ensure!(data.len() == len, "{what}: {} samples for a {} x {} x {} volume ({len} expected)", data.len(), shape[0],
+            shape[1], shape[2]);
+    }
+    validate_rows(data, 0, shape, what)
+}
+
+/// [`validate_volume`] of a slab: the volume's rows (first axis) from `first_row` on, whole rows
+/// only (an MPI rank's part); a bad sample is named by its trace in the whole volume.
+pub fn validate_rows(data: &[f32], first_row: usize, shape: [usize; 3], what: &str) -> Result<()> {
     if shape.iter().any(|&d| d == 0) {
         bail!("{what}: empty volume (shape {} x {} x {})", shape[0], shape[1], shape[2]);
     }
-    let len = shape[0] * shape[1] * shape[2];
-    ensure!(data.len() == len, "{what}: {} samples for a {} x {} x {} volume ({len} expected)", data.len(), shape[0],
-        shape[1], shape[2]);
+    let row = shape[1] * shape[2];
+    ensure!(data.len() % row == 0 && first_row + data.len() / row <= shape[0],
+        "{what}: {} samples from row {first_row} are not whole rows of a {} x {} x {} volume", data.len(), shape[0], shape[1],
+        shape[2]);
     // In parallel: it reads the whole volume on every run (a fixed cost of any split).
     use rayon::prelude::*;
     // Chunks with a branch-free test (vectorised), then the first bad sample of the first bad chunk:
@@ -291,7 +303,7 @@ pub fn validate_volume(data: &[f32], shape: [usize; 3], what: &str) -> Result<()
     let bad = data.par_chunks(CHUNK).position_first(|c| !c.iter().fold(true, |ok, v| ok & v.is_finite()))
         .and_then(|k| data[k * CHUNK..].iter().position(|v| !v.is_finite()).map(|i| k * CHUNK + i));
     if let Some(i) = bad {
-        let (i0, r) = (i / (shape[1] * shape[2]), i % (shape[1] * shape[2]));
+        let (i0, r) = (first_row + i / row, i % row);
         bail!("{what}: sample {} of trace ({i0}, {}) is not finite ({})", r % shape[2], r / shape[2], data[i]);
     }
     Ok(())
