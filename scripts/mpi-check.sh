@@ -7,7 +7,8 @@
 #   items that device r runs, into one image, and rank 0 adds the two images in rank order, as the
 #   single process adds its two device images in device order): bit-exact for ktm and pstm; srm's
 #   CPU reference sums frequencies in thread order, so 1e-6;
-# - nlbf: every pick and semblance bit-exact against the single-device run;
+# - nlbf: the volumes identical to the single-device run's files (from the built-in gather, and from
+#   SEG-Y with each rank reading only its apertures' traces); a bad trace named by rank and trace;
 # - wavepacket: the coefficient file identical; the inverse's, denoise's, compress's and POCS
 #   interpolation's volume files identical (each rank holds and writes its rows; every sample is
 #   summed over the cubes in cube order, as in one process).
@@ -126,14 +127,40 @@ run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${S3[@]}" -o "$OUT/srm-npy-m
   else echo "FAIL srm .npy: rank 1 did not read only its shots' rows:"; cat "$OUT/log"; fail=1; fi
 }
 
-step "nlbf estimate: every rank holds the gather, parameter traces split"
+step "nlbf estimate: parameter traces split, each rank reads the traces its apertures hold and writes its block"
 N=(nlbf estimate --synthetic demo)
 run "$BIN" --device cpu "${N[@]}" --out "$OUT/nlbf-1"
 run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${N[@]}" --out "$OUT/nlbf-mpi" && {
   for v in A D S; do
-    cmp "nlbf $v: 2 ranks vs single device" "$OUT/nlbf-1/$v.npy" "$OUT/nlbf-mpi/$v.npy" exact
+    same "nlbf $v: 2 ranks vs single device" "$OUT/nlbf-1/$v.npy" "$OUT/nlbf-mpi/$v.npy"
   done
 }
+# A cross-spread as SEG-Y: every rank reads the headers, then only its apertures' traces.
+run "$BIN" synth cross-spread -o "$OUT/cs.sgy" --ns 101
+N=(nlbf estimate --input "$OUT/cs.sgy" --preset crossspread-3d --a -1e-3:1e-4:1e-3 --b -1e-3:1e-4:1e-3)
+run "$BIN" --device cpu "${N[@]}" --out "$OUT/nlbf-cs-1"
+run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${N[@]}" --out "$OUT/nlbf-cs-mpi" && {
+  grep -h "input traces read" "$OUT/log"
+  for v in A B C D E S positions; do
+    same "nlbf $v (SEG-Y, ranks read their apertures' traces): 2 ranks vs single device" "$OUT/nlbf-cs-1/$v.npy" "$OUT/nlbf-cs-mpi/$v.npy"
+  done
+}
+python3 - "$OUT/cs.sgy" "$OUT/cs-bad.sgy" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+ns = struct.unpack(">H", b[3220:3222])[0]
+off = 3600 + 3000 * (240 + 4 * ns) + 240 + 4 * 7
+b[off:off + 4] = b"\x7f\xff\xff\xff"
+open(sys.argv[2], "wb").write(b)
+PY
+N[3]="$OUT/cs-bad.sgy"
+if "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${N[@]}" --out "$OUT/nlbf-bad" >"$OUT/log" 2>&1; then
+  echo "FAIL nlbf bad trace: the job exited 0"; fail=1
+elif ! grep -q "rank 1: .*trace 3000 sample 7 is not finite" "$OUT/log" || [ -e "$OUT/nlbf-bad/S.npy" ]; then
+  echo "FAIL nlbf bad trace: not named by rank and trace, or a file was written:"; cat "$OUT/log"; fail=1
+else
+  echo "PASS nlbf bad trace: $(grep -m1 '^error' "$OUT/log")"
+fi
 
 step "wavepacket forward and inverse: cubes split, coefficients gathered and cubes added in cube order"
 W=(--input synth:70x45x90 --cube 32 --overlap 8)

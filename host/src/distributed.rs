@@ -2,20 +2,24 @@
 //!
 //! The same work items as `--gpus` (`multi`), split across ranks: rank r takes a contiguous
 //! block of the items ([`crate::multi::block_share`]) and runs them on its local devices (its
-//! GPUs, or CPU work queues), reading only the input traces those items need where the format
-//! allows (SEG-Y trace ranges for Kirchhoff and PSTM; every header, then its shots' traces, for
-//! SRM: [`srm_read_share`]). Kirchhoff and PSTM: each local device adds its contiguous block
-//! of the rank's items into one resident image, the rank's image is the sum of its devices'
-//! images in device order, and the ranks' images are summed in rank order (one image per rank
-//! crosses the network, not one per item); with one device per rank this is exactly the sum of
-//! the single-process `--gpus <ranks>` run, bit for bit. SRM sums its ranks' images the same way.
-//! Images written as .npy are summed scattered: each rank sums its block of the image over the
-//! ranks and writes that block into the output ([`write_npy_sum`] through [`write_shares`]: a
-//! temporary file beside the target, which every rank opens, renamed by rank 0 once every rank
-//! has written and synced its bytes; the file system must be one every rank sees), and so are
-//! the coefficients of `wavepacket forward` (each rank's cubes). NLBF sends every item's result to
-//! rank 0, which folds them in item order and writes; so do the wave-packet commands that write a
-//! volume (assembled in cube order) and SEG-Y images, through `AtomicFile`.
+//! GPUs, or CPU work queues), reading only the input its items need where the format allows
+//! (SEG-Y trace ranges for Kirchhoff and PSTM; every header, then only the traces its items
+//! touch, for SRM's shots ([`srm_read_share`]) and NLBF's apertures ([`nlbf_estimate`]); a
+//! .npy volume's rows for the wave-packet commands). Kirchhoff and PSTM: each local device adds
+//! its contiguous block of the rank's items into one resident image, the rank's image is the sum
+//! of its devices' images in device order, and the ranks' images are summed in rank order (one
+//! image per rank crosses the network, not one per item); with one device per rank this is
+//! exactly the sum of the single-process `--gpus <ranks>` run, bit for bit. SRM sums its ranks'
+//! images the same way.
+//!
+//! Every rank writes its part of the output into one file ([`write_shares`]: a temporary file
+//! beside the target, which every rank opens, renamed by rank 0 once every rank has written and
+//! synced its bytes; the file system must be one every rank sees): .npy images summed scattered
+//! (each rank sums its block over the ranks, [`write_npy_sum`]), NLBF's volumes (each rank its
+//! parameter traces, [`write_estimate_shares`]), wave-packet volumes (each rank its rows,
+//! [`write_volume_shares`]: a rank holds the slab of rows its cubes read, and the ranks exchange
+//! the cube planes that fall in each other's slabs, [`add_cubes_into_slabs`]) and coefficients
+//! (each rank its cubes'). SEG-Y images are written by rank 0, through `AtomicFile`.
 //!
 //! Failures: each phase (reading, planning, computing, writing) ends with [`Cluster::agree`], a
 //! collective in which every rank learns every rank's outcome; when one failed, every rank
@@ -210,32 +214,6 @@ impl Cluster {
             p.receive_into_with_tag(piece, ITEM_TAG);
         }
         v
-    }
-
-    /// The exact reduction: rank 0 folds the results of all `n` items in item order (its own and
-    /// those the other ranks send); the others send theirs (`local[k]` is item `share(n).start + k`).
-    /// `Some(acc)` on rank 0, `None` elsewhere. Call after an [`agree`](Self::agree) that every
-    /// rank passed: no rank then stops half-way through the exchange.
-    pub fn reduce_items<T: Equivalence + Default + Clone, A>(&self, n: usize, local: Vec<Vec<T>>, mut acc: A,
-        mut fold: impl FnMut(&mut A, usize, Vec<T>) -> anyhow::Result<()>) -> anyhow::Result<Option<A>> {
-        let mine = self.share(n);
-        ensure!(local.len() == mine.len(), "rank {}: {} results for items {mine:?}", self.rank, local.len());
-        if !self.is_root() {
-            for v in &local {
-                self.send_vec(0, v);
-            }
-            return Ok(None);
-        }
-        let mut own = local.into_iter();
-        let mut folded = Ok(());
-        for i in 0..n {
-            let v = if mine.contains(&i) { own.next().expect("own item") } else { self.receive_vec(self.owner(n, i)) };
-            // Keep receiving after a failed fold: the senders must not block.
-            if folded.is_ok() {
-                folded = fold(&mut acc, i, v).with_context(|| format!("adding work item {i}"));
-            }
-        }
-        folded.map(|_| Some(acc))
     }
 
     /// The rank-order sum, scattered: the image is `units` units of `unit` values, rank r gets the
@@ -445,6 +423,53 @@ fn npy_rows(path: &Path, layout: &TraceSet, range: Range<usize>) -> anyhow::Resu
     Ok(TraceSet { headers: layout.headers[range].to_vec(), data, ns: layout.ns, dt: layout.dt, t0: layout.t0 })
 }
 
+/// Every trace header and the sampling of a trace input, no samples (`data` empty): what a rank
+/// plans from before it reads the traces it needs ([`read_traces`]).
+fn read_layout(source: &TraceSource) -> anyhow::Result<TraceSet> {
+    match source {
+        TraceSource::Memory(t) => Ok(TraceSet { headers: t.headers.clone(), data: Vec::new(), ns: t.ns, dt: t.dt, t0: t.t0 }),
+        TraceSource::NpyRows { layout, .. } => Ok((*layout).clone()),
+        TraceSource::Segy(p) => crate::io::segy::SegyReader::open(p)
+            .map_err(anyhow::Error::from)
+            .and_then(|mut r| {
+                let headers = r.read_headers()?;
+                let i = r.info();
+                Ok(TraceSet { headers, data: Vec::new(), ns: i.ns, dt: i.dt, t0: i.t0 })
+            })
+            .with_context(|| format!("reading the trace headers of {}", p.display())),
+    }
+}
+
+/// The input traces `wanted` (ascending input numbers) of a trace input whose [`read_layout`] is
+/// `layout`, read run by run of consecutive numbers. A sample that is not finite is named by its
+/// input trace number (`what`: the data's name in the message).
+fn read_traces(source: &TraceSource, layout: &TraceSet, wanted: &[usize], what: &str) -> anyhow::Result<TraceSet> {
+    // The sampling's checks (no samples yet).
+    TraceSet { headers: Vec::new(), data: Vec::new(), ns: layout.ns, dt: layout.dt, t0: layout.t0 }.validate(what)
+        .map_err(anyhow::Error::msg)?;
+    let runs: Vec<Range<usize>> = wanted.chunk_by(|a, b| *b == a + 1).map(|c| c[0]..c[c.len() - 1] + 1).collect();
+    let parts: Vec<TraceSet> = match source {
+        TraceSource::Memory(t) => runs.iter().map(|r| t.slice(r.clone())).collect(),
+        TraceSource::NpyRows { traces, layout } => runs.iter().map(|r| npy_rows(traces, layout, r.clone())).collect::<anyhow::Result<_>>()?,
+        TraceSource::Segy(p) => crate::io::segy::SegyReader::open(p)
+            .and_then(|mut r| runs.iter().map(|run| r.read_range(run.start as u64, run.len() as u64)).collect())
+            .with_context(|| format!("reading {} traces of {}", wanted.len(), p.display()))?,
+    };
+    let mut local = TraceSet { headers: Vec::with_capacity(wanted.len()), data: Vec::with_capacity(wanted.len() * layout.ns),
+        ns: layout.ns, dt: layout.dt, t0: layout.t0 };
+    for part in parts {
+        local.headers.extend(part.headers);
+        local.data.extend(part.data);
+    }
+    ensure!(local.len() == wanted.len() && local.data.len() == wanted.len() * layout.ns, "{what}: read {} of {} traces",
+        local.len(), wanted.len());
+    use rayon::prelude::*;
+    if let Some(i) = local.data.par_iter().position_first(|v| !v.is_finite()) {
+        bail!("{what}: trace {} sample {} is not finite ({})", wanted[i / layout.ns], i % layout.ns, local.data[i]);
+    }
+    Ok(local)
+}
+
 /// What a rank holds of a trace-domain input: its contiguous share of the traces and every
 /// trace's header (gathered from all ranks), plus the sampling.
 pub struct TraceShare {
@@ -587,19 +612,10 @@ pub fn srm_migrate(cluster: &Cluster, source: &TraceSource, model: &crate::srm::
 pub fn srm_read_share(cluster: &Cluster, source: &TraceSource, model: &crate::srm::VelocityModel, params: &crate::srm::SrmParams,
     opts: crate::srm::GpuOptions) -> anyhow::Result<(crate::srm::MultiPlan, TraceSet)> {
     // Every header and the sampling (no samples yet).
-    let layout = match source {
-        TraceSource::Memory(t) => Ok(TraceSet { headers: t.headers.clone(), data: Vec::new(), ns: t.ns, dt: t.dt, t0: t.t0 }),
-        TraceSource::NpyRows { layout, .. } => Ok((*layout).clone()),
-        TraceSource::Segy(p) => crate::io::segy::SegyReader::open(p)
-            .map_err(anyhow::Error::from)
-            .and_then(|mut r| {
-                let headers = r.read_headers()?;
-                crate::srm::check_segy_coordinates(&headers, p)?;
-                let i = r.info();
-                Ok(TraceSet { headers, data: Vec::new(), ns: i.ns, dt: i.dt, t0: i.t0 })
-            })
-            .with_context(|| format!("reading the trace headers of {}", p.display())),
-    };
+    let layout = read_layout(source).and_then(|l| match source {
+        TraceSource::Segy(p) => crate::srm::check_segy_coordinates(&l.headers, p).map(|_| l),
+        _ => Ok(l),
+    });
     let layout = cluster.agree("reading the trace headers", layout)?;
     let plan = crate::srm::MultiPlan::from_headers(&layout, model, params, opts);
     let mut plan = cluster.agree("planning the migration", plan)?;
@@ -609,25 +625,8 @@ pub fn srm_read_share(cluster: &Cluster, source: &TraceSource, model: &crate::sr
     let mut wanted: Vec<usize> = shots.iter().flat_map(|&s| plan.shots[s].0.traces.iter().copied()).collect();
     wanted.sort_unstable();
     wanted.dedup();
-    // Runs of consecutive trace numbers, read one by one.
-    let runs: Vec<Range<usize>> = wanted.chunk_by(|a, b| *b == a + 1).map(|c| c[0]..c[c.len() - 1] + 1).collect();
-    let read = match source {
-        TraceSource::Memory(t) => Ok(runs.iter().map(|r| t.slice(r.clone())).collect::<Vec<_>>()),
-        TraceSource::NpyRows { traces, layout } => runs.iter().map(|r| npy_rows(traces, layout, r.clone())).collect(),
-        TraceSource::Segy(p) => crate::io::segy::SegyReader::open(p)
-            .and_then(|mut r| runs.iter().map(|run| r.read_range(run.start as u64, run.len() as u64)).collect())
-            .with_context(|| format!("reading the traces of shots {shots:?} of {}", p.display())),
-    };
-    let read = read.and_then(|parts| {
-        let mut local = TraceSet { headers: Vec::with_capacity(wanted.len()), data: Vec::with_capacity(wanted.len() * layout.ns),
-            ns: layout.ns, dt: layout.dt, t0: layout.t0 };
-        for part in parts {
-            local.headers.extend(part.headers);
-            local.data.extend(part.data);
-        }
-        local.validate("shot gathers").map_err(anyhow::Error::msg)?;
-        Ok(local)
-    });
+    let read = read_traces(source, &layout, &wanted, "shot gathers")
+        .with_context(|| format!("reading the traces of shots {shots:?}"));
     let local = cluster.agree("reading the input traces", read)?;
     // One write of the whole line (the ranks share the terminal).
     let line = format!("seisgpu: rank {}: {} of {} traces read (shots {:?})\n", cluster.rank(), local.len(), layout.len(),
@@ -679,35 +678,68 @@ pub fn pstm_migrate(cluster: &Cluster, source: &TraceSource, params: &crate::pst
     Ok(RankImage { image, partial: local.map(|(d, _)| d) })
 }
 
-/// The NLBF search across the ranks (`seisgpu nlbf estimate` under mpirun): every rank holds the
-/// gather (the apertures of neighbouring parameter traces overlap, so no rank can do with a part of
-/// it), the parameter traces' [`crate::nlbf::work_items`] are split in blocks, and rank 0 gathers
-/// picks and semblance in item order: every value is that of the single-device search.
-pub fn nlbf_estimate(cluster: &Cluster, traces: &TraceSet, params: &crate::nlbf::EstimateParams, devices: &[Backend],
-    variant: Option<crate::nlbf::Variant>) -> anyhow::Result<Option<crate::nlbf::Estimate>> {
+/// This rank's part of the NLBF search ([`nlbf_estimate`]).
+pub struct NlbfShare {
+    /// The whole search's setup (every parameter trace; its aperture lists in input trace numbers).
+    pub setup: crate::nlbf::Setup,
+    /// The parameter traces this rank searched, and their estimate (a grid of one row of them).
+    pub ptraces: Range<usize>,
+    pub estimate: crate::nlbf::Estimate,
+    /// Input traces this rank read.
+    pub traces_read: usize,
+}
+
+/// The NLBF search across the ranks (`seisgpu nlbf estimate` under mpirun): every rank reads the
+/// trace headers and plans the whole search ([`crate::nlbf::Setup::from_layout`]); the parameter
+/// traces' [`crate::nlbf::work_items`] are split in blocks over the ranks, and each rank reads only
+/// the input traces its parameter traces' apertures hold
+/// ([`crate::nlbf::Setup::subset_reading`]: neighbouring ranks' apertures overlap, so some
+/// traces are read by two) and searches its block on its devices. Every pick and semblance is
+/// that of the single-device search, bit for bit; [`write_estimate_shares`] writes them.
+pub fn nlbf_estimate(cluster: &Cluster, source: &TraceSource, params: &crate::nlbf::EstimateParams, devices: &[Backend],
+    variant: Option<crate::nlbf::Variant>) -> anyhow::Result<NlbfShare> {
     use crate::nlbf::{self, NlbfDevice, Setup, Variant};
-    let setup = cluster.agree("planning the search", Setup::new(traces, params).map_err(anyhow::Error::from))?;
+    let layout = cluster.agree("reading the trace headers", read_layout(source))?;
+    let setup = cluster.agree("planning the search", Setup::from_layout(&layout, params).map_err(anyhow::Error::from))?;
     let variant = variant.unwrap_or_else(|| devices.iter().find(|b| b.gpu().is_some()).map_or(Variant::Cpu, |b| nlbf::variant_for(b, &setup)));
-    let devs: Vec<NlbfDevice> = devices.iter().map(NlbfDevice::new).collect();
     let items = nlbf::work_items(setup.np());
-    let local = run_share(&devs, cluster.share(items.len()), |d, i| {
-        nlbf::estimate_item(variant, d, &setup, &traces.data, items[i].clone())
+    let mine = cluster.share(items.len());
+    let ptraces = if mine.is_empty() { 0..0 } else { items[mine.start].start..items[mine.end - 1].end };
+    let (local_setup, wanted) = setup.subset_reading(ptraces.clone());
+    let traces = cluster.agree("reading the input traces", read_traces(source, &layout, &wanted, "input traces"))?;
+    let line = format!("seisgpu: rank {}: parameter traces {ptraces:?} of {}, {} of {} input traces read\n", cluster.rank(),
+        setup.np(), wanted.len(), layout.len());
+    eprint!("{line}");
+    let devs: Vec<NlbfDevice> = devices.iter().map(NlbfDevice::new).collect();
+    let local = run_share(&devs, mine, |d, i| {
+        let r = items[i].start - ptraces.start..items[i].end - ptraces.start;
+        nlbf::estimate_item(variant, d, &local_setup, &traces.data, r)
             .map_err(|e| anyhow::anyhow!("parameter traces {:?}: {e}", items[i]))
     });
     let local = cluster.agree("searching", local)?;
     let (codes, sems): (Vec<Vec<u32>>, Vec<Vec<f32>>) = local.into_iter().unzip();
-    let cat = |acc: &mut Vec<u32>, _: usize, v: Vec<u32>| -> anyhow::Result<()> {
-        acc.extend_from_slice(&v);
-        Ok(())
-    };
-    let code = cluster.reduce_items(items.len(), codes, Vec::with_capacity(setup.estimations()), cat);
-    let code = cluster.agree("gathering the picks", code)?;
-    let sem = cluster.reduce_items(items.len(), sems, Vec::with_capacity(setup.estimations()), |acc: &mut Vec<f32>, _, v| {
-        acc.extend_from_slice(&v);
-        Ok(())
-    });
-    let sem = cluster.agree("gathering the semblance", sem)?;
-    Ok(code.zip(sem).map(|(c, s)| nlbf::Estimate::from_setup(&setup, c, s)))
+    let estimate = nlbf::Estimate::from_setup(&local_setup, codes.concat(), sems.concat());
+    Ok(NlbfShare { setup, ptraces, estimate, traces_read: wanted.len() })
+}
+
+/// Writes the NLBF estimate from every rank's part into `dir`: each rank writes its parameter
+/// traces' block of A.npy .. E.npy and S.npy ([`write_shares`]; the bytes of one process's files),
+/// rank 0 positions.npy and nlbf.json (`extra`: the run's description). Collective.
+pub fn write_estimate_shares(cluster: &Cluster, dir: &Path, share: &NlbfShare, extra: serde_json::Value) -> anyhow::Result<()> {
+    use crate::nlbf::{output, Estimate, Param};
+    let made = if cluster.is_root() { std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display())) } else { Ok(()) };
+    cluster.agree("creating the output folder", made)?;
+    let s = &share.setup;
+    let head = output::npy_header("<f4", &[s.grid.ny, s.grid.nx, s.ns]);
+    let body = (s.estimations() * 4) as u64;
+    for p in Param::ALL {
+        let bytes: Vec<u8> = share.estimate.volume(p).iter().flat_map(|v| v.to_le_bytes()).collect();
+        write_shares(cluster, &dir.join(format!("{}.npy", p.name())), &head, body, (share.ptraces.start * s.ns * 4) as u64, &bytes)?;
+    }
+    write_on_root(cluster, "writing the estimate's description", || {
+        output::write_description(dir, &Estimate::from_setup(s, Vec::new(), Vec::new()), extra)
+            .map(|_| ()).with_context(|| format!("writing the estimate's description to {}", dir.display()))
+    })
 }
 
 /// `wavepacket forward` across ranks (the paper's variant 2): each rank transforms its block of

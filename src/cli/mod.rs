@@ -39,8 +39,10 @@ pub struct Global {
     /// Run as one rank of an MPI job (implied when mpirun starts seisgpu): `ktm migrate`,
     /// `pstm migrate`, `srm`, `nlbf estimate` and `wavepacket forward|inverse|denoise|compress|
     /// interpolate` split their work items across the ranks, each rank on its own devices
-    /// (`--device`, `--gpus`); each rank writes its block of an .npy image (ktm, pstm, srm), rank 0
-    /// writes the other outputs. The output's folder must be one every rank sees.
+    /// (`--device`, `--gpus`), reading only the input it needs (SEG-Y trace ranges, a .npy
+    /// volume's rows) and writing its part of the output into one file (an .npy image's block,
+    /// its parameter traces of the NLBF volumes, its rows of a wave-packet volume, its cubes'
+    /// coefficients); rank 0 writes SEG-Y images. The output's folder must be one every rank sees.
     #[cfg(feature = "mpi")]
     #[arg(long, global = true)]
     pub mpi: bool,

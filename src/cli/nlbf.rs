@@ -267,12 +267,27 @@ fn run_estimate(backend: &Backend, t: &TraceSet, p: &EstimateParams, variant: &s
     Ok((nlbf::Estimate::from_setup(&setup, code, s), format!("{v:?}")))
 }
 
-/// `nlbf estimate` as one rank of an MPI job: every rank holds the gather, the parameter traces
-/// are split across the ranks, rank 0 writes the volumes.
+/// `nlbf estimate` as one rank of an MPI job: every rank reads the trace headers and plans the
+/// whole search, searches its block of parameter traces from the input traces their apertures
+/// hold (the only ones it reads of a SEG-Y file) and writes its block of the volumes.
 #[cfg(feature = "mpi")]
-fn estimate_distributed(a: &EstimateArgs, t: &TraceSet, p: &EstimateParams, global: &Global,
-    cluster: &seisgpu_host::distributed::Cluster) -> anyhow::Result<()> {
-    use seisgpu_host::distributed;
+fn estimate_distributed(a: &EstimateArgs, global: &Global, cluster: &seisgpu_host::distributed::Cluster) -> anyhow::Result<()> {
+    use seisgpu_host::distributed::{self, TraceSource};
+    let t0 = Instant::now();
+    // A synthetic gather is made on every rank; a file is read by parts.
+    let (synthetic, preset) = match &a.input.synthetic {
+        Some(_) => {
+            let (t, p) = cluster.agree("making the gather", read_input(&a.input))?;
+            (Some(t), p)
+        }
+        None => (None, None),
+    };
+    let source = match (&synthetic, &a.input.input) {
+        (Some(t), _) => TraceSource::Memory(t),
+        (None, Some(path)) => TraceSource::Segy(path),
+        (None, None) => bail!("give an input: --input <SEG-Y file> or --synthetic <name>"),
+    };
+    let p = params_from(&a.search, preset)?;
     let devices = global.rank_devices(cluster)?;
     let gpus = devices.iter().any(|b| b.gpu().is_some());
     let v = match a.search.variant.as_str() {
@@ -282,18 +297,16 @@ fn estimate_distributed(a: &EstimateArgs, t: &TraceSet, p: &EstimateParams, glob
         "gpu-paper" if gpus => Some(nlbf::Variant::GpuPaper),
         o => bail!("--variant {o} under MPI: expected auto, cpu, or gpu-fast / gpu-paper with GPUs"),
     };
-    let t0 = Instant::now();
-    let est = distributed::nlbf_estimate(cluster, t, p, &devices, v)?;
-    distributed::write_on_root(cluster, "writing the estimate", || {
-        let est = est.as_ref().context("rank 0 holds the estimate")?;
-        let secs = t0.elapsed().as_secs_f64();
-        let name = format!("{} on {} ranks", v.map_or("auto".to_string(), |v| format!("{v:?}")), cluster.size());
-        let files = nlbf::output::write_estimate(&a.out, est, nlbf::output::run_info(&name, devices[0].name(), secs, p))
-            .with_context(|| format!("writing the estimate to {}", a.out.display()))?;
-        println!("2+2+1 search: {} estimations in {secs:.3} s ({name}); wrote {} files to {}", est.semblance.len(), files.len(),
+    let share = distributed::nlbf_estimate(cluster, &source, &p, &devices, v)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let name = format!("{} on {} ranks", v.map_or("auto".to_string(), |v| format!("{v:?}")), cluster.size());
+    distributed::write_estimate_shares(cluster, &a.out, &share, nlbf::output::run_info(&name, devices[0].name(), secs, &p))
+        .with_context(|| format!("writing the estimate to {}", a.out.display()))?;
+    if cluster.is_root() {
+        println!("2+2+1 search: {} estimations in {secs:.3} s ({name}); wrote 8 files to {}", share.setup.estimations(),
             a.out.display());
-        Ok(())
-    })
+    }
+    Ok(())
 }
 
 pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
@@ -308,12 +321,12 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     };
     match &args.command {
         NlbfCommand::Estimate(a) => {
-            let (t, preset) = read_input(&a.input)?;
-            let p = params_from(&a.search, preset)?;
             #[cfg(feature = "mpi")]
             if let Some(cluster) = global.cluster() {
-                return estimate_distributed(a, &t, &p, global, &cluster);
+                return estimate_distributed(a, global, &cluster);
             }
+            let (t, preset) = read_input(&a.input)?;
+            let p = params_from(&a.search, preset)?;
             let t0 = Instant::now();
             let (est, variant) = search(&t, &p, &a.search.variant)?;
             let secs = t0.elapsed().as_secs_f64();

@@ -132,6 +132,36 @@ fn gpu_variants_match_cpu_on_random_data() {
     assert!(ran >= 8, "only {ran} variants applied");
 }
 
+/// An MPI rank's part of the search on a GPU: its block of parameter traces, from only the input
+/// traces their apertures hold (`Setup::subset_reading`), on fresh random data; every pick and
+/// semblance equals the whole search's on the same GPU, bit for bit (fast and paper kernels),
+/// outputs poisoned before each run.
+#[test]
+fn gpu_rank_parts_reading_their_apertures_equal_the_whole_search() {
+    let Some(g) = gpu_or_skip("gpu_rank_parts_reading_their_apertures_equal_the_whole_search") else { return };
+    let t = random_line(23, 29, 137);
+    let s = Setup::new(&t, &params_small(140.0)).unwrap();
+    let backend = Backend::Gpu(g.clone());
+    for variant in [nlbf::Variant::GpuFast, nlbf::Variant::GpuPaper] {
+        let whole = nlbf::NlbfDevice::new(&backend);
+        let n = s.estimations();
+        let (mut code, mut sem) = (vec![u32::MAX; n], vec![f32::NAN; n]);
+        nlbf::estimate_item_into(variant, &whole, &s, &t.data, 0..s.np(), &mut code, &mut sem).unwrap();
+        for part in [0..7, 7..s.np() / 2, s.np() / 2..s.np()] {
+            let (sub, wanted) = s.subset_reading(part.clone());
+            assert!(wanted.len() < s.ntr(), "{part:?}: reads every trace");
+            let data: Vec<f32> = wanted.iter().flat_map(|&k| t.data[k * t.ns..(k + 1) * t.ns].iter().copied()).collect();
+            let dev = nlbf::NlbfDevice::new(&backend);
+            let m = part.len() * s.ns;
+            let (mut c, mut e) = (vec![u32::MAX; m], vec![f32::NAN; m]);
+            nlbf::estimate_item_into(variant, &dev, &sub, &data, 0..part.len(), &mut c, &mut e).unwrap();
+            let at = part.start * s.ns..part.end * s.ns;
+            assert_eq!(c, code[at.clone()], "{variant:?} {part:?}: picks");
+            assert!(e.iter().zip(&sem[at]).all(|(a, b)| a.to_bits() == b.to_bits()), "{variant:?} {part:?}: semblance");
+        }
+    }
+}
+
 fn gpu_kernels_variants() -> Vec<(u32, u32)> { seisgpu_host::kernels::nlbf::slide_variants(5).to_vec() }
 
 /// The cross-spread search space (151 A and B values) on the small cross-spread workload with

@@ -1434,6 +1434,28 @@ mod tests {
     }
 
     #[test]
+    fn a_subset_reading_its_apertures_traces_searches_as_the_whole() {
+        // An MPI rank's part: its parameter traces, only the input traces their apertures hold.
+        let tr = crate::synth::noise_traces(geometry::line_2d(41, 25.0, 41, 25.0), 60, 0.004, 3);
+        let s = Setup::new(&tr, &params_2d()).unwrap();
+        let (code, sem) = cpu::estimate(&s, &tr.data);
+        for part in [0..5, 17..40, 60..s.np()] {
+            let (sub, wanted) = s.subset_reading(part.clone());
+            assert!(wanted.len() < s.ntr() && wanted.windows(2).all(|w| w[0] < w[1]), "{part:?}");
+            let data: Vec<f32> = wanted.iter().flat_map(|&t| tr.data[t * tr.ns..(t + 1) * tr.ns].iter().copied()).collect();
+            let all: Vec<usize> = (0..sub.np()).collect();
+            let (c, m) = cpu::estimate_subset(&sub, &data, &all);
+            let at = part.start * s.ns..part.end * s.ns;
+            assert_eq!(c, code[at.clone()], "{part:?}");
+            assert!(m.iter().zip(&sem[at]).all(|(a, b)| a.to_bits() == b.to_bits()), "{part:?}");
+        }
+        // Planned from the headers alone, as the ranks do.
+        let layout = TraceSet { data: Vec::new(), ..tr.clone() };
+        let l = Setup::from_layout(&layout, &params_2d()).unwrap();
+        assert_eq!((l.apertures, l.tx, l.grid), (s.apertures.clone(), s.tx.clone(), s.grid));
+    }
+
+    #[test]
     fn bad_input_gives_clear_errors() {
         let tr = crate::synth::noise_traces(geometry::line_2d(9, 25.0, 9, 25.0), 40, 0.004, 2);
         let err = |p: EstimateParams| Setup::new(&tr, &p).unwrap_err().to_string();

@@ -9,6 +9,14 @@ use crate::io::AtomicFile;
 
 /// Writes a little-endian `.npy` (format 1.0) of `descr` (`<f4`, `<f8`, `<u4`) and `shape`.
 fn write_npy(path: &Path, descr: &str, shape: &[usize], bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = AtomicFile::create(path)?;
+    f.write_all(&npy_header(descr, shape))?;
+    f.write_all(bytes)?;
+    f.commit()
+}
+
+/// The header of the volumes' `.npy` files (MPI ranks write their parts behind it).
+pub fn npy_header(descr: &str, shape: &[usize]) -> Vec<u8> {
     let dims = match shape.len() {
         1 => format!("({},)", shape[0]),
         _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
@@ -18,12 +26,10 @@ fn write_npy(path: &Path, descr: &str, shape: &[usize], bytes: &[u8]) -> std::io
     let total = (10 + header.len() + 1).next_multiple_of(64);
     header.push_str(&" ".repeat(total - 10 - header.len() - 1));
     header.push('\n');
-    let mut f = AtomicFile::create(path)?;
-    f.write_all(b"\x93NUMPY\x01\x00")?;
-    f.write_all(&(header.len() as u16).to_le_bytes())?;
-    f.write_all(header.as_bytes())?;
-    f.write_all(bytes)?;
-    f.commit()
+    let mut h = b"\x93NUMPY\x01\x00".to_vec();
+    h.extend((header.len() as u16).to_le_bytes());
+    h.extend(header.as_bytes());
+    h
 }
 
 /// `.npy` of f32 values.
@@ -51,6 +57,14 @@ pub fn write_estimate(dir: &Path, est: &Estimate, extra: serde_json::Value) -> s
         write_npy_f32(&path, &shape, &est.volume(p))?;
         files.push(path);
     }
+    files.extend(write_description(dir, est, extra)?);
+    Ok(files)
+}
+
+/// positions.npy and nlbf.json of [`write_estimate`] (from `est`'s grid and sampling alone: its
+/// picks may be a part or none).
+pub fn write_description(dir: &Path, est: &Estimate, extra: serde_json::Value) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut files = Vec::new();
     let pos: Vec<f64> = est.positions().into_iter().flat_map(|(x, y)| [x, y]).collect();
     let path = dir.join("positions.npy");
     write_npy_f64(&path, &[est.grid.ny, est.grid.nx, 2], &pos)?;

@@ -1042,6 +1042,39 @@ mod tests {
     }
 
     #[test]
+    fn cubes_added_into_slabs_equal_the_volume_rows() {
+        // What an MPI rank does with the cubes (its own and the planes others send): every cube
+        // that reaches its rows, in cube order, into a zeroed slab. The same bits as the volume.
+        let shape = [70, 45, 90];
+        let tiling = Tiling::new(shape, 32, 8).unwrap();
+        let c = tiling.cube;
+        let n = tiling.count();
+        let cubes: Vec<Vec<f32>> = (0..n).map(|t| (0..c * c * c).map(|i| (((i + 31 * t) * 7919) % 1000) as f32 * 1e-3 - 0.5).collect())
+            .collect();
+        let mut vol = vec![0.0f32; shape.iter().product()];
+        for (t, cube) in cubes.iter().enumerate() {
+            tiling.accumulate(&mut vol, t, cube);
+        }
+        let row = shape[1] * shape[2];
+        for ranks in [1, 2, 3, 5] {
+            for r in 0..ranks {
+                let rows = tiling.rows_of(crate::multi::block_share(n, ranks, r));
+                let mut slab = vec![0.0f32; rows.len() * row];
+                for (t, cube) in cubes.iter().enumerate() {
+                    let own = tiling.rows_of(t..t + 1);
+                    let (lo, hi) = (own.start.max(rows.start), own.end.min(rows.end));
+                    if lo < hi {
+                        let first = tiling.start(t)[0];
+                        tiling.accumulate_rows(&mut slab, rows.start, t, lo..hi, &cube[(lo - first) * c * c..(hi - first) * c * c]);
+                    }
+                }
+                let want = &vol[rows.start * row..rows.end * row];
+                assert!(slab.iter().zip(want).all(|(a, b)| a.to_bits() == b.to_bits()), "{ranks} ranks, rank {r}");
+            }
+        }
+    }
+
+    #[test]
     fn scale_raw_copy_and_cut_equal_extract_and_check_the_input() {
         // Cubes with padding on every axis (the volume is no multiple of anything) and slabs.
         let t = Tiling::new([45, 23, 70], 32, 8).unwrap();
