@@ -559,21 +559,27 @@ impl ShotOnDevice {
             .context("the shot does not fit on the GPU")?;
         // Inputs up once: traces (FFT on the device), receiver nodes; the slowness window's chunks
         // are allocated here and go up with the first frequency group (the first chunk now).
+        let t = std::time::Instant::now();
         let slow = (0..nz.div_ceil(SLOW_CHUNK)).map(|c| gpu.zeros::<f32>((SLOW_CHUNK.min(nz - c * SLOW_CHUNK)) * nxy))
             .collect::<GpuResult<Vec<_>>>()?;
+        crate::multi::mark("shot slowness buffers made", t);
         let t = std::time::Instant::now();
         let real = gpu.upload(&inputs.packed)?;
         let mut spectra = gpu.zeros::<f32>(2 * ntr * nfft)?;
         let n = (ntr * nfft) as u32;
         launch!(gpu, "srm_real_to_complex", grid_1d(ntr * nfft, 256), &n, &real, &mut spectra)?;
         drop(real);
+        crate::multi::mark("shot traces up", t);
+        let t = std::time::Instant::now();
         let fft = FftPlan::c2c_batched(gpu.stream(), &[nfft], ntr)?;
+        crate::multi::mark("shot fft plan made", t);
         fft.exec_inplace(&mut spectra, false)?;
-        crate::multi::mark("shot traces up+fft queued", t);
+        let t = std::time::Instant::now();
         let nodes = gpu.upload(&grid.trace_nodes)?;
         let image = gpu.zeros::<f32>(nz * nxy)?;
         let taper = Taper::new(gnx, gny, params.taper_width, params.taper_strength);
         let planes = Planes::new(gpu, gnx, gny, stride, &taper)?;
+        crate::multi::mark("shot image and planes made", t);
         let mut s = ShotOnDevice { slow, pending: Some(inputs.clone()), up: 0, spectra, nodes, image, planes, variant: opts.variant,
             ntr, nfft, stride, nxy, nz, src: grid.source_node as u32 };
         let t = std::time::Instant::now();
