@@ -92,8 +92,8 @@ pub fn sum_to_host(parts: &[(Arc<Gpu>, &CudaSlice<f32>)]) -> anyhow::Result<Vec<
         }
     }
     let ranges = crate::multi::even_ranges(n, owners.len());
-    // calloc'd: untouched pages, each owner thread faults in its own slice.
-    let mut out = vec![0.0f32; n];
+    // calloc'd: untouched pages (huge pages requested), each owner thread faults in its own slice.
+    let mut out = super::memory::zeroed_host(n);
     let mut slices: Vec<&mut [f32]> = Vec::with_capacity(ranges.len());
     let mut rest = out.as_mut_slice();
     for r in &ranges {

@@ -194,7 +194,8 @@ pub fn trace_spectra(traces: &TraceSet, idx: &[usize], plan: &FreqPlan) -> Vec<C
 /// The slowness (s/m) of a shot's window, slices 0..nz, s[(iz * gny + y) * gnx + x].
 pub fn window_slowness(model: &VelocityModel, grid: &ShotGrid, nz: usize) -> Vec<f32> {
     let nxy = grid.nxy();
-    let mut s = vec![0.0f32; nz * nxy];
+    // Fresh memory with huge pages requested: its first touch here is part of a shot's serial setup.
+    let mut s = crate::runtime::memory::zeroed_host(nz * nxy);
     s.par_chunks_mut(nxy.max(1)).enumerate().for_each(|(iz, slab)| {
         for y in 0..grid.ny {
             let row = (iz * model.ny + grid.iy0 + y) * model.nx + grid.ix0;

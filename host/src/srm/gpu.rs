@@ -511,7 +511,10 @@ pub const SLOW_CHUNK: usize = 32;
 /// fresh host arrays for the same shot was a cost that did not shrink with N).
 pub struct ShotInputs {
     slow: Vec<f32>,
-    packed: Vec<f32>,
+    /// The packed traces; `None` where the shot's traces are a run of consecutive traces of the
+    /// trace set (`nfft` is the trace length, so they are packed already: the devices upload
+    /// them from the trace set, with no copy of ~650 MB for a 400 x 400 shot).
+    packed: Option<Vec<f32>>,
     nfft: usize,
 }
 
@@ -521,14 +524,35 @@ impl ShotInputs {
         let nfft = plan.nfft;
         let t = std::time::Instant::now();
         let slow = cpu::window_slowness(model, grid, nz);
-        let mut packed = vec![0.0f32; shot.traces.len() * nfft];
-        packed.par_chunks_mut(nfft.max(1)).zip(shot.traces.par_iter()).for_each(|(dst, &t)| {
-            let tr = traces.trace(t);
-            let n = tr.len().min(nfft);
-            dst[..n].copy_from_slice(&tr[..n]);
-        });
+        let packed = if Self::run_of(traces, shot, nfft).is_some() { None } else {
+            // Fresh memory with huge pages requested: its first touch here is part of the serial setup.
+            let mut packed = crate::runtime::memory::zeroed_host(shot.traces.len() * nfft);
+            packed.par_chunks_mut(nfft.max(1)).zip(shot.traces.par_iter()).for_each(|(dst, &t)| {
+                let tr = traces.trace(t);
+                let n = tr.len().min(nfft);
+                dst[..n].copy_from_slice(&tr[..n]);
+            });
+            Some(packed)
+        };
         crate::multi::mark("shot inputs (host)", t);
         ShotInputs { slow, packed, nfft }
+    }
+
+    /// The shot's samples in `traces` when they are already packed: consecutive traces of
+    /// `nfft` samples.
+    fn run_of<'a>(traces: &'a TraceSet, shot: &Shot, nfft: usize) -> Option<&'a [f32]> {
+        let first = *shot.traces.first()?;
+        let consecutive = shot.traces.iter().enumerate().all(|(k, &t)| t == first + k);
+        (consecutive && traces.ns == nfft && (first + shot.traces.len()) * nfft <= traces.data.len())
+            .then(|| &traces.data[first * nfft..(first + shot.traces.len()) * nfft])
+    }
+
+    /// The shot's packed traces (`traces`: the trace set these inputs were made from).
+    fn packed<'a>(&'a self, traces: &'a TraceSet, shot: &Shot) -> &'a [f32] {
+        match &self.packed {
+            Some(p) => p,
+            None => Self::run_of(traces, shot, self.nfft).unwrap_or(&[]),
+        }
     }
 }
 
@@ -540,21 +564,22 @@ impl ShotOnDevice {
         params: &SrmParams, plan: &FreqPlan, shot: &Shot, grid: &ShotGrid, tune_bins: &[usize], nz: usize, opts: GpuOptions)
         -> anyhow::Result<ShotOnDevice> {
         let inputs = ShotInputs::new(traces, model, plan, shot, grid, nz);
-        Self::with_inputs(gpu, op, dop, &Arc::new(inputs), params, plan, shot, grid, tune_bins, nz, opts)
+        Self::with_inputs(gpu, op, dop, &Arc::new(inputs), traces, params, plan, shot, grid, tune_bins, nz, opts)
     }
 
     /// [`ShotOnDevice::new`] from the shot's host inputs made beforehand ([`ShotInputs::new`] with
     /// the same traces, model, plan, shot, grid and `nz`).
     #[allow(clippy::too_many_arguments)]
-    pub fn with_inputs(gpu: &Gpu, op: &Operator, dop: &DeviceOperator, inputs: &Arc<ShotInputs>,
+    pub fn with_inputs(gpu: &Gpu, op: &Operator, dop: &DeviceOperator, inputs: &Arc<ShotInputs>, traces: &TraceSet,
         params: &SrmParams, plan: &FreqPlan, shot: &Shot, grid: &ShotGrid, tune_bins: &[usize], nz: usize, opts: GpuOptions)
         -> anyhow::Result<ShotOnDevice> {
         let (gnx, gny, nxy) = (grid.nx, grid.ny, grid.nxy());
         let ntr = shot.traces.len();
         let nfft = plan.nfft;
         let stride = opts.planes.max(1);
-        anyhow::ensure!(inputs.nfft == nfft && inputs.slow.len() == nz * nxy && inputs.packed.len() == ntr * nfft,
-            "srm: shot inputs of another shape ({} slowness samples, {} trace samples)", inputs.slow.len(), inputs.packed.len());
+        let packed = inputs.packed(traces, shot);
+        anyhow::ensure!(inputs.nfft == nfft && inputs.slow.len() == nz * nxy && packed.len() == ntr * nfft,
+            "srm: shot inputs of another shape ({} slowness samples, {} trace samples)", inputs.slow.len(), packed.len());
         gpu.ensure_fits("srm shot (traces, image, wavefields)", (ntr * nfft * 12 + 2 * nz * nxy * 4) + 20 * 2 * stride * nxy * 4)
             .context("the shot does not fit on the GPU")?;
         // Inputs up once: traces (FFT on the device), receiver nodes; the slowness window's chunks
@@ -564,7 +589,7 @@ impl ShotOnDevice {
             .collect::<GpuResult<Vec<_>>>()?;
         crate::multi::mark("shot slowness buffers made", t);
         let t = std::time::Instant::now();
-        let real = gpu.upload(&inputs.packed)?;
+        let real = gpu.upload(packed)?;
         let mut spectra = gpu.zeros::<f32>(2 * ntr * nfft)?;
         let n = (ntr * nfft) as u32;
         launch!(gpu, "srm_real_to_complex", grid_1d(ntr * nfft, 256), &n, &real, &mut spectra)?;
