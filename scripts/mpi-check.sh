@@ -210,6 +210,22 @@ run "$BIN" --device cpu "${I[@]}" --output "$OUT/holes-1.npy"
 run "${MPIRUN3[@]}" "$BIN" --device cpu --threads 1 "${I[@]}" --output "$OUT/holes-mpi.npy" && {
   same "wavepacket interpolate (.npy rows, mask from the data): 3 ranks vs single process" "$OUT/holes-1.npy" "$OUT/holes-mpi.npy"
 }
+# A SEG-Y cube with its traces shuffled and 37 of them gone: every rank reads the headers, then
+# only its rows' traces; the missing cells are the dead traces to fill.
+run "$BIN" synth cube -o "$OUT/cube.sgy" --ns 90
+python3 - "$OUT/cube.sgy" "$OUT/cube-holes.sgy" <<'PY'
+import random, struct, sys
+b = open(sys.argv[1], "rb").read()
+tb = 240 + 4 * struct.unpack(">H", b[3220:3222])[0]
+tr = [b[o:o + tb] for o in range(3600, len(b), tb)]
+random.Random(4).shuffle(tr)
+open(sys.argv[2], "wb").write(b[:3600] + b"".join(tr[:-37]))
+PY
+I=(wavepacket interpolate --method pocs --iterations 2 --input "$OUT/cube-holes.sgy" --cube 32 --overlap 8)
+run "$BIN" --device cpu "${I[@]}" --output "$OUT/cube-1.npy"
+run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${I[@]}" --output "$OUT/cube-mpi.npy" && {
+  same "wavepacket interpolate (SEG-Y cube, ranks read their rows' traces): 2 ranks vs single process" "$OUT/cube-1.npy" "$OUT/cube-mpi.npy"
+}
 
 step "a failing rank: trace 1000 (rank 1's share) holds an IBM value beyond the f32 range"
 python3 - "$OUT/diff.sgy" "$OUT/bad.sgy" <<'PY'

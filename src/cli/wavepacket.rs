@@ -304,8 +304,9 @@ fn read_mask(p: &Path, [n1, n2]: [usize; 2]) -> Result<Vec<bool>> {
 }
 
 /// This rank's slab of the input volume ([`seisgpu_host::distributed::wavepacket_rows`]: the rows
-/// its block of cubes reads) and the volume's shape. A .npy volume is read by rows, so no rank
-/// holds more than its slab; a synthetic or SEG-Y volume is made or read whole, then cut.
+/// its block of cubes reads) and the volume's shape. A .npy volume is read by rows and a SEG-Y
+/// cube by its rows' traces (after every header), so no rank holds more than its slab; a
+/// synthetic volume is made whole, then cut.
 #[cfg(feature = "mpi")]
 fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, frame: &FrameArgs) -> Result<(Vec<f32>, [usize; 3])> {
     use seisgpu_host::distributed;
@@ -317,6 +318,18 @@ fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, frame: &
         let rows = distributed::wavepacket_rows(cluster, &Tiling::new([n1, n2, n3], frame.cube, frame.overlap)?);
         let read = seisgpu_host::io::npy::read_rows_f32(path, rows).map(|(_, v)| v);
         return Ok((cluster.agree("reading the volume", read)?, [n1, n2, n3]));
+    }
+    let segy = !input.starts_with("synth:") && matches!(path.extension().and_then(|e| e.to_str()), Some("sgy") | Some("segy"));
+    if segy {
+        // Every header (to place the traces), then only the traces of this rank's rows.
+        let read = seisgpu_host::io::cube::read_cube_rows(path, |shape| {
+            Ok(distributed::wavepacket_rows(cluster, &Tiling::new(shape, frame.cube, frame.overlap)?))
+        });
+        let (shape, slab, missing) = cluster.agree("reading the volume", read)?;
+        if cluster.is_root() && missing > 0 {
+            eprintln!("seisgpu: {input}: {missing} of {} (inline, crossline) cells have no trace; zero-filled", shape[0] * shape[1]);
+        }
+        return Ok((slab, shape));
     }
     let (mut vol, shape) = cluster.agree("reading the volume", read_input(input))?;
     let rows = distributed::wavepacket_rows(cluster, &Tiling::new(shape, frame.cube, frame.overlap)?);

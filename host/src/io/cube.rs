@@ -1,7 +1,7 @@
 //! Post-stack cubes from SEG-Y trace sets: traces placed on the (inline, crossline) grid given by
 //! their headers. Missing traces are zero-filled and reported, so interpolation can fill them.
 
-use crate::traces::TraceSet;
+use crate::traces::{TraceHeader, TraceSet};
 
 /// A regular cube, `data[(il * n_xl + xl) * ns + t]` (time fastest).
 #[derive(Debug, Clone)]
@@ -19,26 +19,90 @@ pub struct Cube {
 /// numbers are missing (both zero) or when two traces claim one position.
 pub fn cube_from_traces(set: &TraceSet, what: &str) -> anyhow::Result<Cube> {
     set.validate(what).map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(!set.is_empty(), "{what}: no traces");
-    if let Some(i) = set.headers.iter().position(|h| h.inline == 0 && h.crossline == 0) {
-        anyhow::bail!("{what}: trace {i} has no inline/crossline numbers (bytes 189 and 193 are zero)");
-    }
-    let (il0, il1) = set.headers.iter().fold((i32::MAX, i32::MIN), |(a, b), h| (a.min(h.inline), b.max(h.inline)));
-    let (xl0, xl1) = set.headers.iter().fold((i32::MAX, i32::MIN), |(a, b), h| (a.min(h.crossline), b.max(h.crossline)));
-    let (nil, nxl) = ((il1 - il0) as usize + 1, (xl1 - xl0) as usize + 1);
-    anyhow::ensure!(nil.saturating_mul(nxl) <= 64 * set.len().max(1),
-        "{what}: inlines {il0}..{il1} x crosslines {xl0}..{xl1} is far larger than the {} traces present", set.len());
+    let grid = CubeGrid::from_headers(&set.headers, what)?;
     let ns = set.ns;
-    let mut data = vec![0.0f32; nil * nxl * ns];
-    let mut filled = vec![false; nil * nxl];
-    for (i, h) in set.headers.iter().enumerate() {
-        let cell = (h.inline - il0) as usize * nxl + (h.crossline - xl0) as usize;
-        anyhow::ensure!(!filled[cell], "{what}: trace {i} repeats inline {} crossline {}", h.inline, h.crossline);
-        filled[cell] = true;
+    let mut data = vec![0.0f32; grid.cells() * ns];
+    for (i, &cell) in grid.cell_of.iter().enumerate() {
         data[cell * ns..(cell + 1) * ns].copy_from_slice(set.trace(i));
     }
-    let missing = filled.iter().filter(|f| !**f).count();
-    Ok(Cube { data, shape: [nil, nxl, ns], first_inline: il0, first_crossline: xl0, missing })
+    Ok(Cube { data, shape: [grid.inlines, grid.crosslines, ns], first_inline: grid.first_inline,
+        first_crossline: grid.first_crossline, missing: grid.missing })
+}
+
+/// Where the traces of a post-stack SEG-Y cube go, from their headers alone: the (inline,
+/// crossline) grid and each trace's cell (`inline index * crosslines + crossline index`).
+pub struct CubeGrid {
+    pub inlines: usize,
+    pub crosslines: usize,
+    pub first_inline: i32,
+    pub first_crossline: i32,
+    /// The cell of every trace, in trace order.
+    pub cell_of: Vec<usize>,
+    /// Cells without a trace.
+    pub missing: usize,
+}
+
+impl CubeGrid {
+    /// The grid of the traces' headers; errors name the trace (no inline/crossline numbers, a
+    /// repeated cell) or the grid (far larger than the traces present).
+    pub fn from_headers(headers: &[TraceHeader], what: &str) -> anyhow::Result<CubeGrid> {
+        anyhow::ensure!(!headers.is_empty(), "{what}: no traces");
+        if let Some(i) = headers.iter().position(|h| h.inline == 0 && h.crossline == 0) {
+            anyhow::bail!("{what}: trace {i} has no inline/crossline numbers (bytes 189 and 193 are zero)");
+        }
+        let (il0, il1) = headers.iter().fold((i32::MAX, i32::MIN), |(a, b), h| (a.min(h.inline), b.max(h.inline)));
+        let (xl0, xl1) = headers.iter().fold((i32::MAX, i32::MIN), |(a, b), h| (a.min(h.crossline), b.max(h.crossline)));
+        let (nil, nxl) = ((il1 - il0) as usize + 1, (xl1 - xl0) as usize + 1);
+        anyhow::ensure!(nil.saturating_mul(nxl) <= 64 * headers.len(),
+            "{what}: inlines {il0}..{il1} x crosslines {xl0}..{xl1} is far larger than the {} traces present", headers.len());
+        let mut filled = vec![false; nil * nxl];
+        let mut cell_of = Vec::with_capacity(headers.len());
+        for (i, h) in headers.iter().enumerate() {
+            let cell = (h.inline - il0) as usize * nxl + (h.crossline - xl0) as usize;
+            anyhow::ensure!(!filled[cell], "{what}: trace {i} repeats inline {} crossline {}", h.inline, h.crossline);
+            filled[cell] = true;
+            cell_of.push(cell);
+        }
+        let missing = filled.iter().filter(|f| !**f).count();
+        Ok(CubeGrid { inlines: nil, crosslines: nxl, first_inline: il0, first_crossline: xl0, cell_of, missing })
+    }
+
+    pub fn cells(&self) -> usize { self.inlines * self.crosslines }
+}
+
+/// Rows (inline indices, the cube's first axis) of a post-stack SEG-Y cube, reading only their
+/// traces: every trace header is read to place the traces ([`CubeGrid`]), `rows_of(shape)` names
+/// the rows wanted, and those rows' traces are read run by run of consecutive trace numbers (an
+/// MPI rank's slab). Returns the cube's shape, the rows' samples (missing cells zero) and the
+/// cube's count of missing cells. A sample that is not finite is named by its trace number.
+pub fn read_cube_rows(path: &std::path::Path, rows_of: impl FnOnce([usize; 3]) -> anyhow::Result<std::ops::Range<usize>>)
+    -> anyhow::Result<([usize; 3], Vec<f32>, usize)> {
+    use anyhow::Context;
+    let what = path.display().to_string();
+    let mut r = super::segy::SegyReader::open(path).with_context(|| format!("opening {what}"))?;
+    let headers = r.read_headers().with_context(|| format!("reading the trace headers of {what}"))?;
+    let ns = r.info().ns;
+    anyhow::ensure!(ns > 0, "{what}: traces have zero samples");
+    let grid = CubeGrid::from_headers(&headers, &what)?;
+    let shape = [grid.inlines, grid.crosslines, ns];
+    let rows = rows_of(shape)?;
+    anyhow::ensure!(rows.start <= rows.end && rows.end <= grid.inlines, "{what}: rows {rows:?} of {} inlines", grid.inlines);
+    let (lo, hi) = (rows.start * grid.crosslines, rows.end * grid.crosslines);
+    let wanted: Vec<usize> = (0..headers.len()).filter(|&i| (lo..hi).contains(&grid.cell_of[i])).collect();
+    let mut slab = vec![0.0f32; (hi - lo) * ns];
+    for run in wanted.chunk_by(|a, b| *b == a + 1) {
+        let part = r.read_range(run[0] as u64, run.len() as u64).with_context(|| format!("reading traces {}..{} of {what}", run[0],
+            run[run.len() - 1] + 1))?;
+        for (k, &i) in run.iter().enumerate() {
+            let tr = part.trace(k);
+            if let Some(j) = tr.iter().position(|v| !v.is_finite()) {
+                anyhow::bail!("{what}: trace {i} sample {j} is not finite ({})", tr[j]);
+            }
+            let cell = grid.cell_of[i] - lo;
+            slab[cell * ns..(cell + 1) * ns].copy_from_slice(tr);
+        }
+    }
+    Ok((shape, slab, grid.missing))
 }
 
 #[cfg(test)]
