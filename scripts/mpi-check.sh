@@ -48,6 +48,11 @@ run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${K[@]}" -o "$OUT/ktm-mpi.np
   cmp "ktm: 2 ranks vs single device" "$OUT/ktm-1.npy" "$OUT/ktm-mpi.npy" 1e-6
   cmp "ktm: 2 ranks vs --gpus 2" "$OUT/ktm-g2.npy" "$OUT/ktm-mpi.npy" exact
 }
+# The image as SEG-Y: each rank encodes its block of image traces (headers and samples) into the file.
+run "$BIN" --device cpu --gpus 2 "${K[@]}" -o "$OUT/ktm-g2.sgy"
+run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${K[@]}" -o "$OUT/ktm-mpi.sgy" && {
+  same "ktm SEG-Y image: 2 ranks (each writes its traces) vs --gpus 2" "$OUT/ktm-g2.sgy" "$OUT/ktm-mpi.sgy"
+}
 
 step "pstm migrate: built-in survey"
 P=(pstm migrate --traces 600 --nx 24 --ny 24 --nz 300)

@@ -14,12 +14,13 @@
 //!
 //! Every rank writes its part of the output into one file ([`write_shares`]: a temporary file
 //! beside the target, which every rank opens, renamed by rank 0 once every rank has written and
-//! synced its bytes; the file system must be one every rank sees): .npy images summed scattered
+//! synced its bytes; the file system must be one every rank sees): images summed scattered
 //! (each rank sums its block over the ranks, [`write_npy_sum`]), NLBF's volumes (each rank its
 //! parameter traces, [`write_estimate_shares`]), wave-packet volumes (each rank its rows,
 //! [`write_volume_shares`]: a rank holds the slab of rows its cubes read, and the ranks exchange
 //! the cube planes that fall in each other's slabs, [`add_cubes_into_slabs`]) and coefficients
-//! (each rank its cubes'). SEG-Y images are written by rank 0, through `AtomicFile`.
+//! (each rank its cubes'), and Kirchhoff's SEG-Y images (each rank its block of image traces,
+//! [`write_segy_sum`]). Rank 0 writes only small descriptions (NLBF's positions and nlbf.json).
 //!
 //! Failures: each phase (reading, planning, computing, writing) ends with [`Cluster::agree`], a
 //! collective in which every rank learns every rank's outcome; when one failed, every rank
@@ -218,8 +219,8 @@ impl Cluster {
 
     /// The rank-order sum, scattered: the image is `units` units of `unit` values, rank r gets the
     /// sum over the ranks of its block of units ([`multi::block_share`]), each rank's part added in
-    /// rank order as [`multi::sum_in_order`] adds whole images (the same bits as [`sum_ranks`]'s
-    /// sum). `local` is this rank's image (`None`: no work items, left out of the sum). Rounds r = 0,
+    /// rank order as [`multi::sum_in_order`] adds whole images (the same bits as one rank-order sum
+    /// of the whole images). `local` is this rank's image (`None`: no work items, left out of the sum). Rounds r = 0,
     /// 1, ...: in round r every other rank sends rank r its block, which rank r receives in rank
     /// order (no cycle of blocked sends). Call after an [`agree`](Self::agree) that every rank
     /// passed, with every image `units * unit` long.
@@ -258,23 +259,6 @@ impl Cluster {
         }
     }
 
-    /// The rank-order sum: rank 0 receives every rank's image (`None`: a rank without work items
-    /// sends an empty one) and sums them in rank order ([`multi::sum_in_order`]); the others send
-    /// theirs. `Some(sum)` on rank 0. Call after an [`agree`](Self::agree) that every rank passed.
-    pub fn sum_ranks(&self, local: Option<Vec<f32>>) -> anyhow::Result<Option<Vec<f32>>> {
-        let local = local.unwrap_or_default();
-        if !self.is_root() {
-            self.send_vec(0, &local);
-            return Ok(None);
-        }
-        let mut parts = vec![local];
-        for r in 1..self.size {
-            parts.push(self.receive_vec::<f32>(r));
-        }
-        let parts: Vec<Vec<f32>> = parts.into_iter().filter(|p| !p.is_empty()).collect();
-        multi::sum_in_order(parts).map(Some)
-    }
-
     /// This rank's devices (collective). Without `--gpus`: one, the GPU `ordinal + local rank` (modulo the
     /// GPUs on the machine: one rank per GPU is the usual launch) or the CPU. With `--gpus N`:
     /// N GPUs from `local rank * N` on (N CPU work queues with `--device cpu`); `all`: every GPU.
@@ -311,17 +295,10 @@ impl Cluster {
 
 /// A rank's part of a migration image: the image's description (its `data` left empty) and the
 /// sum of this rank's devices' images (`None`: the rank had no work items). The ranks' parts are
-/// summed by [`write_npy_sum`] (each rank writing its block of the sum) or [`sum_on_root`].
+/// summed by [`write_npy_sum`] or [`write_segy_sum`] (each rank writing its block of the sum).
 pub struct RankImage<I> {
     pub image: I,
     pub partial: Option<Vec<f32>>,
-}
-
-/// The ranks' partial images summed in rank order on rank 0 (`Some` there), for outputs that rank
-/// 0 writes whole (SEG-Y).
-pub fn sum_on_root(cluster: &Cluster, partial: Option<Vec<f32>>) -> anyhow::Result<Option<Vec<f32>>> {
-    let reduced = cluster.sum_ranks(partial);
-    cluster.agree("summing the partial images", reduced)
 }
 
 /// Sums the ranks' partial images and writes the sum as a float32 .npy file of `shape`, each rank
@@ -347,6 +324,29 @@ pub fn write_npy_sum(cluster: &Cluster, path: &Path, shape: &[usize], partial: O
         bytes.extend(unit[..unit_out].iter().flat_map(|v| v.to_le_bytes()));
     }
     write_shares(cluster, path, &crate::io::npy::header_f32(shape), (out_len * 4) as u64, (mine.start * unit_out * 4) as u64, &bytes)
+}
+
+/// Sums the ranks' partial images and writes the sum as SEG-Y, each rank summing its block of
+/// image traces over the ranks (as [`write_npy_sum`]) and encoding them, with their `headers`, at
+/// their place in the file ([`crate::io::segy::TraceEncoder`], [`write_shares`]; `opts` with a
+/// fixed coordinate scalar makes the bytes one process's file). `headers`: every image trace's,
+/// in the image's order (traces of `ns` samples). Collective.
+#[allow(clippy::too_many_arguments)]
+pub fn write_segy_sum(cluster: &Cluster, path: &Path, headers: &[TraceHeader], opts: &crate::io::segy::WriteOptions, ns: usize,
+    dt: f32, t0: f32, partial: Option<Vec<f32>>) -> anyhow::Result<()> {
+    let units = headers.len();
+    let head = crate::io::segy::TraceEncoder::new(path, ns, dt, t0, opts, units as u64);
+    let sizes = head.map_err(anyhow::Error::from).and_then(|h| match &partial {
+        Some(p) if p.len() != units * ns => Err(anyhow::anyhow!("a partial image of {} values, {} expected", p.len(), units * ns)),
+        _ => Ok(h),
+    });
+    let (enc, head) = cluster.agree("checking the partial images", sizes)?;
+    let (mine, sum) = cluster.sum_ranks_scattered(partial, units, ns);
+    let sum = cluster.agree("summing the partial images", sum)?;
+    let set = TraceSet { headers: headers[mine.clone()].to_vec(), data: sum, ns, dt, t0 };
+    let bytes = cluster.agree("encoding the image traces", enc.encode_set(&set, mine.start as u64).map_err(anyhow::Error::from))?;
+    let tb = enc.trace_bytes() as u64;
+    write_shares(cluster, path, &head, tb * units as u64, tb * mine.start as u64, &bytes)
 }
 
 /// Writes one file from every rank's bytes: rank 0 makes a temporary file beside `target` of the

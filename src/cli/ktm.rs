@@ -383,7 +383,7 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
 
 /// `ktm migrate` as one rank of an MPI job: each rank reads only its share of a SEG-Y input
 /// (built-in synthetics are made on every rank), migrates its work items; the ranks sum the
-/// image, each writing its block of an .npy image (rank 0 writes a SEG-Y image whole).
+/// image, each writing its block of the image (.npy or SEG-Y) into the output.
 #[cfg(feature = "mpi")]
 fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &seisgpu_host::distributed::Cluster)
     -> anyhow::Result<()> {
@@ -409,13 +409,9 @@ fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &s
         // Each rank sums and writes its block of image traces.
         distributed::write_npy_sum(cluster, &a.output, &[classes, g.nx, g.ny, g.ntau], ranked.partial, g.ntau, g.ntau)?;
     } else {
-        // SEG-Y: rank 0 writes the whole image (trace headers and all).
-        let data = distributed::sum_on_root(cluster, ranked.partial)?;
-        let mut img = ranked.image;
-        distributed::write_on_root(cluster, "writing the image", || {
-            img.data = data.context("rank 0 holds the image")?;
-            ktm::output::write_image(&a.output, &img)
-        })?;
+        // SEG-Y: each rank sums and writes its block of image traces, headers and all.
+        let (headers, opts) = ktm::output::segy_layout(&ranked.image);
+        distributed::write_segy_sum(cluster, &a.output, &headers, &opts, g.ntau, g.dtau, g.tau0, ranked.partial)?;
     }
     if cluster.is_root() {
         eprintln!("ktm: wrote {}", a.output.display());

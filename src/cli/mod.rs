@@ -42,7 +42,7 @@ pub struct Global {
     /// (`--device`, `--gpus`), reading only the input it needs (SEG-Y trace ranges, a .npy
     /// volume's rows) and writing its part of the output into one file (an .npy image's block,
     /// its parameter traces of the NLBF volumes, its rows of a wave-packet volume, its cubes'
-    /// coefficients); rank 0 writes SEG-Y images. The output's folder must be one every rank sees.
+    /// coefficients, its traces of a SEG-Y image). The output's folder must be one every rank sees.
     #[cfg(feature = "mpi")]
     #[arg(long, global = true)]
     pub mpi: bool,

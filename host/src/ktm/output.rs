@@ -32,38 +32,49 @@ pub fn write_image(path: &Path, img: &Image) -> anyhow::Result<()> {
     match path.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase()).as_deref() {
         Some("npy") => write_npy(path, &[img.classes as u64, g.nx as u64, g.ny as u64, g.ntau as u64], &img.data),
         Some("sgy") | Some("segy") => {
-            let mut headers = Vec::with_capacity(img.classes * g.ncols());
-            for c in 0..img.classes {
-                for ix in 0..g.nx {
-                    for iy in 0..g.ny {
-                        let (x, y) = (g.x(ix), g.y(iy));
-                        headers.push(crate::traces::TraceHeader {
-                            sx: x, sy: y, gx: x, gy: y,
-                            offset: img.class_offsets.get(c).copied().unwrap_or(0.0),
-                            cdp: (ix * g.ny + iy) as i32 + 1,
-                            inline: ix as i32 + 1,
-                            crossline: iy as i32 + 1,
-                            ..Default::default()
-                        });
-                    }
-                }
-            }
+            let (headers, opts) = segy_layout(img);
             let set = TraceSet { headers, data: img.data.clone(), ns: g.ntau, dt: g.dtau, t0: g.tau0 };
-            let text = format!(
-                "seisgpu ktm: Kirchhoff prestack time migration image\n\
-                 time axis: TWO-WAY vertical time, {} samples at {} ms from {} ms\n\
-                 grid: {} inlines (x0 {} m, dx {} m) x {} crosslines (y0 {} m, dy {} m)\n\
-                 {} offset class(es), class-major; bin centre in source and group X/Y",
-                g.ntau, g.dtau * 1e3, g.tau0 * 1e3, g.nx, g.x0, g.dx, g.ny, g.y0, g.dy, img.classes);
-            let opts = crate::io::segy::WriteOptions {
-                format: crate::io::segy::SampleFormat::IeeeFloat,
-                text: Some(text),
-                ..Default::default()
-            };
             crate::io::segy::write_segy(path, &set, &opts).with_context(|| format!("writing {}", path.display()))
         }
         _ => anyhow::bail!("{}: unknown image format (use .npy, .sgy or .segy)", path.display()),
     }
+}
+
+/// The SEG-Y image's trace headers (one per offset class and image column, class-major, as the
+/// image's data) and write options (IEEE floats, the textual header saying what the traces are,
+/// a coordinate scalar chosen over every header, so any block of traces encodes as in the file).
+pub fn segy_layout(img: &Image) -> (Vec<crate::traces::TraceHeader>, crate::io::segy::WriteOptions) {
+    let g = img.grid;
+    let mut headers = Vec::with_capacity(img.classes * g.ncols());
+    for c in 0..img.classes {
+        for ix in 0..g.nx {
+            for iy in 0..g.ny {
+                let (x, y) = (g.x(ix), g.y(iy));
+                headers.push(crate::traces::TraceHeader {
+                    sx: x, sy: y, gx: x, gy: y,
+                    offset: img.class_offsets.get(c).copied().unwrap_or(0.0),
+                    cdp: (ix * g.ny + iy) as i32 + 1,
+                    inline: ix as i32 + 1,
+                    crossline: iy as i32 + 1,
+                    ..Default::default()
+                });
+            }
+        }
+    }
+    let text = format!(
+        "seisgpu ktm: Kirchhoff prestack time migration image\n\
+         time axis: TWO-WAY vertical time, {} samples at {} ms from {} ms\n\
+         grid: {} inlines (x0 {} m, dx {} m) x {} crosslines (y0 {} m, dy {} m)\n\
+         {} offset class(es), class-major; bin centre in source and group X/Y",
+        g.ntau, g.dtau * 1e3, g.tau0 * 1e3, g.nx, g.x0, g.dx, g.ny, g.y0, g.dy, img.classes);
+    let scalar = crate::io::segy::header::choose_scalar(headers.iter().flat_map(|h| [h.sx, h.sy, h.gx, h.gy]));
+    let opts = crate::io::segy::WriteOptions {
+        format: crate::io::segy::SampleFormat::IeeeFloat,
+        text: Some(text),
+        coordinate_scalar: scalar.map_or(crate::io::segy::CoordinateScalar::Auto, crate::io::segy::CoordinateScalar::Fixed),
+        ..Default::default()
+    };
+    (headers, opts)
 }
 
 /// Modelled traces as .npy (shape [traces, samples]).

@@ -149,6 +149,23 @@ fn streaming_writer_matches_write_segy() {
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
 }
 
+#[test]
+fn encoded_pieces_make_the_written_file() {
+    // An MPI rank's view: the head (trace count known up front) and its block of traces' bytes.
+    let set = sample_set(11, 13);
+    let a = tmp("enc-a.sgy");
+    let o = WriteOptions { coordinate_scalar: CoordinateScalar::Fixed(-100), format: SampleFormat::IeeeFloat, ..Default::default() };
+    write_segy(&a, &set, &o).unwrap();
+    let (enc, mut bytes) = TraceEncoder::new(&a, set.ns, set.dt, set.t0, &o, set.len() as u64).unwrap();
+    for r in [0..4, 4..5, 5..11] {
+        bytes.extend(enc.encode_set(&set.slice(r.clone()), r.start as u64).unwrap());
+    }
+    assert_eq!(std::fs::read(&a).unwrap(), bytes);
+    let mut bad = set.slice(5..11);
+    bad.data[2 * 13 + 4] = f32::NAN;
+    assert!(enc.encode_set(&bad, 5).unwrap_err().to_string().contains("trace 7"));
+}
+
 /// Writes `bytes` and returns the error message of reading it whole.
 fn read_err(name: &str, bytes: &[u8]) -> String {
     let p = tmp(name);

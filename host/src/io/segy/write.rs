@@ -37,16 +37,22 @@ pub struct WriteOptions {
 
 /// Writes traces one at a time or in sets; `finish` makes the file appear.
 pub struct SegyWriter {
-    path: PathBuf,
+    enc: TraceEncoder,
     out: AtomicFile,
-    ns: usize,
-    dt: f32,
-    delay: (i16, i16),
-    opts: WriteOptions,
     written: u64,
     buf: Vec<u8>,
 }
 
+/// The bytes of a SEG-Y file without the file: its head ([`TraceEncoder::new`]) and the bytes of
+/// any traces at their place ([`TraceEncoder::encode_set`]), exactly as [`SegyWriter`] writes them.
+/// MPI ranks each encode their block of traces into one file this way.
+pub struct TraceEncoder {
+    path: PathBuf,
+    ns: usize,
+    dt: f32,
+    delay: (i16, i16),
+    opts: WriteOptions,
+}
 /// Writes a trace set as one SEG-Y file.
 pub fn write_segy(path: impl AsRef<Path>, set: &TraceSet, opts: &WriteOptions) -> Result<()> {
     let path = path.as_ref();
@@ -82,9 +88,10 @@ fn default_text(ns: usize, dt: f32, t0: f32, opts: &WriteOptions) -> Vec<String>
     ]
 }
 
-impl SegyWriter {
-    /// Creates the (temporary) file and writes the textual and binary headers.
-    pub fn create(path: impl AsRef<Path>, ns: usize, dt: f32, t0: f32, opts: &WriteOptions) -> Result<Self> {
+impl TraceEncoder {
+    /// Checks the layout and encodes the textual and binary headers (3600 bytes, the trace count
+    /// `traces` in bytes 3513-3520; `path` names the file in errors).
+    pub fn new(path: impl AsRef<Path>, ns: usize, dt: f32, t0: f32, opts: &WriteOptions, traces: u64) -> Result<(TraceEncoder, Vec<u8>)> {
         let path = path.as_ref().to_path_buf();
         let p = path.as_path();
         if !matches!(opts.format, SampleFormat::IbmFloat | SampleFormat::IeeeFloat) {
@@ -128,14 +135,12 @@ impl SegyWriter {
         }
         ebcdic::encode(&cards, opts.text_encoding, &mut head[..3200]);
         BinaryHeader::emit(ns, dt, opts.format, opts.endian, &mut head[3200..]);
-        let mut out = AtomicFile::create(p).map_err(|e| SegyError::io(p, e))?;
-        out.write_all(&head).map_err(|e| SegyError::io(p, e))?;
-        Ok(SegyWriter { path, out, ns, dt, delay, opts: opts.clone(), written: 0, buf: Vec::new() })
+        FieldsMut::new(&mut head[3512..3520], 3513, opts.endian).u64(3513, traces);
+        Ok((TraceEncoder { path, ns, dt, delay, opts: opts.clone() }, head))
     }
 
-    pub fn traces_written(&self) -> u64 { self.written }
-
-    fn trace_bytes(&self) -> usize { 240 + self.ns * self.opts.format.size() }
+    /// Bytes per trace (header and samples).
+    pub fn trace_bytes(&self) -> usize { 240 + self.ns * self.opts.format.size() }
 
     /// Fills one trace header into `out`, naming the trace on failure.
     fn header(&self, h: &TraceHeader, index: u64, out: &mut [u8]) -> Result<()> {
@@ -158,29 +163,9 @@ impl SegyWriter {
         Ok(())
     }
 
-    /// Appends one trace.
-    pub fn write_trace(&mut self, h: &TraceHeader, samples: &[f32]) -> Result<()> {
-        let index = self.written;
-        if samples.len() != self.ns {
-            return Err(SegyError::BadTrace { path: self.path.display().to_string(), trace: index,
-                msg: format!("{} samples given, the file has {} per trace", samples.len(), self.ns) });
-        }
-        self.check_finite(samples, index)?;
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.resize(self.trace_bytes(), 0);
-        let r = self.header(h, index, &mut buf[..240]);
-        if r.is_ok() {
-            encode_samples(samples, self.opts.format, self.opts.endian, &mut buf[240..]);
-        }
-        let r = r.and_then(|_| self.out.write_all(&buf).map_err(|e| SegyError::io(&self.path, e)));
-        self.buf = buf;
-        r?;
-        self.written += 1;
-        Ok(())
-    }
-
-    /// Appends every trace of `set` (same sample count and interval), encoding in parallel.
-    pub fn write_set(&mut self, set: &TraceSet) -> Result<()> {
+    /// Checks a set against the file's layout (sample count and interval, finite samples; `first`:
+    /// the file's number of its first trace, for the messages).
+    fn check_set(&self, set: &TraceSet, first: u64) -> Result<()> {
         if set.ns != self.ns || set.dt != self.dt {
             return Err(SegyError::invalid(&self.path, format!(
                 "trace set has {} samples at {} s, the file {} at {} s", set.ns, set.dt, self.ns, self.dt)));
@@ -190,30 +175,84 @@ impl SegyWriter {
         }
         if let Some(i) = set.data.iter().position(|v| !v.is_finite()) {
             let t = i / self.ns;
-            return self.check_finite(set.trace(t), self.written + t as u64);
+            return self.check_finite(set.trace(t), first + t as u64);
         }
+        Ok(())
+    }
+
+    /// Encodes `headers` (the file's traces `first`, `first + 1`, ...) and their samples `data`
+    /// into `buf` (resized to their bytes): headers sequentially (cheap, and the first bad one is
+    /// the one reported), samples in parallel.
+    fn encode_block(&self, headers: &[TraceHeader], data: &[f32], first: u64, buf: &mut Vec<u8>) -> Result<()> {
         let tb = self.trace_bytes();
+        buf.resize(headers.len() * tb, 0);
+        headers.iter().enumerate().try_for_each(|(k, h)| self.header(h, first + k as u64, &mut buf[k * tb..k * tb + 240]))?;
+        let (format, endian, ns) = (self.opts.format, self.opts.endian, self.ns);
+        buf.par_chunks_mut(tb).zip(data.par_chunks(ns)).for_each(|(o, s)| encode_samples(s, format, endian, &mut o[240..]));
+        Ok(())
+    }
+
+    /// The bytes of every trace of `set`, numbered in the file from `first`: what [`SegyWriter`]
+    /// writes for them (with a fixed coordinate scalar, chosen over the whole file, the bytes do
+    /// not depend on how the traces are cut into sets).
+    pub fn encode_set(&self, set: &TraceSet, first: u64) -> Result<Vec<u8>> {
+        self.check_set(set, first)?;
+        let mut buf = Vec::new();
+        self.encode_block(&set.headers, &set.data, first, &mut buf)?;
+        Ok(buf)
+    }
+}
+
+impl SegyWriter {
+    /// Creates the (temporary) file and writes the textual and binary headers.
+    pub fn create(path: impl AsRef<Path>, ns: usize, dt: f32, t0: f32, opts: &WriteOptions) -> Result<Self> {
+        let (enc, head) = TraceEncoder::new(path, ns, dt, t0, opts, 0)?;
+        let p = enc.path.as_path();
+        let mut out = AtomicFile::create(p).map_err(|e| SegyError::io(p, e))?;
+        out.write_all(&head).map_err(|e| SegyError::io(p, e))?;
+        Ok(SegyWriter { enc, out, written: 0, buf: Vec::new() })
+    }
+
+    pub fn traces_written(&self) -> u64 { self.written }
+
+    /// Appends one trace.
+    pub fn write_trace(&mut self, h: &TraceHeader, samples: &[f32]) -> Result<()> {
+        let index = self.written;
+        let e = &self.enc;
+        if samples.len() != e.ns {
+            return Err(SegyError::BadTrace { path: e.path.display().to_string(), trace: index,
+                msg: format!("{} samples given, the file has {} per trace", samples.len(), e.ns) });
+        }
+        e.check_finite(samples, index)?;
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.resize(e.trace_bytes(), 0);
+        let r = e.header(h, index, &mut buf[..240]);
+        if r.is_ok() {
+            encode_samples(samples, e.opts.format, e.opts.endian, &mut buf[240..]);
+        }
+        let r = r.and_then(|_| self.out.write_all(&buf).map_err(|err| SegyError::io(&e.path, err)));
+        self.buf = buf;
+        r?;
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Appends every trace of `set` (same sample count and interval), encoding in parallel.
+    pub fn write_set(&mut self, set: &TraceSet) -> Result<()> {
+        self.enc.check_set(set, self.written)?;
+        let ns = self.enc.ns;
         // Blocks of about 32 MiB keep the buffer bounded for large sets.
-        let block = ((32 << 20) / tb).max(1);
+        let block = ((32 << 20) / self.enc.trace_bytes()).max(1);
         let mut buf = std::mem::take(&mut self.buf);
         let mut result = Ok(());
         for (b, headers) in set.headers.chunks(block).enumerate() {
             let first = b * block;
-            buf.resize(headers.len() * tb, 0);
-            // Headers sequentially (cheap, and the first bad one is the one reported) ...
-            result = headers.iter().enumerate().try_for_each(|(k, h)| {
-                self.header(h, self.written + k as u64, &mut buf[k * tb..k * tb + 240])
-            });
+            result = self.enc.encode_block(headers, &set.data[first * ns..(first + headers.len()) * ns], self.written, &mut buf);
             if result.is_err() {
                 break;
             }
-            // ... samples in parallel.
-            let (format, endian, ns) = (self.opts.format, self.opts.endian, self.ns);
-            buf.par_chunks_mut(tb).zip(set.data[first * ns..(first + headers.len()) * ns].par_chunks(ns)).for_each(|(o, s)| {
-                encode_samples(s, format, endian, &mut o[240..]);
-            });
             if let Err(e) = self.out.write_all(&buf) {
-                result = Err(SegyError::io(&self.path, e));
+                result = Err(SegyError::io(&self.enc.path, e));
                 break;
             }
             self.written += headers.len() as u64;
@@ -225,8 +264,8 @@ impl SegyWriter {
     /// Records the trace count in the binary header and moves the file into place.
     pub fn finish(mut self) -> Result<u64> {
         let mut count = [0u8; 8];
-        FieldsMut::new(&mut count, 3513, self.opts.endian).u64(3513, self.written);
-        let p = self.path.clone();
+        FieldsMut::new(&mut count, 3513, self.enc.opts.endian).u64(3513, self.written);
+        let p = self.enc.path.clone();
         let w = self.out.writer();
         w.seek(SeekFrom::Start(3512)).map_err(|e| SegyError::io(&p, e))?;
         w.write_all(&count).map_err(|e| SegyError::io(&p, e))?;
