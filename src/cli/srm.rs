@@ -215,16 +215,23 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
 
 fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     // Under MPI a file input is read by the ranks, each its shots' traces (`srm_read_share`):
-    // here only the layout (a .npy input's headers from its geometry; nothing for SEG-Y).
+    // here only the layout of a .npy input (its headers from the geometry), none for SEG-Y (the
+    // ranks read its headers).
     let by_ranks = global.mpi_ranks() && a.synthetic.is_none();
-    let (traces, model) = match a.synthetic.as_deref() {
+    let (traces, model): (Option<TraceSet>, VelocityModel) = match a.synthetic.as_deref() {
         None if by_ranks => (npy_layout(a)?, read_model(a)?),
-        Some("flat") => synthetic::flat_reflector(61, 61, 70, 20.0, 10.0, &[0.0, 300.0], &[1800.0, 2400.0], 500.0, 512,
-            (a.dt * 1e-3) as f32, a.ricker as f32, 1),
-        Some("scatterer") => synthetic::point_scatterer(61, 61, 60, 20.0, 10.0, 2000.0, (500.0, 600.0), (700.0, 600.0, 400.0),
-            512, (a.dt * 1e-3) as f32, a.ricker as f32, 1),
+        Some("flat") => {
+            let (t, m) = synthetic::flat_reflector(61, 61, 70, 20.0, 10.0, &[0.0, 300.0], &[1800.0, 2400.0], 500.0, 512,
+                (a.dt * 1e-3) as f32, a.ricker as f32, 1);
+            (Some(t), m)
+        }
+        Some("scatterer") => {
+            let (t, m) = synthetic::point_scatterer(61, 61, 60, 20.0, 10.0, 2000.0, (500.0, 600.0), (700.0, 600.0, 400.0), 512,
+                (a.dt * 1e-3) as f32, a.ricker as f32, 1);
+            (Some(t), m)
+        }
         Some(o) => bail!("unknown synthetic data set `{o}` (expected flat or scatterer)"),
-        None => (read_traces(a)?, read_model(a)?),
+        None => (Some(read_traces(a)?), read_model(a)?),
     };
     let params = SrmParams {
         design: a.operator.params(), fmin: a.fmin, fmax: a.fmax, ricker_peak: a.ricker, taper_width: a.taper_width,
@@ -239,10 +246,11 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
         use seisgpu_host::distributed::{self, TraceSource};
         let devices = global.rank_devices(&cluster)?;
         let t = std::time::Instant::now();
-        let source = match a.traces.as_deref() {
-            Some(p) if by_ranks && is_segy(p) => TraceSource::Segy(p),
-            Some(p) if by_ranks => TraceSource::NpyRows { traces: p, layout: &traces },
-            _ => TraceSource::Memory(&traces),
+        let source = match (a.traces.as_deref(), &traces) {
+            (Some(p), None) => TraceSource::Segy(p),
+            (Some(p), Some(layout)) if by_ranks => TraceSource::NpyRows { traces: p, layout },
+            (_, Some(t)) => TraceSource::Memory(t),
+            (None, None) => bail!("--traces is required"),
         };
         let ranked = distributed::srm_migrate(&cluster, &source, &model, &params, opts, &devices)?;
         let img = &ranked.image;
@@ -257,6 +265,7 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    let traces = traces.context("--traces is required")?;
     let t = std::time::Instant::now();
     let img = match global.backends()? {
         Some(devices) => srm::migrate_multi(&devices, &traces, &model, &params, opts)?,
@@ -311,19 +320,19 @@ fn read_model(a: &MigrateArgs) -> anyhow::Result<VelocityModel> {
 }
 
 /// The layout of a file input for the MPI ranks (`srm_read_share` reads the samples): for .npy
-/// traces every header (from the geometry) and the sampling, no samples; for SEG-Y nothing (the
+/// traces every header (from the geometry) and the sampling, no samples; `None` for SEG-Y (the
 /// ranks read its headers).
-fn npy_layout(a: &MigrateArgs) -> anyhow::Result<TraceSet> {
+fn npy_layout(a: &MigrateArgs) -> anyhow::Result<Option<TraceSet>> {
     let tp = a.traces.as_ref().context("--traces is required")?;
     if is_segy(tp) {
         if a.geometry.is_some() {
             bail!("--geometry is for .npy traces; {} is SEG-Y and carries its coordinates in its trace headers", tp.display());
         }
-        return Ok(TraceSet { headers: Vec::new(), data: Vec::new(), ns: 0, dt: 0.0, t0: 0.0 });
+        return Ok(None);
     }
     let (shape, _) = seisgpu_host::io::npy::read_rows_f32(tp, 0..0)?;
     let [ntr, ns] = shape[..] else { bail!("{}: traces must have shape (traces, samples), got {shape:?}", tp.display()) };
-    Ok(TraceSet { headers: npy_headers(a, ntr)?, data: Vec::new(), ns, dt: (a.dt * 1e-3) as f32, t0: 0.0 })
+    Ok(Some(TraceSet { headers: npy_headers(a, ntr)?, data: Vec::new(), ns, dt: (a.dt * 1e-3) as f32, t0: 0.0 }))
 }
 
 /// Trace headers from the `--geometry` .npy of (sx, sy, gx, gy) per trace, for `ntr` traces.
