@@ -34,6 +34,18 @@ run() { "$@" >"$OUT/log" 2>&1 || { echo "FAIL: $* (exit $?)"; cat "$OUT/log"; fa
 cmp() { python3 scripts/compare-npy.py "$@" || fail=1; }
 same() { if command cmp -s "$2" "$3"; then echo "PASS $1: identical file"; else echo "FAIL $1: the files differ"; fail=1; fi; }
 MPIRUN3=(mpirun --allow-run-as-root --oversubscribe -np 3)
+# corrupt IN OUT TRACE: a copy of a big-endian IBM SEG-Y file whose trace TRACE holds, at sample 7,
+# an IBM value beyond the f32 range.
+corrupt() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+ns = struct.unpack(">H", b[3220:3222])[0]
+off = 3600 + int(sys.argv[3]) * (240 + 4 * ns) + 240 + 4 * 7
+b[off:off + 4] = b"\x7f\xff\xff\xff"
+open(sys.argv[2], "wb").write(b)
+PY
+}
 
 if ! ldd "$BIN" | grep -q libmpi; then
   echo "FAIL: $BIN is not built with --features mpi"; exit 1
@@ -150,14 +162,7 @@ run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${N[@]}" --out "$OUT/nlbf-cs
     same "nlbf $v (SEG-Y, ranks read their apertures' traces): 2 ranks vs single device" "$OUT/nlbf-cs-1/$v.npy" "$OUT/nlbf-cs-mpi/$v.npy"
   done
 }
-python3 - "$OUT/cs.sgy" "$OUT/cs-bad.sgy" <<'PY'
-import struct, sys
-b = bytearray(open(sys.argv[1], "rb").read())
-ns = struct.unpack(">H", b[3220:3222])[0]
-off = 3600 + 3000 * (240 + 4 * ns) + 240 + 4 * 7
-b[off:off + 4] = b"\x7f\xff\xff\xff"
-open(sys.argv[2], "wb").write(b)
-PY
+corrupt "$OUT/cs.sgy" "$OUT/cs-bad.sgy" 3000
 N[3]="$OUT/cs-bad.sgy"
 if "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${N[@]}" --out "$OUT/nlbf-bad" >"$OUT/log" 2>&1; then
   echo "FAIL nlbf bad trace: the job exited 0"; fail=1
@@ -233,14 +238,7 @@ run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${I[@]}" --output "$OUT/cube
 }
 
 step "a failing rank: trace 1000 (rank 1's share) holds an IBM value beyond the f32 range"
-python3 - "$OUT/diff.sgy" "$OUT/bad.sgy" <<'PY'
-import struct, sys
-b = bytearray(open(sys.argv[1], "rb").read())
-ns = struct.unpack(">H", b[3220:3222])[0]
-off = 3600 + 1000 * (240 + 4 * ns) + 240 + 4 * 7
-b[off:off + 4] = b"\x7f\xff\xff\xff"
-open(sys.argv[2], "wb").write(b)
-PY
+corrupt "$OUT/diff.sgy" "$OUT/bad.sgy" 1000
 if "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 ktm migrate --input "$OUT/bad.sgy" --nx 41 --ny 1 -o "$OUT/bad.npy" \
     >"$OUT/log" 2>&1; then
   echo "FAIL failing rank: the job exited 0"; fail=1
