@@ -117,11 +117,6 @@ impl Cluster {
     /// This rank's block of `n` work items.
     pub fn share(&self, n: usize) -> Range<usize> { multi::block_share(n, self.size, self.rank) }
 
-    /// The rank that owns item `i` of `n`.
-    pub fn owner(&self, n: usize, i: usize) -> usize {
-        (0..self.size).find(|&r| multi::block_share(n, self.size, r).contains(&i)).expect("item in range")
-    }
-
     /// Ends the job at once (every rank), after printing `msg`: for failures outside a phase that
     /// the other ranks cannot learn of through [`Cluster::agree`].
     pub fn abort(&self, msg: &str) -> ! {
