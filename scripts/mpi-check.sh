@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # MPI check (CI): `mpirun -np 2` of every pipeline that splits across ranks (ktm migrate, pstm
-# migrate, srm, nlbf estimate, wavepacket forward, inverse, denoise, compress, interpolate), on the CPU backend and small synthetic
+# migrate, srm, nlbf estimate and enhance, wavepacket forward, inverse, denoise, compress, interpolate), on the CPU backend and small synthetic
 # input, against single-process runs:
 # - against the single-device run: relative L2 < 1e-6 (the regrouped f32 sums round differently);
 # - against the single-process `--gpus 2` split (one device per rank: rank r runs the block of work
@@ -162,6 +162,16 @@ run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${N[@]}" --out "$OUT/nlbf-cs
     same "nlbf $v (SEG-Y, ranks read their apertures' traces): 2 ranks vs single device" "$OUT/nlbf-cs-1/$v.npy" "$OUT/nlbf-cs-mpi/$v.npy"
   done
 }
+# The enhancement too: the search split as above, then each rank enhances its block of traces
+# from the traces their neighbours are.
+N[1]=enhance
+run "$BIN" --device cpu "${N[@]}" --out "$OUT/nlbf-en-1"
+run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${N[@]}" --out "$OUT/nlbf-en-mpi" && {
+  for v in enhanced input S; do
+    same "nlbf enhance $v (SEG-Y): 2 ranks vs single device" "$OUT/nlbf-en-1/$v.npy" "$OUT/nlbf-en-mpi/$v.npy"
+  done
+}
+N[1]=estimate
 corrupt "$OUT/cs.sgy" "$OUT/cs-bad.sgy" 3000
 N[3]="$OUT/cs-bad.sgy"
 if "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${N[@]}" --out "$OUT/nlbf-bad" >"$OUT/log" 2>&1; then

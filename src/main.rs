@@ -113,7 +113,7 @@ impl Cli {
             Command::Plot(_) => "plot",
             Command::Nlbf(a) => match a.command {
                 cli::nlbf::NlbfCommand::Estimate(_) => "nlbf estimate",
-                _ => "nlbf",
+                cli::nlbf::NlbfCommand::Enhance(_) => "nlbf enhance",
             },
             Command::Nmo(_) => "nmo",
             Command::Wavepacket(a) => match a.command {

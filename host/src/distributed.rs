@@ -693,15 +693,21 @@ pub struct NlbfShare {
 /// that of the single-device search, bit for bit; [`write_estimate_shares`] writes them.
 pub fn nlbf_estimate(cluster: &Cluster, source: &TraceSource, params: &crate::nlbf::EstimateParams, devices: &[Backend],
     variant: Option<crate::nlbf::Variant>) -> anyhow::Result<NlbfShare> {
-    use crate::nlbf::{self, NlbfDevice, Setup, Variant};
     let layout = cluster.agree("reading the trace headers", read_layout(source))?;
-    let setup = cluster.agree("planning the search", Setup::from_layout(&layout, params).map_err(anyhow::Error::from))?;
+    nlbf_estimate_from(cluster, source, &layout, params, devices, variant)
+}
+
+/// [`nlbf_estimate`] with the input's layout read ([`read_layout`]).
+fn nlbf_estimate_from(cluster: &Cluster, source: &TraceSource, layout: &TraceSet, params: &crate::nlbf::EstimateParams,
+    devices: &[Backend], variant: Option<crate::nlbf::Variant>) -> anyhow::Result<NlbfShare> {
+    use crate::nlbf::{self, NlbfDevice, Setup, Variant};
+    let setup = cluster.agree("planning the search", Setup::from_layout(layout, params).map_err(anyhow::Error::from))?;
     let variant = variant.unwrap_or_else(|| devices.iter().find(|b| b.gpu().is_some()).map_or(Variant::Cpu, |b| nlbf::variant_for(b, &setup)));
     let items = nlbf::work_items(setup.np());
     let mine = cluster.share(items.len());
     let ptraces = if mine.is_empty() { 0..0 } else { items[mine.start].start..items[mine.end - 1].end };
     let (local_setup, wanted) = setup.subset_reading(ptraces.clone());
-    let traces = cluster.agree("reading the input traces", read_traces(source, &layout, &wanted, "input traces"))?;
+    let traces = cluster.agree("reading the input traces", read_traces(source, layout, &wanted, "input traces"))?;
     let line = format!("seisgpu: rank {}: parameter traces {ptraces:?} of {}, {} of {} input traces read\n", cluster.rank(),
         setup.np(), wanted.len(), layout.len());
     eprint!("{line}");
@@ -715,6 +721,79 @@ pub fn nlbf_estimate(cluster: &Cluster, source: &TraceSource, params: &crate::nl
     let (codes, sems): (Vec<Vec<u32>>, Vec<Vec<f32>>) = local.into_iter().unzip();
     let estimate = nlbf::Estimate::from_setup(&local_setup, codes.concat(), sems.concat());
     Ok(NlbfShare { setup, ptraces, estimate, traces_read: wanted.len() })
+}
+
+/// This rank's part of the NLBF enhancement ([`nlbf_enhance`]).
+pub struct NlbfEnhanced {
+    /// The search's part ([`nlbf_estimate`]).
+    pub search: NlbfShare,
+    /// Input traces this rank enhanced, their enhanced and their input samples (`[k * ns + t]`).
+    pub traces: Range<usize>,
+    pub enhanced: Vec<f32>,
+    pub input: Vec<f32>,
+    /// Input traces in all, samples per trace.
+    pub ntr: usize,
+    pub ns: usize,
+}
+
+/// `nlbf enhance` across the ranks: the search as [`nlbf_estimate`] (each rank its parameter
+/// traces), the picks gathered so that every rank holds the whole estimate (4 bytes per
+/// estimation), then each rank enhances its block of the input traces from only the traces their
+/// neighbour lists hold ([`crate::nlbf::EnhanceSetup::subset_reading`]: the whole enhancement's
+/// values, bit for bit) on its first device.
+pub fn nlbf_enhance(cluster: &Cluster, source: &TraceSource, params: &crate::nlbf::EstimateParams,
+    enhance: &crate::nlbf::EnhanceParams, devices: &[Backend], variant: Option<crate::nlbf::Variant>) -> anyhow::Result<NlbfEnhanced> {
+    use crate::nlbf::{self, EnhanceSetup, Estimate};
+    let layout = cluster.agree("reading the trace headers", read_layout(source))?;
+    let search = nlbf_estimate_from(cluster, source, &layout, params, devices, variant)?;
+    let s = &search.setup;
+    cluster.agree("gathering the picks", if s.estimations() < i32::MAX as usize { Ok(()) } else {
+        Err(anyhow::anyhow!("{} estimations: too many to gather in one MPI message", s.estimations()))
+    })?;
+    let code = cluster.all_gather_varcount(&search.estimate.code).concat();
+    let est = Estimate::from_setup(s, code, Vec::new());
+    let setup = cluster.agree("planning the enhancement",
+        EnhanceSetup::from_layout(&layout, &params.coords, &est, enhance).map_err(anyhow::Error::from))?;
+    let mine = cluster.share(layout.len());
+    let (sub, order) = setup.subset_reading(mine.clone());
+    // Read in ascending order, then placed in the subset's order (the outputs first).
+    let mut ascending = order.clone();
+    ascending.sort_unstable();
+    let read = read_traces(source, &layout, &ascending, "input traces").map(|t| {
+        let ns = t.ns;
+        let mut data = Vec::with_capacity(order.len() * ns);
+        for &k in &order {
+            let at = ascending.binary_search(&k).expect("a read trace");
+            data.extend_from_slice(&t.data[at * ns..(at + 1) * ns]);
+        }
+        data
+    });
+    let data = cluster.agree("reading the traces to enhance", read)?;
+    let line = format!("seisgpu: rank {}: enhancing traces {mine:?} of {} from {} traces\n", cluster.rank(), layout.len(), order.len());
+    eprint!("{line}");
+    let device = devices.first().context("no device")?;
+    let enhanced = match device {
+        Backend::Cpu => Ok(nlbf::cpu::enhance(&sub, &est, &data)),
+        Backend::Gpu(g) => nlbf::gpu::enhance(g, &sub, &est, &data).map_err(anyhow::Error::from),
+    };
+    let enhanced = cluster.agree("enhancing", enhanced.with_context(|| format!("traces {mine:?}")))?;
+    let ns = layout.ns;
+    let input = data[..mine.len() * ns].to_vec();
+    Ok(NlbfEnhanced { search, traces: mine, enhanced, input, ntr: layout.len(), ns })
+}
+
+/// Writes `nlbf enhance`'s outputs from every rank's part into `dir`: the estimate
+/// ([`write_estimate_shares`]), enhanced.npy and input.npy (traces x samples, each rank its
+/// block of traces; one process's files byte for byte). Collective.
+pub fn write_enhanced_shares(cluster: &Cluster, dir: &Path, part: &NlbfEnhanced, extra: serde_json::Value) -> anyhow::Result<()> {
+    write_estimate_shares(cluster, dir, &part.search, extra)?;
+    let head = crate::nlbf::output::npy_header("<f4", &[part.ntr, part.ns]);
+    let (body, at) = ((part.ntr * part.ns * 4) as u64, (part.traces.start * part.ns * 4) as u64);
+    for (name, v) in [("enhanced.npy", &part.enhanced), ("input.npy", &part.input)] {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        write_shares(cluster, &dir.join(name), &head, body, at, &bytes)?;
+    }
+    Ok(())
 }
 
 /// Writes the NLBF estimate from every rank's part into `dir`: each rank writes its parameter

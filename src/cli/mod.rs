@@ -37,7 +37,7 @@ pub struct Global {
     #[arg(long, global = true)]
     pub gpus: Option<GpuCount>,
     /// Run as one rank of an MPI job (implied when mpirun starts seisgpu): `ktm migrate`,
-    /// `pstm migrate`, `srm`, `nlbf estimate` and `wavepacket forward|inverse|denoise|compress|
+    /// `pstm migrate`, `srm`, `nlbf estimate|enhance` and `wavepacket forward|inverse|denoise|compress|
     /// interpolate` split their work items across the ranks, each rank on its own devices
     /// (`--device`, `--gpus`), reading only the input it needs (SEG-Y trace ranges, a .npy
     /// volume's rows) and writing its part of the output into one file (an .npy image's block,
@@ -73,7 +73,9 @@ impl Global {
     #[cfg(feature = "mpi")]
     pub fn rank_devices(&self, c: &seisgpu_host::distributed::Cluster) -> anyhow::Result<Vec<Backend>> {
         let (devices, note) = c.agree("opening the devices", c.local_devices(self.device, self.gpu, self.gpus))?;
-        eprintln!("seisgpu: rank {} of {}: running on {note}", c.rank(), c.size());
+        // One write of the whole line (the ranks share the terminal).
+        let line = format!("seisgpu: rank {} of {}: running on {note}\n", c.rank(), c.size());
+        eprint!("{line}");
         Ok(devices)
     }
 

@@ -6,8 +6,8 @@ use seisgpu_host::distributed::{self, Cluster, JobFailed};
 use super::Global;
 
 /// Subcommands that split their work across MPI ranks.
-pub const DISTRIBUTED: [&str; 9] = ["ktm migrate", "pstm migrate", "srm", "nlbf estimate", "wavepacket forward", "wavepacket inverse",
-    "wavepacket denoise", "wavepacket compress", "wavepacket interpolate"];
+pub const DISTRIBUTED: [&str; 10] = ["ktm migrate", "pstm migrate", "srm", "nlbf estimate", "nlbf enhance", "wavepacket forward",
+    "wavepacket inverse", "wavepacket denoise", "wavepacket compress", "wavepacket interpolate"];
 
 /// MPI's universe when this process is a rank (launched by mpirun, or `--mpi`), else `None`.
 pub fn universe(global: &Global) -> anyhow::Result<Option<distributed::Universe>> {

@@ -267,36 +267,46 @@ fn run_estimate(backend: &Backend, t: &TraceSet, p: &EstimateParams, variant: &s
     Ok((nlbf::Estimate::from_setup(&setup, code, s), format!("{v:?}")))
 }
 
-/// `nlbf estimate` as one rank of an MPI job: every rank reads the trace headers and plans the
-/// whole search, searches its block of parameter traces from the input traces their apertures
-/// hold (the only ones it reads of a SEG-Y file) and writes its block of the volumes.
+/// The gather's source for the MPI ranks (a synthetic gather is made on every rank, a file is read
+/// by parts), its preset search parameters, and the variant of `--variant`.
 #[cfg(feature = "mpi")]
-fn estimate_distributed(a: &EstimateArgs, global: &Global, cluster: &seisgpu_host::distributed::Cluster) -> anyhow::Result<()> {
-    use seisgpu_host::distributed::{self, TraceSource};
-    let t0 = Instant::now();
-    // A synthetic gather is made on every rank; a file is read by parts.
-    let (synthetic, preset) = match &a.input.synthetic {
-        Some(_) => {
-            let (t, p) = cluster.agree("making the gather", read_input(&a.input))?;
-            (Some(t), p)
-        }
-        None => (None, None),
-    };
-    let source = match (&synthetic, &a.input.input) {
+fn rank_input<'a>(input: &'a InputArgs, variant: &str, devices: &[Backend], cluster: &seisgpu_host::distributed::Cluster,
+    synthetic: &'a mut Option<TraceSet>) -> anyhow::Result<(seisgpu_host::distributed::TraceSource<'a>, Option<EstimateParams>,
+    Option<nlbf::Variant>)> {
+    use seisgpu_host::distributed::TraceSource;
+    let mut preset = None;
+    if input.synthetic.is_some() {
+        let (t, p) = cluster.agree("making the gather", read_input(input))?;
+        *synthetic = Some(t);
+        preset = p;
+    }
+    let source = match (synthetic.as_ref(), &input.input) {
         (Some(t), _) => TraceSource::Memory(t),
         (None, Some(path)) => TraceSource::Segy(path),
         (None, None) => bail!("give an input: --input <SEG-Y file> or --synthetic <name>"),
     };
-    let p = params_from(&a.search, preset)?;
-    let devices = global.rank_devices(cluster)?;
     let gpus = devices.iter().any(|b| b.gpu().is_some());
-    let v = match a.search.variant.as_str() {
+    let v = match variant {
         "auto" => None,
         "cpu" => Some(nlbf::Variant::Cpu),
         "gpu-fast" if gpus => Some(nlbf::Variant::GpuFast),
         "gpu-paper" if gpus => Some(nlbf::Variant::GpuPaper),
         o => bail!("--variant {o} under MPI: expected auto, cpu, or gpu-fast / gpu-paper with GPUs"),
     };
+    Ok((source, preset, v))
+}
+
+/// `nlbf estimate` as one rank of an MPI job: every rank reads the trace headers and plans the
+/// whole search, searches its block of parameter traces from the input traces their apertures
+/// hold (the only ones it reads of a SEG-Y file) and writes its block of the volumes.
+#[cfg(feature = "mpi")]
+fn estimate_distributed(a: &EstimateArgs, global: &Global, cluster: &seisgpu_host::distributed::Cluster) -> anyhow::Result<()> {
+    use seisgpu_host::distributed;
+    let t0 = Instant::now();
+    let devices = global.rank_devices(cluster)?;
+    let mut synthetic = None;
+    let (source, preset, v) = rank_input(&a.input, &a.search.variant, &devices, cluster, &mut synthetic)?;
+    let p = params_from(&a.search, preset)?;
     let share = distributed::nlbf_estimate(cluster, &source, &p, &devices, v)?;
     let secs = t0.elapsed().as_secs_f64();
     let name = format!("{} on {} ranks", v.map_or("auto".to_string(), |v| format!("{v:?}")), cluster.size());
@@ -309,7 +319,38 @@ fn estimate_distributed(a: &EstimateArgs, global: &Global, cluster: &seisgpu_hos
     Ok(())
 }
 
+/// `nlbf enhance` as one rank of an MPI job: the search as `nlbf estimate` splits it, the picks
+/// gathered on every rank, then each rank enhances its block of the traces from the traces their
+/// neighbours are (the only ones it reads of a SEG-Y file) and writes its block of every output.
+#[cfg(feature = "mpi")]
+fn enhance_distributed(a: &EnhanceArgs, global: &Global, cluster: &seisgpu_host::distributed::Cluster) -> anyhow::Result<()> {
+    use seisgpu_host::distributed;
+    let t0 = Instant::now();
+    let devices = global.rank_devices(cluster)?;
+    let mut synthetic = None;
+    let (source, preset, v) = rank_input(&a.input, &a.search.variant, &devices, cluster, &mut synthetic)?;
+    let p = params_from(&a.search, preset)?;
+    let ep = EnhanceParams { aperture: a.aperture.map(|x| x.0).unwrap_or(p.aperture_c) };
+    let part = distributed::nlbf_enhance(cluster, &source, &p, &ep, &devices, v)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let name = format!("{} on {} ranks", v.map_or("auto".to_string(), |v| format!("{v:?}")), cluster.size());
+    distributed::write_enhanced_shares(cluster, &a.out, &part, nlbf::output::run_info(&name, devices[0].name(), secs, &p))
+        .with_context(|| format!("writing the enhancement to {}", a.out.display()))?;
+    if cluster.is_root() {
+        println!("enhanced {} traces in {secs:.3} s (search + enhancement, {name}); wrote {}", part.ntr,
+            a.out.join("enhanced.npy").display());
+    }
+    Ok(())
+}
+
 pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
+    #[cfg(feature = "mpi")]
+    if let Some(cluster) = global.cluster() {
+        return match &args.command {
+            NlbfCommand::Estimate(a) => estimate_distributed(a, global, &cluster),
+            NlbfCommand::Enhance(a) => enhance_distributed(a, global, &cluster),
+        };
+    }
     let devices = global.backends()?;
     let backend = match &devices {
         Some(d) => d[0].clone(),
@@ -321,10 +362,6 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     };
     match &args.command {
         NlbfCommand::Estimate(a) => {
-            #[cfg(feature = "mpi")]
-            if let Some(cluster) = global.cluster() {
-                return estimate_distributed(a, global, &cluster);
-            }
             let (t, preset) = read_input(&a.input)?;
             let p = params_from(&a.search, preset)?;
             let t0 = Instant::now();

@@ -279,6 +279,44 @@ fn enhancement_raises_signal_to_noise() {
     assert!(after - before > 6.0, "enhancement gained only {:.2} dB ({before:.2} -> {after:.2})", after - before);
 }
 
+/// An MPI rank's part of the enhancement: its block of traces, from only the traces their
+/// neighbour lists hold (`EnhanceSetup::subset_reading`), on random data and a random estimate:
+/// the whole enhancement's rows bit for bit, on the CPU and (where there is one) the GPU, the
+/// GPU's output poisoned first.
+#[test]
+fn enhancement_parts_reading_their_neighbours_equal_the_whole() {
+    let t = random_line(13, 17, 61);
+    let p = params_small(140.0);
+    let s = Setup::new(&t, &p).unwrap();
+    // Any picks will do: random codes (every one valid).
+    let n_codes = (s.tables.n_ad() * s.tables.n_be() * s.tables.nc) as u32;
+    let code: Vec<u32> = random_vec(s.estimations(), "nlbf codes").iter().map(|v| ((v.abs() * 1e6) as u32) % n_codes).collect();
+    let est = nlbf::Estimate::from_setup(&s, code, vec![0.0; s.estimations()]);
+    let ep = EnhanceParams { aperture: Aperture { x: 130.0, y: 70.0 } };
+    let setup = nlbf::EnhanceSetup::new(&t, &p.coords, &est, &ep).unwrap();
+    let whole = cpu::enhance(&setup, &est, &t.data);
+    let gpu = gpu_or_skip("enhancement_parts_reading_their_neighbours_equal_the_whole (GPU part)");
+    let ns = t.ns;
+    for part in [0..1, 5..60, 60..t.len()] {
+        let (sub, order) = setup.subset_reading(part.clone());
+        assert_eq!(&order[..part.len()], &part.clone().collect::<Vec<_>>()[..]);
+        assert!(order.len() < t.len(), "{part:?}: reads every trace");
+        let data: Vec<f32> = order.iter().flat_map(|&k| t.data[k * ns..(k + 1) * ns].iter().copied()).collect();
+        let got = cpu::enhance(&sub, &est, &data);
+        let want = &whole[part.start * ns..part.end * ns];
+        assert!(got.iter().zip(want).all(|(a, b)| a.to_bits() == b.to_bits()) && got.len() == want.len(), "{part:?}: CPU");
+        if let Some(g) = &gpu {
+            let b = gpu::EnhanceBuffers::upload(g, &sub, &est, &data).unwrap();
+            let mut out = g.poisoned(part.len() * ns).unwrap();
+            gpu::enhance_launch(g, &sub, &est, &b, &mut out).unwrap();
+            let on_gpu = g.download(&out).unwrap();
+            let full = gpu::enhance(g, &setup, &est, &t.data).unwrap();
+            let want = &full[part.start * ns..part.end * ns];
+            assert!(on_gpu.iter().zip(want).all(|(a, b)| a.to_bits() == b.to_bits()), "{part:?}: GPU");
+        }
+    }
+}
+
 #[test]
 fn gpu_enhancement_and_nmo_match_cpu() {
     let Some(g) = gpu_or_skip("gpu_enhancement_and_nmo_match_cpu") else { return };

@@ -282,7 +282,8 @@ pub fn operator_at(est: &Estimate, x: f32, y: f32, t0: usize) -> [f32; 5] {
 /// Enhancement on the CPU: parallel over traces.
 pub fn enhance(setup: &EnhanceSetup, est: &Estimate, data: &[f32]) -> Vec<f32> {
     let ns = setup.ns;
-    let mut out = vec![0f32; data.len()];
+    // The setup's outputs (every trace of a whole setup; a subset's first traces).
+    let mut out = vec![0f32; setup.outputs() * ns];
     out.par_chunks_mut(ns).enumerate().for_each(|(n, row)| {
         let (x, y) = (setup.tx[n], setup.ty[n]);
         let nb = &setup.nb_idx[setup.nb_off[n] as usize..setup.nb_off[n + 1] as usize];

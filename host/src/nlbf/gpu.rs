@@ -1287,7 +1287,7 @@ const ENHANCE_BLOCK: u32 = 128;
 /// Enhancement on the GPU (see `nlbf_enhance`); the same arithmetic as [`super::cpu::enhance`].
 pub fn enhance(gpu: &Gpu, setup: &EnhanceSetup, est: &Estimate, data: &[f32]) -> Result<Vec<f32>> {
     let b = EnhanceBuffers::upload(gpu, setup, est, data)?;
-    let mut out = gpu.zeros::<f32>(data.len())?;
+    let mut out = gpu.zeros::<f32>(setup.outputs() * setup.ns)?;
     enhance_launch(gpu, setup, est, &b, &mut out)?;
     Ok(gpu.download(&out)?)
 }
@@ -1322,7 +1322,7 @@ impl EnhanceBuffers {
 pub fn enhance_launch(gpu: &Gpu, setup: &EnhanceSetup, est: &Estimate, b: &EnhanceBuffers, out: &mut CudaSlice<f32>)
     -> Result<()> {
     let ns = setup.ns as u32;
-    let ntr = setup.tx.len() as u64;
+    let ntr = setup.outputs() as u64;
     let tchunks = ns.div_ceil(ENHANCE_BLOCK);
     if ntr * tchunks as u64 >= i32::MAX as u64 {
         return Err(NlbfError::Invalid("too many traces for one enhancement launch".into()));

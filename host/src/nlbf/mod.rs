@@ -1310,6 +1310,13 @@ pub struct EnhanceSetup {
 impl EnhanceSetup {
     pub fn new(traces: &TraceSet, coords: &Coordinates, est: &Estimate, params: &EnhanceParams) -> Result<EnhanceSetup> {
         validate_traces(traces)?;
+        Self::from_layout(traces, coords, est, params)
+    }
+
+    /// [`EnhanceSetup::new`] from a layout: every trace header and the sampling, `data` not looked
+    /// at (an MPI rank plans before it reads the traces it needs).
+    pub fn from_layout(traces: &TraceSet, coords: &Coordinates, est: &Estimate, params: &EnhanceParams) -> Result<EnhanceSetup> {
+        validate_layout(traces)?;
         if traces.ns != est.ns {
             return invalid(format!("the estimate has {} samples per trace, the data {}", est.ns, traces.ns));
         }
@@ -1321,6 +1328,31 @@ impl EnhanceSetup {
         let ty: Vec<f32> = y.iter().map(|&v| (v - est.origin.1) as f32).collect();
         let (nb_off, nb_idx) = neighbours(&tx, &ty, params.aperture)?;
         Ok(EnhanceSetup { ns: traces.ns, inv_dt: 1.0 / traces.dt, tx, ty, nb_off, nb_idx, grid: est.grid })
+    }
+
+    /// Traces this setup enhances: its first `outputs()` traces (every trace of a whole setup).
+    pub fn outputs(&self) -> usize { self.nb_off.len().saturating_sub(1) }
+
+    /// The setup enhancing traces `out` alone, knowing only the traces their neighbour lists hold:
+    /// those input traces, the outputs first (output k becomes trace k) and the others ascending,
+    /// with every list renumbered in place (its order kept, so every sum runs as in the whole
+    /// setup: the same bits). Returns the input trace numbers of the subset's traces, in its
+    /// order. An MPI rank reads and enhances only these.
+    pub fn subset_reading(&self, out: std::ops::Range<usize>) -> (EnhanceSetup, Vec<usize>) {
+        let (a, b) = (self.nb_off[out.start] as usize, self.nb_off[out.end] as usize);
+        let mut others: Vec<u32> = self.nb_idx[a..b].iter().copied().filter(|&t| !out.contains(&(t as usize))).collect();
+        others.par_sort_unstable();
+        others.dedup();
+        let order: Vec<usize> = out.clone().chain(others.iter().map(|&t| t as usize)).collect();
+        let mut place = std::collections::HashMap::with_capacity(order.len());
+        for (k, &t) in order.iter().enumerate() {
+            place.insert(t as u32, k as u32);
+        }
+        let nb_idx = self.nb_idx[a..b].iter().map(|t| place[t]).collect();
+        let nb_off = self.nb_off[out.start..=out.end].iter().map(|&o| o - a as u32).collect();
+        let sub = EnhanceSetup { ns: self.ns, inv_dt: self.inv_dt, tx: order.iter().map(|&t| self.tx[t]).collect(),
+            ty: order.iter().map(|&t| self.ty[t]).collect(), nb_off, nb_idx, grid: self.grid };
+        (sub, order)
     }
 }
 
