@@ -381,7 +381,10 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
             let t0 = Instant::now();
             let (est, variant) = search(&t, &p, &a.search.variant)?;
             let ep = EnhanceParams { aperture: a.aperture.map(|x| x.0).unwrap_or(p.aperture_c) };
-            let out = nlbf::enhance(&backend, &t, &p.coords, &est, &ep)?;
+            let out = match &devices {
+                Some(d) => nlbf::enhance_multi(d, &t, &p.coords, &est, &ep)?,
+                None => nlbf::enhance(&backend, &t, &p.coords, &est, &ep)?,
+            };
             let secs = t0.elapsed().as_secs_f64();
             nlbf::output::write_estimate(&a.out, &est,
                 nlbf::output::run_info(&variant, backend.name(), secs, &p))?;

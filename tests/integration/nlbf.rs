@@ -297,6 +297,9 @@ fn enhancement_parts_reading_their_neighbours_equal_the_whole() {
     let whole = cpu::enhance(&setup, &est, &t.data);
     let gpu = gpu_or_skip("enhancement_parts_reading_their_neighbours_equal_the_whole (GPU part)");
     let ns = t.ns;
+    // `--gpus`: three CPU queues, then the GPUs.
+    let three = nlbf::enhance_multi(&[Backend::Cpu, Backend::Cpu, Backend::Cpu], &t, &p.coords, &est, &ep).unwrap();
+    assert!(three.data.iter().zip(&whole).all(|(a, b)| a.to_bits() == b.to_bits()), "3 CPU queues vs one");
     for part in [0..1, 5..60, 60..t.len()] {
         let (sub, order) = setup.subset_reading(part.clone());
         assert_eq!(&order[..part.len()], &part.clone().collect::<Vec<_>>()[..]);
@@ -314,6 +317,11 @@ fn enhancement_parts_reading_their_neighbours_equal_the_whole() {
             let want = &full[part.start * ns..part.end * ns];
             assert!(on_gpu.iter().zip(want).all(|(a, b)| a.to_bits() == b.to_bits()), "{part:?}: GPU");
         }
+    }
+    if let Some(g) = &gpu {
+        let one = gpu::enhance(g, &setup, &est, &t.data).unwrap();
+        let split = nlbf::enhance_multi(&[Backend::Gpu(g.clone()), Backend::Gpu(g.clone())], &t, &p.coords, &est, &ep).unwrap();
+        assert!(split.data.iter().zip(&one).all(|(a, b)| a.to_bits() == b.to_bits()), "2 GPU queues vs one GPU");
     }
 }
 

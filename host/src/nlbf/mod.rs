@@ -1368,6 +1368,29 @@ pub fn enhance(backend: &Backend, traces: &TraceSet, coords: &Coordinates, est: 
     Ok(TraceSet { headers: traces.headers.clone(), data, ns: traces.ns, dt: traces.dt, t0: traces.t0 })
 }
 
+/// [`enhance`] over several devices (`--gpus`): the traces cut into contiguous blocks that go to
+/// the devices as they free up, each block enhanced from only the traces its neighbour lists hold
+/// ([`EnhanceSetup::subset_reading`]); every sample is the single-device enhancement's, bit for bit.
+pub fn enhance_multi(backends: &[Backend], traces: &TraceSet, coords: &Coordinates, est: &Estimate, params: &EnhanceParams)
+    -> Result<TraceSet> {
+    if backends.is_empty() {
+        return invalid("nlbf: no device to enhance on");
+    }
+    let setup = EnhanceSetup::new(traces, coords, est, params)?;
+    let ns = traces.ns;
+    let blocks = crate::multi::even_ranges(traces.len(), 4 * backends.len());
+    let parts = crate::multi::map_on_devices(backends, &blocks, |b, _, r| {
+        let (sub, order) = setup.subset_reading(r.clone());
+        let data: Vec<f32> = order.iter().flat_map(|&k| traces.data[k * ns..(k + 1) * ns].iter().copied()).collect();
+        Ok(match b {
+            Backend::Cpu => cpu::enhance(&sub, est, &data),
+            Backend::Gpu(g) => gpu::enhance(g, &sub, est, &data)?,
+        })
+    })
+    .map_err(|e| NlbfError::Invalid(format!("enhancing traces {:?}: {e:#}", blocks[e.item])))?;
+    Ok(TraceSet { headers: traces.headers.clone(), data: parts.concat(), ns, dt: traces.dt, t0: traces.t0 })
+}
+
 /// NMO parameters: an RMS velocity function and the stretch mute.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NmoParams {
