@@ -29,7 +29,7 @@ pub struct Global {
     #[arg(long, global = true, default_value_t = 0)]
     pub threads: usize,
     /// Split the work over several devices: N GPUs (ordinals 0..N-1) or `all` visible GPUs, one host
-    /// thread each (`nlbf estimate|enhance` by parameter traces and `wavepacket` by cubes: results
+    /// thread each (`nlbf estimate|enhance` by parameter traces, then enhance by traces, and `wavepacket` by cubes: results
     /// independent of N; `ktm migrate`, `pstm migrate` by trace chunks and `srm` by shots and
     /// frequencies, each GPU a fixed block of them into one resident image, the images summed in
     /// device order: repeatable for a given N, other N differ by f32 rounding; `bench`:
