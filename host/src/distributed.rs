@@ -825,16 +825,9 @@ pub fn write_estimate_shares(cluster: &Cluster, dir: &Path, share: &NlbfShare, e
 pub fn wavepacket_forward(cluster: &Cluster, tr: &crate::wavepacket::fragments::Fragmented, slab: &[f32], first_row: usize,
     path: &Path) -> anyhow::Result<usize> {
     use crate::wavepacket::coeffs_io;
-    let [_, s1, s2] = tr.tiling.shape;
-    let rows = slab.len() / (s1 * s2).max(1);
-    // The slab's samples, named by their place in the whole volume (a rank without cubes holds no rows).
-    use rayon::prelude::*;
-    let checked = match slab.par_iter().position_first(|v| !v.is_finite()) {
-        _ if slab.len() != rows * s1 * s2 => Err(anyhow::anyhow!("{} samples are not whole rows of {s1} x {s2}", slab.len())),
-        Some(i) => Err(anyhow::anyhow!("wave-packet forward: sample {} of trace ({}, {}) is not finite ({})", i % s2,
-            first_row + i / (s1 * s2), (i / s2) % s1, slab[i])),
-        None => Ok(()),
-    };
+    // The slab's samples, a bad one named by its place in the whole volume (a rank without cubes
+    // holds no rows).
+    let checked = crate::wavepacket::validate_rows(slab, first_row, tr.tiling.shape, "wave-packet forward");
     cluster.agree("checking the volume", checked)?;
     let n = tr.tiling.count();
     let mine = cluster.share(n);

@@ -222,19 +222,25 @@ fn params_from(s: &SearchArgs, preset: Option<EstimateParams>) -> anyhow::Result
 /// variant's name.
 fn run_estimate_multi(devices: &[Backend], t: &TraceSet, p: &EstimateParams, variant: &str)
     -> anyhow::Result<(nlbf::Estimate, String)> {
+    let v = variant_on(devices, variant)?;
+    let est = nlbf::estimate_multi(devices, t, p, v)?;
+    eprintln!("nlbf: {} x {} parameter traces in {} work items on {} devices", est.grid.nx, est.grid.ny,
+        nlbf::work_items(est.grid.len()).len(), devices.len());
+    Ok((est, format!("{} on {} devices", v.map_or("auto".to_string(), |v| format!("{v:?}")), devices.len())))
+}
+
+/// The variant `--variant` forces on `devices` (several of `--gpus`, or an MPI rank's): `None`
+/// for `auto` (chosen per setup), an error for a GPU variant without GPUs.
+fn variant_on(devices: &[Backend], variant: &str) -> anyhow::Result<Option<nlbf::Variant>> {
     let gpus = devices.iter().any(|b| b.gpu().is_some());
-    let v = match variant {
+    Ok(match variant {
         "auto" => None,
         "cpu" => Some(nlbf::Variant::Cpu),
         "gpu-fast" if gpus => Some(nlbf::Variant::GpuFast),
         "gpu-paper" if gpus => Some(nlbf::Variant::GpuPaper),
         "gpu-fast" | "gpu-paper" => bail!("--variant {variant} needs GPUs (--device gpu or auto with --gpus)"),
         o => bail!("unknown variant `{o}` (auto, cpu, gpu-paper, gpu-fast)"),
-    };
-    let est = nlbf::estimate_multi(devices, t, p, v)?;
-    eprintln!("nlbf: {} x {} parameter traces in {} work items on {} devices", est.grid.nx, est.grid.ny,
-        nlbf::work_items(est.grid.len()).len(), devices.len());
-    Ok((est, format!("{} on {} devices", v.map_or("auto".to_string(), |v| format!("{v:?}")), devices.len())))
+    })
 }
 
 /// Runs the search with the requested variant; returns the estimate and the variant's name.
@@ -285,15 +291,7 @@ fn rank_input<'a>(input: &'a InputArgs, variant: &str, devices: &[Backend], clus
         (None, Some(path)) => TraceSource::Segy(path),
         (None, None) => bail!("give an input: --input <SEG-Y file> or --synthetic <name>"),
     };
-    let gpus = devices.iter().any(|b| b.gpu().is_some());
-    let v = match variant {
-        "auto" => None,
-        "cpu" => Some(nlbf::Variant::Cpu),
-        "gpu-fast" if gpus => Some(nlbf::Variant::GpuFast),
-        "gpu-paper" if gpus => Some(nlbf::Variant::GpuPaper),
-        o => bail!("--variant {o} under MPI: expected auto, cpu, or gpu-fast / gpu-paper with GPUs"),
-    };
-    Ok((source, preset, v))
+    Ok((source, preset, variant_on(devices, variant)?))
 }
 
 /// `nlbf estimate` as one rank of an MPI job: every rank reads the trace headers and plans the
