@@ -77,6 +77,50 @@ fn wavepacket_gpu_coefficients_match_cpu() {
     assert!(err < 1e-5, "synthetic cube: GPU coefficients differ from the CPU's by {err:.2e}");
 }
 
+/// Issue 9's slabs: the separable transform's x2 pass in 1, 4, 8 (the default) and 45 slabs of a
+/// 45^3 cube (slabs of 45, 12 + 12 + 12 + 9, 6 x 7 + 3 and 1 plane): the forward and the inverse
+/// against the CPU reference, into poisoned outputs, and against one pass (rel L2 below 1e-6; the
+/// test prints whether the bits are the same).
+#[test]
+fn wavepacket_gpu_slabs_equal_one_pass() {
+    let Some(gpu) = gpu_or_skip("wavepacket_gpu_slabs_equal_one_pass") else { return };
+    let n = 45;
+    let f = random_vec(n * n * n, "cube");
+    let fr = frame(n, 1e-6, Gather::Separable);
+    let cpu = CpuEngine::new(fr.clone());
+    let (want_c, c) = (cpu.forward(&f), random_coeffs(fr.total, "coefficients"));
+    let want_f = cpu.inverse(&c);
+    let mut g = GpuEngine::new(gpu.clone(), fr.clone()).unwrap();
+    let mut one: Option<(Vec<f32>, Vec<f32>)> = None;
+    for slabs in [1, 4, seisgpu_host::wavepacket::gpu::SLABS, n] {
+        g.set_slabs(slabs).unwrap();
+        g.upload_volume(&f).unwrap();
+        poison_boxes(&mut g);
+        g.forward_device().unwrap();
+        let mut got = vec![Complex32::default(); fr.total];
+        g.download_coeffs(&mut got).unwrap();
+        let got = flat(&got);
+        assert!(got.iter().all(|v| v.is_finite()), "{slabs} slabs: unwritten coefficients");
+        g.upload_coeffs(&c).unwrap();
+        gpu.stream().memcpy_htod(&vec![f32::NAN; n * n * n], g.volume_buffer_mut()).unwrap();
+        g.inverse_device().unwrap();
+        let back = g.download_volume().unwrap();
+        let (ef, eb) = (rel_l2(&got, &flat(&want_c)), rel_l2(&back, &want_f));
+        print!("{slabs} slabs: GPU vs CPU forward {ef:.2e}, inverse {eb:.2e}");
+        assert!(ef < 1e-5 && eb < 1e-5, "{slabs} slabs: GPU vs CPU forward {ef:.2e}, inverse {eb:.2e}");
+        match &one {
+            None => one = Some((got, back)),
+            Some((c1, f1)) => {
+                let (dc, df) = (rel_l2(&got, c1), rel_l2(&back, f1));
+                let same = got.iter().zip(c1).chain(back.iter().zip(f1)).all(|(a, b)| a.to_bits() == b.to_bits());
+                print!("; vs one slab: forward {dc:.2e}, inverse {df:.2e}, same bits: {same}");
+                assert!(dc < 1e-6 && df < 1e-6, "{slabs} slabs vs one: forward {dc:.2e}, inverse {df:.2e}");
+            }
+        }
+        println!();
+    }
+}
+
 #[test]
 fn wavepacket_gpu_is_a_tight_frame() {
     let Some(gpu) = gpu_or_skip("wavepacket_gpu_is_a_tight_frame") else { return };

@@ -29,13 +29,15 @@ fn global_index() -> usize { block_idx_x() as usize * block_dim_x() as usize + t
 // ---- separable USFFT -----------------------------------------------------------------------
 
 /// Corrected cube into the (N, N, P) line buffer (x2 centred on the P axis; the buffer is zeroed
-/// first). All three axes' corrections are applied here: they are separable, so they commute with
-/// the per-axis passes.
+/// first), for the `planes` x0 planes from `x0_first` on (a slab: issue 9's pipelined cubes). All
+/// three axes' corrections are applied here: they are separable, so they commute with the per-axis
+/// passes.
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_prep_lines(g: Geometry, f: *const f32, corr: *const f32, out: *mut f32) {
-    let i = global_index();
+pub unsafe extern "ptx-kernel" fn wp_prep_lines(g: Geometry, x0_first: u32, planes: u32, f: *const f32, corr: *const f32,
+    out: *mut f32) {
     let n = g.n as usize;
-    if i < n * n * n {
+    let i = x0_first as usize * n * n + global_index();
+    if i < (x0_first + planes) as usize * n * n && i < n * n * n {
         let (x0, x1, x2) = (i / (n * n), (i / n) % n, i % n);
         unsafe {
             let v = *f.add(i) * *corr.add(x0) * *corr.add(x1) * *corr.add(x2);
@@ -49,12 +51,13 @@ pub unsafe extern "ptx-kernel" fn wp_prep_lines(g: Geometry, f: *const f32, corr
 /// input (d0, d1, P) -> output (M, d0, out_last) at position b (or b centred on out_last when
 /// `centre` is set, for a data axis that the next pass pads to P). Block (32, 8): x runs over b,
 /// so a block reads 32 lines at 8 nearby lattice points (L1 reuse) and writes along b (coalesced).
+/// The grid's z runs over a from `a_first` (a slab of the d0 axis, or all of it).
 #[inline(always)]
-unsafe fn resample<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, out_last: u32, inp: *const f32,
-    out: *mut f32) {
+unsafe fn resample<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, out_last: u32, a_first: u32,
+    inp: *const f32, out: *mut f32) {
     let b = block_idx_x() * 32 + thread_idx_x();
     let u = block_idx_y() * 8 + thread_idx_y();
-    let a = block_idx_z();
+    let a = a_first + block_idx_z();
     if b >= d1 || u >= g.m as u32 || a >= d0 {
         return;
     }
@@ -66,15 +69,19 @@ unsafe fn resample<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, 
 
 /// Transpose of [`resample`]: input (M, d0, in_last) -> output (d0, d1, P), every global-grid point
 /// p gathering the lattice points whose stencil covers it. A 32 x 32 tile goes through shared
-/// memory so the reads run along b and the writes along p (both coalesced). Block (32, 8).
+/// memory so the reads run along b and the writes along p (both coalesced). Block (32, 8); the
+/// grid's z runs over a from `a_first`.
 #[inline(always)]
-unsafe fn adjoint<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, in_last: u32, inp: *const f32,
-    out: *mut f32) {
+unsafe fn adjoint<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, in_last: u32, a_first: u32,
+    inp: *const f32, out: *mut f32) {
     let tile = dynamic_shared::<f32>(); // [32 b][33 p] complex, padded against bank conflicts
     let (tx, ty) = (thread_idx_x(), thread_idx_y());
     let b = block_idx_x() * 32 + tx;
     let p0 = block_idx_y() * 32;
-    let a = block_idx_z();
+    let a = a_first + block_idx_z();
+    if a >= d0 {
+        return;
+    }
     let pp = g.p;
     let mut k = 0;
     while k < 4 {
@@ -103,13 +110,13 @@ macro_rules! separable_kernels {
     ($($q:literal => $fwd:ident, $adj:ident;)*) => {$(
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $fwd(g: Geometry, d0: u32, d1: u32, centre: u32, out_last: u32,
-            inp: *const f32, out: *mut f32) {
-            unsafe { resample::<$q>(&g, d0, d1, centre, out_last, inp, out) }
+            a_first: u32, inp: *const f32, out: *mut f32) {
+            unsafe { resample::<$q>(&g, d0, d1, centre, out_last, a_first, inp, out) }
         }
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $adj(g: Geometry, d0: u32, d1: u32, centre: u32, in_last: u32,
-            inp: *const f32, out: *mut f32) {
-            unsafe { adjoint::<$q>(&g, d0, d1, centre, in_last, inp, out) }
+            a_first: u32, inp: *const f32, out: *mut f32) {
+            unsafe { adjoint::<$q>(&g, d0, d1, centre, in_last, a_first, inp, out) }
         }
     )*};
 }
@@ -125,12 +132,13 @@ separable_kernels! {
 }
 
 /// Real part of the (N, N, P) line buffer, cropped to the data and corrected: the last step of the
-/// separable adjoint.
+/// separable adjoint, for the `planes` x0 planes from `x0_first` on.
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_crop_lines(g: Geometry, inp: *const f32, corr: *const f32, f: *mut f32) {
-    let i = global_index();
+pub unsafe extern "ptx-kernel" fn wp_crop_lines(g: Geometry, x0_first: u32, planes: u32, inp: *const f32, corr: *const f32,
+    f: *mut f32) {
     let n = g.n as usize;
-    if i < n * n * n {
+    let i = x0_first as usize * n * n + global_index();
+    if i < (x0_first + planes) as usize * n * n && i < n * n * n {
         let (x0, x1, x2) = (i / (n * n), (i / n) % n, i % n);
         let pos = fft_pos(x2 as i32 - g.n / 2, g.p) as usize;
         unsafe {
@@ -358,13 +366,14 @@ pub unsafe extern "ptx-kernel" fn wp_threshold(count: u32, points: u32, thr: *co
 /// (c each). Writes all c^3 samples of `cube`: tapered samples, zeros in the padding past the
 /// volume. One thread per cube sample, x2 fastest (coalesced both ways). A raw sample that is not
 /// finite sets `*bad` to 1: where the samples come straight from a page-locked volume (no host
-/// pass over them), this is the input check.
+/// pass over them), this is the input check. Only the `planes` x0 planes from `x0_first` on (a
+/// slab: the cube's first slab is cut while the next ones are still going up).
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_cut(c: u32, n0: u32, n1: u32, n2: u32, raw: *const f32, w0: *const f32,
-    w1: *const f32, w2: *const f32, cube: *mut f32, bad: *mut u32) {
-    let i = global_index();
+pub unsafe extern "ptx-kernel" fn wp_cut(c: u32, x0_first: u32, planes: u32, n0: u32, n1: u32, n2: u32, raw: *const f32,
+    w0: *const f32, w1: *const f32, w2: *const f32, cube: *mut f32, bad: *mut u32) {
     let c = c as usize;
-    if i < c * c * c {
+    let i = x0_first as usize * c * c + global_index();
+    if i < (x0_first + planes) as usize * c * c && i < c * c * c {
         let (x0, x1, x2) = ((i / (c * c)) as u32, ((i / c) % c) as u32, (i % c) as u32);
         let v = if x0 < n0 && x1 < n1 && x2 < n2 {
             unsafe {
@@ -385,12 +394,14 @@ pub unsafe extern "ptx-kernel" fn wp_cut(c: u32, n0: u32, n1: u32, n2: u32, raw:
 /// Adds the tapered cube (c^3, the inverse's output) into its box's partial sum: `acc` is
 /// (n0, n1, len) with x2 fastest, the cube's first sample at x2 = `off`; only the cube's part
 /// inside the volume, (n0, n1, n2), is added. The cubes of a box go in order on one stream, so
-/// every sample's sum has a fixed order. One thread per added sample.
+/// every sample's sum has a fixed order. One thread per added sample of the x0 planes
+/// `x0_first..x0_end` (a slab, each handed to the download as soon as it is in).
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_fold(c: u32, n0: u32, n1: u32, n2: u32, len: u32, off: u32, cube: *const f32,
-    w0: *const f32, w1: *const f32, w2: *const f32, acc: *mut f32) {
-    let i = global_index();
-    if i < n0 as usize * n1 as usize * n2 as usize {
+pub unsafe extern "ptx-kernel" fn wp_fold(c: u32, x0_first: u32, x0_end: u32, n0: u32, n1: u32, n2: u32, len: u32, off: u32,
+    cube: *const f32, w0: *const f32, w1: *const f32, w2: *const f32, acc: *mut f32) {
+    let plane = n1 as usize * n2 as usize;
+    let i = x0_first as usize * plane + global_index();
+    if i < x0_end.min(n0) as usize * plane {
         let i = i as u32;
         let (x2, r) = (i % n2, i / n2);
         let (x0, x1) = (r / n1, r % n1);

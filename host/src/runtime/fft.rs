@@ -56,17 +56,21 @@ impl FftPlan {
 
     /// In-place transform of interleaved (re, im) f32 data (`2 * len` floats). `inverse` is
     /// unnormalised, like rustfft.
-    pub fn exec_inplace(&self, data: &mut CudaSlice<f32>, inverse: bool) -> GpuResult<()> {
-        if data.len() < 2 * self.len {
+    pub fn exec_inplace(&self, data: &mut CudaSlice<f32>, inverse: bool) -> GpuResult<()> { self.exec_inplace_at(data, 0, inverse) }
+
+    /// [`FftPlan::exec_inplace`] on the plan's `len` complex values from complex value `at` of
+    /// `data` on (e.g. one slab of a line buffer).
+    pub fn exec_inplace_at(&self, data: &mut CudaSlice<f32>, at: usize, inverse: bool) -> GpuResult<()> {
+        if data.len() < 2 * (at + self.len) {
             return Err(GpuError::BadLaunch {
                 kernel: "cufft".into(),
-                why: format!("buffer of {} floats < the plan's {} complex values", data.len(), self.len),
+                why: format!("buffer of {} floats < the plan's {} complex values from {at} on", data.len(), self.len),
             });
         }
         let dir = if inverse { FftDirection::Inverse } else { FftDirection::Forward };
         let (ptr, _record) = data.device_ptr_mut(&self.stream);
-        unsafe { cudarc::cufft::result::exec_c2c(self.plan.handle(), ptr as *mut float2, ptr as *mut float2, dir as i32) }
-            .map_err(fft_err("executing an FFT"))
+        let ptr = (ptr + (at * std::mem::size_of::<float2>()) as u64) as *mut float2;
+        unsafe { cudarc::cufft::result::exec_c2c(self.plan.handle(), ptr, ptr, dir as i32) }.map_err(fft_err("executing an FFT"))
     }
 
     pub fn stream(&self) -> &Arc<CudaStream> { &self.stream }

@@ -28,13 +28,49 @@ unsafe impl DeviceRepr for GeomArg {}
 struct PtrsArg(ScalePtrs);
 unsafe impl DeviceRepr for PtrsArg {}
 
-/// Buffers and plans of the separable USFFT: line buffers A (N,N,P) / (M,M,P) and B (M,N,P).
+/// Buffers and plans of the separable USFFT: line buffers A (N,N,P) / (M,M,P) and B (M,N,P); the
+/// x2 pass's plans for a slab of x0 planes ([`slabs`]: the full slab, and the last one's where it
+/// is shorter).
 struct Separable {
     a: CudaSlice<f32>,
     b: CudaSlice<f32>,
-    plan_a: FftPlan,
+    plan_slab: Vec<(usize, FftPlan)>,
     plan_b: FftPlan,
     plan_c: FftPlan,
+}
+
+impl Separable {
+    /// The x2 pass's plan for a slab of `planes` x0 planes.
+    fn slab_plan(plans: &[(usize, FftPlan)], planes: usize) -> Result<&FftPlan> {
+        plans.iter().find(|(k, _)| *k == planes).map(|(_, p)| p).with_context(|| format!("no FFT plan for a slab of {planes} planes"))
+    }
+}
+
+/// Slabs of x0 planes per cube in the separable transform's x2 pass (issue 9). A cube's forward
+/// starts on its first slab once that slab's samples are up, and the inverse's last pass hands
+/// each slab to the fold and the download as soon as it is done, so a cube's own DMA in and out
+/// overlaps its compute (at 480^3 on 4 GPUs, 2 cubes each, the first cube's upload and the last
+/// box's download were serial, ~1/10 of the time). Every transform runs the pass by slabs, whatever
+/// its path, so the coefficients never depend on it. `SEISGPU_WP_SLABS` sets another count for A/B
+/// runs (1: the whole cube at once, as before).
+pub const SLABS: usize = 8;
+
+/// x0 planes per slab for a cube of side `n`: `n / SLABS` rounded up ([`SLABS`], or
+/// `SEISGPU_WP_SLABS`), or `n / slabs` with `slabs` given.
+fn slab_planes(n: usize, slabs: Option<usize>) -> usize {
+    let env = || std::env::var("SEISGPU_WP_SLABS").ok().and_then(|v| v.parse::<usize>().ok());
+    n.div_ceil(slabs.or_else(env).unwrap_or(SLABS).clamp(1, n.max(1))).max(1)
+}
+
+/// The x0 slabs of `n` planes, `planes` each (the last one shorter where `planes` does not divide `n`).
+pub fn slabs(n: usize, planes: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    (0..n).step_by(planes.max(1)).map(move |a| a..(a + planes).min(n))
+}
+
+/// The part of a block (`at`, `extent`, in a buffer's coordinates) in the x0 planes `rows`.
+fn rows_of_block(at: [usize; 3], extent: [usize; 3], rows: &std::ops::Range<usize>) -> Option<([usize; 3], [usize; 3])> {
+    let (lo, hi) = (at[0].max(rows.start), (at[0] + extent[0]).min(rows.end));
+    (lo < hi).then_some(([lo, at[1], at[2]], [hi - lo, extent[1], extent[2]]))
 }
 
 /// The paper's path: the P^3 spectrum, its plan, and the adjoint's per-axis candidate lists.
@@ -103,6 +139,8 @@ pub struct GpuEngine {
     staging: Option<Staging>,
     /// Issue 9's boxes ([`GpuEngine::cube_into_box`]): made on first use.
     boxed: Option<Boxed>,
+    /// x0 planes per slab of the separable x2 pass and of a cube's upload ([`SLABS`]).
+    slab_planes: usize,
 }
 
 /// Device state of the box jobs: the current cube's raw samples (the staged ones swap in), the
@@ -135,15 +173,22 @@ pub struct BoxDown {
 }
 
 /// The spare raw-sample buffer, the copy stream, whether slabs were queued since the last swap,
-/// and the event after the last cut that read the spare buffer.
+/// the event after the last cut that read the spare buffer, and for a cube that went up as a 3D
+/// block ([`GpuEngine::stage_block`]) the event after each slab of its planes (the end plane, the
+/// event), so its cut can start on the first slab.
 struct Staging {
     spare: CudaSlice<f32>,
     copy: Arc<CudaStream>,
     queued: bool,
     free: Option<CudaEvent>,
+    slabs: Vec<(usize, CudaEvent)>,
 }
 
 fn c2(n: usize) -> usize { 2 * n }
+
+/// A step queued on an engine for a slab of a cube's x0 planes (the cut before the forward reads
+/// them, the fold and download after the inverse wrote them).
+type SlabStep<'a> = dyn FnMut(&mut GpuEngine, std::ops::Range<usize>) -> Result<()> + 'a;
 
 impl GpuEngine {
     /// Allocates the engine for `frame` with the frame's gather; errors early when it will not fit.
@@ -184,6 +229,7 @@ impl GpuEngine {
             kept: None,
             staging: None,
             boxed: None,
+            slab_planes: slab_planes(n, None),
             g: GeomArg(g),
             gather: frame.params.gather,
             frame,
@@ -195,6 +241,17 @@ impl GpuEngine {
 
     pub fn frame(&self) -> &Arc<Frame> { &self.frame }
     pub fn gpu(&self) -> &Arc<Gpu> { &self.gpu }
+
+    /// Runs the separable x2 pass in `slabs` slabs from now on ([`SLABS`]; tests compare counts).
+    pub fn set_slabs(&mut self, slabs: usize) -> Result<()> {
+        self.slab_planes = slab_planes(self.frame.n(), Some(slabs));
+        if self.sep.take().is_some() {
+            let gather = self.gather;
+            self.set_gather(Gather::Separable)?;
+            self.set_gather(gather)?;
+        }
+        Ok(())
+    }
     pub fn gather(&self) -> Gather { self.gather }
 
     /// Switches the USFFT variant, allocating its buffers and plans on first use.
@@ -205,10 +262,15 @@ impl GpuEngine {
             Gather::Separable if self.sep.is_none() => {
                 let la = (n * n * p).max(m * m * p);
                 self.gpu.ensure_fits("the separable USFFT's line buffers", 8 * (la + m * n * p))?;
+                let planes = self.slab_planes;
+                let mut plan_slab = vec![(planes, FftPlan::c2c_batched(&stream, &[p], planes * n)?)];
+                if n % planes != 0 {
+                    plan_slab.push((n % planes, FftPlan::c2c_batched(&stream, &[p], (n % planes) * n)?));
+                }
                 self.sep = Some(Separable {
                     a: self.gpu.zeros::<f32>(c2(la))?,
                     b: self.gpu.zeros::<f32>(c2(m * n * p))?,
-                    plan_a: FftPlan::c2c_batched(&stream, &[p], n * n)?,
+                    plan_slab,
                     plan_b: FftPlan::c2c_batched(&stream, &[p], m * n)?,
                     plan_c: FftPlan::c2c_batched(&stream, &[p], m * m)?,
                 });
@@ -266,20 +328,28 @@ impl GpuEngine {
     /// Device-resident inverse: box coefficients -> volume buffer.
     pub fn inverse_device(&mut self) -> Result<()> { self.inverse_marked(&mut Marks::off()) }
 
-    pub fn forward_marked(&mut self, marks: &mut Marks) -> Result<()> {
-        self.spectrum_forward(marks)?;
+    pub fn forward_marked(&mut self, marks: &mut Marks) -> Result<()> { self.forward_slabbed(marks, &mut |_, _| Ok(())) }
+
+    pub fn inverse_marked(&mut self, marks: &mut Marks) -> Result<()> { self.inverse_slabbed(marks, &mut |_, _| Ok(())) }
+
+    /// The forward, `before(engine, planes)` queued before the transform reads the x0 `planes` of
+    /// the volume buffer ([`GpuEngine::spectrum_forward_slabbed`]).
+    fn forward_slabbed(&mut self, marks: &mut Marks, before: &mut SlabStep) -> Result<()> {
+        self.spectrum_forward_slabbed(marks, before)?;
         self.box_gather()?;
         marks.mark(if self.gather == Gather::Stencil { "gather:stencil" } else { "gather:box-fill" })?;
         self.box_ffts(true)?;
         marks.mark("box-fft:boxes")
     }
 
-    pub fn inverse_marked(&mut self, marks: &mut Marks) -> Result<()> {
+    /// The inverse, `after(engine, planes)` queued once the x0 `planes` of the volume buffer are
+    /// written ([`GpuEngine::spectrum_adjoint_slabbed`]).
+    fn inverse_slabbed(&mut self, marks: &mut Marks, after: &mut SlabStep) -> Result<()> {
         self.box_ffts(false)?;
         marks.mark("box-fft:boxes")?;
         self.combine()?;
         marks.mark("combine:boxes")?;
-        self.spectrum_adjoint(marks)
+        self.spectrum_adjoint_slabbed(marks, after)
     }
 
     /// Per-step times (ms) of one device-resident forward or inverse.
@@ -375,10 +445,16 @@ impl GpuEngine {
         let n = self.frame.n();
         ensure!(inside.iter().all(|&d| d <= n), "block {inside:?} for a {n}^3 engine");
         use crate::runtime::memory::{copy_3d, Place};
+        let planes = self.slab_planes;
         let st = self.staging_free()?;
-        let spare = Place::device(&st.spare, &st.copy, inside, [0; 3]);
-        unsafe { copy_3d(&st.copy, Place::host(vol, shape, start), spare, inside) }?;
-        st.queued = true;
+        // By slabs of x0 planes, an event after each: the cut starts on a slab once it is up.
+        for r in slabs(inside[0], planes) {
+            let spare = Place::device(&st.spare, &st.copy, inside, [r.start, 0, 0]);
+            let from = Place::host(vol, shape, [start[0] + r.start, start[1], start[2]]);
+            unsafe { copy_3d(&st.copy, from, spare, [r.len(), inside[1], inside[2]]) }?;
+            st.queued = true;
+            st.slabs.push((r.end, st.copy.record_event(None).context("recording a slab's upload")?));
+        }
         Ok(())
     }
 
@@ -405,9 +481,13 @@ impl GpuEngine {
         if self.staging.is_none() {
             let spare = self.gpu.zeros::<f32>(self.vol.len())?;
             let copy = self.gpu.context().new_stream().context("creating the cube upload stream")?;
-            self.staging = Some(Staging { spare, copy, queued: false, free: None });
+            self.staging = Some(Staging { spare, copy, queued: false, free: None, slabs: Vec::new() });
         }
         let st = self.staging.as_mut().unwrap();
+        if !st.queued {
+            // A new cube: the slab events of one that never swapped in (a failed job) are stale.
+            st.slabs.clear();
+        }
         // The spare buffer held the raw samples of the cube before the current one: its cut must
         // be through before they are overwritten.
         if let Some(ev) = st.free.take() {
@@ -433,6 +513,13 @@ impl GpuEngine {
     /// counts of a threshold add up over the box and go down behind its last cube
     /// ([`GpuEngine::kept`]).
     ///
+    /// The cut and the fold go by slabs of x0 planes ([`SLABS`]): a slab is cut once its
+    /// samples are up (a block staged by [`GpuEngine::stage_block`] goes up slab by slab) and
+    /// enters the forward's first pass at once; after the inverse's last pass each slab is folded
+    /// and, behind the box's last cube, goes down while the next slabs compute. So a cube's own
+    /// upload and download overlap its compute, which matters for the first and last cube of a
+    /// device (issue 9: 480^3 on 4 GPUs).
+    ///
     /// With `out` (a page-locked output volume, [`crate::runtime::memory::page_locked`]) the box's
     /// fresh block goes straight into it and only the covered shell into `partial` (the host's
     /// fold then reads and adds a third of the samples, not all: issue 9, the ordered fold had
@@ -456,10 +543,11 @@ impl GpuEngine {
                 status: [PinnedBuf::new(&self.gpu, status)?, PinnedBuf::new(&self.gpu, status)?], timeline: Vec::new() });
         }
         let bx = self.boxed.as_mut().unwrap();
-        // The staged raw samples become the cube's once their upload is through.
+        // The staged raw samples become the cube's: a slab's cut waits for that slab's upload (a
+        // 3D block's slab events), or for everything staged (host-copied slabs).
         let st = self.staging.as_mut().filter(|st| st.queued).with_context(|| format!("cube {}: no raw samples staged", job.t))?;
-        let up = st.copy.record_event(None).context("recording the cube upload")?;
-        stream.wait(&up).context("ordering the cube upload before its cut")?;
+        let up_all = st.copy.record_event(None).context("recording the cube upload")?;
+        let up_slabs = std::mem::take(&mut st.slabs);
         std::mem::swap(&mut bx.raw, &mut st.spare);
         st.queued = false;
         if bx.tapers.as_ref().is_none_or(|(h, _)| h.as_slice() != tapers) {
@@ -482,67 +570,104 @@ impl GpuEngine {
         let (c, [n0, n1, n2]) = (n as u32, job.inside.map(|v| v as u32));
         let (len, off) = (job.len as u32, job.off as u32);
         let timed = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let started = stream.record_event(timed).context("recording a cube's start")?;
-        {
+        let mut started = None;
+        // Before the forward reads a slab: its raw samples up, its cut (taper and padding).
+        let mut cut = |e: &mut GpuEngine, r: std::ops::Range<usize>| -> Result<()> {
+            let stream = e.gpu.stream().clone();
+            let rows = r.start.min(job.inside[0])..r.end.min(job.inside[0]);
+            if !rows.is_empty() {
+                let up = up_slabs.iter().find(|(end, _)| *end >= rows.end).map_or(&up_all, |(_, ev)| ev);
+                stream.wait(up).context("ordering a slab's upload before its cut")?;
+            }
+            if started.is_none() {
+                started = Some(stream.record_event(timed).context("recording a cube's start")?);
+            }
+            let bx = e.boxed.as_mut().unwrap();
             let (_, tap) = bx.tapers.as_ref().unwrap();
             let [w0, w1, w2] = job.taper.map(|o| tap.slice(o..o + n));
-            launch!(gpu, "wp_cut", grid_1d(n * n * n, 256), &c, &n0, &n1, &n2, &bx.raw, &w0, &w1, &w2, &mut self.vol,
-                &mut bx.bad)?;
-        }
-        // The raw buffer is free for the next-but-one cube once its cut is through.
-        if let Some(st) = self.staging.as_mut() {
-            st.free = Some(stream.record_event(None).context("recording a cube's cut")?);
-        }
-        self.forward_device()?;
+            let (a0, planes) = (r.start as u32, r.len() as u32);
+            launch!(gpu, "wp_cut", grid_1d(r.len() * n * n, 256), &c, &a0, &planes, &n0, &n1, &n2, &bx.raw, &w0, &w1, &w2,
+                &mut e.vol, &mut bx.bad)?;
+            // The raw buffer is free for the next-but-one cube once its last cut is through.
+            if r.end == n && let Some(st) = e.staging.as_mut() {
+                st.free = Some(stream.record_event(None).context("recording a cube's cut")?);
+            }
+            Ok(())
+        };
+        self.forward_slabbed(&mut Marks::off(), &mut cut)?;
+        let started = started.context("a cube's forward cut no slab")?;
         let threshold = matches!(op, CubeOp::Threshold(_));
         match op {
             CubeOp::Identity => {}
             CubeOp::Threshold(thr) => self.threshold_queue(thr, job.first)?,
             CubeOp::Host(edit) => self.host_edit(edit)?,
         }
-        self.inverse_device()?;
-        let bx = self.boxed.as_mut().unwrap();
-        {
-            let (_, tap) = bx.tapers.as_ref().unwrap();
-            let [w0, w1, w2] = job.taper.map(|o| tap.slice(o..o + n));
-            let added = job.inside.iter().product::<usize>();
-            launch!(gpu, "wp_fold", grid_1d(added, 256), &c, &n0, &n1, &n2, &len, &off, &self.vol, &w0, &w1, &w2,
-                &mut bx.acc[w])?;
+        // The box's status goes down with it, into its sum's slot (the other slot may still be
+        // read for the previous box): its kept counts are final after the last cube's edit, its
+        // input check after the last cut.
+        let scales = self.frame.scales();
+        if job.last {
+            let bx = self.boxed.as_mut().unwrap();
+            let status = bx.status[w].as_mut_slice()?;
+            if threshold {
+                let (kept, _) = self.kept.as_ref().context("no kept counts")?;
+                stream.memcpy_dtoh(kept, &mut status[..scales]).context("downloading the kept counts")?;
+            }
+            stream.memcpy_dtoh(&bx.bad, &mut status[scales..]).context("downloading a box's input check")?;
         }
+        let fresh_written = job.last && out.is_some() && job.fresh.is_some();
+        // After the inverse wrote a slab: its fold into the box's sum and, behind the box's last
+        // cube, its rows' download (on the download stream, while the next slabs compute).
+        let mut fold = |e: &mut GpuEngine, r: std::ops::Range<usize>| -> Result<()> {
+            let rows = r.start.min(job.inside[0])..r.end.min(job.inside[0]);
+            if rows.is_empty() {
+                return Ok(());
+            }
+            let stream = e.gpu.stream().clone();
+            let bx = e.boxed.as_mut().unwrap();
+            {
+                let (_, tap) = bx.tapers.as_ref().unwrap();
+                let [w0, w1, w2] = job.taper.map(|o| tap.slice(o..o + n));
+                let (a0, a1) = (rows.start as u32, rows.end as u32);
+                launch!(gpu, "wp_fold", grid_1d(rows.len() * job.inside[1] * job.inside[2], 256), &c, &a0, &a1, &n0, &n1, &n2,
+                    &len, &off, &e.vol, &w0, &w1, &w2, &mut bx.acc[w])?;
+            }
+            if !job.last {
+                return Ok(());
+            }
+            let folded = stream.record_event(None).context("recording a slab's fold")?;
+            bx.down.wait(&folded).context("ordering a slab's download after its fold")?;
+            let acc = &bx.acc[w];
+            match (out, job.fresh) {
+                (Some(vol), Some((at, extent))) => {
+                    use crate::runtime::memory::{copy_3d, Place};
+                    let shape = [job.inside[0], job.inside[1], job.len];
+                    if let Some((at, extent)) = rows_of_block(at, extent, &rows) {
+                        let dst = Place { start: [0, 1, 2].map(|a| job.origin[a] + at[a]), ..vol };
+                        unsafe { copy_3d(&bx.down, Place::device(acc, &bx.down, shape, at), dst, extent) }
+                            .context("downloading a box's fresh block into the volume")?;
+                    }
+                    for &(at, extent) in job.covered.iter().flatten() {
+                        if let Some((at, extent)) = rows_of_block(at, extent, &rows) {
+                            unsafe { copy_3d(&bx.down, Place::device(acc, &bx.down, shape, at), Place::host(partial, shape, at), extent) }
+                                .context("downloading a box's covered samples")?;
+                        }
+                    }
+                }
+                _ => {
+                    let row = job.inside[1] * job.len;
+                    let part = rows.start * row..rows.end * row;
+                    bx.down.memcpy_dtoh(&acc.slice(part.clone()), &mut partial[part]).context("downloading a box's partial sum")?;
+                }
+            }
+            Ok(())
+        };
+        self.inverse_slabbed(&mut Marks::off(), &mut fold)?;
+        let bx = self.boxed.as_mut().unwrap();
         bx.timeline.push((started, stream.record_event(timed).context("recording a cube's end")?));
         if !job.last {
             return Ok(None);
         }
-        // The box's status goes down with it, into its sum's slot (the other slot may still be
-        // read for the previous box).
-        let scales = self.frame.scales();
-        let status = bx.status[w].as_mut_slice()?;
-        if threshold {
-            let (kept, _) = self.kept.as_ref().context("no kept counts")?;
-            stream.memcpy_dtoh(kept, &mut status[..scales]).context("downloading the kept counts")?;
-        }
-        stream.memcpy_dtoh(&bx.bad, &mut status[scales..]).context("downloading a box's input check")?;
-        let folded = stream.record_event(None).context("recording a box's last fold")?;
-        bx.down.wait(&folded).context("ordering a box's download after its folds")?;
-        let fresh_written = match (out, job.fresh) {
-            (Some(vol), Some((at, extent))) => {
-                use crate::runtime::memory::{copy_3d, Place};
-                let shape = [job.inside[0], job.inside[1], job.len];
-                let acc = &bx.acc[w];
-                let dst = Place { start: [0, 1, 2].map(|a| job.origin[a] + at[a]), ..vol };
-                unsafe { copy_3d(&bx.down, Place::device(acc, &bx.down, shape, at), dst, extent) }
-                    .context("downloading a box's fresh block into the volume")?;
-                for &(at, extent) in job.covered.iter().flatten() {
-                    unsafe { copy_3d(&bx.down, Place::device(acc, &bx.down, shape, at), Place::host(partial, shape, at), extent) }
-                        .context("downloading a box's covered samples")?;
-                }
-                true
-            }
-            _ => {
-                bx.down.memcpy_dtoh(&bx.acc[w].slice(..need), &mut partial[..need]).context("downloading a box's partial sum")?;
-                false
-            }
-        };
         let ev = bx.down.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
             .context("recording a box's download")?;
         bx.downloaded[w] = Some(bx.down.record_event(None).context("recording a box's download")?);
@@ -693,7 +818,12 @@ impl GpuEngine {
 
     /// Forward USFFT up to the global spectrum (stencil: P^3 grid) or the lattice (separable,
     /// lattice). Separable: three rounds of batched 1D FFT + gather.
-    pub fn spectrum_forward(&mut self, marks: &mut Marks) -> Result<()> {
+    pub fn spectrum_forward(&mut self, marks: &mut Marks) -> Result<()> { self.spectrum_forward_slabbed(marks, &mut |_, _| Ok(())) }
+
+    /// [`GpuEngine::spectrum_forward`], `before(engine, planes)` queued before the x0 `planes` of
+    /// the volume buffer are read: separable, the x2 pass goes slab by slab ([`slabs`]); the other
+    /// gathers read the whole cube at once.
+    fn spectrum_forward_slabbed(&mut self, marks: &mut Marks, before: &mut SlabStep) -> Result<()> {
         let (n, m, p) = (self.frame.n() as u32, self.frame.m() as u32, self.frame.p() as u32);
         let g = self.g;
         let gpu = self.gpu.clone();
@@ -702,27 +832,37 @@ impl GpuEngine {
         match self.gather {
             Gather::Separable => {
                 let resample = self.q_kernel("wp_resample");
-                let s = self.sep.as_mut().expect("separable buffers");
-                stream.memset_zeros(&mut s.a)?;
-                launch!(gpu, "wp_prep_lines", grid_1d(n3, 256), &g, &self.vol, &self.corr, &mut s.a)?;
-                marks.mark("corr:prep")?;
-                s.plan_a.exec_inplace(&mut s.a, false)?;
-                marks.mark("fft:lines-x2")?;
-                stream.memset_zeros(&mut s.b)?;
+                {
+                    let s = self.sep.as_mut().expect("separable buffers");
+                    stream.memset_zeros(&mut s.a)?;
+                    stream.memset_zeros(&mut s.b)?;
+                }
                 let (one, zero) = (1u32, 0u32);
-                launch!(gpu, &resample, resample_cfg(n, n, m), &g, &n, &n, &one, &p, &s.a, &mut s.b)?;
-                marks.mark("gather:resample-x2")?;
+                for r in slabs(n as usize, self.slab_planes) {
+                    before(self, r.clone())?;
+                    let s = self.sep.as_mut().expect("separable buffers");
+                    let (a0, planes) = (r.start as u32, r.len() as u32);
+                    launch!(gpu, "wp_prep_lines", grid_1d(r.len() * (n * n) as usize, 256), &g, &a0, &planes, &self.vol,
+                        &self.corr, &mut s.a)?;
+                    marks.mark("corr:prep")?;
+                    Separable::slab_plan(&s.plan_slab, r.len())?.exec_inplace_at(&mut s.a, r.start * (n * p) as usize, false)?;
+                    marks.mark("fft:lines-x2")?;
+                    launch!(gpu, &resample, resample_cfg(planes, n, m), &g, &n, &n, &one, &p, &a0, &s.a, &mut s.b)?;
+                    marks.mark("gather:resample-x2")?;
+                }
+                let s = self.sep.as_mut().expect("separable buffers");
                 s.plan_b.exec_inplace(&mut s.b, false)?;
                 marks.mark("fft:lines-x1")?;
                 stream.memset_zeros(&mut s.a)?;
-                launch!(gpu, &resample, resample_cfg(m, n, m), &g, &m, &n, &one, &p, &s.b, &mut s.a)?;
+                launch!(gpu, &resample, resample_cfg(m, n, m), &g, &m, &n, &one, &p, &zero, &s.b, &mut s.a)?;
                 marks.mark("gather:resample-x1")?;
                 s.plan_c.exec_inplace(&mut s.a, false)?;
                 marks.mark("fft:lines-x0")?;
-                launch!(gpu, &resample, resample_cfg(m, m, m), &g, &m, &m, &zero, &m, &s.a, &mut self.lat)?;
+                launch!(gpu, &resample, resample_cfg(m, m, m), &g, &m, &m, &zero, &m, &zero, &s.a, &mut self.lat)?;
                 marks.mark("gather:resample-x0")?;
             }
             Gather::Stencil => {
+                before(self, 0..n as usize)?;
                 let s = self.stencil.as_mut().expect("stencil buffers");
                 stream.memset_zeros(&mut s.grid)?;
                 launch!(gpu, "wp_prep_grid", grid_1d(n3, 256), &g, &self.vol, &self.corr, &mut s.grid)?;
@@ -731,6 +871,7 @@ impl GpuEngine {
                 marks.mark("fft:grid-3d")?;
             }
             Gather::Lattice => {
+                before(self, 0..n as usize)?;
                 stream.memset_zeros(&mut self.lat)?;
                 launch!(gpu, "wp_prep_lattice", grid_1d(n3, 256), &g, &self.vol, &mut self.lat)?;
                 marks.mark("corr:prep")?;
@@ -790,7 +931,12 @@ impl GpuEngine {
     }
 
     /// Adjoint USFFT from the lattice to the volume buffer (real part).
-    pub fn spectrum_adjoint(&mut self, marks: &mut Marks) -> Result<()> {
+    pub fn spectrum_adjoint(&mut self, marks: &mut Marks) -> Result<()> { self.spectrum_adjoint_slabbed(marks, &mut |_, _| Ok(())) }
+
+    /// [`GpuEngine::spectrum_adjoint`], `after(engine, planes)` queued once the x0 `planes` of the
+    /// volume buffer are written: separable, the last (x2) pass goes slab by slab ([`slabs`]);
+    /// the other gathers write the whole cube at once.
+    fn spectrum_adjoint_slabbed(&mut self, marks: &mut Marks, after: &mut SlabStep) -> Result<()> {
         let (n, m, p) = (self.frame.n() as u32, self.frame.m() as u32, self.frame.p() as u32);
         let g = self.g;
         let gpu = self.gpu.clone();
@@ -800,20 +946,26 @@ impl GpuEngine {
                 let adjoint = self.q_kernel("wp_adjoint");
                 let s = self.sep.as_mut().expect("separable buffers");
                 let (one, zero) = (1u32, 0u32);
-                launch!(gpu, &adjoint, adjoint_cfg(m, m, p), &g, &m, &m, &zero, &m, &self.lat, &mut s.a)?;
+                launch!(gpu, &adjoint, adjoint_cfg(m, m, p), &g, &m, &m, &zero, &m, &zero, &self.lat, &mut s.a)?;
                 marks.mark("gather:adjoint-x0")?;
                 s.plan_c.exec_inplace(&mut s.a, true)?;
                 marks.mark("fft:lines-x0")?;
-                launch!(gpu, &adjoint, adjoint_cfg(m, n, p), &g, &m, &n, &one, &p, &s.a, &mut s.b)?;
+                launch!(gpu, &adjoint, adjoint_cfg(m, n, p), &g, &m, &n, &one, &p, &zero, &s.a, &mut s.b)?;
                 marks.mark("gather:adjoint-x1")?;
                 s.plan_b.exec_inplace(&mut s.b, true)?;
                 marks.mark("fft:lines-x1")?;
-                launch!(gpu, &adjoint, adjoint_cfg(n, n, p), &g, &n, &n, &one, &p, &s.b, &mut s.a)?;
-                marks.mark("gather:adjoint-x2")?;
-                s.plan_a.exec_inplace(&mut s.a, true)?;
-                marks.mark("fft:lines-x2")?;
-                launch!(gpu, "wp_crop_lines", grid_1d(n3, 256), &g, &s.a, &self.corr, &mut self.vol)?;
-                marks.mark("corr:crop")?;
+                for r in slabs(n as usize, self.slab_planes) {
+                    let s = self.sep.as_mut().expect("separable buffers");
+                    let (a0, planes) = (r.start as u32, r.len() as u32);
+                    launch!(gpu, &adjoint, adjoint_cfg(planes, n, p), &g, &n, &n, &one, &p, &a0, &s.b, &mut s.a)?;
+                    marks.mark("gather:adjoint-x2")?;
+                    Separable::slab_plan(&s.plan_slab, r.len())?.exec_inplace_at(&mut s.a, r.start * (n * p) as usize, true)?;
+                    marks.mark("fft:lines-x2")?;
+                    launch!(gpu, "wp_crop_lines", grid_1d(r.len() * (n * n) as usize, 256), &g, &a0, &planes, &s.a, &self.corr,
+                        &mut self.vol)?;
+                    marks.mark("corr:crop")?;
+                    after(self, r)?;
+                }
             }
             Gather::Stencil => {
                 let s = self.stencil.as_mut().expect("stencil buffers");
@@ -828,12 +980,14 @@ impl GpuEngine {
                 marks.mark("fft:grid-3d")?;
                 launch!(gpu, "wp_crop_grid", grid_1d(n3, 256), &g, &s.grid, &self.corr, &mut self.vol)?;
                 marks.mark("corr:crop")?;
+                after(self, 0..n as usize)?;
             }
             Gather::Lattice => {
                 self.lattice_plan.as_ref().expect("lattice plan").exec_inplace(&mut self.lat, true)?;
                 marks.mark("fft:lattice-3d")?;
                 launch!(gpu, "wp_crop_lattice", grid_1d(n3, 256), &g, &self.lat, &mut self.vol)?;
                 marks.mark("corr:crop")?;
+                after(self, 0..n as usize)?;
             }
         }
         Ok(())
