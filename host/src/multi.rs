@@ -286,7 +286,7 @@ pub fn take_marks() -> Vec<(&'static str, f64)> {
 }
 
 /// The marks as one line: each phase once, in order of first appearance, its time (`min-max`
-/// where several devices recorded it), e.g. `plan 12 ms, device setup 3-5 ms, ...`.
+/// where several devices recorded it), e.g. `plan 12.1 ms, device setup 3.0-5.2 ms, ...`.
 pub fn marks_line(marks: &[(&'static str, f64)]) -> String {
     let mut seen: Vec<(&'static str, f64, f64)> = Vec::new();
     for &(p, ms) in marks {
@@ -298,7 +298,9 @@ pub fn marks_line(marks: &[(&'static str, f64)]) -> String {
             None => seen.push((p, ms, ms)),
         }
     }
-    seen.iter().map(|&(p, lo, hi)| if hi - lo >= 0.5 { format!("{p} {lo:.0}-{hi:.0} ms") } else { format!("{p} {hi:.0} ms") })
+    // Tenths of a ms below 100 ms (the serial ends of a 35 ms job are 1-2 ms).
+    let ms = |v: f64| if v < 100.0 { format!("{v:.1}") } else { format!("{v:.0}") };
+    seen.iter().map(|&(p, lo, hi)| if hi - lo >= 0.05 { format!("{p} {}-{} ms", ms(lo), ms(hi)) } else { format!("{p} {} ms", ms(hi)) })
         .collect::<Vec<_>>().join(", ")
 }
 
@@ -555,8 +557,9 @@ mod tests {
 
     #[test]
     fn scale_marks_line_gives_ranges_over_devices() {
-        assert_eq!(marks_line(&[("plan", 1.2), ("devices set up at", 2.0), ("devices set up at", 5.0), ("host sum", 3.0)]),
-            "plan 1 ms, devices set up at 2-5 ms, host sum 3 ms");
+        assert_eq!(marks_line(&[("plan", 1.24), ("devices set up at", 2.0), ("devices set up at", 5.0), ("host sum", 3.0),
+            ("image sum", 150.4), ("image sum", 150.42)]),
+            "plan 1.2 ms, devices set up at 2.0-5.0 ms, host sum 3.0 ms, image sum 150 ms");
         assert_eq!(marks_line(&[]), "");
     }
 

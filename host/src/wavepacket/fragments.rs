@@ -878,9 +878,11 @@ impl Fragmented {
                         if let Some(p) = prev.take() {
                             finish(&*e, p)?;
                         }
-                        if let Some((busy, idle)) = e.take_device_times()? {
-                            crate::multi::mark_ms("device in cubes (each)", busy);
-                            crate::multi::mark_ms("device idle between cubes (each)", idle);
+                        if let Some(t) = e.take_device_times()? {
+                            crate::multi::mark_ms("device waits for its first slab (each)", t.first_slab);
+                            crate::multi::mark_ms("device in cubes (each)", t.busy);
+                            crate::multi::mark_ms("device idle between cubes (each)", t.idle);
+                            crate::multi::mark_ms("last box down after its fold (each)", t.last_download);
                         }
                         Ok(())
                     })();

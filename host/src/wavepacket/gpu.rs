@@ -160,6 +160,19 @@ struct Boxed {
     /// Events before each cube's cut (once its samples are up) and after its fold, for
     /// [`GpuEngine::take_device_times`].
     timeline: Vec<(CudaEvent, CudaEvent)>,
+    /// The job's first queued step on the compute stream (the wait for the first slab is from
+    /// there to the first cube's start).
+    lead: Option<CudaEvent>,
+}
+
+/// A job's device times ([`GpuEngine::take_device_times`]), ms: in its cubes (from each first cut
+/// to the last fold), idle between them, waiting for the first slab's samples before the first
+/// cut, and the last box's download after its last fold.
+pub struct DeviceTimes {
+    pub busy: f64,
+    pub idle: f64,
+    pub first_slab: f64,
+    pub last_download: f64,
 }
 
 /// A box on its way down ([`GpuEngine::cube_into_box`]): the event that completes when its
@@ -464,6 +477,7 @@ impl GpuEngine {
     pub(crate) fn quiesce(&mut self) -> Result<()> {
         if let Some(bx) = self.boxed.as_mut() {
             bx.timeline.clear();
+            bx.lead = None;
         }
         self.gpu.stream().synchronize().context("waiting for the engine's work")?;
         if let Some(st) = &self.staging {
@@ -540,9 +554,14 @@ impl GpuEngine {
                 acc: [self.gpu.zeros::<f32>(1)?, self.gpu.zeros::<f32>(1)?], downloaded: [None, None], which: 0,
                 down: self.gpu.context().new_stream().context("creating the box download stream")?,
                 bad: self.gpu.zeros::<u32>(1)?,
-                status: [PinnedBuf::new(&self.gpu, status)?, PinnedBuf::new(&self.gpu, status)?], timeline: Vec::new() });
+                status: [PinnedBuf::new(&self.gpu, status)?, PinnedBuf::new(&self.gpu, status)?], timeline: Vec::new(),
+                lead: None });
         }
         let bx = self.boxed.as_mut().unwrap();
+        let timed = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        if bx.timeline.is_empty() && bx.lead.is_none() {
+            bx.lead = Some(stream.record_event(timed).context("recording a job's start")?);
+        }
         // The staged raw samples become the cube's: a slab's cut waits for that slab's upload (a
         // 3D block's slab events), or for everything staged (host-copied slabs).
         let st = self.staging.as_mut().filter(|st| st.queued).with_context(|| format!("cube {}: no raw samples staged", job.t))?;
@@ -569,7 +588,6 @@ impl GpuEngine {
         let gpu = self.gpu.clone();
         let (c, [n0, n1, n2]) = (n as u32, job.inside.map(|v| v as u32));
         let (len, off) = (job.len as u32, job.off as u32);
-        let timed = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
         let mut started = None;
         // Before the forward reads a slab: its raw samples up, its cut (taper and padding).
         let mut cut = |e: &mut GpuEngine, r: std::ops::Range<usize>| -> Result<()> {
@@ -670,7 +688,7 @@ impl GpuEngine {
         }
         let ev = bx.down.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
             .context("recording a box's download")?;
-        bx.downloaded[w] = Some(bx.down.record_event(None).context("recording a box's download")?);
+        bx.downloaded[w] = Some(bx.down.record_event(timed).context("recording a box's download")?);
         bx.which ^= 1;
         Ok(Some(BoxDown { event: ev, slot: w, fresh_written }))
     }
@@ -678,9 +696,10 @@ impl GpuEngine {
     /// The device's time in the cubes since the last call (from each cut, once the samples were
     /// up, to the fold) and its idle time between them (waiting for samples, or for the host to
     /// queue the next cube), in ms; `None` before any cube. Waits for the last cube.
-    pub(crate) fn take_device_times(&mut self) -> Result<Option<(f64, f64)>> {
+    pub(crate) fn take_device_times(&mut self) -> Result<Option<DeviceTimes>> {
         let Some(bx) = self.boxed.as_mut() else { return Ok(None) };
         let tl = std::mem::take(&mut bx.timeline);
+        let lead = bx.lead.take();
         let (Some(first), Some(last)) = (tl.first(), tl.last()) else { return Ok(None) };
         last.1.synchronize().context("waiting for the last cube")?;
         let mut busy = 0.0;
@@ -688,7 +707,19 @@ impl GpuEngine {
             busy += a.elapsed_ms(b).context("reading a cube's events")? as f64;
         }
         let span = first.0.elapsed_ms(&last.1).context("reading the cubes' events")? as f64;
-        Ok(Some((busy, span - busy)))
+        let first_slab = match &lead {
+            Some(l) => l.elapsed_ms(&first.0).context("reading a job's first events")? as f64,
+            None => 0.0,
+        };
+        // The last box's sum went down from the slot before the current one.
+        let last_download = match &bx.downloaded[bx.which ^ 1] {
+            Some(d) => {
+                d.synchronize().context("waiting for the last box's download")?;
+                last.1.elapsed_ms(d).context("reading the last download's event")? as f64
+            }
+            None => 0.0,
+        };
+        Ok(Some(DeviceTimes { busy, idle: span - busy, first_slab, last_download }))
     }
 
     /// A box's status once its event has completed: the coefficients its threshold kept (`None`

@@ -544,9 +544,9 @@ impl Engine {
         }
     }
 
-    /// A GPU engine's time in its cubes and idle between them since the last call, in ms
-    /// ([`gpu::GpuEngine::take_device_times`]); `None` on the CPU.
-    pub(crate) fn take_device_times(&mut self) -> Result<Option<(f64, f64)>> {
+    /// A GPU engine's times in the last job (in its cubes, idle between them, the first slab's
+    /// wait, the last download: [`gpu::GpuEngine::take_device_times`]); `None` on the CPU.
+    pub(crate) fn take_device_times(&mut self) -> Result<Option<gpu::DeviceTimes>> {
         match self {
             Engine::Gpu(e) => e.take_device_times(),
             Engine::Cpu(_) => Ok(None),
