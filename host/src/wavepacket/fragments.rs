@@ -258,14 +258,21 @@ impl Tiling {
     /// are set to it, so the volume's earlier contents do not matter (no zeroing pass, and a
     /// reused output buffer works as a fresh one). In parallel over the box's planes; every
     /// sample gets one write per box, so the result is that of a serial loop, bit for bit.
-    pub fn fold_box(&self, vol: &mut [f32], b: usize, partial: &[f32]) -> Result<()> { self.fold_box_part(vol, b, partial, true) }
+    pub fn fold_box(&self, vol: &mut [f32], b: usize, partial: &[f32]) -> Result<()> {
+        self.fold_box_rows(vol, b, partial, true, 0..self.cube_box(b).extent[0])
+    }
 
     /// As [`Tiling::fold_box`] where the box's fresh block ([`CubeBox::fresh`]) is already in the
     /// volume (a GPU copied it there from the device): only the samples an earlier box wrote get
     /// the sum added; `partial` needs to hold only those.
-    pub fn add_covered(&self, vol: &mut [f32], b: usize, partial: &[f32]) -> Result<()> { self.fold_box_part(vol, b, partial, false) }
+    pub fn add_covered(&self, vol: &mut [f32], b: usize, partial: &[f32]) -> Result<()> {
+        self.fold_box_rows(vol, b, partial, false, 0..self.cube_box(b).extent[0])
+    }
 
-    fn fold_box_part(&self, vol: &mut [f32], b: usize, partial: &[f32], set_fresh: bool) -> Result<()> {
+    /// [`Tiling::fold_box`] (`set_fresh`) or [`Tiling::add_covered`] of the box's x0 `rows` only
+    /// (box-relative; `partial` is the whole box's): a box folds slab by slab as its sum comes down.
+    pub fn fold_box_rows(&self, vol: &mut [f32], b: usize, partial: &[f32], set_fresh: bool, rows: std::ops::Range<usize>)
+        -> Result<()> {
         let bx = self.cube_box(b);
         let [e0, e1, e2] = bx.extent;
         let [c0, c1, c2] = bx.covered;
@@ -273,8 +280,11 @@ impl Tiling {
         let [_, s1, s2] = self.shape;
         ensure!(vol.len() == self.shape.iter().product::<usize>(), "{} samples for a {:?} volume", vol.len(), self.shape);
         ensure!(partial.len() >= e0 * e1 * e2, "box {b}: partial sum of {} samples for {e0} x {e1} x {e2}", partial.len());
-        vol[o[0] * s1 * s2..(o[0] + e0) * s1 * s2].par_chunks_mut(s1 * s2).zip(partial[..e0 * e1 * e2].par_chunks(e1 * e2))
-            .enumerate().for_each(|(x0, (plane, part))| {
+        ensure!(rows.start <= rows.end && rows.end <= e0, "box {b}: rows {rows:?} of {e0}");
+        let planes = (o[0] + rows.start) * s1 * s2..(o[0] + rows.end) * s1 * s2;
+        vol[planes].par_chunks_mut(s1 * s2).zip(partial[rows.start * e1 * e2..rows.end * e1 * e2].par_chunks(e1 * e2))
+            .enumerate().for_each(|(r, (plane, part))| {
+                let x0 = rows.start + r;
                 for x1 in 0..e1 {
                     let dst = &mut plane[(o[1] + x1) * s2 + o[2]..][..e2];
                     let src = &part[x1 * e2..][..e2];
@@ -486,9 +496,127 @@ pub struct Processed {
     pub kept: Option<u64>,
 }
 
-/// From an engine's thread to the folding thread: a box's partial sum (in a host buffer of the
-/// engine's pool) and its kept count, or the failure of a cube of the box.
-type BoxResult = (usize, usize, Result<(HostSamples, Option<u64>, bool)>);
+/// From an engine's thread to the folding thread: a box's partial sum on its way (in a host
+/// buffer of the engine's pool) and its kept count, or the failure of a cube of the box.
+type BoxResult = (usize, usize, Result<(Arrival, Option<u64>)>);
+
+/// A box's partial sum coming into host memory: the engine's buffer, whether the box's fresh
+/// block went straight into the output volume, and the box's slabs of x0 rows (box-relative) not
+/// folded yet, each with the event after which its rows are in the buffer (none: there already).
+struct Arrival {
+    buf: HostSamples,
+    fresh: bool,
+    slabs: std::collections::VecDeque<(std::ops::Range<usize>, Option<cudarc::driver::CudaEvent>)>,
+}
+
+impl Arrival {
+    /// Waits until nothing more comes down into the buffer (or the volume), for a job that stops.
+    fn settle(&self) {
+        for ev in self.slabs.iter().filter_map(|(_, e)| e.as_ref()) {
+            let _ = ev.synchronize();
+        }
+    }
+}
+
+/// Issue 9: the boxes' partial sums into the volume, each volume plane (x0) taking its boxes in
+/// box order, so every sample gets its sum in one fixed order whatever the engines and their
+/// timing; a box folds slab by slab as its rows come down. The last boxes of several devices
+/// arrive together: they fold plane by plane behind one another (box 5's first slab once box 4's
+/// first slab is in) while the later slabs still come down, not one whole box after another once
+/// all are down (on 4 GPUs at 480^3, ~1.5 ms of host folds after the devices had finished).
+struct OrderedFold<'t> {
+    tiling: &'t Tiling,
+    /// Each box's first volume plane.
+    origin: Vec<usize>,
+    /// Per volume plane: the boxes covering it, in order, and how many of them are folded there.
+    covering: Vec<Vec<usize>>,
+    folded: Vec<usize>,
+    pending: BTreeMap<usize, (usize, Arrival)>,
+    boxes_done: usize,
+    /// Seconds spent folding.
+    busy: f64,
+}
+
+impl<'t> OrderedFold<'t> {
+    fn new(tiling: &'t Tiling) -> Self {
+        let mut covering = vec![Vec::new(); tiling.shape[0]];
+        let mut origin = Vec::new();
+        for b in 0..tiling.box_count() {
+            let bx = tiling.cube_box(b);
+            origin.push(bx.origin[0]);
+            for p in bx.origin[0]..bx.origin[0] + bx.extent[0] {
+                covering[p].push(b);
+            }
+        }
+        let folded = vec![0; covering.len()];
+        Self { tiling, origin, covering, folded, pending: BTreeMap::new(), boxes_done: 0, busy: 0.0 }
+    }
+
+    fn add(&mut self, b: usize, engine: usize, a: Arrival) { self.pending.insert(b, (engine, a)); }
+
+    fn finished(&self) -> bool { self.boxes_done == self.tiling.box_count() }
+
+    /// Whether box b may fold its `rows`: on each of their planes every earlier box is in.
+    fn due(&self, b: usize, rows: &std::ops::Range<usize>) -> bool {
+        let o = self.origin[b];
+        (o + rows.start..o + rows.end).all(|p| self.covering[p].get(self.folded[p]) == Some(&b))
+    }
+
+    /// Whether a slab is due but still coming down (a blocking [`OrderedFold::step`] waits for it).
+    fn waiting(&self) -> bool {
+        self.pending.iter().any(|(&b, (_, a))| a.slabs.front().is_some_and(|(r, _)| self.due(b, r)))
+    }
+
+    /// Folds every due slab that is down; with `wait`, also waits for the first due slab that is
+    /// not. Whole boxes go back to their engines' pools. Returns whether anything was folded, or
+    /// the box that failed.
+    fn step(&mut self, out: &mut [f32], pools: &[CubePool], wait: bool) -> std::result::Result<bool, (usize, anyhow::Error)> {
+        let mut any = false;
+        let mut may_wait = wait;
+        let boxes: Vec<usize> = self.pending.keys().copied().collect();
+        for b in boxes {
+            loop {
+                let Some((rows, ev)) = self.pending[&b].1.slabs.front() else { break };
+                if !self.due(b, rows) {
+                    break;
+                }
+                if let Some(ev) = ev && !ev.is_complete() {
+                    if !may_wait {
+                        break;
+                    }
+                    ev.synchronize().map_err(|e| (b, anyhow::Error::from(e).context("waiting for a box's partial sum")))?;
+                    may_wait = false;
+                }
+                let tf = std::time::Instant::now();
+                let (_, a) = self.pending.get_mut(&b).unwrap();
+                let (rows, _) = a.slabs.pop_front().unwrap();
+                let partial = a.buf.as_slice().map_err(|e| (b, e.into()))?;
+                self.tiling.fold_box_rows(out, b, partial, !a.fresh, rows.clone())
+                    .map_err(|e| (b, e.context(format!("adding box {b} into the volume"))))?;
+                self.busy += tf.elapsed().as_secs_f64();
+                for p in self.origin[b] + rows.start..self.origin[b] + rows.end {
+                    self.folded[p] += 1;
+                }
+                any = true;
+            }
+            if self.pending[&b].1.slabs.is_empty() {
+                let (k, a) = self.pending.remove(&b).unwrap();
+                pools[k].give(a.buf);
+                self.boxes_done += 1;
+            }
+        }
+        Ok(any)
+    }
+
+    /// Waits for every slab still coming down and gives the buffers back (a job that stops: no
+    /// device may go on writing host memory once it has returned).
+    fn drain(self, pools: &[CubePool]) {
+        for (_, (k, a)) in self.pending {
+            a.settle();
+            pools[k].give(a.buf);
+        }
+    }
+}
 
 /// A volume sample that is not finite, found while writing the cubes ([`Fragmented::process`]
 /// then names the first one with [`validate_volume`]).
@@ -795,18 +923,28 @@ impl Fragmented {
                         if raw.is_none() && !direct {
                             raw = Some(e.host_raw()?);
                         }
+                        // A box goes to the fold once its first slab is down (its status with
+                        // it); the folding thread waits for the others.
                         let finish = |e: &Engine, (pb, buf, down, kept): OnDevice| -> Result<()> {
                             let mut kept = kept;
-                            let fresh = down.as_ref().is_some_and(|d| d.fresh_written);
-                            if let Some(d) = down {
-                                d.event.synchronize().context("waiting for a box's partial sum")?;
-                                let (k, finite) = e.box_status(&d, threshold)?;
-                                if !finite {
-                                    return Err(NotFinite.into());
+                            let arrival = match down {
+                                Some(d) => {
+                                    if let Some((_, ev)) = d.slabs.first() {
+                                        ev.synchronize().context("waiting for a box's partial sum")?;
+                                    }
+                                    let (k, finite) = e.box_status(&d, threshold)?;
+                                    let slabs = d.slabs.into_iter().map(|(r, ev)| (r, Some(ev))).collect();
+                                    let a = Arrival { buf, fresh: d.fresh_written, slabs };
+                                    if !finite {
+                                        a.settle();
+                                        return Err(NotFinite.into());
+                                    }
+                                    kept = kept.or(k);
+                                    a
                                 }
-                                kept = kept.or(k);
-                            }
-                            let _ = tx.send((pb, k, Ok((buf, kept, fresh))));
+                                None => Arrival { buf, fresh: false, slabs: [(0..self.tiling.cube_box(pb).extent[0], None)].into() },
+                            };
+                            let _ = tx.send((pb, k, Ok((arrival, kept))));
                             Ok(())
                         };
                         loop {
@@ -909,56 +1047,66 @@ impl Fragmented {
                 });
             }
             drop(tx);
-            // The ordered fold: box b is added once every earlier box is in.
-            let mut early: BTreeMap<usize, (usize, HostSamples, bool)> = BTreeMap::new();
-            let (mut due, mut got, mut busy) = (0usize, 0usize, 0.0f64);
+            // The ordered fold ([`OrderedFold`]): each plane takes its boxes in order, a box's
+            // slabs as they come down.
+            let mut fold = OrderedFold::new(&self.tiling);
+            let mut got = 0usize;
             let mut kept: Option<u64> = Some(0);
             let mut failure: Option<(usize, anyhow::Error)> = None;
-            while let Ok((b, k, r)) = rx.recv() {
-                let (buf, n, fresh) = match r {
-                    Err(e) => {
-                        stop_all();
-                        // The lowest box's failure (deterministic when several fail).
-                        if failure.as_ref().is_none_or(|(fb, _)| b < *fb) {
-                            failure = Some((b, e));
+            let fail = |failure: &mut Option<(usize, anyhow::Error)>, b: usize, e: anyhow::Error| {
+                stop_all();
+                // The lowest box's failure (deterministic when several fail).
+                if failure.as_ref().is_none_or(|(fb, _)| b < *fb) {
+                    *failure = Some((b, e));
+                }
+            };
+            loop {
+                if failure.is_none() {
+                    match fold.step(out, &self.pools, false) {
+                        Ok(true) => continue,
+                        Ok(false) => {}
+                        Err((b, e)) => fail(&mut failure, b, e),
+                    }
+                }
+                // A message if one is there; else the next due slab still coming down; else the
+                // next message. Once every engine is done, what is left to fold.
+                let msg = match rx.try_recv() {
+                    Ok(m) => Some(m),
+                    Err(std::sync::mpsc::TryRecvError::Empty) if failure.is_some() || !fold.waiting() => rx.recv().ok(),
+                    Err(_) => None,
+                };
+                let Some((b, k, r)) = msg else {
+                    if failure.is_none() && fold.waiting() {
+                        if let Err((b, e)) = fold.step(out, &self.pools, true) {
+                            fail(&mut failure, b, e);
                         }
                         continue;
                     }
-                    Ok(v) => v,
+                    // Every engine is done (the channel is closed) and nothing due is left.
+                    break;
                 };
-                kept = kept.zip(n).map(|(a, b)| a + b);
-                got += 1;
-                if got == 1 {
-                    crate::multi::mark("first box at", t0);
-                }
-                if got == boxes {
-                    crate::multi::mark("last box at", t0);
-                }
-                if failure.is_some() {
-                    self.pools[k].give(buf);
-                    continue;
-                }
-                early.insert(b, (k, buf, fresh));
-                while let Some((k, buf, fresh)) = early.remove(&due) {
-                    let tf = std::time::Instant::now();
-                    let r = buf.as_slice().map_err(anyhow::Error::from).and_then(|p| if fresh {
-                        self.tiling.add_covered(out, due, p)
-                    } else {
-                        self.tiling.fold_box(out, due, p)
-                    });
-                    busy += tf.elapsed().as_secs_f64();
-                    self.pools[k].give(buf);
-                    if let Err(e) = r {
-                        stop_all();
-                        failure = Some((due, e.context(format!("adding box {due} into the volume"))));
-                        break;
+                match r {
+                    Err(e) => fail(&mut failure, b, e),
+                    Ok((a, n)) => {
+                        kept = kept.zip(n).map(|(a, b)| a + b);
+                        got += 1;
+                        if got == 1 {
+                            crate::multi::mark("first box at", t0);
+                        }
+                        if got == boxes {
+                            crate::multi::mark("last box at", t0);
+                        }
+                        if failure.is_some() {
+                            a.settle();
+                            self.pools[k].give(a.buf);
+                        } else {
+                            fold.add(b, k, a);
+                        }
                     }
-                    due += 1;
                 }
             }
-            for (_, (k, b, _)) in early {
-                self.pools[k].give(b);
-            }
+            let (due, busy) = (fold.boxes_done, fold.busy);
+            fold.drain(&self.pools);
             crate::multi::mark("folded at", t0);
             if let Some(since) = std::time::Instant::now().checked_sub(std::time::Duration::from_secs_f64(busy)) {
                 crate::multi::mark("host fold busy", since);
@@ -1108,6 +1256,64 @@ mod tests {
         let hits: Vec<bool> = (0..t.count()).map(|c| !t.copy_raw_staged(&bad, c, &mut raw, |_, _| Ok(())).unwrap()).collect();
         assert!(hits.iter().any(|&h| h), "some cube sees the bad sample");
         assert!(t.copy_raw_staged(&vol, 0, &mut raw[..10], |_, _| Ok(())).is_err(), "a short buffer is refused");
+    }
+
+    /// Issue 9's ordered fold by slabs: boxes arriving in a shuffled order, each in slabs of rows
+    /// (some with their fresh block already in the volume), give the volume of the in-order whole
+    /// box folds bit for bit; a box waits while an earlier box covering its planes is missing.
+    #[test]
+    fn scale_slab_folds_in_any_arrival_order_equal_the_box_order() {
+        use rand::{seq::SliceRandom, RngExt, SeedableRng};
+        let t = Tiling::new([45, 23, 70], 16, 4).unwrap();
+        let boxes = t.box_count();
+        let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let partials: Vec<Vec<f32>> = (0..boxes).map(|b| {
+            let [e0, e1, e2] = t.cube_box(b).extent;
+            (0..e0 * e1 * e2).map(|_| r.random_range(-1.0..1.0)).collect()
+        }).collect();
+        let mut want = vec![f32::NAN; t.shape.iter().product()];
+        for (b, p) in partials.iter().enumerate() {
+            t.fold_box(&mut want, b, p).unwrap();
+        }
+        for fresh_written in [false, true] {
+            let mut got = vec![f32::NAN; want.len()];
+            if fresh_written {
+                // As a GPU does: each box's fresh block straight into the volume.
+                for (b, p) in partials.iter().enumerate() {
+                    let bx = t.cube_box(b);
+                    let ([_, e1, e2], o) = (bx.extent, bx.origin);
+                    let Some((at, ext)) = bx.fresh() else { continue };
+                    for x0 in at[0]..at[0] + ext[0] {
+                        for x1 in at[1]..at[1] + ext[1] {
+                            for x2 in at[2]..at[2] + ext[2] {
+                                got[((o[0] + x0) * t.shape[1] + o[1] + x1) * t.shape[2] + o[2] + x2] = p[(x0 * e1 + x1) * e2 + x2];
+                            }
+                        }
+                    }
+                }
+            }
+            let pools: Vec<CubePool> = (0..2).map(|_| CubePool::default()).collect();
+            let mut fold = OrderedFold::new(&t);
+            let mut order: Vec<usize> = (0..boxes).collect();
+            order.shuffle(&mut r);
+            let mut held_back = 0;
+            for (i, &b) in order.iter().enumerate() {
+                let e0 = t.cube_box(b).extent[0];
+                let cut = r.random_range(1..=e0);
+                let slabs = [0..cut, cut..e0].into_iter().filter(|s| !s.is_empty()).map(|s| (s, None)).collect();
+                fold.add(b, i % 2, Arrival { buf: HostSamples::Pageable(partials[b].clone()), fresh: fresh_written, slabs });
+                let before = fold.boxes_done;
+                while fold.step(&mut got, &pools, false).unwrap() {}
+                if fold.boxes_done == before {
+                    held_back += 1;
+                }
+            }
+            assert!(fold.finished(), "{} of {boxes} boxes folded", fold.boxes_done);
+            assert!(held_back > 0, "the shuffle held no box back");
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "fresh blocks written first: {fresh_written}");
+            assert_eq!(pools.iter().map(|p| p.state.lock().unwrap().0.len()).sum::<usize>(), boxes, "every buffer given back");
+        }
     }
 
     /// Boxes take every cube once, in order, at most [`Tiling::box_cubes`] along x2 (long traces

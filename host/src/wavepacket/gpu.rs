@@ -175,10 +175,12 @@ pub struct DeviceTimes {
     pub last_download: f64,
 }
 
-/// A box on its way down ([`GpuEngine::cube_into_box`]): the event that completes when its
-/// partial sum is in the host buffer, and which of the engine's two sums it was.
+/// A box on its way down ([`GpuEngine::cube_into_box`]): its slabs of x0 rows (box-relative), in
+/// order, each with the event that completes when its part of the sum (and of the fresh block)
+/// is in host memory (the box's status is there with the first), and which of the engine's two
+/// sums it was.
 pub struct BoxDown {
-    pub event: CudaEvent,
+    pub slabs: Vec<(std::ops::Range<usize>, CudaEvent)>,
     slot: usize,
     /// The box's fresh block went straight into the output volume (the host adds only the
     /// covered shell: [`super::fragments::Tiling::add_covered`]).
@@ -522,7 +524,8 @@ impl GpuEngine {
     /// the compute stream: `wp_cut` (taper and padding) into the volume buffer, forward, the edit
     /// `op`, inverse, `wp_fold` into the box's partial sum (zeroed at the box's first cube). Behind
     /// the box's last cube the sum goes down into `partial` on a stream of its own (the next box
-    /// folds into the other sum meanwhile); the returned event completes when it is there.
+    /// folds into the other sum meanwhile), slab by slab: each returned slab's event completes
+    /// when its rows are there ([`BoxDown`]).
     /// [`CubeOp::Identity`] and [`CubeOp::Threshold`] never move the coefficients; the kept
     /// counts of a threshold add up over the box and go down behind its last cube
     /// ([`GpuEngine::kept`]).
@@ -634,6 +637,7 @@ impl GpuEngine {
             stream.memcpy_dtoh(&bx.bad, &mut status[scales..]).context("downloading a box's input check")?;
         }
         let fresh_written = job.last && out.is_some() && job.fresh.is_some();
+        let mut slabs_down = Vec::new();
         // After the inverse wrote a slab: its fold into the box's sum and, behind the box's last
         // cube, its rows' download (on the download stream, while the next slabs compute).
         let mut fold = |e: &mut GpuEngine, r: std::ops::Range<usize>| -> Result<()> {
@@ -678,6 +682,8 @@ impl GpuEngine {
                     bx.down.memcpy_dtoh(&acc.slice(part.clone()), &mut partial[part]).context("downloading a box's partial sum")?;
                 }
             }
+            let down = bx.down.record_event(None).context("recording a slab's download")?;
+            slabs_down.push((rows, down));
             Ok(())
         };
         self.inverse_slabbed(&mut Marks::off(), &mut fold)?;
@@ -686,11 +692,9 @@ impl GpuEngine {
         if !job.last {
             return Ok(None);
         }
-        let ev = bx.down.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
-            .context("recording a box's download")?;
         bx.downloaded[w] = Some(bx.down.record_event(timed).context("recording a box's download")?);
         bx.which ^= 1;
-        Ok(Some(BoxDown { event: ev, slot: w, fresh_written }))
+        Ok(Some(BoxDown { slabs: slabs_down, slot: w, fresh_written }))
     }
 
     /// The device's time in the cubes since the last call (from each cut, once the samples were
