@@ -1105,7 +1105,7 @@ impl Fragmented {
                     }
                 }
             }
-            let (due, busy) = (fold.boxes_done, fold.busy);
+            let (finished, due, busy) = (fold.finished(), fold.boxes_done, fold.busy);
             fold.drain(&self.pools);
             crate::multi::mark("folded at", t0);
             if let Some(since) = std::time::Instant::now().checked_sub(std::time::Duration::from_secs_f64(busy)) {
@@ -1114,7 +1114,7 @@ impl Fragmented {
             if let Some((_, e)) = failure {
                 return Err(e);
             }
-            ensure!(due == boxes, "{due} of {boxes} boxes came back");
+            ensure!(finished, "{due} of {boxes} boxes came back");
             Ok(if threshold { kept } else { None })
         });
         if result.is_err() {
