@@ -256,8 +256,8 @@ impl Tiling {
     /// Box b's partial sum ((e0, e1, e2) of its extent, x2 fastest) into the volume, boxes in
     /// order: samples an earlier box wrote ([`CubeBox::covered`]) get the sum added, the others
     /// are set to it, so the volume's earlier contents do not matter (no zeroing pass, and a
-    /// reused output buffer works as a fresh one). In parallel over the box's rows; every sample
-    /// gets one write per box, so the result is that of a serial loop, bit for bit.
+    /// reused output buffer works as a fresh one). In parallel over the box's planes; every
+    /// sample gets one write per box, so the result is that of a serial loop, bit for bit.
     pub fn fold_box(&self, vol: &mut [f32], b: usize, partial: &[f32]) -> Result<()> {
         self.fold_box_rows(vol, b, partial, true, 0..self.cube_box(b).extent[0])
     }
@@ -281,28 +281,24 @@ impl Tiling {
         ensure!(vol.len() == self.shape.iter().product::<usize>(), "{} samples for a {:?} volume", vol.len(), self.shape);
         ensure!(partial.len() >= e0 * e1 * e2, "box {b}: partial sum of {} samples for {e0} x {e1} x {e2}", partial.len());
         ensure!(rows.start <= rows.end && rows.end <= e0, "box {b}: rows {rows:?} of {e0}");
-        // In parallel over the volume's rows (x0, x1) of the planes: a slab of a few planes keeps
-        // every thread busy, and the covered shell's uneven rows spread (issue 9: by planes, a
-        // 32-plane slab's folds took twice the time of whole boxes).
         let planes = (o[0] + rows.start) * s1 * s2..(o[0] + rows.end) * s1 * s2;
-        vol[planes].par_chunks_mut(s2).with_min_len(8).enumerate().for_each(|(i, row)| {
-            let (x0, y) = (rows.start + i / s1, i % s1);
-            if y < o[1] || y >= o[1] + e1 {
-                return;
-            }
-            let x1 = y - o[1];
-            let dst = &mut row[o[2]..][..e2];
-            let src = &partial[(x0 * e1 + x1) * e2..][..e2];
-            // Samples below `split` along x2 were written before (all of them on a plane or row
-            // an earlier box covers).
-            let split = if x0 < c0 || x1 < c1 { e2 } else { c2 };
-            for (d, s) in dst[..split].iter_mut().zip(&src[..split]) {
-                *d += *s;
-            }
-            if set_fresh {
-                dst[split..].copy_from_slice(&src[split..]);
-            }
-        });
+        vol[planes].par_chunks_mut(s1 * s2).zip(partial[rows.start * e1 * e2..rows.end * e1 * e2].par_chunks(e1 * e2))
+            .enumerate().for_each(|(r, (plane, part))| {
+                let x0 = rows.start + r;
+                for x1 in 0..e1 {
+                    let dst = &mut plane[(o[1] + x1) * s2 + o[2]..][..e2];
+                    let src = &part[x1 * e2..][..e2];
+                    // Samples below `split` along x2 were written before (all of them on a
+                    // plane or row an earlier box covers).
+                    let split = if x0 < c0 || x1 < c1 { e2 } else { c2 };
+                    for (d, s) in dst[..split].iter_mut().zip(&src[..split]) {
+                        *d += *s;
+                    }
+                    if set_fresh {
+                        dst[split..].copy_from_slice(&src[split..]);
+                    }
+                }
+            });
         Ok(())
     }
 
@@ -906,6 +902,9 @@ impl Fragmented {
         // A GPU engine writes each box's fresh block straight into a page-locked output.
         let out_place = crate::runtime::memory::Place::host(out, self.tiling.shape, [0; 3]);
         let direct_out: Vec<bool> = self.engines.iter().map(|e| e.lock().is_ok_and(|e| e.page_locked(out))).collect();
+        // A/B knob (issue 9's scaling runs): `SEISGPU_WP_FOLD=box` folds each box once it is all
+        // down instead of slab by slab; the same bits either way.
+        let slab_folds = std::env::var("SEISGPU_WP_FOLD").map_or(true, |v| v != "box");
         let result = std::thread::scope(|s| -> Result<Option<u64>> {
             let (tx, rx) = std::sync::mpsc::channel::<BoxResult>();
             for (k, (eng, pool)) in self.engines.iter().zip(&self.pools).enumerate() {
@@ -937,7 +936,15 @@ impl Fragmented {
                                         ev.synchronize().context("waiting for a box's partial sum")?;
                                     }
                                     let (k, finite) = e.box_status(&d, threshold)?;
-                                    let slabs = d.slabs.into_iter().map(|(r, ev)| (r, Some(ev))).collect();
+                                    let slabs = if slab_folds {
+                                        d.slabs.into_iter().map(|(r, ev)| (r, Some(ev))).collect()
+                                    } else {
+                                        // The whole box at once, once it is all down.
+                                        for (_, ev) in &d.slabs {
+                                            ev.synchronize().context("waiting for a box's partial sum")?;
+                                        }
+                                        [(0..self.tiling.cube_box(pb).extent[0], None)].into()
+                                    };
                                     let a = Arrival { buf, fresh: d.fresh_written, slabs };
                                     if !finite {
                                         a.settle();
