@@ -259,46 +259,63 @@ impl Tiling {
     /// reused output buffer works as a fresh one). In parallel over the box's planes; every
     /// sample gets one write per box, so the result is that of a serial loop, bit for bit.
     pub fn fold_box(&self, vol: &mut [f32], b: usize, partial: &[f32]) -> Result<()> {
-        self.fold_box_rows(vol, b, partial, true, 0..self.cube_box(b).extent[0])
+        self.fold_rows(vol, &[FoldRows { b, partial, set_fresh: true, rows: 0..self.cube_box(b).extent[0] }])
     }
 
     /// As [`Tiling::fold_box`] where the box's fresh block ([`CubeBox::fresh`]) is already in the
     /// volume (a GPU copied it there from the device): only the samples an earlier box wrote get
     /// the sum added; `partial` needs to hold only those.
     pub fn add_covered(&self, vol: &mut [f32], b: usize, partial: &[f32]) -> Result<()> {
-        self.fold_box_rows(vol, b, partial, false, 0..self.cube_box(b).extent[0])
+        self.fold_rows(vol, &[FoldRows { b, partial, set_fresh: false, rows: 0..self.cube_box(b).extent[0] }])
     }
 
-    /// [`Tiling::fold_box`] (`set_fresh`) or [`Tiling::add_covered`] of the box's x0 `rows` only
-    /// (box-relative; `partial` is the whole box's): a box folds slab by slab as its sum comes down.
-    pub fn fold_box_rows(&self, vol: &mut [f32], b: usize, partial: &[f32], set_fresh: bool, rows: std::ops::Range<usize>)
-        -> Result<()> {
-        let bx = self.cube_box(b);
-        let [e0, e1, e2] = bx.extent;
-        let [c0, c1, c2] = bx.covered;
-        let o = bx.origin;
+    /// Folds several boxes' x0 rows ([`FoldRows`]) in one parallel pass over the volume rows they
+    /// touch, every sample taking the items in their order (which must be box order wherever two
+    /// touch the same plane): a box folds slab by slab as its sum comes down, and the slabs of the
+    /// boxes ready together go in one pass (issue 9: a pass per 32-plane slab cost twice the
+    /// time of whole boxes). In tasks of 32 volume rows, so a slab of a few planes spreads over
+    /// every thread; each sample gets one write per item, the result of a serial loop bit for bit.
+    pub fn fold_rows(&self, vol: &mut [f32], items: &[FoldRows]) -> Result<()> {
+        const ROWS: usize = 32;
         let [_, s1, s2] = self.shape;
         ensure!(vol.len() == self.shape.iter().product::<usize>(), "{} samples for a {:?} volume", vol.len(), self.shape);
-        ensure!(partial.len() >= e0 * e1 * e2, "box {b}: partial sum of {} samples for {e0} x {e1} x {e2}", partial.len());
-        ensure!(rows.start <= rows.end && rows.end <= e0, "box {b}: rows {rows:?} of {e0}");
-        let planes = (o[0] + rows.start) * s1 * s2..(o[0] + rows.end) * s1 * s2;
-        vol[planes].par_chunks_mut(s1 * s2).zip(partial[rows.start * e1 * e2..rows.end * e1 * e2].par_chunks(e1 * e2))
-            .enumerate().for_each(|(r, (plane, part))| {
-                let x0 = rows.start + r;
-                for x1 in 0..e1 {
-                    let dst = &mut plane[(o[1] + x1) * s2 + o[2]..][..e2];
-                    let src = &part[x1 * e2..][..e2];
+        let boxes: Vec<CubeBox> = items.iter().map(|it| self.cube_box(it.b)).collect();
+        for (it, bx) in items.iter().zip(&boxes) {
+            let [e0, e1, e2] = bx.extent;
+            ensure!(it.partial.len() >= e0 * e1 * e2, "box {}: partial sum of {} samples for {e0} x {e1} x {e2}", it.b,
+                it.partial.len());
+            ensure!(it.rows.start <= it.rows.end && it.rows.end <= e0, "box {}: rows {:?} of {e0}", it.b, it.rows);
+        }
+        let planes = |(it, bx): (&FoldRows, &CubeBox)| bx.origin[0] + it.rows.start..bx.origin[0] + it.rows.end;
+        let lo = items.iter().zip(&boxes).map(|x| planes(x).start).min().unwrap_or(0);
+        let hi = items.iter().zip(&boxes).map(|x| planes(x).end).max().unwrap_or(0);
+        if lo >= hi {
+            return Ok(());
+        }
+        vol[lo * s1 * s2..hi * s1 * s2].par_chunks_mut(ROWS * s2).enumerate().for_each(|(task, rows)| {
+            for (r, row) in rows.chunks_mut(s2).enumerate() {
+                let g = task * ROWS + r;
+                let (p, y) = (lo + g / s1, g % s1);
+                for (it, bx) in items.iter().zip(&boxes) {
+                    let ([_, e1, e2], [c0, c1, c2], o) = (bx.extent, bx.covered, bx.origin);
+                    if !planes((it, bx)).contains(&p) || y < o[1] || y >= o[1] + e1 {
+                        continue;
+                    }
+                    let (x0, x1) = (p - o[0], y - o[1]);
+                    let dst = &mut row[o[2]..][..e2];
+                    let src = &it.partial[(x0 * e1 + x1) * e2..][..e2];
                     // Samples below `split` along x2 were written before (all of them on a
                     // plane or row an earlier box covers).
                     let split = if x0 < c0 || x1 < c1 { e2 } else { c2 };
                     for (d, s) in dst[..split].iter_mut().zip(&src[..split]) {
                         *d += *s;
                     }
-                    if set_fresh {
+                    if it.set_fresh {
                         dst[split..].copy_from_slice(&src[split..]);
                     }
                 }
-            });
+            }
+        });
         Ok(())
     }
 
@@ -374,6 +391,16 @@ fn rise(x: f32, width: f32) -> f32 {
 /// work, and the in-order folds waiting behind it, grow with them (issue 9: 2-cube boxes left
 /// 8 ms of folds after the last box on 4 x H200 at 928 x 928 x 480).
 pub const BOX_CUBES: usize = 1;
+
+/// Rows of a box's partial sum to fold into the volume ([`Tiling::fold_rows`]): box b's x0
+/// `rows` (box-relative) from `partial` (the whole box's sum), its fresh samples set from it or
+/// (`set_fresh` off: already in the volume) left.
+pub struct FoldRows<'a> {
+    pub b: usize,
+    pub partial: &'a [f32],
+    pub set_fresh: bool,
+    pub rows: std::ops::Range<usize>,
+}
 
 /// A box of cubes (issue 9): a run of cubes (i0, i1, i2..) along the trace axis that one engine
 /// processes in order, cutting each cube from its raw samples and summing the tapered results
@@ -544,9 +571,7 @@ impl<'t> OrderedFold<'t> {
         for b in 0..tiling.box_count() {
             let bx = tiling.cube_box(b);
             origin.push(bx.origin[0]);
-            for p in bx.origin[0]..bx.origin[0] + bx.extent[0] {
-                covering[p].push(b);
-            }
+            covering[bx.origin[0]..bx.origin[0] + bx.extent[0]].iter_mut().for_each(|c: &mut Vec<usize>| c.push(b));
         }
         let folded = vec![0; covering.len()];
         Self { tiling, origin, covering, folded, pending: BTreeMap::new(), boxes_done: 0, busy: 0.0 }
@@ -567,16 +592,17 @@ impl<'t> OrderedFold<'t> {
         self.pending.iter().any(|(&b, (_, a))| a.slabs.front().is_some_and(|(r, _)| self.due(b, r)))
     }
 
-    /// Folds every due slab that is down; with `wait`, also waits for the first due slab that is
-    /// not. Whole boxes go back to their engines' pools. Returns whether anything was folded, or
-    /// the box that failed.
+    /// Folds every due slab that is down, in one pass ([`Tiling::fold_rows`]); with `wait`, also
+    /// waits for the first due slab that is not. Whole boxes go back to their engines' pools.
+    /// Returns whether anything was folded, or the box that failed.
     fn step(&mut self, out: &mut [f32], pools: &[CubePool], wait: bool) -> std::result::Result<bool, (usize, anyhow::Error)> {
-        let mut any = false;
+        // The batch, in box order: a slab's planes count as folded once it is taken, so a later
+        // box's slab on the same planes follows it in the same pass.
+        let mut batch: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
         let mut may_wait = wait;
         let boxes: Vec<usize> = self.pending.keys().copied().collect();
-        for b in boxes {
-            loop {
-                let Some((rows, ev)) = self.pending[&b].1.slabs.front() else { break };
+        for &b in &boxes {
+            for (rows, ev) in &self.pending[&b].1.slabs {
                 if !self.due(b, rows) {
                     break;
                 }
@@ -587,25 +613,31 @@ impl<'t> OrderedFold<'t> {
                     ev.synchronize().map_err(|e| (b, anyhow::Error::from(e).context("waiting for a box's partial sum")))?;
                     may_wait = false;
                 }
-                let tf = std::time::Instant::now();
-                let (_, a) = self.pending.get_mut(&b).unwrap();
-                let (rows, _) = a.slabs.pop_front().unwrap();
-                let partial = a.buf.as_slice().map_err(|e| (b, e.into()))?;
-                self.tiling.fold_box_rows(out, b, partial, !a.fresh, rows.clone())
-                    .map_err(|e| (b, e.context(format!("adding box {b} into the volume"))))?;
-                self.busy += tf.elapsed().as_secs_f64();
                 for p in self.origin[b] + rows.start..self.origin[b] + rows.end {
                     self.folded[p] += 1;
                 }
-                any = true;
+                batch.push((b, rows.clone()));
             }
+        }
+        let Some(&(first, _)) = batch.first() else { return Ok(false) };
+        let tf = std::time::Instant::now();
+        let items = batch.iter().map(|(b, rows)| {
+            let (_, a) = &self.pending[b];
+            Ok(FoldRows { b: *b, partial: a.buf.as_slice()?, set_fresh: !a.fresh, rows: rows.clone() })
+        }).collect::<Result<Vec<_>>>().map_err(|e| (first, e))?;
+        self.tiling.fold_rows(out, &items).map_err(|e| (first, e.context(format!("adding boxes {first}.. into the volume"))))?;
+        self.busy += tf.elapsed().as_secs_f64();
+        for (b, _) in &batch {
+            self.pending.get_mut(b).unwrap().1.slabs.pop_front();
+        }
+        for b in boxes {
             if self.pending[&b].1.slabs.is_empty() {
                 let (k, a) = self.pending.remove(&b).unwrap();
                 pools[k].give(a.buf);
                 self.boxes_done += 1;
             }
         }
-        Ok(any)
+        Ok(true)
     }
 
     /// Waits for every slab still coming down and gives the buffers back (a job that stops: no
