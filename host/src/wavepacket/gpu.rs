@@ -256,6 +256,7 @@ impl GpuEngine {
 
     pub fn frame(&self) -> &Arc<Frame> { &self.frame }
     pub fn gpu(&self) -> &Arc<Gpu> { &self.gpu }
+    pub fn gather(&self) -> Gather { self.gather }
 
     /// Runs the separable x2 pass in `slabs` slabs from now on ([`SLABS`]; tests compare counts).
     pub fn set_slabs(&mut self, slabs: usize) -> Result<()> {
@@ -267,7 +268,6 @@ impl GpuEngine {
         }
         Ok(())
     }
-    pub fn gather(&self) -> Gather { self.gather }
 
     /// Switches the USFFT variant, allocating its buffers and plans on first use.
     pub fn set_gather(&mut self, gather: Gather) -> Result<()> {
