@@ -1004,9 +1004,10 @@ impl Fragmented {
                             for c in bx.cubes.clone() {
                                 t = c;
                                 let te = std::time::Instant::now();
-                                // The raw buffer's previous upload is through before it is written again.
-                                e.wait_staged()?;
                                 if let Some(raw) = raw.as_mut() {
+                                    // The raw buffer's previous upload is through before it is
+                                    // written again (a page-locked volume is only read: no wait).
+                                    e.wait_staged()?;
                                     // SAFETY: each slab is written once and not touched again until
                                     // `wait_staged` has seen its upload through.
                                     let finite = self.tiling.copy_raw_staged(vol, t, raw.as_mut_slice()?,
