@@ -1344,11 +1344,12 @@ impl EnhanceSetup {
         others.par_sort_unstable();
         others.dedup();
         let order: Vec<usize> = out.clone().chain(others.iter().map(|&t| t as usize)).collect();
-        let mut place = std::collections::HashMap::with_capacity(order.len());
+        // Input trace number -> its place in the subset (as `Setup::subset_reading` does).
+        let mut place = vec![u32::MAX; self.tx.len()];
         for (k, &t) in order.iter().enumerate() {
-            place.insert(t as u32, k as u32);
+            place[t] = k as u32;
         }
-        let nb_idx = self.nb_idx[a..b].iter().map(|t| place[t]).collect();
+        let nb_idx = self.nb_idx[a..b].iter().map(|&t| place[t as usize]).collect();
         let nb_off = self.nb_off[out.start..=out.end].iter().map(|&o| o - a as u32).collect();
         let sub = EnhanceSetup { ns: self.ns, inv_dt: self.inv_dt, tx: order.iter().map(|&t| self.tx[t]).collect(),
             ty: order.iter().map(|&t| self.ty[t]).collect(), nb_off, nb_idx, grid: self.grid };
