@@ -694,12 +694,13 @@ pub struct NlbfShare {
 pub fn nlbf_estimate(cluster: &Cluster, source: &TraceSource, params: &crate::nlbf::EstimateParams, devices: &[Backend],
     variant: Option<crate::nlbf::Variant>) -> anyhow::Result<NlbfShare> {
     let layout = cluster.agree("reading the trace headers", read_layout(source))?;
-    nlbf_estimate_from(cluster, source, &layout, params, devices, variant)
+    nlbf_estimate_from(cluster, source, &layout, params, devices, variant).map(|(share, _)| share)
 }
 
-/// [`nlbf_estimate`] with the input's layout read ([`read_layout`]).
+/// [`nlbf_estimate`] with the input's layout read ([`read_layout`]); also returns the input
+/// traces the rank read (ascending trace numbers, their traces).
 fn nlbf_estimate_from(cluster: &Cluster, source: &TraceSource, layout: &TraceSet, params: &crate::nlbf::EstimateParams,
-    devices: &[Backend], variant: Option<crate::nlbf::Variant>) -> anyhow::Result<NlbfShare> {
+    devices: &[Backend], variant: Option<crate::nlbf::Variant>) -> anyhow::Result<(NlbfShare, (Vec<usize>, TraceSet))> {
     use crate::nlbf::{self, NlbfDevice, Setup, Variant};
     let setup = cluster.agree("planning the search", Setup::from_layout(layout, params).map_err(anyhow::Error::from))?;
     let variant = variant.unwrap_or_else(|| devices.iter().find(|b| b.gpu().is_some()).map_or(Variant::Cpu, |b| nlbf::variant_for(b, &setup)));
@@ -720,7 +721,7 @@ fn nlbf_estimate_from(cluster: &Cluster, source: &TraceSource, layout: &TraceSet
     let local = cluster.agree("searching", local)?;
     let (codes, sems): (Vec<Vec<u32>>, Vec<Vec<f32>>) = local.into_iter().unzip();
     let estimate = nlbf::Estimate::from_setup(&local_setup, codes.concat(), sems.concat());
-    Ok(NlbfShare { setup, ptraces, estimate, traces_read: wanted.len() })
+    Ok((NlbfShare { setup, ptraces, estimate, traces_read: wanted.len() }, (wanted, traces)))
 }
 
 /// This rank's part of the NLBF enhancement ([`nlbf_enhance`]).
@@ -740,12 +741,13 @@ pub struct NlbfEnhanced {
 /// traces), the picks gathered so that every rank holds the whole estimate (4 bytes per
 /// estimation), then each rank enhances its block of the input traces from only the traces their
 /// neighbour lists hold ([`crate::nlbf::EnhanceSetup::subset_reading`]: the whole enhancement's
-/// values, bit for bit) on its first device.
+/// values, bit for bit) on its first device. Of those traces, the ones the search read are kept
+/// from it; only the others are read.
 pub fn nlbf_enhance(cluster: &Cluster, source: &TraceSource, params: &crate::nlbf::EstimateParams,
     enhance: &crate::nlbf::EnhanceParams, devices: &[Backend], variant: Option<crate::nlbf::Variant>) -> anyhow::Result<NlbfEnhanced> {
     use crate::nlbf::{self, EnhanceSetup, Estimate};
     let layout = cluster.agree("reading the trace headers", read_layout(source))?;
-    let search = nlbf_estimate_from(cluster, source, &layout, params, devices, variant)?;
+    let (search, (had, had_traces)) = nlbf_estimate_from(cluster, source, &layout, params, devices, variant)?;
     let s = &search.setup;
     cluster.agree("gathering the picks", if s.estimations() < i32::MAX as usize { Ok(()) } else {
         Err(anyhow::anyhow!("{} estimations: too many to gather in one MPI message", s.estimations()))
@@ -756,20 +758,26 @@ pub fn nlbf_enhance(cluster: &Cluster, source: &TraceSource, params: &crate::nlb
         EnhanceSetup::from_layout(&layout, &params.coords, &est, enhance).map_err(anyhow::Error::from))?;
     let mine = cluster.share(layout.len());
     let (sub, order) = setup.subset_reading(mine.clone());
-    // Read in ascending order, then placed in the subset's order (the outputs first).
-    let mut ascending = order.clone();
-    ascending.sort_unstable();
-    let read = read_traces(source, &layout, &ascending, "input traces").map(|t| {
+    // The traces the search read are kept; the others are read in ascending order; all are
+    // placed in the subset's order (the outputs first).
+    let mut missing: Vec<usize> = order.iter().copied().filter(|t| had.binary_search(t).is_err()).collect();
+    missing.sort_unstable();
+    let read = read_traces(source, &layout, &missing, "input traces").map(|t| {
         let ns = t.ns;
         let mut data = Vec::with_capacity(order.len() * ns);
         for &k in &order {
-            let at = ascending.binary_search(&k).expect("a read trace");
-            data.extend_from_slice(&t.data[at * ns..(at + 1) * ns]);
+            let (from, at) = match had.binary_search(&k) {
+                Ok(at) => (&had_traces.data, at),
+                Err(_) => (&t.data, missing.binary_search(&k).expect("a read trace")),
+            };
+            data.extend_from_slice(&from[at * ns..(at + 1) * ns]);
         }
         data
     });
     let data = cluster.agree("reading the traces to enhance", read)?;
-    let line = format!("seisgpu: rank {}: enhancing traces {mine:?} of {} from {} traces\n", cluster.rank(), layout.len(), order.len());
+    drop(had_traces);
+    let line = format!("seisgpu: rank {}: enhancing traces {mine:?} of {} from {} traces ({} of them read now, the others kept \
+        from the search)\n", cluster.rank(), layout.len(), order.len(), missing.len());
     eprint!("{line}");
     let device = devices.first().context("no device")?;
     let enhanced = match device {
