@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Session 10, round J (the final code; 2 x H200, or 4 if lent): `nlbf enhance` on GPU ranks (the
+# search's traces now kept for the enhancement) against one GPU, byte for byte; on 4 GPUs the
+# wave-packet scaling A/B/C of round I; the whole GPU test suite.
+set -u
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+cd bundlez && tar xzf mpi.tgz && tar xzf bundle.tgz && cd ..
+echo "commit $(cat bundlez/commit)"; nvidia-smi -L
+NG=$(nvidia-smi -L | wc -l)
+B=bundlez/bundle; W=/tmp/s10j; O=$W/mpi; mkdir -p $O
+(
+source bundlez/mpi/env.sh
+BIN=bundlez/mpi/seisgpu
+M=(mpirun --allow-run-as-root --oversubscribe)
+same() { command cmp -s "$2" "$3" && echo "SAME $1" || echo "DIFFER $1"; }
+run() { echo "+ $*"; "$@" > $O/last.log 2>&1; rc=$?; grep "traces read\|enhancing\|^error\|^enhanced" $O/last.log; echo "rc $rc"; return $rc; }
+$BIN synth cross-spread -o $O/cs.sgy > /dev/null 2>&1
+N=(nlbf enhance --input $O/cs.sgy --preset crossspread-3d)
+run $BIN --device gpu "${N[@]}" --out $O/e1
+for g in 2 4; do
+  [ $g -le $NG ] || continue
+  run "${M[@]}" -np $g $BIN --device gpu "${N[@]}" --out $O/e$g
+  for v in enhanced input A E S positions; do same "nlbf enhance $v: $g GPU ranks vs 1 GPU" $O/e1/$v.npy $O/e$g/$v.npy; done
+done
+ls -a $O $O/e2 | grep tmp || echo "no temporary file left"
+) > $W/mpi.log 2>&1
+grep -v "^+ \|^rc 0" $W/mpi.log
+if [ $NG -ge 4 ]; then
+  for r in 1 2; do
+    for v in "8 slab" "8 box" "1 box"; do
+      set -- $v; tag=s$1-$2-$r
+      SEISGPU_WP_SLABS=$1 SEISGPU_WP_FOLD=$2 timeout 100 $B/seisgpu --device gpu --gpus all bench wavepacket --size paper --out $W/bench-$tag > $W/bench-$tag.log 2>&1; echo "slabs $1, fold by $2, run $r: rc $?"
+      grep '^| scale' $W/bench-$tag/scaling.md | grep -v '| 2 |'
+      grep -o '"note": "4 gpus[^"]*"' $W/bench-$tag/bench.json | sed 's/"note": //'
+    done
+  done
+fi
+echo "== tests"
+timeout 240 $B/run-tests.sh > $W/gpu-tests.log 2>&1; echo "tests rc $?"
+grep -E "^== |test result|FAILED|panicked" $W/gpu-tests.log | head -20
+echo "SKIPPED lines: $(grep -c SKIPPED $W/gpu-tests.log)"
+tar czf $OUT/s10j.tgz -C $W --exclude='*.npy' --exclude='*.sgy' .
