@@ -163,6 +163,9 @@ struct Boxed {
     /// The job's first queued step on the compute stream (the wait for the first slab is from
     /// there to the first cube's start).
     lead: Option<CudaEvent>,
+    /// `SEISGPU_WP_TRACE` (a diagnostic for scaling runs): each cube's number and its forward's
+    /// and inverse's stage events, printed by [`GpuEngine::take_device_times`].
+    trace: Option<Vec<(usize, Marks, Marks)>>,
 }
 
 /// A job's device times ([`GpuEngine::take_device_times`]), ms: in its cubes (from each first cut
@@ -558,7 +561,7 @@ impl GpuEngine {
                 down: self.gpu.context().new_stream().context("creating the box download stream")?,
                 bad: self.gpu.zeros::<u32>(1)?,
                 status: [PinnedBuf::new(&self.gpu, status)?, PinnedBuf::new(&self.gpu, status)?], timeline: Vec::new(),
-                lead: None });
+                lead: None, trace: std::env::var_os("SEISGPU_WP_TRACE").map(|_| Vec::new()) });
         }
         let bx = self.boxed.as_mut().unwrap();
         let timed = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
@@ -615,7 +618,10 @@ impl GpuEngine {
             }
             Ok(())
         };
-        self.forward_slabbed(&mut Marks::off(), &mut cut)?;
+        let traced = self.boxed.as_ref().is_some_and(|b| b.trace.is_some());
+        let marks = || if traced { Marks::on(&stream) } else { Marks::off() };
+        let (mut fwd_marks, mut inv_marks) = (marks(), marks());
+        self.forward_slabbed(&mut fwd_marks, &mut cut)?;
         let started = started.context("a cube's forward cut no slab")?;
         let threshold = matches!(op, CubeOp::Threshold(_));
         match op {
@@ -659,35 +665,46 @@ impl GpuEngine {
             }
             let folded = stream.record_event(None).context("recording a slab's fold")?;
             bx.down.wait(&folded).context("ordering a slab's download after its fold")?;
-            let acc = &bx.acc[w];
+            // The sum is addressed as the compute stream sees it: the download stream is ordered
+            // after the fold by `folded`, and the compute stream must not wait for the download.
+            // (Addressed on the download stream, cudarc's read event there made each slab's fold
+            // wait for the previous slab's download: on 4 x H200, whose downloads share the host's
+            // bandwidth, the inverse's last pass became download-bound, +0.3-0.7 ms a cube.) The
+            // sum is written again only by later slabs' folds (other rows) and by the box two
+            // later, after `downloaded`.
+            use crate::runtime::memory::{copy_3d, Place};
+            let shape = [job.inside[0], job.inside[1], job.len];
+            let acc = |at| Place::device(&bx.acc[w], &stream, shape, at);
             match (out, job.fresh) {
                 (Some(vol), Some((at, extent))) => {
-                    use crate::runtime::memory::{copy_3d, Place};
-                    let shape = [job.inside[0], job.inside[1], job.len];
                     if let Some((at, extent)) = rows_of_block(at, extent, &rows) {
                         let dst = Place { start: [0, 1, 2].map(|a| job.origin[a] + at[a]), ..vol };
-                        unsafe { copy_3d(&bx.down, Place::device(acc, &bx.down, shape, at), dst, extent) }
+                        unsafe { copy_3d(&bx.down, acc(at), dst, extent) }
                             .context("downloading a box's fresh block into the volume")?;
                     }
                     for &(at, extent) in job.covered.iter().flatten() {
                         if let Some((at, extent)) = rows_of_block(at, extent, &rows) {
-                            unsafe { copy_3d(&bx.down, Place::device(acc, &bx.down, shape, at), Place::host(partial, shape, at), extent) }
+                            unsafe { copy_3d(&bx.down, acc(at), Place::host(partial, shape, at), extent) }
                                 .context("downloading a box's covered samples")?;
                         }
                     }
                 }
                 _ => {
-                    let row = job.inside[1] * job.len;
-                    let part = rows.start * row..rows.end * row;
-                    bx.down.memcpy_dtoh(&acc.slice(part.clone()), &mut partial[part]).context("downloading a box's partial sum")?;
+                    let at = [rows.start, 0, 0];
+                    unsafe { copy_3d(&bx.down, acc(at), Place::host(partial, shape, at), [rows.len(), shape[1], shape[2]]) }
+                        .context("downloading a box's partial sum")?;
                 }
             }
             let down = bx.down.record_event(None).context("recording a slab's download")?;
             slabs_down.push((rows, down));
             Ok(())
         };
-        self.inverse_slabbed(&mut Marks::off(), &mut fold)?;
+        inv_marks.mark("start")?;
+        self.inverse_slabbed(&mut inv_marks, &mut fold)?;
         let bx = self.boxed.as_mut().unwrap();
+        if let Some(tr) = bx.trace.as_mut() {
+            tr.push((job.t, fwd_marks, inv_marks));
+        }
         bx.timeline.push((started, stream.record_event(timed).context("recording a cube's end")?));
         if !job.last {
             return Ok(None);
@@ -723,6 +740,26 @@ impl GpuEngine {
             }
             None => 0.0,
         };
+        if let Some(tr) = bx.trace.as_mut() {
+            let dev = self.gpu.context().ordinal();
+            for ((t, f, i), (a, b)) in std::mem::take(tr).into_iter().zip(&tl) {
+                let mut line = format!("trace: device {dev} cube {t}: {:.2} ms;", a.elapsed_ms(b)?);
+                for (dir, m) in [("fwd", f), ("inv", i)] {
+                    let mut sums: Vec<(&str, f64)> = Vec::new();
+                    for (label, ms) in m.finish()? {
+                        match sums.iter_mut().find(|(l, _)| *l == label) {
+                            Some(x) => x.1 += ms,
+                            None => sums.push((label, ms)),
+                        }
+                    }
+                    line += &format!(" {dir}");
+                    for (l, ms) in sums {
+                        line += &format!(" {l} {ms:.2}");
+                    }
+                }
+                eprintln!("{line}");
+            }
+        }
         Ok(Some(DeviceTimes { busy, idle: span - busy, first_slab, last_download }))
     }
 
