@@ -562,8 +562,19 @@ struct OrderedFold<'t> {
     folded: Vec<usize>,
     pending: BTreeMap<usize, (usize, Arrival)>,
     boxes_done: usize,
-    /// Seconds spent folding.
+    /// Seconds spent folding, and in how many passes.
     busy: f64,
+    passes: usize,
+}
+
+/// The threads the host fold runs on: rayon's global pool, or one of `SEISGPU_WP_FOLD_THREADS`
+/// threads of its own (an A/B knob of issue 9's scaling runs).
+fn fold_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        let n = std::env::var("SEISGPU_WP_FOLD_THREADS").ok()?.parse::<usize>().ok().filter(|&n| n > 0)?;
+        rayon::ThreadPoolBuilder::new().num_threads(n).thread_name(|i| format!("fold-{i}")).build().ok()
+    }).as_ref()
 }
 
 impl<'t> OrderedFold<'t> {
@@ -576,7 +587,7 @@ impl<'t> OrderedFold<'t> {
             covering[bx.origin[0]..bx.origin[0] + bx.extent[0]].iter_mut().for_each(|c: &mut Vec<usize>| c.push(b));
         }
         let folded = vec![0; covering.len()];
-        Self { tiling, origin, covering, folded, pending: BTreeMap::new(), boxes_done: 0, busy: 0.0 }
+        Self { tiling, origin, covering, folded, pending: BTreeMap::new(), boxes_done: 0, busy: 0.0, passes: 0 }
     }
 
     fn add(&mut self, b: usize, engine: usize, a: Arrival) { self.pending.insert(b, (engine, a)); }
@@ -627,8 +638,13 @@ impl<'t> OrderedFold<'t> {
             let (_, a) = &self.pending[b];
             Ok(FoldRows { b: *b, partial: a.buf.as_slice()?, set_fresh: !a.fresh, rows: rows.clone() })
         }).collect::<Result<Vec<_>>>().map_err(|e| (first, e))?;
-        self.tiling.fold_rows(out, &items).map_err(|e| (first, e.context(format!("adding boxes {first}.. into the volume"))))?;
+        let mut fold = || self.tiling.fold_rows(out, &items);
+        match fold_pool() {
+            Some(pool) => pool.install(fold),
+            None => fold(),
+        }.map_err(|e| (first, e.context(format!("adding boxes {first}.. into the volume"))))?;
         self.busy += tf.elapsed().as_secs_f64();
+        self.passes += 1;
         for (b, _) in &batch {
             self.pending.get_mut(b).unwrap().1.slabs.pop_front();
         }
@@ -1152,6 +1168,10 @@ impl Fragmented {
                 }
             }
             let (finished, due, busy) = (fold.finished(), fold.boxes_done, fold.busy);
+            if std::env::var_os("SEISGPU_WP_TRACE").is_some() {
+                eprintln!("trace: host fold {} passes, {:.2} ms busy, done at {:.2} ms", fold.passes, busy * 1e3,
+                    t0.elapsed().as_secs_f64() * 1e3);
+            }
             fold.drain(&self.pools);
             crate::multi::mark("folded at", t0);
             if let Some(since) = std::time::Instant::now().checked_sub(std::time::Duration::from_secs_f64(busy)) {
@@ -1670,5 +1690,75 @@ mod tests {
         let ev: f64 = vol.iter().map(|&v| (v as f64).powi(2)).sum();
         let ec: f64 = c.iter().map(|v| v.norm_sqr() as f64).sum();
         assert!((ec / ev - 1.0).abs() < 1e-4, "energy ratio {}", ec / ev);
+    }
+}
+
+#[cfg(test)]
+mod fold_speed {
+    //! Issue 9's host fold on the machine at hand (`--ignored --nocapture`): whole boxes against
+    //! 32-plane slabs, the global pool against smaller ones, passes back to back and with the
+    //! pool gone idle between them, and (with a GPU) from write-combined and cached page-locked
+    //! buffers.
+    use super::*;
+
+    fn passes(t: &Tiling, vol: &mut [f32], parts: &[&[f32]], slab: usize, gap: bool) -> (f64, usize) {
+        let mut busy = 0.0;
+        let mut n = 0;
+        for (b, p) in parts.iter().enumerate() {
+            let e0 = t.cube_box(b).extent[0];
+            for r in super::super::gpu::slabs(e0, slab) {
+                if gap {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                let t0 = std::time::Instant::now();
+                t.fold_rows(vol, &[FoldRows { b, partial: p, set_fresh: false, rows: r }]).unwrap();
+                busy += t0.elapsed().as_secs_f64();
+                n += 1;
+            }
+        }
+        (busy, n)
+    }
+
+    #[test]
+    #[ignore]
+    fn fold_speed_480() {
+        let t = Tiling::new([480, 480, 480], 256, 32).unwrap();
+        let mut vol = vec![1.0f32; 480 * 480 * 480];
+        let owned: Vec<Vec<f32>> = (0..t.box_count()).map(|b| vec![0.5f32; t.cube_box(b).extent.iter().product()]).collect();
+        let covered: usize = (0..t.box_count()).map(|b| t.cube_box(b).covered_blocks().iter().map(|(_, e)| e.iter().product::<usize>()).sum::<usize>()).sum();
+        let gpu = crate::runtime::context::Gpu::open(0).ok();
+        let mut kinds: Vec<(&str, Vec<HostSamples>)> = vec![("pageable", owned.iter().map(|v| HostSamples::Pageable(v.clone())).collect())];
+        if let Some(g) = &gpu {
+            for (name, wc) in [("write-combined", true), ("cached page-locked", false)] {
+                let bufs = owned.iter().map(|v| {
+                    let mut b = if wc { crate::runtime::memory::PinnedBuf::write_combined(g, v.len()) } else { crate::runtime::memory::PinnedBuf::new(g, v.len()) }.unwrap();
+                    b.as_mut_slice().unwrap().copy_from_slice(v);
+                    HostSamples::PageLocked(b)
+                }).collect();
+                kinds.push((name, bufs));
+            }
+        }
+        println!("{covered} covered samples (480^3, 8 boxes of 256^3), {} threads", rayon::current_num_threads());
+        for (name, bufs) in &kinds {
+            let parts: Vec<&[f32]> = bufs.iter().map(|b| b.as_slice().unwrap()).collect();
+            for threads in [0usize, 32, 16, 8] {
+                let pool = (threads > 0).then(|| rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap());
+                for (slab, gap) in [(256, false), (32, false), (32, true)] {
+                    let mut best = f64::MAX;
+                    let mut count = 0;
+                    for _ in 0..3 {
+                        let (s, n) = match &pool {
+                            Some(p) => p.install(|| passes(&t, &mut vol, &parts, slab, gap)),
+                            None => passes(&t, &mut vol, &parts, slab, gap),
+                        };
+                        best = best.min(s);
+                        count = n;
+                    }
+                    println!("{name:>20}, pool {:>2}, {count:>2} passes{}: {:6.2} ms, {:5.2} G samples/s, {:4.0} us a pass",
+                        if threads == 0 { rayon::current_num_threads() } else { threads }, if gap { " 1 ms apart" } else { "" },
+                        best * 1e3, covered as f64 / best / 1e9, best * 1e6 / count as f64);
+                }
+            }
+        }
     }
 }
