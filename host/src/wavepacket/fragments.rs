@@ -281,14 +281,17 @@ impl Tiling {
         const ROWS: usize = 32;
         let [_, s1, s2] = self.shape;
         ensure!(vol.len() == self.shape.iter().product::<usize>(), "{} samples for a {:?} volume", vol.len(), self.shape);
-        let boxes: Vec<CubeBox> = items.iter().map(|it| self.cube_box(it.b)).collect();
-        for (it, bx) in items.iter().zip(&boxes) {
-            let [e0, e1, e2] = bx.extent;
+        for it in items {
+            let [e0, e1, e2] = self.cube_box(it.b).extent;
             ensure!(it.partial.len() >= e0 * e1 * e2, "box {}: partial sum of {} samples for {e0} x {e1} x {e2}", it.b,
                 it.partial.len());
             ensure!(it.rows.start <= it.rows.end && it.rows.end <= e0, "box {}: rows {:?} of {e0}", it.b, it.rows);
         }
-        let planes = |(it, bx): (&FoldRows, &CubeBox)| bx.origin[0] + it.rows.start..bx.origin[0] + it.rows.end;
+        // Only the items with samples to write (a pass costs ~0.1 ms of thread wake-ups on a
+        // 64-core host even with nothing to do).
+        let items: Vec<&FoldRows> = items.iter().filter(|it| self.fold_writes(it)).collect();
+        let boxes: Vec<CubeBox> = items.iter().map(|it| self.cube_box(it.b)).collect();
+        let planes = |(it, bx): (&&FoldRows, &CubeBox)| bx.origin[0] + it.rows.start..bx.origin[0] + it.rows.end;
         let lo = items.iter().zip(&boxes).map(|x| planes(x).start).min().unwrap_or(0);
         let hi = items.iter().zip(&boxes).map(|x| planes(x).end).max().unwrap_or(0);
         if lo >= hi {
@@ -319,6 +322,15 @@ impl Tiling {
             }
         });
         Ok(())
+    }
+
+    /// Whether folding `it` writes any sample: its fresh samples are set here, or its rows hold
+    /// samples an earlier box wrote ([`CubeBox::covered`]: the planes below `covered[0]`, and on
+    /// every plane the rows below `covered[1]` and the samples below `covered[2]`).
+    pub fn fold_writes(&self, it: &FoldRows) -> bool {
+        let bx = self.cube_box(it.b);
+        let [c0, c1, c2] = [0, 1, 2].map(|a| bx.covered[a].min(bx.extent[a]));
+        !it.rows.is_empty() && (it.set_fresh || c1 > 0 || c2 > 0 || it.rows.start < c0)
     }
 
     /// Adds the tapered cube t into the volume. In parallel over the cube's slabs (x0): each
@@ -565,15 +577,31 @@ struct OrderedFold<'t> {
     /// Seconds spent folding, and in how many passes.
     busy: f64,
     passes: usize,
+    /// `SEISGPU_WP_TRACE`: the job's start and what the fold did when (waits, passes).
+    log: Option<(std::time::Instant, Vec<String>)>,
 }
 
-/// The threads the host fold runs on: rayon's global pool, or one of `SEISGPU_WP_FOLD_THREADS`
-/// threads of its own (an A/B knob of issue 9's scaling runs).
+/// Threads of the host fold's own pool ([`fold_pool`]).
+const FOLD_THREADS: usize = 16;
+
+/// The threads the host fold runs on: a pool of its own, [`FOLD_THREADS`] (at most one per core).
+/// Issue 9, 4 x H200 (64 cores; the ignored probe `fold_speed_480` and the scaling bench): a pass
+/// over 32 planes cost ~0.55 ms on the 64 threads of rayon's global pool once they had gone idle
+/// (waking them), ~0.14 ms on 16, whose whole-box throughput was within a fifth of the best
+/// (~7 G samples/s on 32); 480^3 on 4 GPUs 38.3 -> 37.6 ms. `SEISGPU_WP_FOLD_THREADS` sets
+/// another count (0: the global pool) for A/B runs.
 fn fold_pool() -> Option<&'static rayon::ThreadPool> {
     static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
     POOL.get_or_init(|| {
-        let n = std::env::var("SEISGPU_WP_FOLD_THREADS").ok()?.parse::<usize>().ok().filter(|&n| n > 0)?;
-        rayon::ThreadPoolBuilder::new().num_threads(n).thread_name(|i| format!("fold-{i}")).build().ok()
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let n = match std::env::var("SEISGPU_WP_FOLD_THREADS").ok().and_then(|v| v.parse::<usize>().ok()) {
+            Some(n) => n,
+            None => FOLD_THREADS.min(cores),
+        };
+        if n == 0 {
+            return None;
+        }
+        rayon::ThreadPoolBuilder::new().num_threads(n).thread_name(|i| format!("wp-fold-{i}")).build().ok()
     }).as_ref()
 }
 
@@ -587,7 +615,8 @@ impl<'t> OrderedFold<'t> {
             covering[bx.origin[0]..bx.origin[0] + bx.extent[0]].iter_mut().for_each(|c: &mut Vec<usize>| c.push(b));
         }
         let folded = vec![0; covering.len()];
-        Self { tiling, origin, covering, folded, pending: BTreeMap::new(), boxes_done: 0, busy: 0.0, passes: 0 }
+        Self { tiling, origin, covering, folded, pending: BTreeMap::new(), boxes_done: 0, busy: 0.0, passes: 0,
+            log: None }
     }
 
     fn add(&mut self, b: usize, engine: usize, a: Arrival) { self.pending.insert(b, (engine, a)); }
@@ -623,8 +652,13 @@ impl<'t> OrderedFold<'t> {
                     if !may_wait {
                         break;
                     }
+                    let tw = std::time::Instant::now();
                     ev.synchronize().map_err(|e| (b, anyhow::Error::from(e).context("waiting for a box's partial sum")))?;
                     may_wait = false;
+                    if let Some((t0, log)) = self.log.as_mut() {
+                        log.push(format!("{:7.2} ms: waited {:.2} ms for box {b} rows {rows:?}", (tw - *t0).as_secs_f64() * 1e3,
+                            tw.elapsed().as_secs_f64() * 1e3));
+                    }
                 }
                 for p in self.origin[b] + rows.start..self.origin[b] + rows.end {
                     self.folded[p] += 1;
@@ -638,13 +672,20 @@ impl<'t> OrderedFold<'t> {
             let (_, a) = &self.pending[b];
             Ok(FoldRows { b: *b, partial: a.buf.as_slice()?, set_fresh: !a.fresh, rows: rows.clone() })
         }).collect::<Result<Vec<_>>>().map_err(|e| (first, e))?;
-        let mut fold = || self.tiling.fold_rows(out, &items);
-        match fold_pool() {
-            Some(pool) => pool.install(fold),
-            None => fold(),
-        }.map_err(|e| (first, e.context(format!("adding boxes {first}.. into the volume"))))?;
-        self.busy += tf.elapsed().as_secs_f64();
-        self.passes += 1;
+        // Slabs with nothing to write (a box's fresh rows already in the volume) need no pass.
+        if items.iter().any(|it| self.tiling.fold_writes(it)) {
+            let mut fold = || self.tiling.fold_rows(out, &items);
+            match fold_pool() {
+                Some(pool) => pool.install(fold),
+                None => fold(),
+            }.map_err(|e| (first, e.context(format!("adding boxes {first}.. into the volume"))))?;
+            self.busy += tf.elapsed().as_secs_f64();
+            self.passes += 1;
+            if let Some((t0, log)) = self.log.as_mut() {
+                log.push(format!("{:7.2} ms: pass {:.2} ms over {:?}", (tf - *t0).as_secs_f64() * 1e3, tf.elapsed().as_secs_f64() * 1e3,
+                    batch.iter().map(|(b, r)| format!("{b}:{}..{}", r.start, r.end)).collect::<Vec<_>>()));
+            }
+        }
         for (b, _) in &batch {
             self.pending.get_mut(b).unwrap().1.slabs.pop_front();
         }
@@ -1112,6 +1153,9 @@ impl Fragmented {
             // The ordered fold ([`OrderedFold`]): each plane takes its boxes in order, a box's
             // slabs as they come down.
             let mut fold = OrderedFold::new(&self.tiling);
+            if std::env::var_os("SEISGPU_WP_TRACE").is_some() {
+                fold.log = Some((t0, Vec::new()));
+            }
             let mut got = 0usize;
             let mut kept: Option<u64> = Some(0);
             let mut failure: Option<(usize, anyhow::Error)> = None;
@@ -1152,6 +1196,9 @@ impl Fragmented {
                     Ok((a, n)) => {
                         kept = kept.zip(n).map(|(a, b)| a + b);
                         got += 1;
+                        if let Some((t0, log)) = fold.log.as_mut() {
+                            log.push(format!("{:7.2} ms: box {b} in", t0.elapsed().as_secs_f64() * 1e3));
+                        }
                         if got == 1 {
                             crate::multi::mark("first box at", t0);
                         }
@@ -1168,7 +1215,10 @@ impl Fragmented {
                 }
             }
             let (finished, due, busy) = (fold.finished(), fold.boxes_done, fold.busy);
-            if std::env::var_os("SEISGPU_WP_TRACE").is_some() {
+            if let Some((_, log)) = fold.log.take() {
+                for l in &log[log.len().saturating_sub(40)..] {
+                    eprintln!("trace: fold {l}");
+                }
                 eprintln!("trace: host fold {} passes, {:.2} ms busy, done at {:.2} ms", fold.passes, busy * 1e3,
                     t0.elapsed().as_secs_f64() * 1e3);
             }

@@ -561,7 +561,7 @@ impl GpuEngine {
                 down: self.gpu.context().new_stream().context("creating the box download stream")?,
                 bad: self.gpu.zeros::<u32>(1)?,
                 status: [PinnedBuf::new(&self.gpu, status)?, PinnedBuf::new(&self.gpu, status)?], timeline: Vec::new(),
-                lead: None, trace: std::env::var_os("SEISGPU_WP_TRACE").map(|_| Vec::new()) });
+                lead: None, trace: std::env::var("SEISGPU_WP_TRACE").ok().filter(|v| v != "fold").map(|_| Vec::new()) });
         }
         let bx = self.boxed.as_mut().unwrap();
         let timed = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
