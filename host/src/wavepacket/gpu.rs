@@ -163,7 +163,7 @@ struct Boxed {
     /// The job's first queued step on the compute stream (the wait for the first slab is from
     /// there to the first cube's start).
     lead: Option<CudaEvent>,
-    /// `SEISGPU_WP_TRACE` (a diagnostic for scaling runs): each cube's number and its forward's
+    /// `SEISGPU_WP_TRACE` (a diagnostic for scaling runs; `=fold` logs only the host fold): each cube's number and its forward's
     /// and inverse's stage events, printed by [`GpuEngine::take_device_times`].
     trace: Option<Vec<(usize, Marks, Marks)>>,
 }
