@@ -588,8 +588,8 @@ const FOLD_THREADS: usize = 32;
 /// Issue 9, 4 x H200 (64 cores; the ignored probe `fold_speed_480` and the scaling bench,
 /// `docs/bench/s11/`): a pass over 32 planes cost ~0.55 ms on the 64 threads of rayon's global
 /// pool once they had gone idle (waking them), ~0.15 ms on 16 or 32, and whole boxes folded
-/// fastest on 32 (~7 G samples/s); 480^3 on 4 GPUs: 37.8-38.3 ms on the global pool, 36.2-36.9
-/// on 16, 36.1 on 32. `SEISGPU_WP_FOLD_THREADS` sets another count (0: the global pool).
+/// fastest on 32 (~7 G samples/s); 480^3 on 4 GPUs, medians: 39.4-42.9 ms on the global pool,
+/// 36.7-37.4 on 16, 36.1 on 32. `SEISGPU_WP_FOLD_THREADS` sets another count (0: the global pool).
 fn fold_pool() -> Option<&'static rayon::ThreadPool> {
     static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
     POOL.get_or_init(|| {
