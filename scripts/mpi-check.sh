@@ -34,6 +34,20 @@ run() { "$@" >"$OUT/log" 2>&1 || { echo "FAIL: $* (exit $?)"; cat "$OUT/log"; fa
 cmp() { python3 scripts/compare-npy.py "$@" || fail=1; }
 same() { if command cmp -s "$2" "$3"; then echo "PASS $1: identical file"; else echo "FAIL $1: the files differ"; fail=1; fi; }
 MPIRUN3=(mpirun --allow-run-as-root --oversubscribe -np 3)
+# srm_ranks TAG LABEL WHAT SRM-ARGS...: `srm SRM-ARGS` of the 2D line (5 shots of 96 traces) on one
+# process and on 2 ranks gives the same image, and rank 1 read only its 3 shots' 288 of the 480
+# traces (WHAT: what the input calls them). The middle shot's frequency groups are split between
+# the ranks.
+srm_ranks() {
+  local tag=$1 label=$2 what=$3
+  shift 3
+  run "$BIN" --device cpu srm "$@" -o "$OUT/srm-$tag-1.npy"
+  run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 srm "$@" -o "$OUT/srm-$tag-mpi.npy" && {
+    cmp "$label: 2 ranks vs single device" "$OUT/srm-$tag-1.npy" "$OUT/srm-$tag-mpi.npy" 1e-6
+    if grep -q "rank 1: 288 of 480 traces read (shots 2..5)" "$OUT/log"; then echo "PASS $label: rank 1 read its 3 shots' 288 of the 480 $what"
+    else echo "FAIL $label: rank 1 did not read only its shots' $what:"; cat "$OUT/log"; fail=1; fi
+  }
+}
 # corrupt IN OUT TRACE: a copy of a big-endian IBM SEG-Y file whose trace TRACE holds, at sample 7,
 # an IBM value beyond the f32 range.
 corrupt() {
@@ -112,14 +126,8 @@ for o in range(3600, len(b), 240 + 4 * ns):
 open(sys.argv[2], "wb").write(b)
 PY
 python3 -c "import numpy as np; np.save('$OUT/v.npy', np.full((40, 100), 2000.0, np.float32))"
-S2=(srm --traces "$OUT/line-moved.sgy" --velocity "$OUT/v.npy" --x0 1000 --dx 25 --dz 10 --fmax 20 --nz 40 --table-rows 48 --planes 8)
-run "$BIN" --device cpu "${S2[@]}" -o "$OUT/srm-sgy-1.npy"
-run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${S2[@]}" -o "$OUT/srm-sgy-mpi.npy" && {
-  cmp "srm SEG-Y: 2 ranks vs single device" "$OUT/srm-sgy-1.npy" "$OUT/srm-sgy-mpi.npy" 1e-6
-  # 5 shots of 96 traces; the middle shot's frequency groups are split between the ranks.
-  if grep -q "rank 1: 288 of 480 traces read (shots 2..5)" "$OUT/log"; then echo "PASS srm SEG-Y: rank 1 read its 3 shots' 288 of the 480 traces"
-  else echo "FAIL srm SEG-Y: rank 1 did not read only its shots' traces:"; cat "$OUT/log"; fail=1; fi
-}
+srm_ranks sgy "srm SEG-Y" traces --traces "$OUT/line-moved.sgy" --velocity "$OUT/v.npy" --x0 1000 --dx 25 --dz 10 --fmax 20 --nz 40 \
+  --table-rows 48 --planes 8
 
 step "srm: the same line as .npy traces and geometry, each rank reads its shots' rows"
 run "$BIN" synth line2d -o "$OUT/line2.sgy" --ns 500 --npy "$OUT/line.npy"
@@ -135,14 +143,8 @@ for o in range(3600, len(b), 240 + 4 * ns):
     g.append([sx * f + 1000, sy * f, gx * f + 1000, gy * f])
 np.save(sys.argv[2], np.array(g, np.float32))
 PY
-S3=(srm --traces "$OUT/line.npy" --geometry "$OUT/geometry.npy" --dt 4 --velocity "$OUT/v.npy" --x0 1000 --dx 25 --dz 10 --fmax 20
-  --nz 40 --table-rows 48 --planes 8)
-run "$BIN" --device cpu "${S3[@]}" -o "$OUT/srm-npy-1.npy"
-run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${S3[@]}" -o "$OUT/srm-npy-mpi.npy" && {
-  cmp "srm .npy: 2 ranks vs single device" "$OUT/srm-npy-1.npy" "$OUT/srm-npy-mpi.npy" 1e-6
-  if grep -q "rank 1: 288 of 480 traces read (shots 2..5)" "$OUT/log"; then echo "PASS srm .npy: rank 1 read its 3 shots' 288 of the 480 rows"
-  else echo "FAIL srm .npy: rank 1 did not read only its shots' rows:"; cat "$OUT/log"; fail=1; fi
-}
+srm_ranks npy "srm .npy" rows --traces "$OUT/line.npy" --geometry "$OUT/geometry.npy" --dt 4 --velocity "$OUT/v.npy" --x0 1000 --dx 25 \
+  --dz 10 --fmax 20 --nz 40 --table-rows 48 --planes 8
 
 step "nlbf estimate: parameter traces split, each rank reads the traces its apertures hold and writes its block"
 N=(nlbf estimate --synthetic demo)
