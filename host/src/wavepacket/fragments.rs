@@ -259,14 +259,14 @@ impl Tiling {
     /// reused output buffer works as a fresh one). In parallel ([`Tiling::fold_rows`]); every
     /// sample gets one write per box, so the result is that of a serial loop, bit for bit.
     pub fn fold_box(&self, vol: &mut [f32], b: usize, partial: &[f32]) -> Result<()> {
-        self.fold_rows(vol, &[FoldRows { b, partial, set_fresh: true, rows: 0..self.cube_box(b).extent[0] }])
+        self.fold_rows(vol, &[FoldRows { b, partial, set_fresh: true, rows: 0..self.cube_box(b).extent[0] }]).map(|_| ())
     }
 
     /// As [`Tiling::fold_box`] where the box's fresh block ([`CubeBox::fresh`]) is already in the
     /// volume (a GPU copied it there from the device): only the samples an earlier box wrote get
     /// the sum added; `partial` needs to hold only those.
     pub fn add_covered(&self, vol: &mut [f32], b: usize, partial: &[f32]) -> Result<()> {
-        self.fold_rows(vol, &[FoldRows { b, partial, set_fresh: false, rows: 0..self.cube_box(b).extent[0] }])
+        self.fold_rows(vol, &[FoldRows { b, partial, set_fresh: false, rows: 0..self.cube_box(b).extent[0] }]).map(|_| ())
     }
 
     /// Folds several boxes' x0 rows ([`FoldRows`]) in one parallel pass over the volume rows they
@@ -276,34 +276,37 @@ impl Tiling {
     /// took 8.0-8.8 ms of host time per job, one pass for what is ready 7.0-7.3 ms, whole boxes
     /// 4.1-4.9 ms, but the slabs fold while the later ones come down). In tasks of 32 volume rows,
     /// so a slab of a few planes spreads over every thread; each sample gets one write per item,
-    /// the result of a serial loop bit for bit.
-    pub fn fold_rows(&self, vol: &mut [f32], items: &[FoldRows]) -> Result<()> {
+    /// the result of a serial loop bit for bit. Returns whether it made a pass: none where no item
+    /// writes a sample ([`FoldRows::writes`]; a pass costs ~0.1 ms of thread wake-ups on a 64-core
+    /// host even with nothing to do).
+    pub fn fold_rows(&self, vol: &mut [f32], items: &[FoldRows]) -> Result<bool> {
         const ROWS: usize = 32;
         let [_, s1, s2] = self.shape;
         ensure!(vol.len() == self.shape.iter().product::<usize>(), "{} samples for a {:?} volume", vol.len(), self.shape);
+        let mut work: Vec<(&FoldRows, CubeBox)> = Vec::new();
         for it in items {
-            let [e0, e1, e2] = self.cube_box(it.b).extent;
+            let bx = self.cube_box(it.b);
+            let [e0, e1, e2] = bx.extent;
             ensure!(it.partial.len() >= e0 * e1 * e2, "box {}: partial sum of {} samples for {e0} x {e1} x {e2}", it.b,
                 it.partial.len());
             ensure!(it.rows.start <= it.rows.end && it.rows.end <= e0, "box {}: rows {:?} of {e0}", it.b, it.rows);
+            if it.writes(&bx) {
+                work.push((it, bx));
+            }
         }
-        // Only the items with samples to write (a pass costs ~0.1 ms of thread wake-ups on a
-        // 64-core host even with nothing to do).
-        let items: Vec<&FoldRows> = items.iter().filter(|it| self.fold_writes(it)).collect();
-        let boxes: Vec<CubeBox> = items.iter().map(|it| self.cube_box(it.b)).collect();
-        let planes = |(it, bx): (&&FoldRows, &CubeBox)| bx.origin[0] + it.rows.start..bx.origin[0] + it.rows.end;
-        let lo = items.iter().zip(&boxes).map(|x| planes(x).start).min().unwrap_or(0);
-        let hi = items.iter().zip(&boxes).map(|x| planes(x).end).max().unwrap_or(0);
+        let planes = |(it, bx): &(&FoldRows, CubeBox)| bx.origin[0] + it.rows.start..bx.origin[0] + it.rows.end;
+        let lo = work.iter().map(|x| planes(x).start).min().unwrap_or(0);
+        let hi = work.iter().map(|x| planes(x).end).max().unwrap_or(0);
         if lo >= hi {
-            return Ok(());
+            return Ok(false);
         }
         vol[lo * s1 * s2..hi * s1 * s2].par_chunks_mut(ROWS * s2).enumerate().for_each(|(task, rows)| {
             for (r, row) in rows.chunks_mut(s2).enumerate() {
                 let g = task * ROWS + r;
                 let (p, y) = (lo + g / s1, g % s1);
-                for (it, bx) in items.iter().zip(&boxes) {
+                for x @ (it, bx) in &work {
                     let ([_, e1, e2], [c0, c1, c2], o) = (bx.extent, bx.covered, bx.origin);
-                    if !planes((it, bx)).contains(&p) || y < o[1] || y >= o[1] + e1 {
+                    if !planes(x).contains(&p) || y < o[1] || y >= o[1] + e1 {
                         continue;
                     }
                     let (x0, x1) = (p - o[0], y - o[1]);
@@ -321,16 +324,7 @@ impl Tiling {
                 }
             }
         });
-        Ok(())
-    }
-
-    /// Whether folding `it` writes any sample: its fresh samples are set here, or its rows hold
-    /// samples an earlier box wrote ([`CubeBox::covered`]: the planes below `covered[0]`, and on
-    /// every plane the rows below `covered[1]` and the samples below `covered[2]`).
-    pub fn fold_writes(&self, it: &FoldRows) -> bool {
-        let bx = self.cube_box(it.b);
-        let [c0, c1, c2] = [0, 1, 2].map(|a| bx.covered[a].min(bx.extent[a]));
-        !it.rows.is_empty() && (it.set_fresh || c1 > 0 || c2 > 0 || it.rows.start < c0)
+        Ok(true)
     }
 
     /// Adds the tapered cube t into the volume. In parallel over the cube's slabs (x0): each
@@ -414,6 +408,17 @@ pub struct FoldRows<'a> {
     pub partial: &'a [f32],
     pub set_fresh: bool,
     pub rows: std::ops::Range<usize>,
+}
+
+impl FoldRows<'_> {
+    /// Whether folding these rows of box `bx` writes any sample: its fresh samples are set here,
+    /// or its rows hold samples an earlier box wrote ([`CubeBox::covered`]: the planes below
+    /// `covered[0]`, and on every plane the rows below `covered[1]` and the samples below
+    /// `covered[2]`).
+    fn writes(&self, bx: &CubeBox) -> bool {
+        let [c0, c1, c2] = [0, 1, 2].map(|a| bx.covered[a].min(bx.extent[a]));
+        !self.rows.is_empty() && (self.set_fresh || c1 > 0 || c2 > 0 || self.rows.start < c0)
+    }
 }
 
 /// A box of cubes (issue 9): a run of cubes (i0, i1, i2..) along the trace axis that one engine
@@ -672,13 +677,13 @@ impl<'t> OrderedFold<'t> {
             let (_, a) = &self.pending[b];
             Ok(FoldRows { b: *b, partial: a.buf.as_slice()?, set_fresh: !a.fresh, rows: rows.clone() })
         }).collect::<Result<Vec<_>>>().map_err(|e| (first, e))?;
-        // Slabs with nothing to write (a box's fresh rows already in the volume) need no pass.
-        if items.iter().any(|it| self.tiling.fold_writes(it)) {
-            let mut fold = || self.tiling.fold_rows(out, &items);
-            match fold_pool() {
-                Some(pool) => pool.install(fold),
-                None => fold(),
-            }.map_err(|e| (first, e.context(format!("adding boxes {first}.. into the volume"))))?;
+        // Slabs with nothing to write (a box's fresh rows already in the volume) make no pass.
+        let mut fold = || self.tiling.fold_rows(out, &items);
+        let passed = match fold_pool() {
+            Some(pool) => pool.install(fold),
+            None => fold(),
+        }.map_err(|e| (first, e.context(format!("adding boxes {first}.. into the volume"))))?;
+        if passed {
             self.busy += tf.elapsed().as_secs_f64();
             self.passes += 1;
             if let Some((t0, log)) = self.log.as_mut() {
