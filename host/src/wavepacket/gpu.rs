@@ -163,8 +163,9 @@ struct Boxed {
     /// The job's first queued step on the compute stream (the wait for the first slab is from
     /// there to the first cube's start).
     lead: Option<CudaEvent>,
-    /// `SEISGPU_WP_TRACE` (a diagnostic for scaling runs; `=fold` logs only the host fold): each cube's number and its forward's
-    /// and inverse's stage events, printed by [`GpuEngine::take_device_times`].
+    /// `SEISGPU_WP_TRACE` (a diagnostic for scaling runs; `=fold` logs only the host fold): each
+    /// cube's number and its forward's and inverse's stage events, printed by
+    /// [`GpuEngine::take_device_times`].
     trace: Option<Vec<(usize, Marks, Marks)>>,
 }
 
@@ -483,6 +484,9 @@ impl GpuEngine {
         if let Some(bx) = self.boxed.as_mut() {
             bx.timeline.clear();
             bx.lead = None;
+            if let Some(tr) = bx.trace.as_mut() {
+                tr.clear();
+            }
         }
         self.gpu.stream().synchronize().context("waiting for the engine's work")?;
         if let Some(st) = &self.staging {
