@@ -534,7 +534,7 @@ mod tests {
         assert_eq!(FLOOR_MAGIC.to_bits(), FLOOR_MAGIC_BITS);
         let len = 1027;
         let mut x = 0.377f32;
-        let mut check = |s: f32| {
+        let check = |s: f32| {
             let (i, f) = split_index(s, len);
             let (b, g) = split_index_magic(s, len, FLOOR_MAGIC);
             assert_eq!(b - FLOOR_MAGIC_BITS, i, "s {s}");

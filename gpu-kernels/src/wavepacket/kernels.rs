@@ -10,7 +10,8 @@
 //! - box side: `wp_box_fill` (window x norm x lattice value), `wp_combine` (gather over boxes);
 //! - coefficient edits on the device: `wp_threshold` (hard threshold per box, kept count);
 //! - the paper's variant 2 on the device: `wp_cut` (a cube from its raw samples, tapered) and
-//!   `wp_fold` (a tapered cube into its box's partial sum).
+//!   `wp_fold` (a tapered cube into its box's partial sum), `wp_add_face` (the volume's earlier sum
+//!   on a box's x0 face into it).
 
 use super::*;
 use crate::device::*;
@@ -388,6 +389,26 @@ pub unsafe extern "ptx-kernel" fn wp_cut(c: u32, x0_first: u32, planes: u32, n0:
             0.0
         };
         unsafe { *cube.add(i) = v };
+    }
+}
+
+/// Issue 9's face pre-add: a box's partial sum `acc` ((n0, n1, len), x2 fastest) gets the volume's
+/// earlier sum on its x0 face added, the block of m1 x m2 samples per plane at (x0, c1, c2) that
+/// only boxes of earlier x0 rows cover; `pre` holds that block's planes from plane 0 (m1 x m2
+/// each). A plain add, the one the host's fold would do, so the same bits. One thread per sample
+/// of the face planes `x0_first..x0_end`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn wp_add_face(x0_first: u32, x0_end: u32, n1: u32, len: u32, c1: u32, c2: u32, m1: u32, m2: u32,
+    pre: *const f32, acc: *mut f32) {
+    let plane = m1 as usize * m2 as usize;
+    let i = x0_first as usize * plane + global_index();
+    if i < x0_end as usize * plane {
+        let (x2, r) = (i % m2 as usize, i / m2 as usize);
+        let (x0, x1) = (r / m1 as usize, r % m1 as usize);
+        unsafe {
+            let a = acc.add((x0 * n1 as usize + c1 as usize + x1) * len as usize + c2 as usize + x2);
+            *a += *pre.add(i);
+        }
     }
 }
 

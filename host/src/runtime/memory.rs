@@ -26,6 +26,11 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> PinnedBuf<T> {
     pub fn portable(gpu: &Gpu, len: usize) -> GpuResult<Self> {
         Self::with_flags(gpu, len, sys::CU_MEMHOSTALLOC_PORTABLE)
     }
+    /// Page-locked and mapped into the device's address space (cached): for a word the host writes
+    /// and a stream waits on (`cuStreamWaitValue32`).
+    pub fn mapped(gpu: &Gpu, len: usize) -> GpuResult<Self> {
+        Self::with_flags(gpu, len, sys::CU_MEMHOSTALLOC_DEVICEMAP)
+    }
     /// Write-combined page-locked memory: only for buffers the host writes and never reads.
     pub fn write_combined(gpu: &Gpu, len: usize) -> GpuResult<Self> {
         Self::with_flags(gpu, len, cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED)

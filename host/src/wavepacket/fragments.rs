@@ -220,7 +220,25 @@ impl Tiling {
         let shell = bx.covered_blocks();
         CubeInBox { t, cube: self.cube, inside: self.inside(t), taper: [0, 1, 2].map(|a| at[a] + ix[a] * self.cube),
             len: bx.extent[2], off: self.start(t)[2] - bx.origin[2], first: t == bx.cubes.start, last: t + 1 == bx.cubes.end,
-            origin: bx.origin, fresh: bx.fresh(), covered: [0, 1, 2].map(|i| shell.get(i).copied()) }
+            origin: bx.origin, fresh: bx.fresh(), covered: [0, 1, 2].map(|i| shell.get(i).copied()), face: None }
+    }
+
+    /// As [`Tiling::cube_in_box`] for box b whose face ([`CubeBox::face`]) the device adds itself:
+    /// the face goes down with the fresh block, and the device waits until every box before b's
+    /// x0 row is folded ([`Tiling::row_start`]). `None` where the box has no face.
+    pub fn cube_in_box_face(&self, b: usize, t: usize, at: [usize; 3]) -> Option<CubeInBox> {
+        let bx = self.cube_box(b);
+        let (face_at, face_extent) = bx.face()?;
+        let mut job = self.cube_in_box(&bx.face_folded(), t, at);
+        job.face = Some(Face { after: self.row_start(b), at: face_at, extent: face_extent });
+        Some(job)
+    }
+
+    /// The first box of box b's x0 row (boxes are numbered x0 row by x0 row): the boxes before it
+    /// are all that cover b's face.
+    pub fn row_start(&self, b: usize) -> usize {
+        let per_row = self.box_count() / self.starts[0].len();
+        b - b % per_row
     }
 
     /// Copies cube t's samples inside the volume into `out` ((n0, n1, n2) of [`Tiling::inside`],
@@ -259,14 +277,14 @@ impl Tiling {
     /// reused output buffer works as a fresh one). In parallel ([`Tiling::fold_rows`]); every
     /// sample gets one write per box, so the result is that of a serial loop, bit for bit.
     pub fn fold_box(&self, vol: &mut [f32], b: usize, partial: &[f32]) -> Result<()> {
-        self.fold_rows(vol, &[FoldRows { b, partial, set_fresh: true, rows: 0..self.cube_box(b).extent[0] }]).map(|_| ())
+        self.fold_rows(vol, &[FoldRows { b, partial, set_fresh: true, rows: 0..self.cube_box(b).extent[0], face_folded: false }]).map(|_| ())
     }
 
     /// As [`Tiling::fold_box`] where the box's fresh block ([`CubeBox::fresh`]) is already in the
     /// volume (a GPU copied it there from the device): only the samples an earlier box wrote get
     /// the sum added; `partial` needs to hold only those.
     pub fn add_covered(&self, vol: &mut [f32], b: usize, partial: &[f32]) -> Result<()> {
-        self.fold_rows(vol, &[FoldRows { b, partial, set_fresh: false, rows: 0..self.cube_box(b).extent[0] }]).map(|_| ())
+        self.fold_rows(vol, &[FoldRows { b, partial, set_fresh: false, rows: 0..self.cube_box(b).extent[0], face_folded: false }]).map(|_| ())
     }
 
     /// Folds several boxes' x0 rows ([`FoldRows`]) in one parallel pass over the volume rows they
@@ -285,7 +303,7 @@ impl Tiling {
         ensure!(vol.len() == self.shape.iter().product::<usize>(), "{} samples for a {:?} volume", vol.len(), self.shape);
         let mut work: Vec<(&FoldRows, CubeBox)> = Vec::new();
         for it in items {
-            let bx = self.cube_box(it.b);
+            let bx = it.folded_box(self);
             let [e0, e1, e2] = bx.extent;
             ensure!(it.partial.len() >= e0 * e1 * e2, "box {}: partial sum of {} samples for {e0} x {e1} x {e2}", it.b,
                 it.partial.len());
@@ -408,9 +426,17 @@ pub struct FoldRows<'a> {
     pub partial: &'a [f32],
     pub set_fresh: bool,
     pub rows: std::ops::Range<usize>,
+    /// The box's face is in the volume already ([`CubeBox::face_folded`]).
+    pub face_folded: bool,
 }
 
 impl FoldRows<'_> {
+    /// Box `b` as the host folds it (its face in the volume already where a GPU added it).
+    fn folded_box(&self, tiling: &Tiling) -> CubeBox {
+        let bx = tiling.cube_box(self.b);
+        if self.face_folded { bx.face_folded() } else { bx }
+    }
+
     /// Whether folding these rows of box `bx` writes any sample: its fresh samples are set here,
     /// or its rows hold samples an earlier box wrote ([`CubeBox::covered`]: the planes below
     /// `covered[0]`, and on every plane the rows below `covered[1]` and the samples below
@@ -448,6 +474,27 @@ impl CubeBox {
         (!ext.contains(&0)).then_some((self.covered, ext))
     }
 
+    /// Issue 9: the samples of the box's x0 face (the planes below `covered[0]`) that only boxes of
+    /// earlier x0 rows cover, as a block of the box (first sample, extent): a box of the same row
+    /// covers only rows below `covered[1]` or samples below `covered[2]` (three boxes never overlap
+    /// along an axis). Their earlier sum is final once those rows are folded, so a GPU adds it into
+    /// the box's sum itself and sends the sum down with the fresh block ([`CubeBox::face_folded`]):
+    /// on 4 GPUs at 480^3 about half the samples the last boxes share, which the host otherwise
+    /// folds after they arrive. `None` where the box has no such samples.
+    pub fn face(&self) -> Option<([usize; 3], [usize; 3])> {
+        let [c0, c1, c2] = [0, 1, 2].map(|a| self.covered[a].min(self.extent[a]));
+        let [_, e1, e2] = self.extent;
+        let extent = [c0, e1 - c1, e2 - c2];
+        (!extent.contains(&0)).then_some(([0, c1, c2], extent))
+    }
+
+    /// The box as the host folds it once a GPU added its face ([`CubeBox::face`]): the face is
+    /// written with the fresh block, the covered shell is the rows below `covered[1]` and the
+    /// samples below `covered[2]` of every plane.
+    pub fn face_folded(&self) -> CubeBox {
+        CubeBox { covered: [0, self.covered[1], self.covered[2]], ..self.clone() }
+    }
+
     /// The covered shell as blocks of the box (first sample, extent): the planes x0 < c0, then
     /// the rows x1 < c1 of the other planes, then the samples x2 < c2 of the other rows; empty
     /// blocks left out.
@@ -480,6 +527,18 @@ pub struct CubeInBox {
     pub origin: [usize; 3],
     pub fresh: Option<([usize; 3], [usize; 3])>,
     pub covered: [Option<([usize; 3], [usize; 3])>; 3],
+    /// The face the device adds itself ([`Tiling::cube_in_box_face`]).
+    pub face: Option<Face>,
+}
+
+/// A box's face as its engine adds it ([`CubeBox::face`]): the block (box-local first sample and
+/// extent), and how many boxes (all before the box's x0 row) must be folded before the volume's
+/// samples there are read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Face {
+    pub after: usize,
+    pub at: [usize; 3],
+    pub extent: [usize; 3],
 }
 
 impl CubeInBox {
@@ -552,6 +611,8 @@ type BoxResult = (usize, usize, Result<(Arrival, Option<u64>)>);
 struct Arrival {
     buf: HostSamples,
     fresh: bool,
+    /// The box's face came down with the fresh block, its earlier sum added ([`CubeBox::face`]).
+    face: bool,
     slabs: std::collections::VecDeque<(std::ops::Range<usize>, Option<cudarc::driver::CudaEvent>)>,
 }
 
@@ -582,6 +643,10 @@ struct OrderedFold<'t> {
     /// Seconds spent folding, and in how many passes.
     busy: f64,
     passes: usize,
+    /// Boxes folded whole, and how many from box 0 on are (every face of the boxes of later x0
+    /// rows may be read once it reaches them: [`Tiling::row_start`]).
+    done: Vec<bool>,
+    prefix: usize,
     /// `SEISGPU_WP_TRACE`: the job's start and what the fold did when (waits, passes).
     log: Option<(std::time::Instant, Vec<String>)>,
 }
@@ -621,7 +686,7 @@ impl<'t> OrderedFold<'t> {
         }
         let folded = vec![0; covering.len()];
         Self { tiling, origin, covering, folded, pending: BTreeMap::new(), boxes_done: 0, busy: 0.0, passes: 0,
-            log: None }
+            done: vec![false; tiling.box_count()], prefix: 0, log: None }
     }
 
     fn add(&mut self, b: usize, engine: usize, a: Arrival) { self.pending.insert(b, (engine, a)); }
@@ -634,36 +699,28 @@ impl<'t> OrderedFold<'t> {
         (o + rows.start..o + rows.end).all(|p| self.covering[p].get(self.folded[p]) == Some(&b))
     }
 
-    /// Whether a slab is due but still coming down (a blocking [`OrderedFold::step`] waits for it).
+    /// Whether a slab is due but still coming down (the folding thread then polls for it).
     fn waiting(&self) -> bool {
         self.pending.iter().any(|(&b, (_, a))| a.slabs.front().is_some_and(|(r, _)| self.due(b, r)))
     }
 
-    /// Folds every due slab that is down, in one pass ([`Tiling::fold_rows`]); with `wait`, also
-    /// waits for the first due slab that is not. Whole boxes go back to their engines' pools.
-    /// Returns whether anything was folded, or the box that failed.
-    fn step(&mut self, out: &mut [f32], pools: &[CubePool], wait: bool) -> std::result::Result<bool, (usize, anyhow::Error)> {
+    /// Folds every due slab that is down, in one pass ([`Tiling::fold_rows`]); whole boxes go back
+    /// to their engines' pools. Returns whether anything was folded, or the box that failed. It
+    /// never waits for a slab: a GPU may be waiting for this thread (a box's face copy waits until
+    /// the fold has reached the box's x0 row, [`CubeBox::face`]), so the thread polls
+    /// ([`OrderedFold::waiting`]) and keeps taking boxes while it waits.
+    fn step(&mut self, out: &mut [f32], pools: &[CubePool]) -> std::result::Result<bool, (usize, anyhow::Error)> {
         // The batch, in box order: a slab's planes count as folded once it is taken, so a later
         // box's slab on the same planes follows it in the same pass.
         let mut batch: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
-        let mut may_wait = wait;
         let boxes: Vec<usize> = self.pending.keys().copied().collect();
         for &b in &boxes {
             for (rows, ev) in &self.pending[&b].1.slabs {
                 if !self.due(b, rows) {
                     break;
                 }
-                if let Some(ev) = ev && !ev.is_complete() {
-                    if !may_wait {
-                        break;
-                    }
-                    let tw = std::time::Instant::now();
-                    ev.synchronize().map_err(|e| (b, anyhow::Error::from(e).context("waiting for a box's partial sum")))?;
-                    may_wait = false;
-                    if let Some((t0, log)) = self.log.as_mut() {
-                        log.push(format!("{:7.2} ms: waited {:.2} ms for box {b} rows {rows:?}", (tw - *t0).as_secs_f64() * 1e3,
-                            tw.elapsed().as_secs_f64() * 1e3));
-                    }
+                if let Some(ev) = ev && !ev.try_is_complete().map_err(|e| (b, anyhow::Error::from(e).context("a box's partial sum coming down")))? {
+                    break;
                 }
                 for p in self.origin[b] + rows.start..self.origin[b] + rows.end {
                     self.folded[p] += 1;
@@ -675,7 +732,7 @@ impl<'t> OrderedFold<'t> {
         let tf = std::time::Instant::now();
         let items = batch.iter().map(|(b, rows)| {
             let (_, a) = &self.pending[b];
-            Ok(FoldRows { b: *b, partial: a.buf.as_slice()?, set_fresh: !a.fresh, rows: rows.clone() })
+            Ok(FoldRows { b: *b, partial: a.buf.as_slice()?, set_fresh: !a.fresh, rows: rows.clone(), face_folded: a.face })
         }).collect::<Result<Vec<_>>>().map_err(|e| (first, e))?;
         // Slabs with nothing to write (a box's fresh rows already in the volume) make no pass.
         let mut fold = || self.tiling.fold_rows(out, &items);
@@ -699,7 +756,11 @@ impl<'t> OrderedFold<'t> {
                 let (k, a) = self.pending.remove(&b).unwrap();
                 pools[k].give(a.buf);
                 self.boxes_done += 1;
+                self.done[b] = true;
             }
+        }
+        while self.done.get(self.prefix) == Some(&true) {
+            self.prefix += 1;
         }
         Ok(true)
     }
@@ -991,13 +1052,30 @@ impl Fragmented {
         let threshold = matches!(edit, CoeffEdit::Threshold(_));
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
-        let stop_all = || {
-            stop.store(true, Ordering::Relaxed);
-            self.pools.iter().for_each(CubePool::wake);
-        };
         // A GPU engine writes each box's fresh block straight into a page-locked output.
         let out_place = crate::runtime::memory::Place::host(out, self.tiling.shape, [0; 3]);
         let direct_out: Vec<bool> = self.engines.iter().map(|e| e.lock().is_ok_and(|e| e.page_locked(out))).collect();
+        // ... and adds its boxes' faces itself ([`CubeBox::face`]), each once the fold has reached
+        // the face's box: the folding thread writes how far it is into each engine's counter.
+        let face_flags: Vec<Option<usize>> = self.engines.iter().zip(&direct_out).map(|(e, &direct)| -> Result<Option<usize>> {
+            if !direct {
+                return Ok(None);
+            }
+            let mut e = e.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
+            Ok(e.face_flag()?.map(|p| p as usize))
+        }).collect::<Result<_>>()?;
+        let release = |folded: u32| {
+            for &p in face_flags.iter().flatten() {
+                // SAFETY: an engine's mapped counter, alive as long as the engine.
+                unsafe { std::sync::atomic::AtomicU32::from_ptr(p as *mut u32) }.store(folded, Ordering::SeqCst);
+            }
+        };
+        // A job that stops lets every face copy through (no stream may wait forever).
+        let stop_all = || {
+            stop.store(true, Ordering::Relaxed);
+            release(u32::MAX);
+            self.pools.iter().for_each(CubePool::wake);
+        };
         // A/B knob (issue 9's scaling runs): `SEISGPU_WP_FOLD=box` folds each box once it is all
         // down instead of slab by slab; the same bits either way.
         let slab_folds = std::env::var("SEISGPU_WP_FOLD").map_or(true, |v| v != "box");
@@ -1006,6 +1084,7 @@ impl Fragmented {
             for (k, (eng, pool)) in self.engines.iter().zip(&self.pools).enumerate() {
                 let (tx, next, stop, stop_all, tapers) = (tx.clone(), &next, &stop, &stop_all, &tapers);
                 let out = direct_out[k].then_some(out_place);
+                let face_flag = face_flags[k];
                 s.spawn(move || {
                     // The box and cube in hand (for the failure's message).
                     let (mut b, mut t) = (usize::MAX, usize::MAX);
@@ -1041,7 +1120,7 @@ impl Fragmented {
                                         }
                                         [(0..self.tiling.cube_box(pb).extent[0], None)].into()
                                     };
-                                    let a = Arrival { buf, fresh: d.fresh_written, slabs };
+                                    let a = Arrival { buf, fresh: d.fresh_written, face: d.face_added, slabs };
                                     if !finite {
                                         a.settle();
                                         return Err(NotFinite.into());
@@ -1049,7 +1128,7 @@ impl Fragmented {
                                     kept = kept.or(k);
                                     a
                                 }
-                                None => Arrival { buf, fresh: false, slabs: [(0..self.tiling.cube_box(pb).extent[0], None)].into() },
+                                None => Arrival { buf, fresh: false, face: false, slabs: [(0..self.tiling.cube_box(pb).extent[0], None)].into() },
                             };
                             let _ = tx.send((pb, k, Ok((arrival, kept))));
                             Ok(())
@@ -1094,7 +1173,10 @@ impl Fragmented {
                                     CoeffEdit::Threshold(thr) => CubeOp::Threshold(thr),
                                     CoeffEdit::Host(_) => CubeOp::Host(&mut host),
                                 };
-                                let job = self.tiling.cube_in_box(&bx, t, taper_at);
+                                let job = match face_flag {
+                                    Some(_) => self.tiling.cube_in_box_face(b, t, taper_at),
+                                    None => None,
+                                }.unwrap_or_else(|| self.tiling.cube_in_box(&bx, t, taper_at));
                                 // SAFETY: `part` is this engine's page-locked buffer (on a GPU), left
                                 // untouched until the box's event completes (the synchronisation in
                                 // `finish`); the raw samples were staged above.
@@ -1134,7 +1216,9 @@ impl Fragmented {
                     })();
                     if r.is_err() {
                         // Nothing may still be going into host memory (the box buffers, the
-                        // output) once the job has returned.
+                        // output) once the job has returned; no face copy may wait for a fold
+                        // that stopped.
+                        stop_all();
                         if let Ok(mut e) = eng.lock() {
                             let _ = e.quiesce();
                         }
@@ -1196,7 +1280,12 @@ impl Fragmented {
                     }
                 }
             };
+            let mut released = 0;
             loop {
+                if fold.prefix != released {
+                    released = fold.prefix;
+                    release(released as u32);
+                }
                 // Every box already in first, so the boxes arriving together fold in the same
                 // passes (taking one message per pass, on 4 GPUs at 480^3 the last four boxes'
                 // first slabs folded one pass after another, ~1 ms each).
@@ -1204,16 +1293,20 @@ impl Fragmented {
                     accept(&mut fold, &mut failure, &mut got, &mut kept, m);
                 }
                 if failure.is_none() {
-                    match fold.step(out, &self.pools, false) {
+                    match fold.step(out, &self.pools) {
                         Ok(true) => continue,
                         Ok(false) => {}
                         Err((b, e)) => fail(&mut failure, b, e),
                     }
                 }
-                // Nothing down to fold: the next due slab still coming down, else the next box.
+                // Nothing down to fold: a due slab still coming down (poll for it, taking boxes
+                // meanwhile: a device may be waiting for the fold, [`OrderedFold::step`]), else
+                // the next box.
                 if failure.is_none() && fold.waiting() {
-                    if let Err((b, e)) = fold.step(out, &self.pools, true) {
-                        fail(&mut failure, b, e);
+                    match rx.recv_timeout(std::time::Duration::from_micros(20)) {
+                        Ok(m) => accept(&mut fold, &mut failure, &mut got, &mut kept, m),
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(std::time::Duration::from_micros(20)),
                     }
                     continue;
                 }
@@ -1223,6 +1316,7 @@ impl Fragmented {
                     Err(_) => break,
                 }
             }
+            release(u32::MAX);
             let (finished, due, busy) = (fold.finished(), fold.boxes_done, fold.busy);
             if let Some((_, log)) = fold.log.take() {
                 for l in &log[log.len().saturating_sub(40)..] {
@@ -1426,9 +1520,9 @@ mod tests {
                 let e0 = t.cube_box(b).extent[0];
                 let cut = r.random_range(1..=e0);
                 let slabs = [0..cut, cut..e0].into_iter().filter(|s| !s.is_empty()).map(|s| (s, None)).collect();
-                fold.add(b, i % 2, Arrival { buf: HostSamples::Pageable(partials[b].clone()), fresh: fresh_written, slabs });
+                fold.add(b, i % 2, Arrival { buf: HostSamples::Pageable(partials[b].clone()), fresh: fresh_written, face: false, slabs });
                 let before = fold.boxes_done;
-                while fold.step(&mut got, &pools, false).unwrap() {}
+                while fold.step(&mut got, &pools).unwrap() {}
                 if fold.boxes_done == before {
                     held_back += 1;
                 }
@@ -1439,6 +1533,76 @@ mod tests {
             assert_eq!(bits(&got), bits(&want), "fresh blocks written first: {fresh_written}");
             assert_eq!(pools.iter().map(|p| p.state.lock().unwrap().0.len()).sum::<usize>(), boxes, "every buffer given back");
         }
+    }
+
+    /// Issue 9's faces: boxes arriving in any order, each with its fresh block written as a GPU
+    /// writes it and, where it has a face ([`CubeBox::face`]), the face written as the box's sum
+    /// plus the volume's samples there once the fold has reached the box's x0 row, give the
+    /// in-order whole box folds bit for bit.
+    #[test]
+    fn scale_faces_added_by_the_device_give_the_box_order() {
+        use rand::{seq::SliceRandom, RngExt, SeedableRng};
+        let t = Tiling::new([45, 23, 70], 16, 4).unwrap();
+        let boxes = t.box_count();
+        let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let partials: Vec<Vec<f32>> = (0..boxes).map(|b| {
+            let [e0, e1, e2] = t.cube_box(b).extent;
+            (0..e0 * e1 * e2).map(|_| r.random_range(-1.0..1.0)).collect()
+        }).collect();
+        let mut want = vec![f32::NAN; t.shape.iter().product()];
+        for (b, p) in partials.iter().enumerate() {
+            t.fold_box(&mut want, b, p).unwrap();
+        }
+        let faces = (0..boxes).filter(|&b| t.cube_box(b).face().is_some()).count();
+        assert!(faces > boxes / 2, "{faces} of {boxes} boxes have a face");
+        let [_, s1, s2] = t.shape;
+        let mut got = vec![f32::NAN; want.len()];
+        let pools: Vec<CubePool> = (0..2).map(|_| CubePool::default()).collect();
+        let mut fold = OrderedFold::new(&t);
+        let mut order: Vec<usize> = (0..boxes).collect();
+        order.shuffle(&mut r);
+        let mut i = 0;
+        while !order.is_empty() {
+            // The next box in the shuffle that may go: a face waits for the fold.
+            let k = order.iter().position(|&b| t.cube_box(b).face().is_none() || fold.prefix >= t.row_start(b))
+                .expect("no box may go: the faces wait for each other");
+            let b = order.remove(k);
+            let bx = t.cube_box(b);
+            let ([_, e1, e2], o) = (bx.extent, bx.origin);
+            let at = |x: [usize; 3]| ((o[0] + x[0]) * s1 + o[1] + x[1]) * s2 + o[2] + x[2];
+            let p = &partials[b];
+            if let Some((f0, fe)) = bx.face() {
+                for x0 in f0[0]..f0[0] + fe[0] {
+                    for x1 in f0[1]..f0[1] + fe[1] {
+                        for x2 in f0[2]..f0[2] + fe[2] {
+                            let g = at([x0, x1, x2]);
+                            assert!(got[g].is_finite(), "box {b}: its face read before the fold reached it");
+                            got[g] = p[(x0 * e1 + x1) * e2 + x2] + got[g];
+                        }
+                    }
+                }
+            }
+            let view = if bx.face().is_some() { bx.face_folded() } else { bx.clone() };
+            if let Some((f0, fe)) = bx.fresh() {
+                for x0 in f0[0]..f0[0] + fe[0] {
+                    for x1 in f0[1]..f0[1] + fe[1] {
+                        for x2 in f0[2]..f0[2] + fe[2] {
+                            got[at([x0, x1, x2])] = p[(x0 * e1 + x1) * e2 + x2];
+                        }
+                    }
+                }
+            }
+            assert_eq!(view.fresh().map(|(a, e)| a[0] + e[0]), bx.fresh().map(|(a, e)| a[0] + e[0]));
+            let e0 = bx.extent[0];
+            let cut = r.random_range(1..=e0);
+            let slabs = [0..cut, cut..e0].into_iter().filter(|s| !s.is_empty()).map(|s| (s, None)).collect();
+            fold.add(b, i % 2, Arrival { buf: HostSamples::Pageable(p.clone()), fresh: true, face: bx.face().is_some(), slabs });
+            i += 1;
+            while fold.step(&mut got, &pools).unwrap() {}
+        }
+        assert!(fold.finished(), "{} of {boxes} boxes folded", fold.boxes_done);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want));
     }
 
     /// Boxes take every cube once, in order, at most [`Tiling::box_cubes`] along x2 (long traces
@@ -1770,7 +1934,7 @@ mod fold_speed {
                     std::thread::sleep(std::time::Duration::from_millis(1));
                 }
                 let t0 = std::time::Instant::now();
-                t.fold_rows(vol, &[FoldRows { b, partial: p, set_fresh: false, rows: r }]).unwrap();
+                t.fold_rows(vol, &[FoldRows { b, partial: p, set_fresh: false, rows: r, face_folded: false }]).unwrap();
                 busy += t0.elapsed().as_secs_f64();
                 n += 1;
             }

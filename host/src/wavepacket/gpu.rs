@@ -139,6 +139,8 @@ pub struct GpuEngine {
     staging: Option<Staging>,
     /// Issue 9's boxes ([`GpuEngine::cube_into_box`]): made on first use.
     boxed: Option<Boxed>,
+    /// Issue 9's face pre-add ([`GpuEngine::face_flag`]): made on first use.
+    face: Option<FaceState>,
     /// x0 planes per slab of the separable x2 pass and of a cube's upload ([`SLABS`]).
     slab_planes: usize,
 }
@@ -189,6 +191,22 @@ pub struct BoxDown {
     /// The box's fresh block went straight into the output volume (the host adds only the
     /// covered shell: [`super::fragments::Tiling::add_covered`]).
     pub fresh_written: bool,
+    /// The box's face came down with the fresh block, the volume's earlier sum added on the
+    /// device ([`super::fragments::CubeBox::face`]).
+    pub face_added: bool,
+}
+
+/// A box face's way onto the device ([`GpuEngine::face_flag`]): a stream of its own that waits
+/// until the host's fold has reached the face's box ([`super::fragments::Face::after`]: a
+/// page-locked counter the folding thread writes, which the stream waits on with
+/// `cuStreamWaitValue32`) and then copies the volume's samples there into `buf`; `free` once the
+/// last add has read them.
+struct FaceState {
+    stream: Arc<CudaStream>,
+    flag: PinnedBuf<u32>,
+    flag_device: u64,
+    buf: CudaSlice<f32>,
+    free: Option<CudaEvent>,
 }
 
 /// The spare raw-sample buffer, the copy stream, whether slabs were queued since the last swap,
@@ -248,6 +266,7 @@ impl GpuEngine {
             kept: None,
             staging: None,
             boxed: None,
+            face: None,
             slab_planes: slab_planes(n, None),
             g: GeomArg(g),
             gather: frame.params.gather,
@@ -477,6 +496,36 @@ impl GpuEngine {
         Ok(())
     }
 
+    /// The page-locked counter that lets this engine add box faces itself (issue 9,
+    /// [`super::fragments::CubeBox::face`]), reset to 0: the folding thread writes into it how many
+    /// boxes are folded (every one before that number), and a face's copy waits until it reaches
+    /// the face's [`super::fragments::Face::after`]. `None` with `SEISGPU_WP_FACE=host` (the A/B
+    /// knob: the host folds the faces).
+    pub(crate) fn face_flag(&mut self) -> Result<Option<*mut u32>> {
+        if std::env::var("SEISGPU_WP_FACE").is_ok_and(|v| v == "host") {
+            return Ok(None);
+        }
+        if self.face.is_none() {
+            use cudarc::driver::sys;
+            // (Stream memory operations, `cuStreamWaitValue32_v2`, are always there since CUDA 12.)
+            let ctx = self.gpu.context().clone();
+            let mut flag = PinnedBuf::<u32>::mapped(&self.gpu, 1)?;
+            ctx.bind_to_thread().context("binding the context")?;
+            let mut flag_device = 0u64;
+            let host = flag.as_mut_slice()?.as_mut_ptr() as *mut std::ffi::c_void;
+            // SAFETY: `flag` is page-locked, mapped memory of this context, alive with the state.
+            unsafe { sys::cuMemHostGetDevicePointer_v2(&mut flag_device, host, 0) }.result()
+                .context("mapping the face counter")?;
+            let stream = ctx.new_stream().context("creating the face stream")?;
+            self.face = Some(FaceState { stream, flag, flag_device, buf: self.gpu.zeros::<f32>(1)?, free: None });
+        }
+        let f = self.face.as_mut().unwrap();
+        let p = f.flag.as_mut_slice()?.as_mut_ptr();
+        // SAFETY: no stream waits on the counter between jobs (each job's waits all pass).
+        unsafe { std::sync::atomic::AtomicU32::from_ptr(p).store(0, std::sync::atomic::Ordering::SeqCst) };
+        Ok(Some(p))
+    }
+
     /// Waits until the engine's streams are through (nothing in flight into host buffers), after a
     /// failed job; its cube marks are dropped (the next job's [`GpuEngine::take_device_times`]
     /// counts its own cubes only).
@@ -494,6 +543,9 @@ impl GpuEngine {
         }
         if let Some(bx) = &self.boxed {
             bx.down.synchronize().context("waiting for the engine's downloads")?;
+        }
+        if let Some(f) = &self.face {
+            f.stream.synchronize().context("waiting for the engine's face copies")?;
         }
         Ok(())
     }
@@ -647,6 +699,36 @@ impl GpuEngine {
             stream.memcpy_dtoh(&bx.bad, &mut status[scales..]).context("downloading a box's input check")?;
         }
         let fresh_written = job.last && out.is_some() && job.fresh.is_some();
+        // The face (issue 9): once the host's fold has reached this box's x0 row, the volume's
+        // samples there come up on the face stream; each slab with face planes adds them into
+        // the sum after its fold, and they go down with the fresh block.
+        let face_up = match (job.face, job.last) {
+            (Some(f), true) => {
+                let vol = out.with_context(|| format!("cube {}: a face to add but no page-locked output", job.t))?;
+                let fs = self.face.as_mut().with_context(|| format!("cube {}: a face to add but no face counter", job.t))?;
+                let need: usize = f.extent.iter().product();
+                if fs.buf.len() < need {
+                    fs.buf = self.gpu.zeros::<f32>(need)?;
+                }
+                if let Some(ev) = fs.free.take() {
+                    fs.stream.wait(&ev).context("ordering a face copy after the previous face's add")?;
+                }
+                use cudarc::driver::sys;
+                self.gpu.context().bind_to_thread().context("binding the context")?;
+                // SAFETY: the counter is mapped page-locked memory that outlives the engine's
+                // streams (`quiesce`); a job that stops sets it past every box.
+                unsafe { sys::cuStreamWaitValue32_v2(fs.stream.cu_stream(), fs.flag_device, f.after as u32,
+                    sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32) }.result()
+                    .context("queueing a face's wait for the fold")?;
+                use crate::runtime::memory::{copy_3d, Place};
+                let src = Place { start: [0, 1, 2].map(|a| job.origin[a] + f.at[a]), ..vol };
+                unsafe { copy_3d(&fs.stream, src, Place::device(&fs.buf, &fs.stream, f.extent, [0; 3]), f.extent) }
+                    .context("copying a box's face up")?;
+                Some((f, fs.stream.record_event(None).context("recording a face's copy")?))
+            }
+            (Some(_), false) | (None, _) => None,
+        };
+        let mut face_waited = false;
         let mut slabs_down = Vec::new();
         // After the inverse wrote a slab: its fold into the box's sum and, behind the box's last
         // cube, its rows' download (on the download stream, while the next slabs compute).
@@ -663,6 +745,22 @@ impl GpuEngine {
                 let (a0, a1) = (rows.start as u32, rows.end as u32);
                 launch!(gpu, "wp_fold", grid_1d(rows.len() * job.inside[1] * job.inside[2], 256), &c, &a0, &a1, &n0, &n1, &n2,
                     &len, &off, &e.vol, &w0, &w1, &w2, &mut bx.acc[w])?;
+            }
+            if let Some((f, up)) = &face_up {
+                // The face's planes of this slab (the face starts at plane 0 of the box).
+                let (a0, a1) = (rows.start, rows.end.min(f.extent[0]));
+                if a0 < a1 {
+                    if !face_waited {
+                        stream.wait(up).context("ordering a face's add after its copy")?;
+                        face_waited = true;
+                    }
+                    let fs = e.face.as_ref().unwrap();
+                    let [_, c1, c2] = f.at.map(|v| v as u32);
+                    let [_, m1, m2] = f.extent.map(|v| v as u32);
+                    let (a0, a1) = (a0 as u32, a1 as u32);
+                    launch!(gpu, "wp_add_face", grid_1d((a1 - a0) as usize * f.extent[1] * f.extent[2], 256), &a0, &a1, &n1, &len,
+                        &c1, &c2, &m1, &m2, &fs.buf, &mut bx.acc[w])?;
+                }
             }
             if !job.last {
                 return Ok(());
@@ -705,6 +803,9 @@ impl GpuEngine {
         };
         inv_marks.mark("start")?;
         self.inverse_slabbed(&mut inv_marks, &mut fold)?;
+        if face_up.is_some() && let Some(fs) = self.face.as_mut() {
+            fs.free = Some(stream.record_event(None).context("recording a face's add")?);
+        }
         let bx = self.boxed.as_mut().unwrap();
         if let Some(tr) = bx.trace.as_mut() {
             tr.push((job.t, fwd_marks, inv_marks));
@@ -715,7 +816,7 @@ impl GpuEngine {
         }
         bx.downloaded[w] = Some(bx.down.record_event(timed).context("recording a box's download")?);
         bx.which ^= 1;
-        Ok(Some(BoxDown { slabs: slabs_down, slot: w, fresh_written }))
+        Ok(Some(BoxDown { slabs: slabs_down, slot: w, fresh_written, face_added: face_up.is_some() }))
     }
 
     /// The device's time in the cubes since the last call (from each cut, once the samples were

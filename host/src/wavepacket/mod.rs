@@ -477,6 +477,15 @@ impl Engine {
         }
     }
 
+    /// The counter that lets a GPU engine add its boxes' faces ([`gpu::GpuEngine::face_flag`]);
+    /// `None` on the CPU.
+    pub(crate) fn face_flag(&mut self) -> Result<Option<*mut u32>> {
+        match self {
+            Engine::Cpu(_) => Ok(None),
+            Engine::Gpu(e) => e.face_flag(),
+        }
+    }
+
     /// Whether this engine's GPU moves `buf` by DMA, with no host pass: it is page-locked memory
     /// ([`crate::runtime::memory::page_locked`]); false on the CPU. A page-locked input volume's
     /// cubes go up straight from it ([`Engine::stage_block`]), a page-locked output volume gets
