@@ -1064,27 +1064,46 @@ impl Fragmented {
             let mut e = e.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
             Ok(e.face_flag()?.map(|p| p as usize))
         }).collect::<Result<_>>()?;
-        let release = |folded: u32| {
+        // The counter only goes up (an engine's `stop_all` and the folding thread both write it).
+        // Every face waits for at most `boxes`: the device compares cyclically (`(int32)(*flag -
+        // after) >= 0`), so a larger "let everything through" such as u32::MAX would read as
+        // below every wait (session 12: a job that failed on a bad sample hung that way).
+        let release = |folded: usize| {
             for &p in face_flags.iter().flatten() {
                 // SAFETY: an engine's mapped counter, alive as long as the engine.
-                unsafe { std::sync::atomic::AtomicU32::from_ptr(p as *mut u32) }.store(folded, Ordering::SeqCst);
+                unsafe { std::sync::atomic::AtomicU32::from_ptr(p as *mut u32) }.fetch_max(folded.min(boxes) as u32, Ordering::SeqCst);
             }
         };
         // A job that stops lets every face copy through (no stream may wait forever).
         let stop_all = || {
             stop.store(true, Ordering::Relaxed);
-            release(u32::MAX);
+            release(boxes);
             self.pools.iter().for_each(CubePool::wake);
         };
         // A/B knob (issue 9's scaling runs): `SEISGPU_WP_FOLD=box` folds each box once it is all
         // down instead of slab by slab; the same bits either way.
         let slab_folds = std::env::var("SEISGPU_WP_FOLD").map_or(true, |v| v != "box");
+        // What each engine thread is doing (`SEISGPU_WP_TRACE`: a job that stalls prints it).
+        let phases: Vec<Mutex<(&'static str, usize, usize)>> = self.engines.iter().map(|_| Mutex::new(("start", 0, 0))).collect();
+        let fold_at = Mutex::new(("start", 0usize, 0usize));
+        let folding = std::sync::atomic::AtomicBool::new(true);
+        let fold_phase = |what: &'static str, a: usize, b: usize| {
+            if let Ok(mut f) = fold_at.lock() {
+                *f = (what, a, b);
+            }
+        };
         let result = std::thread::scope(|s| -> Result<Option<u64>> {
             let (tx, rx) = std::sync::mpsc::channel::<BoxResult>();
             for (k, (eng, pool)) in self.engines.iter().zip(&self.pools).enumerate() {
                 let (tx, next, stop, stop_all, tapers) = (tx.clone(), &next, &stop, &stop_all, &tapers);
                 let out = direct_out[k].then_some(out_place);
                 let face_flag = face_flags[k];
+                let phase = &phases[k];
+                let at = move |what: &'static str, b: usize, t: usize| {
+                    if let Ok(mut p) = phase.lock() {
+                        *p = (what, b, t);
+                    }
+                };
                 s.spawn(move || {
                     // The box and cube in hand (for the failure's message).
                     let (mut b, mut t) = (usize::MAX, usize::MAX);
@@ -1107,6 +1126,7 @@ impl Fragmented {
                             let mut kept = kept;
                             let arrival = match down {
                                 Some(d) => {
+                                    at("waits for the first slab of box", pb, 0);
                                     if let Some((_, ev)) = d.slabs.first() {
                                         ev.synchronize().context("waiting for a box's partial sum")?;
                                     }
@@ -1136,6 +1156,7 @@ impl Fragmented {
                         loop {
                             // The buffer before the box: an engine with a box always has what it needs
                             // to finish it, so the ordered fold never waits on a starved engine.
+                            at("takes a box buffer after box", b, t);
                             let Some(mut part) = pool.take(stop, || e.host_partial(box_max))? else { break };
                             b = next.fetch_add(1, Ordering::Relaxed);
                             if b >= boxes {
@@ -1147,6 +1168,7 @@ impl Fragmented {
                             for c in bx.cubes.clone() {
                                 t = c;
                                 let te = std::time::Instant::now();
+                                at("stages box, cube", b, t);
                                 if let Some(raw) = raw.as_mut() {
                                     // The raw buffer's previous upload is through before it is
                                     // written again (a page-locked volume is only read: no wait).
@@ -1186,6 +1208,7 @@ impl Fragmented {
                                 };
                                 // SAFETY (`out`): the box's fresh block is written by no host fold
                                 // before the box is folded in order, after its event completed.
+                                at("queues box, cube", b, t);
                                 let (down, kc) = unsafe { e.cube_into_box(&job, tapers, raw_in, op, part.as_mut_slice()?, out) }?;
                                 ev = down;
                                 if let Some(n) = kc {
@@ -1206,6 +1229,7 @@ impl Fragmented {
                         if let Some(p) = prev.take() {
                             finish(&*e, p)?;
                         }
+                        at("done", b, t);
                         if let Some(t) = e.take_device_times()? {
                             crate::multi::mark_ms("device waits for its first slab (each)", t.first_slab);
                             crate::multi::mark_ms("device in cubes (each)", t.busy);
@@ -1214,6 +1238,9 @@ impl Fragmented {
                         }
                         Ok(())
                     })();
+                    if let Err(err) = &r && std::env::var_os("SEISGPU_WP_TRACE").is_some() {
+                        eprintln!("trace: engine {k} failed at box {b}, cube {t}: {err:#}");
+                    }
                     if r.is_err() {
                         // Nothing may still be going into host memory (the box buffers, the
                         // output) once the job has returned; no face copy may wait for a fold
@@ -1244,6 +1271,24 @@ impl Fragmented {
             let mut fold = OrderedFold::new(&self.tiling);
             if std::env::var_os("SEISGPU_WP_TRACE").is_some() {
                 fold.log = Some((t0, Vec::new()));
+                // A job that stalls says where each thread is, every 10 s.
+                let (phases, fold_at, folding) = (&phases, &fold_at, &folding);
+                s.spawn(move || {
+                    let mut quiet = 0;
+                    while folding.load(Ordering::Relaxed) {
+                        std::thread::sleep(std::time::Duration::from_millis(100));
+                        quiet += 1;
+                        if quiet % 100 == 0 {
+                            let f = fold_at.lock().map(|f| *f).unwrap_or(("?", 0, 0));
+                            eprintln!("trace: watchdog {} s: fold thread {} ({} {})", quiet / 10, f.0, f.1, f.2);
+                            for (k, p) in phases.iter().enumerate() {
+                                if let Ok(p) = p.lock() {
+                                    eprintln!("trace: watchdog: engine {k} {} {} {}", p.0, p.1, p.2);
+                                }
+                            }
+                        }
+                    }
+                });
             }
             let mut got = 0usize;
             let mut kept: Option<u64> = Some(0);
@@ -1282,9 +1327,10 @@ impl Fragmented {
             };
             let mut released = 0;
             loop {
+                fold_phase("loop top, boxes in / folded", got, fold.boxes_done);
                 if fold.prefix != released {
                     released = fold.prefix;
-                    release(released as u32);
+                    release(released);
                 }
                 // Every box already in first, so the boxes arriving together fold in the same
                 // passes (taking one message per pass, on 4 GPUs at 480^3 the last four boxes'
@@ -1293,6 +1339,7 @@ impl Fragmented {
                     accept(&mut fold, &mut failure, &mut got, &mut kept, m);
                 }
                 if failure.is_none() {
+                    fold_phase("step, boxes in / folded", got, fold.boxes_done);
                     match fold.step(out, &self.pools) {
                         Ok(true) => continue,
                         Ok(false) => {}
@@ -1310,13 +1357,16 @@ impl Fragmented {
                     }
                     continue;
                 }
-                match rx.recv() {
+                fold_phase("waits for a box, boxes in / folded", got, fold.boxes_done);
+                match rx.recv_timeout(std::time::Duration::from_secs(1)) {
                     Ok(m) => accept(&mut fold, &mut failure, &mut got, &mut kept, m),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                     // Every engine is done (the channel is closed) and nothing due is left.
-                    Err(_) => break,
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
                 }
             }
-            release(u32::MAX);
+            release(boxes);
+            folding.store(false, Ordering::Relaxed);
             let (finished, due, busy) = (fold.finished(), fold.boxes_done, fold.busy);
             if let Some((_, log)) = fold.log.take() {
                 for l in &log[log.len().saturating_sub(40)..] {
