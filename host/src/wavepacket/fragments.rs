@@ -1086,7 +1086,6 @@ impl Fragmented {
         // What each engine thread is doing (`SEISGPU_WP_TRACE`: a job that stalls prints it).
         let phases: Vec<Mutex<(&'static str, usize, usize)>> = self.engines.iter().map(|_| Mutex::new(("start", 0, 0))).collect();
         let fold_at = Mutex::new(("start", 0usize, 0usize));
-        let folding = std::sync::atomic::AtomicBool::new(true);
         let fold_phase = |what: &'static str, a: usize, b: usize| {
             if let Ok(mut f) = fold_at.lock() {
                 *f = (what, a, b);
@@ -1269,22 +1268,23 @@ impl Fragmented {
             // The ordered fold ([`OrderedFold`]): each plane takes its boxes in order, a box's
             // slabs as they come down.
             let mut fold = OrderedFold::new(&self.tiling);
+            let mut folding = None;
             if std::env::var_os("SEISGPU_WP_TRACE").is_some() {
                 fold.log = Some((t0, Vec::new()));
                 // A job that stalls says where each thread is, every 10 s.
-                let (phases, fold_at, folding) = (&phases, &fold_at, &folding);
+                let (phases, fold_at) = (&phases, &fold_at);
+                let (done, watch) = std::sync::mpsc::channel::<()>();
+                folding = Some(done);
                 s.spawn(move || {
-                    let mut quiet = 0;
-                    while folding.load(Ordering::Relaxed) {
-                        std::thread::sleep(std::time::Duration::from_millis(100));
-                        quiet += 1;
-                        if quiet % 100 == 0 {
-                            let f = fold_at.lock().map(|f| *f).unwrap_or(("?", 0, 0));
-                            eprintln!("trace: watchdog {} s: fold thread {} ({} {})", quiet / 10, f.0, f.1, f.2);
-                            for (k, p) in phases.iter().enumerate() {
-                                if let Ok(p) = p.lock() {
-                                    eprintln!("trace: watchdog: engine {k} {} {} {}", p.0, p.1, p.2);
-                                }
+                    let mut waited = 0;
+                    // Until the fold is through (its sender dropped): the job returns at once.
+                    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = watch.recv_timeout(std::time::Duration::from_secs(10)) {
+                        waited += 10;
+                        let f = fold_at.lock().map(|f| *f).unwrap_or(("?", 0, 0));
+                        eprintln!("trace: watchdog {waited} s: fold thread {} ({} {})", f.0, f.1, f.2);
+                        for (k, p) in phases.iter().enumerate() {
+                            if let Ok(p) = p.lock() {
+                                eprintln!("trace: watchdog: engine {k} {} {} {}", p.0, p.1, p.2);
                             }
                         }
                     }
@@ -1366,7 +1366,7 @@ impl Fragmented {
                 }
             }
             release(boxes);
-            folding.store(false, Ordering::Relaxed);
+            drop(folding);
             let (finished, due, busy) = (fold.finished(), fold.boxes_done, fold.busy);
             if let Some((_, log)) = fold.log.take() {
                 for l in &log[log.len().saturating_sub(40)..] {
