@@ -1585,6 +1585,25 @@ mod tests {
         }
     }
 
+    /// The device's face wait (`cuStreamWaitValue32`, GEQ) is cyclic: it passes once
+    /// `(int32)(counter - after) >= 0`. The counter's values (the boxes folded from box 0 on, and
+    /// the box count once a job stops) let each face through exactly when its earlier rows are
+    /// folded, and the stop value lets every face through; u32::MAX would let none (session 12's
+    /// hang).
+    #[test]
+    fn scale_face_counter_opens_each_face_once_its_rows_are_folded() {
+        let passes = |counter: u32, after: usize| (counter.wrapping_sub(after as u32) as i32) >= 0;
+        let t = Tiling::new([45, 23, 70], 16, 4).unwrap();
+        let boxes = t.box_count();
+        for b in (0..boxes).filter(|&b| t.cube_box(b).face().is_some()) {
+            let after = t.row_start(b);
+            for folded in 0..=boxes {
+                assert_eq!(passes(folded as u32, after), folded >= after, "box {b}, {folded} folded");
+            }
+            assert!(!passes(u32::MAX, after), "box {b}: u32::MAX would open it");
+        }
+    }
+
     /// Issue 9's faces: boxes arriving in any order, each with its fresh block written as a GPU
     /// writes it and, where it has a face ([`CubeBox::face`]), the face written as the box's sum
     /// plus the volume's samples there once the fold has reached the box's x0 row, give the
