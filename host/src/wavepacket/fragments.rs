@@ -1111,6 +1111,11 @@ impl Fragmented {
                     // CPU's kept count.
                     type OnDevice = (usize, HostSamples, Option<super::gpu::BoxDown>, Option<u64>);
                     let mut prev: Option<OnDevice> = None;
+                    // The buffer of the box being queued. Held out here, as `prev` is, so a failure
+                    // gives both back to the pool after the engine is quiet: freeing page-locked
+                    // memory (`cuMemFreeHost`) waits for the devices, and one waiting for a face the
+                    // fold can no longer reach hung the job (session 12).
+                    let mut current: Option<HostSamples> = None;
                     let r = (|| -> Result<()> {
                         let mut e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
                         // A GPU copies its cubes straight from a page-locked volume; otherwise the
@@ -1141,7 +1146,11 @@ impl Fragmented {
                                     };
                                     let a = Arrival { buf, fresh: d.fresh_written, face: d.face_added, slabs };
                                     if !finite {
+                                        // Every face through first (this box's own may wait for
+                                        // the fold), then its buffer back to the pool.
+                                        stop_all();
                                         a.settle();
+                                        pool.give(a.buf);
                                         return Err(NotFinite.into());
                                     }
                                     kept = kept.or(k);
@@ -1156,12 +1165,13 @@ impl Fragmented {
                             // The buffer before the box: an engine with a box always has what it needs
                             // to finish it, so the ordered fold never waits on a starved engine.
                             at("takes a box buffer after box", b, t);
-                            let Some(mut part) = pool.take(stop, || e.host_partial(box_max))? else { break };
+                            let Some(part) = pool.take(stop, || e.host_partial(box_max))? else { break };
                             b = next.fetch_add(1, Ordering::Relaxed);
                             if b >= boxes {
                                 pool.give(part);
                                 break;
                             }
+                            let part = current.insert(part);
                             let bx = self.tiling.cube_box(b);
                             let (mut ev, mut kept) = (None, None);
                             for c in bx.cubes.clone() {
@@ -1220,7 +1230,7 @@ impl Fragmented {
                                     finish(&*e, p)?;
                                 }
                             }
-                            prev = Some((b, part, ev, kept));
+                            prev = current.take().map(|part| (b, part, ev, kept));
                             if stop.load(Ordering::Relaxed) {
                                 break;
                             }
@@ -1249,7 +1259,9 @@ impl Fragmented {
                             let _ = e.quiesce();
                         }
                     }
-                    drop(prev);
+                    for buf in current.take().into_iter().chain(prev.take().map(|(_, buf, _, _)| buf)) {
+                        pool.give(buf);
+                    }
                     if let (Some(r), Ok(mut slot)) = (raw, pool.raw.lock()) {
                         *slot = Some(r);
                     }
