@@ -1539,16 +1539,13 @@ mod tests {
         assert!(t.copy_raw_staged(&vol, 0, &mut raw[..10], |_, _| Ok(())).is_err(), "a short buffer is refused");
     }
 
-    /// Issue 9's ordered fold by slabs: boxes arriving in a shuffled order, each in slabs of rows
-    /// (some with their fresh block already in the volume), give the volume of the in-order whole
-    /// box folds bit for bit; a box waits while an earlier box covering its planes is missing.
-    #[test]
-    fn scale_slab_folds_in_any_arrival_order_equal_the_box_order() {
-        use rand::{seq::SliceRandom, RngExt, SeedableRng};
+    /// A tiling of boxes in several x0 rows, random partial sums for its boxes (seeded), the
+    /// generator for what the test draws next, and the volume of their in-order whole box folds.
+    fn random_box_sums(seed: u64) -> (Tiling, rand_chacha::ChaCha8Rng, Vec<Vec<f32>>, Vec<f32>) {
+        use rand::{RngExt, SeedableRng};
         let t = Tiling::new([45, 23, 70], 16, 4).unwrap();
-        let boxes = t.box_count();
-        let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(9);
-        let partials: Vec<Vec<f32>> = (0..boxes).map(|b| {
+        let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let partials: Vec<Vec<f32>> = (0..t.box_count()).map(|b| {
             let [e0, e1, e2] = t.cube_box(b).extent;
             (0..e0 * e1 * e2).map(|_| r.random_range(-1.0..1.0)).collect()
         }).collect();
@@ -1556,6 +1553,17 @@ mod tests {
         for (b, p) in partials.iter().enumerate() {
             t.fold_box(&mut want, b, p).unwrap();
         }
+        (t, r, partials, want)
+    }
+
+    /// Issue 9's ordered fold by slabs: boxes arriving in a shuffled order, each in slabs of rows
+    /// (some with their fresh block already in the volume), give the volume of the in-order whole
+    /// box folds bit for bit; a box waits while an earlier box covering its planes is missing.
+    #[test]
+    fn scale_slab_folds_in_any_arrival_order_equal_the_box_order() {
+        use rand::{seq::SliceRandom, RngExt};
+        let (t, mut r, partials, want) = random_box_sums(9);
+        let boxes = t.box_count();
         for fresh_written in [false, true] {
             let mut got = vec![f32::NAN; want.len()];
             if fresh_written {
@@ -1622,18 +1630,9 @@ mod tests {
     /// in-order whole box folds bit for bit.
     #[test]
     fn scale_faces_added_by_the_device_give_the_box_order() {
-        use rand::{seq::SliceRandom, RngExt, SeedableRng};
-        let t = Tiling::new([45, 23, 70], 16, 4).unwrap();
+        use rand::{seq::SliceRandom, RngExt};
+        let (t, mut r, partials, want) = random_box_sums(11);
         let boxes = t.box_count();
-        let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(11);
-        let partials: Vec<Vec<f32>> = (0..boxes).map(|b| {
-            let [e0, e1, e2] = t.cube_box(b).extent;
-            (0..e0 * e1 * e2).map(|_| r.random_range(-1.0..1.0)).collect()
-        }).collect();
-        let mut want = vec![f32::NAN; t.shape.iter().product()];
-        for (b, p) in partials.iter().enumerate() {
-            t.fold_box(&mut want, b, p).unwrap();
-        }
         let faces = (0..boxes).filter(|&b| t.cube_box(b).face().is_some()).count();
         assert!(faces > boxes / 2, "{faces} of {boxes} boxes have a face");
         let [_, s1, s2] = t.shape;
