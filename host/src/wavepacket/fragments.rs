@@ -1131,30 +1131,41 @@ impl Fragmented {
                             let arrival = match down {
                                 Some(d) => {
                                     at("waits for the first slab of box", pb, 0);
-                                    if let Some((_, ev)) = d.slabs.first() {
-                                        ev.synchronize().context("waiting for a box's partial sum")?;
-                                    }
-                                    let (k, finite) = e.box_status(&d, threshold)?;
+                                    let status = (|| -> Result<(Option<u64>, bool)> {
+                                        if let Some((_, ev)) = d.slabs.first() {
+                                            ev.synchronize().context("waiting for a box's partial sum")?;
+                                        }
+                                        let status = e.box_status(&d, threshold)?;
+                                        if !slab_folds {
+                                            // The whole box at once, once it is all down.
+                                            for (_, ev) in &d.slabs {
+                                                ev.synchronize().context("waiting for a box's partial sum")?;
+                                            }
+                                        }
+                                        Ok(status)
+                                    })();
+                                    let k = match status {
+                                        Ok((k, true)) => k,
+                                        bad => {
+                                            // Every face through first (this box's own may wait
+                                            // for the fold), then, once nothing more comes down
+                                            // into it, its buffer back to the pool (not freed:
+                                            // `cuMemFreeHost` waits for the devices).
+                                            stop_all();
+                                            for (_, ev) in &d.slabs {
+                                                let _ = ev.synchronize();
+                                            }
+                                            pool.give(buf);
+                                            return Err(bad.err().unwrap_or_else(|| NotFinite.into()));
+                                        }
+                                    };
                                     let slabs = if slab_folds {
                                         d.slabs.into_iter().map(|(r, ev)| (r, Some(ev))).collect()
                                     } else {
-                                        // The whole box at once, once it is all down.
-                                        for (_, ev) in &d.slabs {
-                                            ev.synchronize().context("waiting for a box's partial sum")?;
-                                        }
                                         [(0..self.tiling.cube_box(pb).extent[0], None)].into()
                                     };
-                                    let a = Arrival { buf, fresh: d.fresh_written, face: d.face_added, slabs };
-                                    if !finite {
-                                        // Every face through first (this box's own may wait for
-                                        // the fold), then its buffer back to the pool.
-                                        stop_all();
-                                        a.settle();
-                                        pool.give(a.buf);
-                                        return Err(NotFinite.into());
-                                    }
                                     kept = kept.or(k);
-                                    a
+                                    Arrival { buf, fresh: d.fresh_written, face: d.face_added, slabs }
                                 }
                                 None => Arrival { buf, fresh: false, face: false, slabs: [(0..self.tiling.cube_box(pb).extent[0], None)].into() },
                             };
