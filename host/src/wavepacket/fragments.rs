@@ -1083,11 +1083,13 @@ impl Fragmented {
         // A/B knob (issue 9's scaling runs): `SEISGPU_WP_FOLD=box` folds each box once it is all
         // down instead of slab by slab; the same bits either way.
         let slab_folds = std::env::var("SEISGPU_WP_FOLD").map_or(true, |v| v != "box");
-        // What each engine thread is doing (`SEISGPU_WP_TRACE`: a job that stalls prints it).
+        // `SEISGPU_WP_TRACE`: the fold's log, and what each engine thread and the folding thread
+        // are doing (a job that stalls prints it); nothing is recorded without it.
+        let tracing = std::env::var_os("SEISGPU_WP_TRACE").is_some();
         let phases: Vec<Mutex<(&'static str, usize, usize)>> = self.engines.iter().map(|_| Mutex::new(("start", 0, 0))).collect();
         let fold_at = Mutex::new(("start", 0usize, 0usize));
         let fold_phase = |what: &'static str, a: usize, b: usize| {
-            if let Ok(mut f) = fold_at.lock() {
+            if tracing && let Ok(mut f) = fold_at.lock() {
                 *f = (what, a, b);
             }
         };
@@ -1099,7 +1101,7 @@ impl Fragmented {
                 let face_flag = face_flags[k];
                 let phase = &phases[k];
                 let at = move |what: &'static str, b: usize, t: usize| {
-                    if let Ok(mut p) = phase.lock() {
+                    if tracing && let Ok(mut p) = phase.lock() {
                         *p = (what, b, t);
                     }
                 };
@@ -1258,7 +1260,7 @@ impl Fragmented {
                         }
                         Ok(())
                     })();
-                    if let Err(err) = &r && std::env::var_os("SEISGPU_WP_TRACE").is_some() {
+                    if let Err(err) = &r && tracing {
                         eprintln!("trace: engine {k} failed at box {b}, cube {t}: {err:#}");
                     }
                     if r.is_err() {
@@ -1292,7 +1294,7 @@ impl Fragmented {
             // slabs as they come down.
             let mut fold = OrderedFold::new(&self.tiling);
             let mut folding = None;
-            if std::env::var_os("SEISGPU_WP_TRACE").is_some() {
+            if tracing {
                 fold.log = Some((t0, Vec::new()));
                 // A job that stalls says where each thread is, every 10 s.
                 let (phases, fold_at) = (&phases, &fold_at);
