@@ -2035,6 +2035,37 @@ mod fold_speed {
         (busy, n)
     }
 
+    /// The tail of 480^3 on 4 GPUs with the faces on the devices: the last x0 row's four boxes
+    /// arrive together and the host adds only the x1 rows and x2 samples they share, 32-plane
+    /// slab by slab, the four boxes' slabs in one pass (as the ordered fold takes them).
+    #[test]
+    #[ignore]
+    fn fold_speed_480_tail() {
+        let t = Tiling::new([480, 480, 480], 256, 32).unwrap();
+        let mut vol = vec![1.0f32; 480 * 480 * 480];
+        let last: Vec<usize> = (t.box_count() / 2..t.box_count()).collect();
+        let owned: Vec<Vec<f32>> = last.iter().map(|&b| vec![0.5f32; t.cube_box(b).extent.iter().product()]).collect();
+        let shared: usize = last.iter().map(|&b| t.cube_box(b).face_folded().covered_blocks().iter()
+            .map(|(_, e)| e.iter().product::<usize>()).sum::<usize>()).sum();
+        let cores = rayon::current_num_threads();
+        println!("{shared} shared samples in the last row's {} boxes (faces on the devices)", last.len());
+        for threads in [1usize, 2, 4, 8, 16, 32].into_iter().filter(|&n| n <= cores) {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let mut best = f64::MAX;
+            for _ in 0..5 {
+                let t0 = std::time::Instant::now();
+                for r in super::super::gpu::slabs(256, 32) {
+                    let items: Vec<FoldRows> = last.iter().zip(&owned).map(|(&b, p)| FoldRows { b, partial: p, set_fresh: false,
+                        rows: r.clone(), face_folded: true }).collect();
+                    pool.install(|| t.fold_rows(&mut vol, &items)).unwrap();
+                }
+                best = best.min(t0.elapsed().as_secs_f64());
+            }
+            println!("pool {threads:>2}: {:6.2} ms, {:5.2} G samples/s, {:5.2} ns a sample a thread", best * 1e3,
+                shared as f64 / best / 1e9, best * 1e9 * threads as f64 / shared as f64);
+        }
+    }
+
     #[test]
     #[ignore]
     fn fold_speed_480() {

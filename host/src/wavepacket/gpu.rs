@@ -710,6 +710,9 @@ impl GpuEngine {
                 if fs.buf.len() < need {
                     fs.buf = self.gpu.zeros::<f32>(need)?;
                 }
+                // The copy rewrites `buf` while the previous face's add may still read it. cudarc
+                // orders a read after the last write, not a write after reads (`Place::device`
+                // takes the buffer as read, for either end of a copy), so this wait is ours.
                 if let Some(ev) = fs.free.take() {
                     fs.stream.wait(&ev).context("ordering a face copy after the previous face's add")?;
                 }
