@@ -49,35 +49,42 @@ pub unsafe extern "ptx-kernel" fn wp_prep_lines(g: Geometry, x0_first: u32, plan
 }
 
 /// Forward resampling of lines of length P onto the M lattice points, with an axis rotation:
-/// input (d0, d1, P) -> output (M, d0, out_last) at position b (or b centred on out_last when
-/// `centre` is set, for a data axis that the next pass pads to P). Block (32, 8): x runs over b,
-/// so a block reads 32 lines at 8 nearby lattice points (L1 reuse) and writes along b (coalesced).
-/// The grid's z runs over a from `a_first` (a slab of the d0 axis, or all of it).
+/// input lines (a, b) -> output lines (u, a) of out_last values, at position b (or b centred on
+/// out_last when `centre` is set, for a data axis that the next pass pads to P); where the lines
+/// lie, and which b run, is `lines` ([`Lines`]: (d0, d1, P) -> (M, d0, out_last) for all b, or a
+/// slab of b with the slab axis outermost, issue 9). Block (32, 8): x runs over b, so a block reads
+/// 32 lines at 8 nearby lattice points (L1 reuse) and writes along b (coalesced). The grid's z
+/// runs over a from `a_first` (a slab of the d0 axis, or all of it).
 #[inline(always)]
-unsafe fn resample<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, out_last: u32, a_first: u32,
+#[allow(clippy::too_many_arguments)]
+unsafe fn resample<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, out_last: u32, a_first: u32, lines: Lines,
     inp: *const f32, out: *mut f32) {
-    let b = block_idx_x() * 32 + thread_idx_x();
+    let b = lines.b_first + block_idx_x() * 32 + thread_idx_x();
     let u = block_idx_y() * 8 + thread_idx_y();
     let a = a_first + block_idx_z();
-    if b >= d1 || u >= g.m as u32 || a >= d0 {
+    if b >= lines.b_end.min(d1) || u >= g.m as u32 || a >= d0 {
         return;
     }
-    let line = unsafe { inp.add(2 * (a as usize * d1 as usize + b as usize) * g.p as usize) };
+    let line = unsafe { inp.add(2 * (a as usize * lines.in0 as usize + b as usize * lines.in1 as usize) * g.p as usize) };
     let (re, im) = unsafe { resample_point::<Q>(g, u as i32, line) };
     let pos = if centre != 0 { fft_pos(b as i32 - d1 as i32 / 2, out_last as i32) as usize } else { b as usize };
-    unsafe { st2(out.add(2 * ((u as usize * d0 as usize + a as usize) * out_last as usize + pos)), (re, im)) };
+    let at = u as usize * lines.out0 as usize + a as usize * lines.out1 as usize;
+    unsafe { st2(out.add(2 * (at * out_last as usize + pos)), (re, im)) };
 }
 
-/// Transpose of [`resample`]: input (M, d0, in_last) -> output (d0, d1, P), every global-grid point
-/// p gathering the lattice points whose stencil covers it. A 32 x 32 tile goes through shared
+/// Transpose of [`resample`]: input lines (u, a) of in_last values -> output lines (a, b) of P,
+/// every global-grid point p gathering the lattice points whose stencil covers it (`lines`:
+/// (M, d0, in_last) -> (d0, d1, P) for all b, or a slab of b). A 32 x 32 tile goes through shared
 /// memory so the reads run along b and the writes along p (both coalesced). Block (32, 8); the
 /// grid's z runs over a from `a_first`.
 #[inline(always)]
-unsafe fn adjoint<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, in_last: u32, a_first: u32,
+#[allow(clippy::too_many_arguments)]
+unsafe fn adjoint<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, in_last: u32, a_first: u32, lines: Lines,
     inp: *const f32, out: *mut f32) {
     let tile = dynamic_shared::<f32>(); // [32 b][33 p] complex, padded against bank conflicts
     let (tx, ty) = (thread_idx_x(), thread_idx_y());
-    let b = block_idx_x() * 32 + tx;
+    let b_end = lines.b_end.min(d1);
+    let b = lines.b_first + block_idx_x() * 32 + tx;
     let p0 = block_idx_y() * 32;
     let a = a_first + block_idx_z();
     if a >= d0 {
@@ -88,8 +95,8 @@ unsafe fn adjoint<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, i
     while k < 4 {
         let p = p0 + ty + 8 * k;
         let (mut re, mut im) = (0.0f32, 0.0f32);
-        if b < d1 && p < pp as u32 {
-            (re, im) = unsafe { adjoint_point::<Q>(g, d0, d1, centre, in_last, inp, a, b, p) };
+        if b < b_end && p < pp as u32 {
+            (re, im) = unsafe { adjoint_point::<Q>(g, (lines.in0, lines.in1), d1, centre, in_last, inp, a, b, p) };
         }
         unsafe { st2(tile.add(2 * (tx as usize * 33 + (ty + 8 * k) as usize)), (re, im)) };
         k += 1;
@@ -98,10 +105,11 @@ unsafe fn adjoint<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, i
     let p = p0 + tx;
     let mut k = 0;
     while k < 4 {
-        let bb = block_idx_x() * 32 + ty + 8 * k;
-        if bb < d1 && p < pp as u32 {
+        let bb = lines.b_first + block_idx_x() * 32 + ty + 8 * k;
+        if bb < b_end && p < pp as u32 {
             let v = unsafe { (*tile.add(2 * ((ty + 8 * k) as usize * 33 + tx as usize)), *tile.add(2 * ((ty + 8 * k) as usize * 33 + tx as usize) + 1)) };
-            unsafe { st2(out.add(2 * ((a as usize * d1 as usize + bb as usize) * pp as usize + p as usize)), v) };
+            let at = a as usize * lines.out0 as usize + bb as usize * lines.out1 as usize;
+            unsafe { st2(out.add(2 * (at * pp as usize + p as usize)), v) };
         }
         k += 1;
     }
@@ -111,13 +119,13 @@ macro_rules! separable_kernels {
     ($($q:literal => $fwd:ident, $adj:ident;)*) => {$(
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $fwd(g: Geometry, d0: u32, d1: u32, centre: u32, out_last: u32,
-            a_first: u32, inp: *const f32, out: *mut f32) {
-            unsafe { resample::<$q>(&g, d0, d1, centre, out_last, a_first, inp, out) }
+            a_first: u32, lines: Lines, inp: *const f32, out: *mut f32) {
+            unsafe { resample::<$q>(&g, d0, d1, centre, out_last, a_first, lines, inp, out) }
         }
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $adj(g: Geometry, d0: u32, d1: u32, centre: u32, in_last: u32,
-            a_first: u32, inp: *const f32, out: *mut f32) {
-            unsafe { adjoint::<$q>(&g, d0, d1, centre, in_last, a_first, inp, out) }
+            a_first: u32, lines: Lines, inp: *const f32, out: *mut f32) {
+            unsafe { adjoint::<$q>(&g, d0, d1, centre, in_last, a_first, lines, inp, out) }
         }
     )*};
 }

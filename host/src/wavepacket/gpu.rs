@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{ensure, Context, Result};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig};
-use gpu_kernels::wavepacket::{Geometry, ScalePtrs};
+use gpu_kernels::wavepacket::{Geometry, Lines, ScalePtrs};
 use num_complex::Complex32;
 
 use super::{CubeOp, Frame, Gather};
@@ -28,23 +28,55 @@ unsafe impl DeviceRepr for GeomArg {}
 struct PtrsArg(ScalePtrs);
 unsafe impl DeviceRepr for PtrsArg {}
 
-/// Buffers and plans of the separable USFFT: line buffers A (N,N,P) / (M,M,P) and B (M,N,P); the
-/// x2 pass's plans for a slab of x0 planes ([`slabs`]: the full slab, and the last one's where it
-/// is shorter).
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+struct LinesArg(Lines);
+// SAFETY: #[repr(C)] plain-old-data of u32 fields, the layout the kernels read.
+unsafe impl DeviceRepr for LinesArg {}
+
+/// Buffers and plans of the separable USFFT, one line buffer per pass: A (N, N, P) for the x2
+/// pass (x0, x1, x2 lines), B (N, M, P) for the x1 pass (x0, k2, x1 lines: x0 outermost, so a slab
+/// of x0 planes is one block of lines) and C (M, M, P) for the x0 pass (k1, k2, x0 lines). The x2
+/// and x1 passes go slab by slab ([`slabs`]; each has its plans for the full slab and the last
+/// one's where it is shorter), the x0 pass needs every plane.
 struct Separable {
     a: CudaSlice<f32>,
     b: CudaSlice<f32>,
-    plan_slab: Vec<(usize, FftPlan)>,
-    plan_b: FftPlan,
-    plan_c: FftPlan,
+    c: CudaSlice<f32>,
+    plan_x2: Vec<(usize, FftPlan)>,
+    plan_x1: Vec<(usize, FftPlan)>,
+    plan_x0: FftPlan,
 }
 
 impl Separable {
-    /// The x2 pass's plan for a slab of `planes` x0 planes.
+    /// A slab pass's plan (`plans`: [`Separable::plan_x2`] or [`Separable::plan_x1`]) for a slab of
+    /// `planes` x0 planes.
     fn slab_plan(plans: &[(usize, FftPlan)], planes: usize) -> Result<&FftPlan> {
         plans.iter().find(|(k, _)| *k == planes).map(|(_, p)| p).with_context(|| format!("no FFT plan for a slab of {planes} planes"))
     }
+
+    /// Batched FFTs of P-point lines for the slabs of `n` x0 planes, `planes` each, `per_plane`
+    /// lines a plane.
+    fn slab_plans(stream: &Arc<CudaStream>, n: usize, planes: usize, per_plane: usize, p: usize) -> Result<Vec<(usize, FftPlan)>> {
+        let mut plans = vec![(planes, FftPlan::c2c_batched(stream, &[p], planes * per_plane)?)];
+        if n % planes != 0 {
+            plans.push((n % planes, FftPlan::c2c_batched(stream, &[p], (n % planes) * per_plane)?));
+        }
+        Ok(plans)
+    }
 }
+
+/// The lines of the separable passes ([`Lines`]; issue 9): the x2 pass reads A's (x0, x1) lines
+/// and writes B's (x0, k2) lines with x0 outermost, the x1 pass reads B's (k2, x0) lines and writes
+/// C's (k1, k2) lines; the adjoints the other way round. `a`/`b` count as in the kernels.
+pub(super) fn lines_x2(n: u32, m: u32) -> Lines { Lines { in0: n, in1: 1, out0: 1, out1: m, b_first: 0, b_end: n } }
+pub(super) fn lines_x1(m: u32, x0: &std::ops::Range<usize>) -> Lines {
+    Lines { in0: 1, in1: m, out0: m, out1: 1, b_first: x0.start as u32, b_end: x0.end as u32 }
+}
+pub(super) fn lines_x1_adjoint(m: u32, x0: &std::ops::Range<usize>) -> Lines {
+    Lines { in0: m, in1: 1, out0: 1, out1: m, b_first: x0.start as u32, b_end: x0.end as u32 }
+}
+pub(super) fn lines_x2_adjoint(n: u32, m: u32) -> Lines { Lines { in0: 1, in1: m, out0: n, out1: 1, b_first: 0, b_end: n } }
 
 /// Slabs of x0 planes per cube in the separable transform's x2 pass (issue 9). A cube's forward
 /// starts on its first slab once that slab's samples are up, and the inverse's last pass hands
@@ -298,19 +330,15 @@ impl GpuEngine {
         let stream = self.gpu.stream().clone();
         match gather {
             Gather::Separable if self.sep.is_none() => {
-                let la = (n * n * p).max(m * m * p);
-                self.gpu.ensure_fits("the separable USFFT's line buffers", 8 * (la + m * n * p))?;
+                self.gpu.ensure_fits("the separable USFFT's line buffers", 8 * p * (n * n + n * m + m * m))?;
                 let planes = self.slab_planes;
-                let mut plan_slab = vec![(planes, FftPlan::c2c_batched(&stream, &[p], planes * n)?)];
-                if n % planes != 0 {
-                    plan_slab.push((n % planes, FftPlan::c2c_batched(&stream, &[p], (n % planes) * n)?));
-                }
                 self.sep = Some(Separable {
-                    a: self.gpu.zeros::<f32>(c2(la))?,
-                    b: self.gpu.zeros::<f32>(c2(m * n * p))?,
-                    plan_slab,
-                    plan_b: FftPlan::c2c_batched(&stream, &[p], m * n)?,
-                    plan_c: FftPlan::c2c_batched(&stream, &[p], m * m)?,
+                    a: self.gpu.zeros::<f32>(c2(n * n * p))?,
+                    b: self.gpu.zeros::<f32>(c2(n * m * p))?,
+                    c: self.gpu.zeros::<f32>(c2(m * m * p))?,
+                    plan_x2: Separable::slab_plans(&stream, n, planes, n, p)?,
+                    plan_x1: Separable::slab_plans(&stream, n, planes, m, p)?,
+                    plan_x0: FftPlan::c2c_batched(&stream, &[p], m * m)?,
                 });
             }
             Gather::Stencil if self.stencil.is_none() => {
@@ -1013,11 +1041,14 @@ impl GpuEngine {
             Gather::Separable => {
                 let resample = self.q_kernel("wp_resample");
                 {
+                    // The resamplings write n of each line's P points: the rest stays zero.
                     let s = self.sep.as_mut().expect("separable buffers");
                     stream.memset_zeros(&mut s.a)?;
                     stream.memset_zeros(&mut s.b)?;
+                    stream.memset_zeros(&mut s.c)?;
                 }
                 let (one, zero) = (1u32, 0u32);
+                // The x2 and x1 passes slab by slab (a slab's x1 lines need only its own planes).
                 for r in slabs(n as usize, self.slab_planes) {
                     before(self, r.clone())?;
                     let s = self.sep.as_mut().expect("separable buffers");
@@ -1025,20 +1056,22 @@ impl GpuEngine {
                     launch!(gpu, "wp_prep_lines", grid_1d(r.len() * (n * n) as usize, 256), &g, &a0, &planes, &self.vol,
                         &self.corr, &mut s.a)?;
                     marks.mark("corr:prep")?;
-                    Separable::slab_plan(&s.plan_slab, r.len())?.exec_inplace_at(&mut s.a, r.start * (n * p) as usize, false)?;
+                    Separable::slab_plan(&s.plan_x2, r.len())?.exec_inplace_at(&mut s.a, r.start * (n * p) as usize, false)?;
                     marks.mark("fft:lines-x2")?;
-                    launch!(gpu, &resample, resample_cfg(planes, n, m), &g, &n, &n, &one, &p, &a0, &s.a, &mut s.b)?;
+                    let lines = LinesArg(lines_x2(n, m));
+                    launch!(gpu, &resample, resample_cfg(planes, n, m), &g, &n, &n, &one, &p, &a0, &lines, &s.a, &mut s.b)?;
                     marks.mark("gather:resample-x2")?;
+                    Separable::slab_plan(&s.plan_x1, r.len())?.exec_inplace_at(&mut s.b, r.start * (m * p) as usize, false)?;
+                    marks.mark("fft:lines-x1")?;
+                    let lines = LinesArg(lines_x1(m, &r));
+                    launch!(gpu, &resample, resample_cfg(m, planes, m), &g, &m, &n, &one, &p, &zero, &lines, &s.b, &mut s.c)?;
+                    marks.mark("gather:resample-x1")?;
                 }
                 let s = self.sep.as_mut().expect("separable buffers");
-                s.plan_b.exec_inplace(&mut s.b, false)?;
-                marks.mark("fft:lines-x1")?;
-                stream.memset_zeros(&mut s.a)?;
-                launch!(gpu, &resample, resample_cfg(m, n, m), &g, &m, &n, &one, &p, &zero, &s.b, &mut s.a)?;
-                marks.mark("gather:resample-x1")?;
-                s.plan_c.exec_inplace(&mut s.a, false)?;
+                s.plan_x0.exec_inplace(&mut s.c, false)?;
                 marks.mark("fft:lines-x0")?;
-                launch!(gpu, &resample, resample_cfg(m, m, m), &g, &m, &m, &zero, &m, &zero, &s.a, &mut self.lat)?;
+                let lines = LinesArg(Lines::rotation(m, m));
+                launch!(gpu, &resample, resample_cfg(m, m, m), &g, &m, &m, &zero, &m, &zero, &lines, &s.c, &mut self.lat)?;
                 marks.mark("gather:resample-x0")?;
             }
             Gather::Stencil => {
@@ -1126,20 +1159,25 @@ impl GpuEngine {
                 let adjoint = self.q_kernel("wp_adjoint");
                 let s = self.sep.as_mut().expect("separable buffers");
                 let (one, zero) = (1u32, 0u32);
-                launch!(gpu, &adjoint, adjoint_cfg(m, m, p), &g, &m, &m, &zero, &m, &zero, &self.lat, &mut s.a)?;
+                let lines = LinesArg(Lines::rotation_adjoint(m, m));
+                launch!(gpu, &adjoint, adjoint_cfg(m, m, p), &g, &m, &m, &zero, &m, &zero, &lines, &self.lat, &mut s.c)?;
                 marks.mark("gather:adjoint-x0")?;
-                s.plan_c.exec_inplace(&mut s.a, true)?;
+                s.plan_x0.exec_inplace(&mut s.c, true)?;
                 marks.mark("fft:lines-x0")?;
-                launch!(gpu, &adjoint, adjoint_cfg(m, n, p), &g, &m, &n, &one, &p, &zero, &s.a, &mut s.b)?;
-                marks.mark("gather:adjoint-x1")?;
-                s.plan_b.exec_inplace(&mut s.b, true)?;
-                marks.mark("fft:lines-x1")?;
+                // The x1 and x2 passes slab by slab: a slab's output is done, and goes down,
+                // while the next slabs compute (issue 9).
                 for r in slabs(n as usize, self.slab_planes) {
                     let s = self.sep.as_mut().expect("separable buffers");
                     let (a0, planes) = (r.start as u32, r.len() as u32);
-                    launch!(gpu, &adjoint, adjoint_cfg(planes, n, p), &g, &n, &n, &one, &p, &a0, &s.b, &mut s.a)?;
+                    let lines = LinesArg(lines_x1_adjoint(m, &r));
+                    launch!(gpu, &adjoint, adjoint_cfg(m, planes, p), &g, &m, &n, &one, &p, &zero, &lines, &s.c, &mut s.b)?;
+                    marks.mark("gather:adjoint-x1")?;
+                    Separable::slab_plan(&s.plan_x1, r.len())?.exec_inplace_at(&mut s.b, r.start * (m * p) as usize, true)?;
+                    marks.mark("fft:lines-x1")?;
+                    let lines = LinesArg(lines_x2_adjoint(n, m));
+                    launch!(gpu, &adjoint, adjoint_cfg(planes, n, p), &g, &n, &n, &one, &p, &a0, &lines, &s.b, &mut s.a)?;
                     marks.mark("gather:adjoint-x2")?;
-                    Separable::slab_plan(&s.plan_slab, r.len())?.exec_inplace_at(&mut s.a, r.start * (n * p) as usize, true)?;
+                    Separable::slab_plan(&s.plan_x2, r.len())?.exec_inplace_at(&mut s.a, r.start * (n * p) as usize, true)?;
                     marks.mark("fft:lines-x2")?;
                     launch!(gpu, "wp_crop_lines", grid_1d(r.len() * (n * n) as usize, 256), &g, &a0, &planes, &s.a, &self.corr,
                         &mut self.vol)?;
@@ -1174,14 +1212,16 @@ impl GpuEngine {
     }
 }
 
-/// Resampling launch: input (d0, d1, P) lines, M lattice points; block (32 over d1, 8 over M).
-fn resample_cfg(d0: u32, d1: u32, m: u32) -> LaunchConfig {
-    LaunchConfig { grid_dim: (d1.div_ceil(32), m.div_ceil(8), d0), block_dim: (32, 8, 1), shared_mem_bytes: 0 }
+/// Resampling launch: `a` lines of a from `a_first` by `b` lines of b from [`Lines::b_first`], M
+/// lattice points; block (32 over b, 8 over M).
+fn resample_cfg(a: u32, b: u32, m: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: (b.div_ceil(32), m.div_ceil(8), a), block_dim: (32, 8, 1), shared_mem_bytes: 0 }
 }
 
-/// Adjoint resampling launch: output (d0, d1, P); 32 x 32 tiles through shared memory.
-fn adjoint_cfg(d0: u32, d1: u32, p: u32) -> LaunchConfig {
-    LaunchConfig { grid_dim: (d1.div_ceil(32), p.div_ceil(32), d0), block_dim: (32, 8, 1), shared_mem_bytes: 32 * 33 * 8 }
+/// Adjoint resampling launch: output lines (a, b) as [`resample_cfg`], P points each; 32 x 32
+/// tiles through shared memory.
+fn adjoint_cfg(a: u32, b: u32, p: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: (b.div_ceil(32), p.div_ceil(32), a), block_dim: (32, 8, 1), shared_mem_bytes: 32 * 33 * 8 }
 }
 
 /// Complex32 is #[repr(C)] (re, im): the interleaved layout of the device buffers.

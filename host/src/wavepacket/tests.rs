@@ -230,66 +230,77 @@ fn kernel_bodies_match_the_reference_on_emulated_grids() {
     let corr: Vec<f32> = (0..g.n).map(|i| wp::correction(g.lambda, g.p, i - g.n / 2)).collect();
     let pos = |b: usize, len: usize| wp::fft_pos(b as i32 - n as i32 / 2, len as i32) as usize;
     let f32p = |v: &[Complex32]| v.as_ptr() as *const f32;
-    let resample = |inp: &[Complex32], out: &mut [Complex32], d0: usize, d1: usize, centre: bool, out_last: usize| {
-        for a in 0..d0 {
-            for b in 0..d1 {
-                let line = unsafe { f32p(inp).add(2 * (a * d1 + b) * p) };
+    // As the kernels index them: a over `a`, b over the lines' b range, lines where `l` puts them.
+    let resample = |inp: &[Complex32], out: &mut [Complex32], a_range: std::ops::Range<usize>, centre: bool, out_last: usize,
+        l: wp::Lines| {
+        for a in a_range {
+            for b in l.b_first as usize..l.b_end as usize {
+                let line = unsafe { f32p(inp).add(2 * (a * l.in0 as usize + b * l.in1 as usize) * p) };
                 for u in 0..m {
                     let (re, im) = unsafe { wp::resample_point::<6>(&g, u as i32, line) };
                     let ps = if centre { pos(b, out_last) } else { b };
-                    out[(u * d0 + a) * out_last + ps] = Complex32::new(re, im);
+                    out[(u * l.out0 as usize + a * l.out1 as usize) * out_last + ps] = Complex32::new(re, im);
                 }
             }
         }
     };
-    // Forward, as GpuEngine::spectrum_forward does it.
-    let mut a = vec![Complex32::default(); (n * n * p).max(m * m * p)];
-    for x0 in 0..n {
-        for x1 in 0..n {
-            for x2 in 0..n {
-                let v = f[(x0 * n + x1) * n + x2] * corr[x0] * corr[x1] * corr[x2];
-                a[(x0 * n + x1) * p + pos(x2, p)] = Complex32::new(v, 0.0);
+    // Forward, as GpuEngine::spectrum_forward does it: the x2 and x1 passes slab by slab (slabs of
+    // 7 planes, the last one shorter), each slab's x1 pass reading only its own lines.
+    let (nu, mu) = (n as u32, m as u32);
+    let planes = 7;
+    let mut a = vec![Complex32::default(); n * n * p];
+    let mut b = vec![Complex32::default(); n * m * p];
+    let mut c = vec![Complex32::default(); m * m * p];
+    for r in super::gpu::slabs(n, planes) {
+        for x0 in r.clone() {
+            for x1 in 0..n {
+                for x2 in 0..n {
+                    let v = f[(x0 * n + x1) * n + x2] * corr[x0] * corr[x1] * corr[x2];
+                    a[(x0 * n + x1) * p + pos(x2, p)] = Complex32::new(v, 0.0);
+                }
             }
         }
+        lines(&mut a[r.start * n * p..], r.len() * n, false);
+        resample(&a, &mut b, r.clone(), true, p, super::gpu::lines_x2(nu, mu));
+        lines(&mut b[r.start * m * p..], r.len() * m, false);
+        resample(&b, &mut c, 0..m, true, p, super::gpu::lines_x1(mu, &r));
     }
-    lines(&mut a, n * n, false);
-    let mut b = vec![Complex32::default(); m * n * p];
-    resample(&a, &mut b, n, n, true, p);
-    lines(&mut b, m * n, false);
-    a.fill(Complex32::default());
-    resample(&b, &mut a, m, n, true, p);
-    lines(&mut a, m * m, false);
+    lines(&mut c, m * m, false);
     let mut lat = vec![Complex32::default(); m * m * m];
-    resample(&a, &mut lat, m, m, false, m);
+    resample(&c, &mut lat, 0..m, false, m, wp::Lines::rotation(mu, mu));
     let reference = e.lattice_separable(&f);
     let as_f = |v: &[Complex32]| v.iter().flat_map(|c| [c.re, c.im]).collect::<Vec<f32>>();
     let err = rel(&as_f(&lat), &as_f(&reference));
     assert!(err < 1e-6, "emulated separable forward vs reference: {err:.2e}");
 
-    // Adjoint, as GpuEngine::spectrum_adjoint does it, on a random lattice.
+    // Adjoint, as GpuEngine::spectrum_adjoint does it, on a random lattice: the x1 and x2 passes
+    // slab by slab, A and B poisoned first (a slab reading lines it has not written fails).
     let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(8);
     let lat: Vec<Complex32> = (0..m * m * m).map(|_| Complex32::new(r.random_range(-1.0..1.0), r.random_range(-1.0..1.0))).collect();
-    let adjoint = |inp: &[Complex32], out: &mut [Complex32], d0: usize, d1: usize, centre: bool, in_last: usize| {
-        for aa in 0..d0 {
-            for bb in 0..d1 {
+    let adjoint = |inp: &[Complex32], out: &mut [Complex32], a_range: std::ops::Range<usize>, d1: usize, centre: bool,
+        in_last: usize, l: wp::Lines| {
+        for aa in a_range {
+            for bb in l.b_first as usize..l.b_end as usize {
                 for pp in 0..p {
                     let (re, im) = unsafe {
-                        wp::adjoint_point::<6>(&g, d0 as u32, d1 as u32, centre as u32, in_last as u32, f32p(inp), aa as u32,
+                        wp::adjoint_point::<6>(&g, (l.in0, l.in1), d1 as u32, centre as u32, in_last as u32, f32p(inp), aa as u32,
                             bb as u32, pp as u32)
                     };
-                    out[(aa * d1 + bb) * p + pp] = Complex32::new(re, im);
+                    out[(aa * l.out0 as usize + bb * l.out1 as usize) * p + pp] = Complex32::new(re, im);
                 }
             }
         }
     };
-    let mut a = vec![Complex32::default(); (n * n * p).max(m * m * p)];
-    adjoint(&lat, &mut a, m, m, false, m);
-    lines(&mut a, m * m, true);
-    let mut b = vec![Complex32::default(); m * n * p];
-    adjoint(&a, &mut b, m, n, true, p);
-    lines(&mut b, m * n, true);
-    adjoint(&b, &mut a, n, n, true, p);
-    lines(&mut a, n * n, true);
+    adjoint(&lat, &mut c, 0..m, m, false, m, wp::Lines::rotation_adjoint(mu, mu));
+    lines(&mut c, m * m, true);
+    a.fill(Complex32::new(f32::NAN, f32::NAN));
+    b.fill(Complex32::new(f32::NAN, f32::NAN));
+    for r in super::gpu::slabs(n, planes) {
+        adjoint(&c, &mut b, 0..m, n, true, p, super::gpu::lines_x1_adjoint(mu, &r));
+        lines(&mut b[r.start * m * p..], r.len() * m, true);
+        adjoint(&b, &mut a, r.clone(), n, true, p, super::gpu::lines_x2_adjoint(nu, mu));
+        lines(&mut a[r.start * n * p..], r.len() * n, true);
+    }
     let mut out = vec![0.0f32; n * n * n];
     for x0 in 0..n {
         for x1 in 0..n {
