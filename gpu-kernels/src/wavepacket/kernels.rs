@@ -65,11 +65,10 @@ unsafe fn resample<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, 
     if b >= lines.b_end.min(d1) || u >= g.m as u32 || a >= d0 {
         return;
     }
-    let line = unsafe { inp.add(2 * (a as usize * lines.in0 as usize + b as usize * lines.in1 as usize) * g.p as usize) };
+    let line = unsafe { inp.add(2 * lines.input(a, b) * g.p as usize) };
     let (re, im) = unsafe { resample_point::<Q>(g, u as i32, line) };
     let pos = if centre != 0 { fft_pos(b as i32 - d1 as i32 / 2, out_last as i32) as usize } else { b as usize };
-    let at = u as usize * lines.out0 as usize + a as usize * lines.out1 as usize;
-    unsafe { st2(out.add(2 * (at * out_last as usize + pos)), (re, im)) };
+    unsafe { st2(out.add(2 * (lines.output(u, a) * out_last as usize + pos)), (re, im)) };
 }
 
 /// Transpose of [`resample`]: input lines (u, a) of in_last values -> output lines (a, b) of P,
@@ -96,7 +95,7 @@ unsafe fn adjoint<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, i
         let p = p0 + ty + 8 * k;
         let (mut re, mut im) = (0.0f32, 0.0f32);
         if b < b_end && p < pp as u32 {
-            (re, im) = unsafe { adjoint_point::<Q>(g, (lines.in0, lines.in1), d1, centre, in_last, inp, a, b, p) };
+            (re, im) = unsafe { adjoint_point::<Q>(g, &lines, d1, centre, in_last, inp, a, b, p) };
         }
         unsafe { st2(tile.add(2 * (tx as usize * 33 + (ty + 8 * k) as usize)), (re, im)) };
         k += 1;
@@ -108,8 +107,7 @@ unsafe fn adjoint<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, i
         let bb = lines.b_first + block_idx_x() * 32 + ty + 8 * k;
         if bb < b_end && p < pp as u32 {
             let v = unsafe { (*tile.add(2 * ((ty + 8 * k) as usize * 33 + tx as usize)), *tile.add(2 * ((ty + 8 * k) as usize * 33 + tx as usize) + 1)) };
-            let at = a as usize * lines.out0 as usize + bb as usize * lines.out1 as usize;
-            unsafe { st2(out.add(2 * (at * pp as usize + p as usize)), v) };
+            unsafe { st2(out.add(2 * (lines.output(a, bb) * pp as usize + p as usize)), v) };
         }
         k += 1;
     }

@@ -65,18 +65,20 @@ pub struct Geometry {
 }
 
 /// Where the separable passes' lines lie (kernel parameter, `#[repr(C)]`): a pass reads lines
-/// indexed by two numbers and writes lines indexed by two others, each line at `first * s0 +
+/// indexed by two numbers and writes lines indexed by two others, each line at `base + first * s0 +
 /// second * s1` lines into its buffer, for the b in `b_first..b_end`. The resampling
-/// (`wp_resample_qN`) reads lines (a, b) at (in0, in1) and writes lines (u, a) at (out0, out1); its
-/// adjoint (`wp_adjoint_qN`) reads (u, a) and writes (a, b). The plain rotation, (d0, d1, P) ->
-/// (M, d0, P) and back ([`Lines::rotation`], [`Lines::rotation_adjoint`]), lays every axis after the
-/// one before; issue 9's slabs of x0 planes keep x0 outermost in the x1 pass's buffer instead, so
-/// a slab's lines are one block (the host sets those strides; [`Lines::slab`] picks the b).
+/// (`wp_resample_qN`) reads lines (a, b) at (in_base, in0, in1) and writes lines (u, a) at
+/// (out_base, out0, out1); its adjoint (`wp_adjoint_qN`) reads (u, a) and writes (a, b). The plain
+/// rotation, (d0, d1, P) -> (M, d0, P) and back ([`Lines::rotation`], [`Lines::rotation_adjoint`]),
+/// lays every axis after the one before; issue 9's slabs of x0 planes lay the x1 pass's buffer out
+/// slab after slab instead, so a slab's lines are one block (the host sets those strides).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lines {
+    pub in_base: u32,
     pub in0: u32,
     pub in1: u32,
+    pub out_base: u32,
     pub out0: u32,
     pub out1: u32,
     pub b_first: u32,
@@ -85,11 +87,23 @@ pub struct Lines {
 
 impl Lines {
     /// The resampling of (d0, d1, P) lines into (M, d0, .), every b.
-    pub const fn rotation(d0: u32, d1: u32) -> Lines { Lines { in0: d1, in1: 1, out0: d0, out1: 1, b_first: 0, b_end: d1 } }
+    pub const fn rotation(d0: u32, d1: u32) -> Lines {
+        Lines { in_base: 0, in0: d1, in1: 1, out_base: 0, out0: d0, out1: 1, b_first: 0, b_end: d1 }
+    }
     /// The adjoint of (M, d0, .) lines into (d0, d1, P), every b.
-    pub const fn rotation_adjoint(d0: u32, d1: u32) -> Lines { Lines { in0: d0, in1: 1, out0: d1, out1: 1, b_first: 0, b_end: d1 } }
-    /// The same lines, the b in `first..end` only.
-    pub const fn slab(self, first: u32, end: u32) -> Lines { Lines { b_first: first, b_end: end, ..self } }
+    pub const fn rotation_adjoint(d0: u32, d1: u32) -> Lines {
+        Lines { in_base: 0, in0: d0, in1: 1, out_base: 0, out0: d1, out1: 1, b_first: 0, b_end: d1 }
+    }
+    /// Input line (first, second).
+    #[inline(always)]
+    pub const fn input(&self, first: u32, second: u32) -> usize {
+        self.in_base as usize + first as usize * self.in0 as usize + second as usize * self.in1 as usize
+    }
+    /// Output line (first, second).
+    #[inline(always)]
+    pub const fn output(&self, first: u32, second: u32) -> usize {
+        self.out_base as usize + first as usize * self.out0 as usize + second as usize * self.out1 as usize
+    }
 }
 
 /// Device pointers of the per-scale box buffers (the inverse's gather reads all scales).
@@ -724,14 +738,13 @@ pub unsafe fn resample_point<const Q: usize>(g: &Geometry, u: i32, line: *const 
 
 /// Separable adjoint: global-grid point p of line (a, b), gathering the lattice points whose
 /// stencil covers it from the input's lines of in_last values, lattice point u's line of a at
-/// `u * lines.0 + a * lines.1` ((M, d0, in_last) is `lines` = (d0, 1); b centred on in_last when
-/// `centre` is set).
+/// [`Lines::input`]`(u, a)` (b centred on in_last when `centre` is set).
 ///
 /// # Safety
 /// `inp` valid for every line that `lines` reaches.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn adjoint_point<const Q: usize>(g: &Geometry, lines: (u32, u32), d1: u32, centre: u32, in_last: u32,
+pub unsafe fn adjoint_point<const Q: usize>(g: &Geometry, lines: &Lines, d1: u32, centre: u32, in_last: u32,
     inp: *const f32, a: u32, b: u32, p: u32) -> (f32, f32) {
     let (m, pp) = (g.m, g.p);
     let q = Q as i32;
@@ -750,7 +763,7 @@ pub unsafe fn adjoint_point<const Q: usize>(g: &Geometry, lines: (u32, u32), d1:
             let (i0, frac) = kappa(j, pp, m);
             let w = gauss(g.lambda, frac, mm - i0);
             let u = emod(j, m) as usize;
-            let (x, y) = unsafe { load2(inp.add(2 * ((u * lines.0 as usize + a as usize * lines.1 as usize) * in_last as usize + pos))) };
+            let (x, y) = unsafe { load2(inp.add(2 * (lines.input(u as u32, a) * in_last as usize + pos))) };
             re += w * x;
             im += w * y;
             j += 1;

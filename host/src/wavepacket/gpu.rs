@@ -35,8 +35,8 @@ struct LinesArg(Lines);
 unsafe impl DeviceRepr for LinesArg {}
 
 /// Buffers and plans of the separable USFFT, one line buffer per pass: A (N, N, P) for the x2
-/// pass (x0, x1, x2 lines), B (N, M, P) for the x1 pass (x0, k2, x1 lines: x0 outermost, so a slab
-/// of x0 planes is one block of lines) and C (M, M, P) for the x0 pass (k1, k2, x0 lines). The x2
+/// pass (x0, x1, x2 lines), B (N x M lines of P) for the x1 pass (k2, x0, x1 lines, a slab of x0
+/// planes one block: [`lines_x1`]) and C (M, M, P) for the x0 pass (k1, k2, x0 lines). The x2
 /// and x1 passes go slab by slab ([`slabs`]; each has its plans for the full slab and the last
 /// one's where it is shorter), the x0 pass needs every plane.
 struct Separable {
@@ -66,17 +66,29 @@ impl Separable {
     }
 }
 
-/// The lines of the separable passes ([`Lines`]; issue 9): the x2 pass reads A's (x0, x1) lines
-/// and writes B's (x0, k2) lines with x0 outermost, the x1 pass reads B's (k2, x0) lines and writes
-/// C's (k1, k2) lines; the adjoints the other way round. `a`/`b` count as in the kernels.
-pub(super) fn lines_x2(n: u32, m: u32) -> Lines { Lines { in0: n, in1: 1, out0: 1, out1: m, b_first: 0, b_end: n } }
-pub(super) fn lines_x1(m: u32, x0: &std::ops::Range<usize>) -> Lines {
-    Lines { in0: 1, in1: m, out0: m, out1: 1, b_first: x0.start as u32, b_end: x0.end as u32 }
+/// The lines of the separable passes ([`Lines`]; issue 9). The x2 pass reads A's (x0, x1) lines
+/// and writes B's (k2, x0) lines, the x1 pass reads B's (k2, x0) lines and writes C's (k1, k2)
+/// lines; the adjoints the other way round. B holds the slabs of x0 planes one after another, each
+/// slab's lines k2 by k2 and within a k2 its planes in order: a slab's x1 lines are one block for
+/// its batched FFTs, and a warp's 32 planes of one k2 are neighbouring lines, as they were with B
+/// laid out (k2, x0) whole (the slab-major (x0, k2) order, lines M apart, cost 2x in `resample-x1`).
+/// B's line (k2, x0) for the slab `x0s`: `x0s.start * M` lines of earlier slabs, then `k2 *
+/// x0s.len() + (x0 - x0s.start)`.
+fn slab_base(m: u32, x0s: &std::ops::Range<usize>) -> u32 { x0s.start as u32 * (m - 1) }
+pub(super) fn lines_x2(n: u32, m: u32, x0s: &std::ops::Range<usize>) -> Lines {
+    Lines { in_base: 0, in0: n, in1: 1, out_base: slab_base(m, x0s), out0: x0s.len() as u32, out1: 1, b_first: 0, b_end: n }
 }
-pub(super) fn lines_x1_adjoint(m: u32, x0: &std::ops::Range<usize>) -> Lines {
-    Lines { in0: m, in1: 1, out0: 1, out1: m, b_first: x0.start as u32, b_end: x0.end as u32 }
+pub(super) fn lines_x1(m: u32, x0s: &std::ops::Range<usize>) -> Lines {
+    Lines { in_base: slab_base(m, x0s), in0: x0s.len() as u32, in1: 1, out_base: 0, out0: m, out1: 1, b_first: x0s.start as u32,
+        b_end: x0s.end as u32 }
 }
-pub(super) fn lines_x2_adjoint(n: u32, m: u32) -> Lines { Lines { in0: 1, in1: m, out0: n, out1: 1, b_first: 0, b_end: n } }
+pub(super) fn lines_x1_adjoint(m: u32, x0s: &std::ops::Range<usize>) -> Lines {
+    Lines { in_base: 0, in0: m, in1: 1, out_base: slab_base(m, x0s), out0: x0s.len() as u32, out1: 1, b_first: x0s.start as u32,
+        b_end: x0s.end as u32 }
+}
+pub(super) fn lines_x2_adjoint(n: u32, m: u32, x0s: &std::ops::Range<usize>) -> Lines {
+    Lines { in_base: slab_base(m, x0s), in0: x0s.len() as u32, in1: 1, out_base: 0, out0: n, out1: 1, b_first: 0, b_end: n }
+}
 
 /// Slabs of x0 planes per cube in the separable transform's x2 pass (issue 9). A cube's forward
 /// starts on its first slab once that slab's samples are up, and the inverse's last pass hands
@@ -1058,7 +1070,7 @@ impl GpuEngine {
                     marks.mark("corr:prep")?;
                     Separable::slab_plan(&s.plan_x2, r.len())?.exec_inplace_at(&mut s.a, r.start * (n * p) as usize, false)?;
                     marks.mark("fft:lines-x2")?;
-                    let lines = LinesArg(lines_x2(n, m));
+                    let lines = LinesArg(lines_x2(n, m, &r));
                     launch!(gpu, &resample, resample_cfg(planes, n, m), &g, &n, &n, &one, &p, &a0, &lines, &s.a, &mut s.b)?;
                     marks.mark("gather:resample-x2")?;
                     Separable::slab_plan(&s.plan_x1, r.len())?.exec_inplace_at(&mut s.b, r.start * (m * p) as usize, false)?;
@@ -1174,7 +1186,7 @@ impl GpuEngine {
                     marks.mark("gather:adjoint-x1")?;
                     Separable::slab_plan(&s.plan_x1, r.len())?.exec_inplace_at(&mut s.b, r.start * (m * p) as usize, true)?;
                     marks.mark("fft:lines-x1")?;
-                    let lines = LinesArg(lines_x2_adjoint(n, m));
+                    let lines = LinesArg(lines_x2_adjoint(n, m, &r));
                     launch!(gpu, &adjoint, adjoint_cfg(planes, n, p), &g, &n, &n, &one, &p, &a0, &lines, &s.b, &mut s.a)?;
                     marks.mark("gather:adjoint-x2")?;
                     Separable::slab_plan(&s.plan_x2, r.len())?.exec_inplace_at(&mut s.a, r.start * (n * p) as usize, true)?;

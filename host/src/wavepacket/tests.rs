@@ -235,11 +235,11 @@ fn kernel_bodies_match_the_reference_on_emulated_grids() {
         l: wp::Lines| {
         for a in a_range {
             for b in l.b_first as usize..l.b_end as usize {
-                let line = unsafe { f32p(inp).add(2 * (a * l.in0 as usize + b * l.in1 as usize) * p) };
+                let line = unsafe { f32p(inp).add(2 * l.input(a as u32, b as u32) * p) };
                 for u in 0..m {
                     let (re, im) = unsafe { wp::resample_point::<6>(&g, u as i32, line) };
                     let ps = if centre { pos(b, out_last) } else { b };
-                    out[(u * l.out0 as usize + a * l.out1 as usize) * out_last + ps] = Complex32::new(re, im);
+                    out[l.output(u as u32, a as u32) * out_last + ps] = Complex32::new(re, im);
                 }
             }
         }
@@ -261,7 +261,7 @@ fn kernel_bodies_match_the_reference_on_emulated_grids() {
             }
         }
         lines(&mut a[r.start * n * p..], r.len() * n, false);
-        resample(&a, &mut b, r.clone(), true, p, super::gpu::lines_x2(nu, mu));
+        resample(&a, &mut b, r.clone(), true, p, super::gpu::lines_x2(nu, mu, &r));
         lines(&mut b[r.start * m * p..], r.len() * m, false);
         resample(&b, &mut c, 0..m, true, p, super::gpu::lines_x1(mu, &r));
     }
@@ -283,10 +283,10 @@ fn kernel_bodies_match_the_reference_on_emulated_grids() {
             for bb in l.b_first as usize..l.b_end as usize {
                 for pp in 0..p {
                     let (re, im) = unsafe {
-                        wp::adjoint_point::<6>(&g, (l.in0, l.in1), d1 as u32, centre as u32, in_last as u32, f32p(inp), aa as u32,
+                        wp::adjoint_point::<6>(&g, &l, d1 as u32, centre as u32, in_last as u32, f32p(inp), aa as u32,
                             bb as u32, pp as u32)
                     };
-                    out[(aa * l.out0 as usize + bb * l.out1 as usize) * p + pp] = Complex32::new(re, im);
+                    out[l.output(aa as u32, bb as u32) * p + pp] = Complex32::new(re, im);
                 }
             }
         }
@@ -298,7 +298,7 @@ fn kernel_bodies_match_the_reference_on_emulated_grids() {
     for r in super::gpu::slabs(n, planes) {
         adjoint(&c, &mut b, 0..m, n, true, p, super::gpu::lines_x1_adjoint(mu, &r));
         lines(&mut b[r.start * m * p..], r.len() * m, true);
-        adjoint(&b, &mut a, r.clone(), n, true, p, super::gpu::lines_x2_adjoint(nu, mu));
+        adjoint(&b, &mut a, r.clone(), n, true, p, super::gpu::lines_x2_adjoint(nu, mu, &r));
         lines(&mut a[r.start * n * p..], r.len() * n, true);
     }
     let mut out = vec![0.0f32; n * n * n];
