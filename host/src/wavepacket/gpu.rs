@@ -106,6 +106,18 @@ fn slab_planes(n: usize, slabs: Option<usize>) -> usize {
     n.div_ceil(slabs.or_else(env).unwrap_or(SLABS).clamp(1, n.max(1))).max(1)
 }
 
+/// x0 planes per slab of the separable x1 pass, a multiple of the x2 pass's `planes` (each x1 slab
+/// runs after its x2 slabs in the forward, before them in the inverse). By default the whole cube:
+/// the x1 pass by slabs lets the first cube's upload and the last box's download overlap two
+/// passes instead of one, but costs ~0.3 ms a 256^3 cube on one GPU (smaller batched FFTs, a
+/// fifth more time in `adjoint-x1`: issue 9, `docs/bench/s13/`), and what it buys on 4 GPUs is not
+/// measured yet. `SEISGPU_WP_X1_SLABS=k` runs it in k slabs (the same coefficients and volumes, bit
+/// for bit) for that A/B.
+fn x1_planes(n: usize, planes: usize) -> usize {
+    let k = std::env::var("SEISGPU_WP_X1_SLABS").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1).clamp(1, n.max(1));
+    n.div_ceil(k).div_ceil(planes.max(1)).max(1) * planes.max(1)
+}
+
 /// The x0 slabs of `n` planes, `planes` each (the last one shorter where `planes` does not divide `n`).
 pub fn slabs(n: usize, planes: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
     (0..n).step_by(planes.max(1)).map(move |a| a..(a + planes).min(n))
@@ -185,8 +197,10 @@ pub struct GpuEngine {
     boxed: Option<Boxed>,
     /// Issue 9's face pre-add ([`GpuEngine::face_flag`]): made on first use.
     face: Option<FaceState>,
-    /// x0 planes per slab of the separable x2 pass and of a cube's upload ([`SLABS`]).
+    /// x0 planes per slab of the separable x2 pass and of a cube's upload ([`SLABS`]), and of its
+    /// x1 pass ([`x1_planes`]).
     slab_planes: usize,
+    x1_planes: usize,
 }
 
 /// Device state of the box jobs: the current cube's raw samples (the staged ones swap in), the
@@ -312,6 +326,7 @@ impl GpuEngine {
             boxed: None,
             face: None,
             slab_planes: slab_planes(n, None),
+            x1_planes: x1_planes(n, slab_planes(n, None)),
             g: GeomArg(g),
             gather: frame.params.gather,
             frame,
@@ -328,6 +343,7 @@ impl GpuEngine {
     /// Runs the separable x2 pass in `slabs` slabs from now on ([`SLABS`]; tests compare counts).
     pub fn set_slabs(&mut self, slabs: usize) -> Result<()> {
         self.slab_planes = slab_planes(self.frame.n(), Some(slabs));
+        self.x1_planes = x1_planes(self.frame.n(), self.slab_planes);
         if self.sep.take().is_some() {
             let gather = self.gather;
             self.set_gather(Gather::Separable)?;
@@ -349,7 +365,7 @@ impl GpuEngine {
                     b: self.gpu.zeros::<f32>(c2(n * m * p))?,
                     c: self.gpu.zeros::<f32>(c2(m * m * p))?,
                     plan_x2: Separable::slab_plans(&stream, n, planes, n, p)?,
-                    plan_x1: Separable::slab_plans(&stream, n, planes, m, p)?,
+                    plan_x1: Separable::slab_plans(&stream, n, self.x1_planes, m, p)?,
                     plan_x0: FftPlan::c2c_batched(&stream, &[p], m * m)?,
                 });
             }
@@ -1060,23 +1076,28 @@ impl GpuEngine {
                     stream.memset_zeros(&mut s.c)?;
                 }
                 let (one, zero) = (1u32, 0u32);
-                // The x2 and x1 passes slab by slab (a slab's x1 lines need only its own planes).
-                for r in slabs(n as usize, self.slab_planes) {
-                    before(self, r.clone())?;
+                // The x2 pass slab by slab, and the x1 pass once the slabs of its own slab are
+                // through (a slab's x1 lines need only its own planes; [`x1_planes`]).
+                let x2_planes = self.slab_planes;
+                for big in slabs(n as usize, self.x1_planes) {
+                    for r in slabs(big.len(), x2_planes).map(|r| big.start + r.start..big.start + r.end) {
+                        before(self, r.clone())?;
+                        let s = self.sep.as_mut().expect("separable buffers");
+                        let (a0, planes) = (r.start as u32, r.len() as u32);
+                        launch!(gpu, "wp_prep_lines", grid_1d(r.len() * (n * n) as usize, 256), &g, &a0, &planes, &self.vol,
+                            &self.corr, &mut s.a)?;
+                        marks.mark("corr:prep")?;
+                        Separable::slab_plan(&s.plan_x2, r.len())?.exec_inplace_at(&mut s.a, r.start * (n * p) as usize, false)?;
+                        marks.mark("fft:lines-x2")?;
+                        let lines = LinesArg(lines_x2(n, m, &big));
+                        launch!(gpu, &resample, resample_cfg(planes, n, m), &g, &n, &n, &one, &p, &a0, &lines, &s.a, &mut s.b)?;
+                        marks.mark("gather:resample-x2")?;
+                    }
                     let s = self.sep.as_mut().expect("separable buffers");
-                    let (a0, planes) = (r.start as u32, r.len() as u32);
-                    launch!(gpu, "wp_prep_lines", grid_1d(r.len() * (n * n) as usize, 256), &g, &a0, &planes, &self.vol,
-                        &self.corr, &mut s.a)?;
-                    marks.mark("corr:prep")?;
-                    Separable::slab_plan(&s.plan_x2, r.len())?.exec_inplace_at(&mut s.a, r.start * (n * p) as usize, false)?;
-                    marks.mark("fft:lines-x2")?;
-                    let lines = LinesArg(lines_x2(n, m, &r));
-                    launch!(gpu, &resample, resample_cfg(planes, n, m), &g, &n, &n, &one, &p, &a0, &lines, &s.a, &mut s.b)?;
-                    marks.mark("gather:resample-x2")?;
-                    Separable::slab_plan(&s.plan_x1, r.len())?.exec_inplace_at(&mut s.b, r.start * (m * p) as usize, false)?;
+                    Separable::slab_plan(&s.plan_x1, big.len())?.exec_inplace_at(&mut s.b, big.start * (m * p) as usize, false)?;
                     marks.mark("fft:lines-x1")?;
-                    let lines = LinesArg(lines_x1(m, &r));
-                    launch!(gpu, &resample, resample_cfg(m, planes, m), &g, &m, &n, &one, &p, &zero, &lines, &s.b, &mut s.c)?;
+                    let lines = LinesArg(lines_x1(m, &big));
+                    launch!(gpu, &resample, resample_cfg(m, big.len() as u32, m), &g, &m, &n, &one, &p, &zero, &lines, &s.b, &mut s.c)?;
                     marks.mark("gather:resample-x1")?;
                 }
                 let s = self.sep.as_mut().expect("separable buffers");
@@ -1176,25 +1197,30 @@ impl GpuEngine {
                 marks.mark("gather:adjoint-x0")?;
                 s.plan_x0.exec_inplace(&mut s.c, true)?;
                 marks.mark("fft:lines-x0")?;
-                // The x1 and x2 passes slab by slab: a slab's output is done, and goes down,
-                // while the next slabs compute (issue 9).
-                for r in slabs(n as usize, self.slab_planes) {
+                // The x1 pass by its slabs ([`x1_planes`]), each followed by the x2 pass slab by
+                // slab: a slab's output is done, and goes down, while the next slabs compute
+                // (issue 9).
+                let x2_planes = self.slab_planes;
+                for big in slabs(n as usize, self.x1_planes) {
                     let s = self.sep.as_mut().expect("separable buffers");
-                    let (a0, planes) = (r.start as u32, r.len() as u32);
-                    let lines = LinesArg(lines_x1_adjoint(m, &r));
-                    launch!(gpu, &adjoint, adjoint_cfg(m, planes, p), &g, &m, &n, &one, &p, &zero, &lines, &s.c, &mut s.b)?;
+                    let lines = LinesArg(lines_x1_adjoint(m, &big));
+                    launch!(gpu, &adjoint, adjoint_cfg(m, big.len() as u32, p), &g, &m, &n, &one, &p, &zero, &lines, &s.c, &mut s.b)?;
                     marks.mark("gather:adjoint-x1")?;
-                    Separable::slab_plan(&s.plan_x1, r.len())?.exec_inplace_at(&mut s.b, r.start * (m * p) as usize, true)?;
+                    Separable::slab_plan(&s.plan_x1, big.len())?.exec_inplace_at(&mut s.b, big.start * (m * p) as usize, true)?;
                     marks.mark("fft:lines-x1")?;
-                    let lines = LinesArg(lines_x2_adjoint(n, m, &r));
-                    launch!(gpu, &adjoint, adjoint_cfg(planes, n, p), &g, &n, &n, &one, &p, &a0, &lines, &s.b, &mut s.a)?;
-                    marks.mark("gather:adjoint-x2")?;
-                    Separable::slab_plan(&s.plan_x2, r.len())?.exec_inplace_at(&mut s.a, r.start * (n * p) as usize, true)?;
-                    marks.mark("fft:lines-x2")?;
-                    launch!(gpu, "wp_crop_lines", grid_1d(r.len() * (n * n) as usize, 256), &g, &a0, &planes, &s.a, &self.corr,
-                        &mut self.vol)?;
-                    marks.mark("corr:crop")?;
-                    after(self, r)?;
+                    for r in slabs(big.len(), x2_planes).map(|r| big.start + r.start..big.start + r.end) {
+                        let s = self.sep.as_mut().expect("separable buffers");
+                        let (a0, planes) = (r.start as u32, r.len() as u32);
+                        let lines = LinesArg(lines_x2_adjoint(n, m, &big));
+                        launch!(gpu, &adjoint, adjoint_cfg(planes, n, p), &g, &n, &n, &one, &p, &a0, &lines, &s.b, &mut s.a)?;
+                        marks.mark("gather:adjoint-x2")?;
+                        Separable::slab_plan(&s.plan_x2, r.len())?.exec_inplace_at(&mut s.a, r.start * (n * p) as usize, true)?;
+                        marks.mark("fft:lines-x2")?;
+                        launch!(gpu, "wp_crop_lines", grid_1d(r.len() * (n * n) as usize, 256), &g, &a0, &planes, &s.a, &self.corr,
+                            &mut self.vol)?;
+                        marks.mark("corr:crop")?;
+                        after(self, r)?;
+                    }
                 }
             }
             Gather::Stencil => {

@@ -244,37 +244,41 @@ fn kernel_bodies_match_the_reference_on_emulated_grids() {
             }
         }
     };
-    // Forward, as GpuEngine::spectrum_forward does it: the x2 and x1 passes slab by slab (slabs of
-    // 7 planes, the last one shorter), each slab's x1 pass reading only its own lines.
+    // Forward, as GpuEngine::spectrum_forward does it: the x2 pass in slabs of 7 planes (the last
+    // one shorter), the x1 pass in slabs of one, two or all of them, each reading only its own lines.
     let (nu, mu) = (n as u32, m as u32);
     let planes = 7;
-    let mut a = vec![Complex32::default(); n * n * p];
-    let mut b = vec![Complex32::default(); n * m * p];
-    let mut c = vec![Complex32::default(); m * m * p];
-    for r in super::gpu::slabs(n, planes) {
-        for x0 in r.clone() {
-            for x1 in 0..n {
-                for x2 in 0..n {
-                    let v = f[(x0 * n + x1) * n + x2] * corr[x0] * corr[x1] * corr[x2];
-                    a[(x0 * n + x1) * p + pos(x2, p)] = Complex32::new(v, 0.0);
+    for x1_planes in [7, 14, n] {
+        let mut a = vec![Complex32::default(); n * n * p];
+        let mut b = vec![Complex32::default(); n * m * p];
+        let mut c = vec![Complex32::default(); m * m * p];
+        for big in super::gpu::slabs(n, x1_planes) {
+            for r in super::gpu::slabs(big.len(), planes).map(|r| big.start + r.start..big.start + r.end) {
+                for x0 in r.clone() {
+                    for x1 in 0..n {
+                        for x2 in 0..n {
+                            let v = f[(x0 * n + x1) * n + x2] * corr[x0] * corr[x1] * corr[x2];
+                            a[(x0 * n + x1) * p + pos(x2, p)] = Complex32::new(v, 0.0);
+                        }
+                    }
                 }
+                lines(&mut a[r.start * n * p..], r.len() * n, false);
+                resample(&a, &mut b, r.clone(), true, p, super::gpu::lines_x2(nu, mu, &big));
             }
+            lines(&mut b[big.start * m * p..], big.len() * m, false);
+            resample(&b, &mut c, 0..m, true, p, super::gpu::lines_x1(mu, &big));
         }
-        lines(&mut a[r.start * n * p..], r.len() * n, false);
-        resample(&a, &mut b, r.clone(), true, p, super::gpu::lines_x2(nu, mu, &r));
-        lines(&mut b[r.start * m * p..], r.len() * m, false);
-        resample(&b, &mut c, 0..m, true, p, super::gpu::lines_x1(mu, &r));
+        lines(&mut c, m * m, false);
+        let mut lat = vec![Complex32::default(); m * m * m];
+        resample(&c, &mut lat, 0..m, false, m, wp::Lines::rotation(mu, mu));
+        let reference = e.lattice_separable(&f);
+        let as_f = |v: &[Complex32]| v.iter().flat_map(|c| [c.re, c.im]).collect::<Vec<f32>>();
+        let err = rel(&as_f(&lat), &as_f(&reference));
+        assert!(err < 1e-6, "emulated separable forward (x1 slabs of {x1_planes}) vs reference: {err:.2e}");
     }
-    lines(&mut c, m * m, false);
-    let mut lat = vec![Complex32::default(); m * m * m];
-    resample(&c, &mut lat, 0..m, false, m, wp::Lines::rotation(mu, mu));
-    let reference = e.lattice_separable(&f);
-    let as_f = |v: &[Complex32]| v.iter().flat_map(|c| [c.re, c.im]).collect::<Vec<f32>>();
-    let err = rel(&as_f(&lat), &as_f(&reference));
-    assert!(err < 1e-6, "emulated separable forward vs reference: {err:.2e}");
 
     // Adjoint, as GpuEngine::spectrum_adjoint does it, on a random lattice: the x1 and x2 passes
-    // slab by slab, A and B poisoned first (a slab reading lines it has not written fails).
+    // slab by slab, the buffers poisoned first (a slab reading lines it has not written fails).
     let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(8);
     let lat: Vec<Complex32> = (0..m * m * m).map(|_| Complex32::new(r.random_range(-1.0..1.0), r.random_range(-1.0..1.0))).collect();
     let adjoint = |inp: &[Complex32], out: &mut [Complex32], a_range: std::ops::Range<usize>, d1: usize, centre: bool,
@@ -291,27 +295,32 @@ fn kernel_bodies_match_the_reference_on_emulated_grids() {
             }
         }
     };
-    adjoint(&lat, &mut c, 0..m, m, false, m, wp::Lines::rotation_adjoint(mu, mu));
-    lines(&mut c, m * m, true);
-    a.fill(Complex32::new(f32::NAN, f32::NAN));
-    b.fill(Complex32::new(f32::NAN, f32::NAN));
-    for r in super::gpu::slabs(n, planes) {
-        adjoint(&c, &mut b, 0..m, n, true, p, super::gpu::lines_x1_adjoint(mu, &r));
-        lines(&mut b[r.start * m * p..], r.len() * m, true);
-        adjoint(&b, &mut a, r.clone(), n, true, p, super::gpu::lines_x2_adjoint(nu, mu, &r));
-        lines(&mut a[r.start * n * p..], r.len() * n, true);
-    }
-    let mut out = vec![0.0f32; n * n * n];
-    for x0 in 0..n {
-        for x1 in 0..n {
-            for x2 in 0..n {
-                out[(x0 * n + x1) * n + x2] = a[(x0 * n + x1) * p + pos(x2, p)].re * corr[x0] * corr[x1] * corr[x2];
+    for x1_planes in [7, 14, n] {
+        let mut a = vec![Complex32::new(f32::NAN, f32::NAN); n * n * p];
+        let mut b = vec![Complex32::new(f32::NAN, f32::NAN); n * m * p];
+        let mut c = vec![Complex32::new(f32::NAN, f32::NAN); m * m * p];
+        adjoint(&lat, &mut c, 0..m, m, false, m, wp::Lines::rotation_adjoint(mu, mu));
+        lines(&mut c, m * m, true);
+        for big in super::gpu::slabs(n, x1_planes) {
+            adjoint(&c, &mut b, 0..m, n, true, p, super::gpu::lines_x1_adjoint(mu, &big));
+            lines(&mut b[big.start * m * p..], big.len() * m, true);
+            for r in super::gpu::slabs(big.len(), planes).map(|r| big.start + r.start..big.start + r.end) {
+                adjoint(&b, &mut a, r.clone(), n, true, p, super::gpu::lines_x2_adjoint(nu, mu, &big));
+                lines(&mut a[r.start * n * p..], r.len() * n, true);
             }
         }
+        let mut out = vec![0.0f32; n * n * n];
+        for x0 in 0..n {
+            for x1 in 0..n {
+                for x2 in 0..n {
+                    out[(x0 * n + x1) * n + x2] = a[(x0 * n + x1) * p + pos(x2, p)].re * corr[x0] * corr[x1] * corr[x2];
+                }
+            }
+        }
+        let reference = e.adjoint_separable(&lat);
+        let err = rel(&out, &reference);
+        assert!(err < 1e-6, "emulated separable adjoint (x1 slabs of {x1_planes}) vs reference: {err:.2e}");
     }
-    let reference = e.adjoint_separable(&lat);
-    let err = rel(&out, &reference);
-    assert!(err < 1e-6, "emulated separable adjoint vs reference: {err:.2e}");
 
     // The paper's stencil gather at a few lattice points, and its inverse gather from the lists.
     let spec = e.spectrum(&f);
