@@ -38,11 +38,13 @@ unsafe impl DeviceRepr for LinesArg {}
 /// pass (x0, x1, x2 lines), B (N x M lines of P) for the x1 pass (k2, x0, x1 lines, a slab of x0
 /// planes one block: [`lines_x1`]) and C (M, M, P) for the x0 pass (k1, k2, x0 lines). The x2
 /// and x1 passes go slab by slab ([`slabs`]; each has its plans for the full slab and the last
-/// one's where it is shorter), the x0 pass needs every plane.
+/// one's where it is shorter), the x0 pass needs every plane. C is a buffer of its own only where
+/// the x1 pass goes by slabs ([`x1_planes`]): A is then still in use by later x2 slabs. With the x1
+/// pass whole, A is free when C is needed, and is C (`c` is `None`).
 struct Separable {
     a: CudaSlice<f32>,
     b: CudaSlice<f32>,
-    c: CudaSlice<f32>,
+    c: Option<CudaSlice<f32>>,
     plan_x2: Vec<(usize, FftPlan)>,
     plan_x1: Vec<(usize, FftPlan)>,
     plan_x0: FftPlan,
@@ -358,12 +360,14 @@ impl GpuEngine {
         let stream = self.gpu.stream().clone();
         match gather {
             Gather::Separable if self.sep.is_none() => {
-                self.gpu.ensure_fits("the separable USFFT's line buffers", 8 * p * (n * n + n * m + m * m))?;
+                let own_c = self.x1_planes < n;
+                let la = if own_c { n * n * p } else { (n * n * p).max(m * m * p) };
+                self.gpu.ensure_fits("the separable USFFT's line buffers", 8 * (la + n * m * p + if own_c { m * m * p } else { 0 }))?;
                 let planes = self.slab_planes;
                 self.sep = Some(Separable {
-                    a: self.gpu.zeros::<f32>(c2(n * n * p))?,
+                    a: self.gpu.zeros::<f32>(c2(la))?,
                     b: self.gpu.zeros::<f32>(c2(n * m * p))?,
-                    c: self.gpu.zeros::<f32>(c2(m * m * p))?,
+                    c: if own_c { Some(self.gpu.zeros::<f32>(c2(m * m * p))?) } else { None },
                     plan_x2: Separable::slab_plans(&stream, n, planes, n, p)?,
                     plan_x1: Separable::slab_plans(&stream, n, self.x1_planes, m, p)?,
                     plan_x0: FftPlan::c2c_batched(&stream, &[p], m * m)?,
@@ -1073,7 +1077,9 @@ impl GpuEngine {
                     let s = self.sep.as_mut().expect("separable buffers");
                     stream.memset_zeros(&mut s.a)?;
                     stream.memset_zeros(&mut s.b)?;
-                    stream.memset_zeros(&mut s.c)?;
+                    if let Some(c) = s.c.as_mut() {
+                        stream.memset_zeros(c)?;
+                    }
                 }
                 let (one, zero) = (1u32, 0u32);
                 // The x2 pass slab by slab, and the x1 pass once the slabs of its own slab are
@@ -1096,15 +1102,24 @@ impl GpuEngine {
                     let s = self.sep.as_mut().expect("separable buffers");
                     Separable::slab_plan(&s.plan_x1, big.len())?.exec_inplace_at(&mut s.b, big.start * (m * p) as usize, false)?;
                     marks.mark("fft:lines-x1")?;
+                    let c = match s.c.as_mut() {
+                        Some(c) => c,
+                        None => {
+                            // C is A, through with the x2 pass: zeros where the x1 pass writes none.
+                            stream.memset_zeros(&mut s.a)?;
+                            &mut s.a
+                        }
+                    };
                     let lines = LinesArg(lines_x1(m, &big));
-                    launch!(gpu, &resample, resample_cfg(m, big.len() as u32, m), &g, &m, &n, &one, &p, &zero, &lines, &s.b, &mut s.c)?;
+                    launch!(gpu, &resample, resample_cfg(m, big.len() as u32, m), &g, &m, &n, &one, &p, &zero, &lines, &s.b, c)?;
                     marks.mark("gather:resample-x1")?;
                 }
                 let s = self.sep.as_mut().expect("separable buffers");
-                s.plan_x0.exec_inplace(&mut s.c, false)?;
+                let c = s.c.as_mut().unwrap_or(&mut s.a);
+                s.plan_x0.exec_inplace(c, false)?;
                 marks.mark("fft:lines-x0")?;
                 let lines = LinesArg(Lines::rotation(m, m));
-                launch!(gpu, &resample, resample_cfg(m, m, m), &g, &m, &m, &zero, &m, &zero, &lines, &s.c, &mut self.lat)?;
+                launch!(gpu, &resample, resample_cfg(m, m, m), &g, &m, &m, &zero, &m, &zero, &lines, &*c, &mut self.lat)?;
                 marks.mark("gather:resample-x0")?;
             }
             Gather::Stencil => {
@@ -1193,9 +1208,11 @@ impl GpuEngine {
                 let s = self.sep.as_mut().expect("separable buffers");
                 let (one, zero) = (1u32, 0u32);
                 let lines = LinesArg(Lines::rotation_adjoint(m, m));
-                launch!(gpu, &adjoint, adjoint_cfg(m, m, p), &g, &m, &m, &zero, &m, &zero, &lines, &self.lat, &mut s.c)?;
+                // C is A where the x1 pass is whole: read through before the x2 pass writes A.
+                let c = s.c.as_mut().unwrap_or(&mut s.a);
+                launch!(gpu, &adjoint, adjoint_cfg(m, m, p), &g, &m, &m, &zero, &m, &zero, &lines, &self.lat, &mut *c)?;
                 marks.mark("gather:adjoint-x0")?;
-                s.plan_x0.exec_inplace(&mut s.c, true)?;
+                s.plan_x0.exec_inplace(c, true)?;
                 marks.mark("fft:lines-x0")?;
                 // The x1 pass by its slabs ([`x1_planes`]), each followed by the x2 pass slab by
                 // slab: a slab's output is done, and goes down, while the next slabs compute
@@ -1204,7 +1221,8 @@ impl GpuEngine {
                 for big in slabs(n as usize, self.x1_planes) {
                     let s = self.sep.as_mut().expect("separable buffers");
                     let lines = LinesArg(lines_x1_adjoint(m, &big));
-                    launch!(gpu, &adjoint, adjoint_cfg(m, big.len() as u32, p), &g, &m, &n, &one, &p, &zero, &lines, &s.c, &mut s.b)?;
+                    let c = s.c.as_ref().unwrap_or(&s.a);
+                    launch!(gpu, &adjoint, adjoint_cfg(m, big.len() as u32, p), &g, &m, &n, &one, &p, &zero, &lines, c, &mut s.b)?;
                     marks.mark("gather:adjoint-x1")?;
                     Separable::slab_plan(&s.plan_x1, big.len())?.exec_inplace_at(&mut s.b, big.start * (m * p) as usize, true)?;
                     marks.mark("fft:lines-x1")?;
