@@ -52,7 +52,7 @@ pub unsafe extern "ptx-kernel" fn wp_prep_lines(g: Geometry, x0_first: u32, plan
 /// input lines (a, b) -> output lines (u, a) of out_last values, at position b (or b centred on
 /// out_last when `centre` is set, for a data axis that the next pass pads to P); where the lines
 /// lie, and which b run, is `lines` ([`Lines`]: (d0, d1, P) -> (M, d0, out_last) for all b, or a
-/// slab of b with the slab axis outermost, issue 9). Block (32, 8): x runs over b, so a block reads
+/// slab of x0 planes as one block of lines, issue 9). Block (32, 8): x runs over b, so a block reads
 /// 32 lines at 8 nearby lattice points (L1 reuse) and writes along b (coalesced). The grid's z
 /// runs over a from `a_first` (a slab of the d0 axis, or all of it).
 #[inline(always)]
