@@ -68,9 +68,10 @@ pub struct Geometry {
 /// indexed by two numbers and writes lines indexed by two others, each line at `base + first * s0 +
 /// second * s1` lines into its buffer, for the b in `b_first..b_end`. The resampling
 /// (`wp_resample_qN`) reads lines (a, b) at (in_base, in0, in1) and writes lines (u, a) at
-/// (out_base, out0, out1); its adjoint (`wp_adjoint_qN`) reads (u, a) and writes (a, b). The plain
-/// rotation, (d0, d1, P) -> (M, d0, P) and back ([`Lines::rotation`], [`Lines::rotation_adjoint`]),
-/// lays every axis after the one before; issue 9's slabs of x0 planes lay the x1 pass's buffer out
+/// (out_base, out0, out1); its adjoint (`wp_adjoint_qN`) reads (u, a) and writes (a, b), so an
+/// adjoint pass's lines are its forward pass's, the two sides swapped ([`Lines::adjoint`]). The
+/// plain rotation, (d0, d1, P) -> (M, d0, P) ([`Lines::rotation`]), lays every axis after the one
+/// before; issue 9's slabs of x0 planes lay the x1 pass's buffer out
 /// slab after slab instead, so a slab's lines are one block (the host sets those strides).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,9 +91,11 @@ impl Lines {
     pub const fn rotation(d0: u32, d1: u32) -> Lines {
         Lines { in_base: 0, in0: d1, in1: 1, out_base: 0, out0: d0, out1: 1, b_first: 0, b_end: d1 }
     }
-    /// The adjoint of (M, d0, .) lines into (d0, d1, P), every b.
-    pub const fn rotation_adjoint(d0: u32, d1: u32) -> Lines {
-        Lines { in_base: 0, in0: d0, in1: 1, out_base: 0, out0: d1, out1: 1, b_first: 0, b_end: d1 }
+    /// The lines of the adjoint pass: it reads where the forward pass writes and writes where it
+    /// reads, for the same b.
+    pub const fn adjoint(self) -> Lines {
+        Lines { in_base: self.out_base, in0: self.out0, in1: self.out1, out_base: self.in_base, out0: self.in0, out1: self.in1,
+            ..self }
     }
     /// Input line (first, second).
     #[inline(always)]

@@ -70,12 +70,12 @@ impl Separable {
 
 /// The lines of the separable passes ([`Lines`]; issue 9). The x2 pass reads A's (x0, x1) lines
 /// and writes B's (k2, x0) lines, the x1 pass reads B's (k2, x0) lines and writes C's (k1, k2)
-/// lines; the adjoints the other way round. B holds the slabs of x0 planes one after another, each
-/// slab's lines k2 by k2 and within a k2 its planes in order: a slab's x1 lines are one block for
-/// its batched FFTs, and a warp's 32 planes of one k2 are neighbouring lines, as they were with B
-/// laid out (k2, x0) whole (the slab-major (x0, k2) order, lines M apart, cost 2x in `resample-x1`).
-/// B's line (k2, x0) for the slab `x0s`: `x0s.start * M` lines of earlier slabs, then `k2 *
-/// x0s.len() + (x0 - x0s.start)`.
+/// lines; the adjoints the other way round ([`Lines::adjoint`]). B holds the slabs of x0 planes one
+/// after another, each slab's lines k2 by k2 and within a k2 its planes in order: a slab's x1 lines
+/// are one block for its batched FFTs, and a warp's 32 planes of one k2 are neighbouring lines, as
+/// they were with B laid out (k2, x0) whole (the slab-major (x0, k2) order, lines M apart, cost 2x
+/// in `resample-x1`). B's line (k2, x0) for the slab `x0s`: `x0s.start * M` lines of earlier slabs,
+/// then `k2 * x0s.len() + (x0 - x0s.start)`.
 fn slab_base(m: u32, x0s: &std::ops::Range<usize>) -> u32 { x0s.start as u32 * (m - 1) }
 pub(super) fn lines_x2(n: u32, m: u32, x0s: &std::ops::Range<usize>) -> Lines {
     Lines { in_base: 0, in0: n, in1: 1, out_base: slab_base(m, x0s), out0: x0s.len() as u32, out1: 1, b_first: 0, b_end: n }
@@ -83,13 +83,6 @@ pub(super) fn lines_x2(n: u32, m: u32, x0s: &std::ops::Range<usize>) -> Lines {
 pub(super) fn lines_x1(m: u32, x0s: &std::ops::Range<usize>) -> Lines {
     Lines { in_base: slab_base(m, x0s), in0: x0s.len() as u32, in1: 1, out_base: 0, out0: m, out1: 1, b_first: x0s.start as u32,
         b_end: x0s.end as u32 }
-}
-pub(super) fn lines_x1_adjoint(m: u32, x0s: &std::ops::Range<usize>) -> Lines {
-    Lines { in_base: 0, in0: m, in1: 1, out_base: slab_base(m, x0s), out0: x0s.len() as u32, out1: 1, b_first: x0s.start as u32,
-        b_end: x0s.end as u32 }
-}
-pub(super) fn lines_x2_adjoint(n: u32, m: u32, x0s: &std::ops::Range<usize>) -> Lines {
-    Lines { in_base: slab_base(m, x0s), in0: x0s.len() as u32, in1: 1, out_base: 0, out0: n, out1: 1, b_first: 0, b_end: n }
 }
 
 /// Slabs of x0 planes per cube in the separable transform's x2 pass (issue 9). A cube's forward
@@ -121,8 +114,13 @@ fn x1_planes(n: usize, planes: usize) -> usize {
 }
 
 /// The x0 slabs of `n` planes, `planes` each (the last one shorter where `planes` does not divide `n`).
-pub fn slabs(n: usize, planes: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
-    (0..n).step_by(planes.max(1)).map(move |a| a..(a + planes).min(n))
+pub fn slabs(n: usize, planes: usize) -> impl Iterator<Item = std::ops::Range<usize>> { slabs_in(0..n, planes) }
+
+/// The slabs of the x0 planes `x0s`, `planes` each from its start (the last one shorter): the x2
+/// slabs of an x1 slab ([`x1_planes`]).
+pub fn slabs_in(x0s: std::ops::Range<usize>, planes: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let end = x0s.end;
+    x0s.step_by(planes.max(1)).map(move |a| a..(a + planes).min(end))
 }
 
 /// The part of a block (`at`, `extent`, in a buffer's coordinates) in the x0 planes `rows`.
@@ -1086,7 +1084,7 @@ impl GpuEngine {
                 // through (a slab's x1 lines need only its own planes; [`x1_planes`]).
                 let x2_planes = self.slab_planes;
                 for big in slabs(n as usize, self.x1_planes) {
-                    for r in slabs(big.len(), x2_planes).map(|r| big.start + r.start..big.start + r.end) {
+                    for r in slabs_in(big.clone(), x2_planes) {
                         before(self, r.clone())?;
                         let s = self.sep.as_mut().expect("separable buffers");
                         let (a0, planes) = (r.start as u32, r.len() as u32);
@@ -1207,7 +1205,7 @@ impl GpuEngine {
                 let adjoint = self.q_kernel("wp_adjoint");
                 let s = self.sep.as_mut().expect("separable buffers");
                 let (one, zero) = (1u32, 0u32);
-                let lines = LinesArg(Lines::rotation_adjoint(m, m));
+                let lines = LinesArg(Lines::rotation(m, m).adjoint());
                 // C is A where the x1 pass is whole: read through before the x2 pass writes A.
                 let c = s.c.as_mut().unwrap_or(&mut s.a);
                 launch!(gpu, &adjoint, adjoint_cfg(m, m, p), &g, &m, &m, &zero, &m, &zero, &lines, &self.lat, &mut *c)?;
@@ -1220,16 +1218,16 @@ impl GpuEngine {
                 let x2_planes = self.slab_planes;
                 for big in slabs(n as usize, self.x1_planes) {
                     let s = self.sep.as_mut().expect("separable buffers");
-                    let lines = LinesArg(lines_x1_adjoint(m, &big));
+                    let lines = LinesArg(lines_x1(m, &big).adjoint());
                     let c = s.c.as_ref().unwrap_or(&s.a);
                     launch!(gpu, &adjoint, adjoint_cfg(m, big.len() as u32, p), &g, &m, &n, &one, &p, &zero, &lines, c, &mut s.b)?;
                     marks.mark("gather:adjoint-x1")?;
                     Separable::slab_plan(&s.plan_x1, big.len())?.exec_inplace_at(&mut s.b, big.start * (m * p) as usize, true)?;
                     marks.mark("fft:lines-x1")?;
-                    for r in slabs(big.len(), x2_planes).map(|r| big.start + r.start..big.start + r.end) {
+                    for r in slabs_in(big.clone(), x2_planes) {
                         let s = self.sep.as_mut().expect("separable buffers");
                         let (a0, planes) = (r.start as u32, r.len() as u32);
-                        let lines = LinesArg(lines_x2_adjoint(n, m, &big));
+                        let lines = LinesArg(lines_x2(n, m, &big).adjoint());
                         launch!(gpu, &adjoint, adjoint_cfg(planes, n, p), &g, &n, &n, &one, &p, &a0, &lines, &s.b, &mut s.a)?;
                         marks.mark("gather:adjoint-x2")?;
                         Separable::slab_plan(&s.plan_x2, r.len())?.exec_inplace_at(&mut s.a, r.start * (n * p) as usize, true)?;

@@ -253,7 +253,7 @@ fn kernel_bodies_match_the_reference_on_emulated_grids() {
         let mut b = vec![Complex32::default(); n * m * p];
         let mut c = vec![Complex32::default(); m * m * p];
         for big in super::gpu::slabs(n, x1_planes) {
-            for r in super::gpu::slabs(big.len(), planes).map(|r| big.start + r.start..big.start + r.end) {
+            for r in super::gpu::slabs_in(big.clone(), planes) {
                 for x0 in r.clone() {
                     for x1 in 0..n {
                         for x2 in 0..n {
@@ -299,13 +299,13 @@ fn kernel_bodies_match_the_reference_on_emulated_grids() {
         let mut a = vec![Complex32::new(f32::NAN, f32::NAN); n * n * p];
         let mut b = vec![Complex32::new(f32::NAN, f32::NAN); n * m * p];
         let mut c = vec![Complex32::new(f32::NAN, f32::NAN); m * m * p];
-        adjoint(&lat, &mut c, 0..m, m, false, m, wp::Lines::rotation_adjoint(mu, mu));
+        adjoint(&lat, &mut c, 0..m, m, false, m, wp::Lines::rotation(mu, mu).adjoint());
         lines(&mut c, m * m, true);
         for big in super::gpu::slabs(n, x1_planes) {
-            adjoint(&c, &mut b, 0..m, n, true, p, super::gpu::lines_x1_adjoint(mu, &big));
+            adjoint(&c, &mut b, 0..m, n, true, p, super::gpu::lines_x1(mu, &big).adjoint());
             lines(&mut b[big.start * m * p..], big.len() * m, true);
-            for r in super::gpu::slabs(big.len(), planes).map(|r| big.start + r.start..big.start + r.end) {
-                adjoint(&b, &mut a, r.clone(), n, true, p, super::gpu::lines_x2_adjoint(nu, mu, &big));
+            for r in super::gpu::slabs_in(big.clone(), planes) {
+                adjoint(&b, &mut a, r.clone(), n, true, p, super::gpu::lines_x2(nu, mu, &big).adjoint());
                 lines(&mut a[r.start * n * p..], r.len() * n, true);
             }
         }
