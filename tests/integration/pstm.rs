@@ -4,7 +4,7 @@
 use seisgpu_host::backend::gpu_or_skip;
 use seisgpu_host::bench::BenchSize;
 use seisgpu_host::pstm::bench::{self as pb, AccuracyConfig};
-use seisgpu_host::pstm::gpu::Prepared;
+use seisgpu_host::pstm::gpu::{Image, Prepared, TraceStaging};
 use seisgpu_host::pstm::{cpu, migrate, plan, GpuTuning, PstmParams, TraveltimeMode, TraveltimeModel};
 use seisgpu_host::traces::TraceSet;
 use seisgpu_host::{synth, Backend};
@@ -136,6 +136,35 @@ fn gpu_handles_long_columns_and_many_batches() {
             assert!(g.iter().all(|v| v.is_finite()) && e < 1e-5,
                 "{mode:?} batched {batched} lockstep {lockstep} smem {smem} tile_x {tile_x} lean {lean} lean2 {lean2}: rel L2 {e}");
         }
+    }
+}
+
+/// The streamed migration (each batch packed through page-locked staging buffers, a few traces at
+/// a time here, and launched right after its copies) gives the image of the one that uploads
+/// everything first, bit for bit; a device image over work items (the coefficients uploaded once)
+/// matches the CPU.
+#[test]
+fn streamed_migration_equals_the_prepared_one() {
+    let Some(gpu) = gpu_or_skip("streamed_migration_equals_the_prepared_one") else { return };
+    let (mut p, t) = random_case(300, 700);
+    p.gpu.batch_traces = 97; // several batches, each in pieces of 13 traces (staging slots reused)
+    for (mode, model) in [(TraveltimeMode::Static8, TraveltimeModel::Dsr), (TraveltimeMode::Exact, TraveltimeModel::Vti)] {
+        let pl = plan(&t, &p, mode).unwrap();
+        assert!(pl.batches.len() >= 5, "{} batches", pl.batches.len());
+        let reference = gpu_image(&gpu, &t, &p, mode, model);
+        let mut staging = TraceStaging::with_rows(&gpu, pl.packed_len(), 13).unwrap();
+        for _ in 0..2 {
+            let prep = Prepared::streamed(&gpu, &t, &p, &pl, mode, model, Image::Poisoned, &mut staging).unwrap();
+            let g = prep.download().unwrap();
+            let same = g.iter().zip(&reference).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same && g.len() == reference.len(), "{mode:?} {model:?}: streamed image differs from the prepared one");
+        }
+        let one = seisgpu_host::pstm::gpu::migrate(&gpu, &t, &p, &pl, mode, model).unwrap();
+        assert!(one.data.iter().zip(&reference).all(|(a, b)| a.to_bits() == b.to_bits()), "{mode:?} {model:?}: gpu::migrate");
+        let c = migrate(&t, &p, mode, model, &Backend::Cpu).unwrap();
+        let items = seisgpu_host::pstm::migrate_multi(&t, &p, mode, model, &[Backend::Gpu(gpu.clone())]).unwrap();
+        let e = rel_l2(&items.data, &c.data);
+        assert!(e < 1e-5 && items.stats.pairs == c.stats.pairs, "{mode:?} {model:?}: work items on one GPU vs CPU rel L2 {e}");
     }
 }
 

@@ -715,3 +715,82 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
         images: if png.exists() { vec![png] } else { vec![] },
     })
 }
+
+#[cfg(test)]
+mod probe {
+    use super::*;
+
+    /// Times the host steps of a paper-size GPU migration (plan, pack, pair count): not a test.
+    #[test]
+    #[ignore]
+    fn pstm_host_steps_paper() {
+        let (p, ntr, ns) = table2(BenchSize::Paper);
+        let t = Instant::now();
+        let traces = fast_noise(survey(ntr, &p, p.aperture as f64, 3000.0, 11), ns, 0.004, 5);
+        eprintln!("survey {:.3} s", t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        traces.validate("x").unwrap();
+        eprintln!("validate {:.3} s", t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let pl = plan(&traces, &p, TraveltimeMode::Static8).unwrap();
+        eprintln!("plan {:.3} s ({} batches)", t.elapsed().as_secs_f64(), pl.batches.len());
+        let t = Instant::now();
+        for b in &pl.batches {
+            let v = cpu::pack_batch(&traces, b, pl.packed_len());
+            std::hint::black_box(&v);
+        }
+        eprintln!("pack {:.3} s", t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        {
+            use rayon::prelude::*;
+            let plen = pl.packed_len();
+            let rows = (16 << 20) / (plen * 8);
+            let mut buf = vec![0.0f32; rows * plen * 2];
+            for b in &pl.batches {
+                for r in b.index.chunks(rows) {
+                    buf[..r.len() * plen * 2].par_chunks_mut(plen * 2).zip(r.par_iter()).for_each(|(row, &i)| {
+                        gpu_kernels::pstm::pack_trace(traces.trace(i as usize), row.as_chunks_mut::<2>().0);
+                    });
+                    std::hint::black_box(&buf);
+                }
+            }
+        }
+        eprintln!("pack into a reused 16 MB buffer {:.3} s", t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let c = count_pairs(&p, &pl);
+        eprintln!("count {:.3} s {c:?}", t.elapsed().as_secs_f64());
+    }
+
+    /// Times one work item's host steps (of 16) at the scaling workload (90,000 traces).
+    #[test]
+    #[ignore]
+    fn pstm_item_steps_90k() {
+        let (p, _, ns) = table2(BenchSize::Paper);
+        let traces = fast_noise(survey(90_000, &p, p.aperture as f64, 3000.0, 11), ns, 0.004, 5);
+        let items = crate::pstm::work_items(traces.len());
+        for i in [0usize, 7] {
+            let t = Instant::now();
+            let chunk = traces.slice(items[i].clone());
+            let a = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            chunk.validate("x").unwrap();
+            let b = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let pl = plan(&chunk, &p, TraveltimeMode::Static8).unwrap();
+            let c = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let co = crate::pstm::Coefs::new(&p, &pl.kp, 8);
+            std::hint::black_box(&co);
+            let d = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            for bt in &pl.batches {
+                std::hint::black_box(cpu::pack_batch(&chunk, bt, pl.packed_len()));
+            }
+            let e = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let n = count_pairs(&p, &pl);
+            let f = t.elapsed().as_secs_f64();
+            eprintln!("item {i}: slice {a:.3} validate {b:.3} plan {c:.3} coefs {d:.3} pack {e:.3} count {f:.3} s {n:?}");
+        }
+    }
+}

@@ -521,6 +521,14 @@ pub fn zero_image(params: &PstmParams) -> PstmImage {
         data: vec![0.0; params.columns() * params.noff * params.nz_pad()], stats: MigrationStats::default() }
 }
 
+/// A GPU's side of a [`DeviceImage`]: its resident image and coefficients (taken while an item
+/// runs, so a failure leaves `None`) and the page-locked staging its items' traces go up through.
+struct DeviceSide {
+    gpu: std::sync::Arc<crate::runtime::Gpu>,
+    resident: Option<gpu::Resident>,
+    staging: Option<gpu::TraceStaging>,
+}
+
 /// One device's image in a multi-device or MPI migration: each work item it takes is planned on
 /// its own (the plan only sorts and bins the item's traces) and added into it in item order. On a
 /// GPU the image stays resident: every kernel batch adds into it, the host packs the next item
@@ -530,7 +538,7 @@ pub struct DeviceImage {
     mode: TraveltimeMode,
     model: TraveltimeModel,
     host: Option<PstmImage>,
-    gpu: Option<(std::sync::Arc<crate::runtime::Gpu>, Option<cudarc::driver::CudaSlice<f32>>)>,
+    gpu: Option<DeviceSide>,
     stats: MigrationStats,
     /// nx, ny, noff, nz, nz_pad.
     shape: [usize; 5],
@@ -542,7 +550,8 @@ impl DeviceImage {
             Backend::Cpu => (Some(zero_image(params)), None),
             Backend::Gpu(g) => {
                 let len = params.columns() * params.noff * params.nz_pad();
-                (None, Some((g.clone(), Some(g.zeros::<f32>(len).context("the device's PSTM image")?))))
+                let image = g.zeros::<f32>(len).context("the device's PSTM image")?;
+                (None, Some(DeviceSide { gpu: g.clone(), resident: Some(gpu::Resident::new(image)), staging: None }))
             }
         };
         let shape = [params.nx, params.ny, params.noff, params.nz, params.nz_pad()];
@@ -555,15 +564,19 @@ impl DeviceImage {
         if let Some(img) = &mut self.host {
             return add_image(img, &cpu::migrate(chunk, params, &plan, self.mode, self.model));
         }
-        let (g, slot) = self.gpu.as_mut().expect("a GPU device image");
-        let image = slot.take().context("the device image was lost after an earlier failure")?;
-        let mut prep = gpu::Prepared::with_image(g, chunk, params, &plan, self.mode, self.model, gpu::Image::AddInto(image))
+        let d = self.gpu.as_mut().expect("a GPU device image");
+        let resident = d.resident.take().context("the device image was lost after an earlier failure")?;
+        if d.staging.as_ref().is_none_or(|s| s.packed_len() != plan.packed_len()) {
+            d.staging = None; // (its copies are waited for before a new one page-locks memory)
+            d.staging = Some(gpu::TraceStaging::new(&d.gpu, plan.packed_len())?);
+        }
+        let staging = d.staging.as_mut().expect("made above");
+        let prep = gpu::Prepared::streamed(&d.gpu, chunk, params, &plan, self.mode, self.model, gpu::Image::AddInto(resident), staging)
             .context("GPU PSTM")?;
-        prep.run().context("GPU PSTM")?;
         // The counts on the host while the kernels run.
         let (pairs, contributions) = count_pairs(params, &plan);
         self.stats = add_stats(self.stats, &MigrationStats { traces_used: plan.traces_used, pairs, contributions, exact_evals: 0 });
-        *slot = Some(prep.into_image());
+        d.resident = Some(prep.into_resident());
         Ok(())
     }
 
@@ -573,12 +586,12 @@ impl DeviceImage {
         if let Some(img) = self.host {
             return Ok((crate::multi::Part::Host(img.data), img.stats));
         }
-        let (g, slot) = self.gpu.expect("a GPU device image");
-        let image = slot.context("the device image was lost after an earlier failure")?;
+        let d = self.gpu.expect("a GPU device image");
+        let image = d.resident.context("the device image was lost after an earlier failure")?.image;
         let t = std::time::Instant::now();
-        g.synchronize()?;
+        d.gpu.synchronize()?;
         crate::multi::mark("kernels drained", t);
-        Ok((crate::multi::Part::Gpu(g, image), self.stats))
+        Ok((crate::multi::Part::Gpu(d.gpu, image), self.stats))
     }
 
     /// The device's image and counts (one download on a GPU).
@@ -586,8 +599,8 @@ impl DeviceImage {
         if let Some(img) = self.host {
             return Ok(img);
         }
-        let (g, slot) = self.gpu.expect("a GPU device image");
-        let image = slot.context("the device image was lost after an earlier failure")?;
+        let d = self.gpu.expect("a GPU device image");
+        let (g, image) = (d.gpu, d.resident.context("the device image was lost after an earlier failure")?.image);
         // Synchronised first, so the scaling marks tell the kernels' drain from the copy.
         let t = std::time::Instant::now();
         g.synchronize()?;
