@@ -317,7 +317,8 @@ fn workload(pipeline: &str, size: BenchSize) -> Result<Workload> {
         "pstm" => {
             // Table 2's image (50 x 1097 x 1504) with a fifth of its 450,000 traces; small: the small table.
             use crate::pstm::{self, bench as pb, TraveltimeMode, TraveltimeModel};
-            let (p, ntr, ns) = pb::table2(size);
+            let (mut p, ntr, ns) = pb::table2(size);
+            p.gpu = pstm::GpuTuning::fastest(); // what `seisgpu pstm migrate` runs
             let ntr = if paper { ntr / 5 } else { ntr };
             let traces = pb::band_limited(pb::survey(ntr, &p, p.aperture as f64 * 0.5, 3000.0, 5), ns, 0.004, 25.0, &p);
             let (mode, model) = (TraveltimeMode::Static8, TraveltimeModel::Dsr);

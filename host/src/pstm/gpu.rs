@@ -284,8 +284,10 @@ impl Prepared {
             plan.packed_len());
         let mut prep = Self::prepare(gpu, p, plan, mode, model, image)?;
         for (i, b) in plan.batches.iter().enumerate() {
+            let t = std::time::Instant::now();
             prep.push_batch(traces, b, plan.packed_len(), staging)?;
             prep.launch(i)?;
+            crate::multi::mark("batch packed and queued (each)", t);
         }
         Ok(prep)
     }
@@ -484,11 +486,19 @@ fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, packed_len: u32, mo
 /// The GPU migration: prepare, run, download.
 pub fn migrate(gpu: &Arc<Gpu>, traces: &TraceSet, p: &PstmParams, plan: &Plan, mode: TraveltimeMode,
     model: TraveltimeModel) -> anyhow::Result<PstmImage> {
+    use crate::multi::mark;
+    let t = std::time::Instant::now();
     let mut staging = TraceStaging::new(gpu, plan.packed_len())?;
+    mark("staging made at", t);
     let prep = Prepared::streamed(gpu, traces, p, plan, mode, model, Image::Zeroed, &mut staging)?;
+    mark("batches queued at", t);
     // The counts on the host while the kernels run.
     let (pairs, contributions) = count_pairs(p, plan);
+    mark("pair count done at", t);
+    gpu.synchronize()?;
+    mark("kernels done at", t);
     let data = prep.download()?;
+    mark("image down at", t);
     Ok(PstmImage {
         nx: p.nx,
         ny: p.ny,

@@ -485,7 +485,9 @@ pub(crate) fn shared_coefs(p: &PstmParams, kp: &KParams) -> Option<Coefs> {
 pub fn migrate(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel,
     backend: &Backend) -> anyhow::Result<PstmImage> {
     params.validate(mode, model)?;
+    let t = std::time::Instant::now();
     let plan = plan(traces, params, mode)?;
+    crate::multi::mark("plan", t);
     match backend {
         Backend::Cpu => Ok(cpu::migrate(traces, params, &plan, mode, model)),
         Backend::Gpu(g) => gpu::migrate(g, traces, params, &plan, mode, model).context("GPU PSTM"),
