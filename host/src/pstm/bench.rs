@@ -731,6 +731,9 @@ mod probe {
         let traces = fast_noise(survey(ntr, &p, p.aperture as f64, 3000.0, 11), ns, 0.004, 5);
         eprintln!("survey {:.3} s", t.elapsed().as_secs_f64());
         let t = Instant::now();
+        p.validate(TraveltimeMode::Static8, TraveltimeModel::Vti).unwrap();
+        eprintln!("parameters {:.3} s", t.elapsed().as_secs_f64());
+        let t = Instant::now();
         traces.validate("x").unwrap();
         eprintln!("validate {:.3} s", t.elapsed().as_secs_f64());
         let t = Instant::now();

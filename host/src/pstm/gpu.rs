@@ -499,12 +499,15 @@ pub fn migrate(gpu: &Arc<Gpu>, traces: &TraceSet, p: &PstmParams, plan: &Plan, m
     mark("kernels done at", t);
     let data = prep.download()?;
     mark("image down at", t);
+    let nz_pad = prep.nz_pad;
+    drop((prep, staging));
+    mark("device memory freed at", t);
     Ok(PstmImage {
         nx: p.nx,
         ny: p.ny,
         noff: p.noff,
         nz: p.nz,
-        nz_pad: prep.nz_pad,
+        nz_pad,
         data,
         stats: MigrationStats { traces_used: plan.traces_used, pairs, contributions, exact_evals: 0 },
     })
