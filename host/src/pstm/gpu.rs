@@ -245,10 +245,6 @@ pub struct Resident {
     coefs: Option<(CudaSlice<f32>, CudaSlice<f32>)>,
 }
 
-/// A work item's batches on the device, kept until they can be freed without holding up the next
-/// item's copies ([`Prepared::into_resident`]).
-pub struct Retired(#[allow(dead_code)] Vec<DevBatch>);
-
 impl Resident {
     /// A device image (zeroed) with no coefficients yet.
     pub fn new(image: CudaSlice<f32>) -> Resident { Resident { image, coefs: None } }
@@ -431,12 +427,9 @@ impl Prepared {
     /// Downloads the image (synchronises).
     pub fn download(&self) -> Result<Vec<f32>, GpuError> { self.gpu.download_prefaulted(&self.image) }
 
-    /// The device image and coefficients, for the next work item to add into, and the batches'
-    /// device buffers: drop them once the next item's copies are queued, because freeing a
-    /// buffer makes the upload stream wait for the kernels that read it.
-    pub fn into_resident(self) -> (Resident, Retired) {
-        (Resident { image: self.image, coefs: Some((self.iv2, self.eta)) }, Retired(self.batches))
-    }
+    /// The device image and coefficients, for the next work item to add into (the traces are
+    /// freed once their kernels are done).
+    pub fn into_resident(self) -> Resident { Resident { image: self.image, coefs: Some((self.iv2, self.eta)) } }
 }
 
 /// The image a [`Prepared`] migrates into.

@@ -533,8 +533,6 @@ struct DeviceSide {
     gpu: std::sync::Arc<crate::runtime::Gpu>,
     resident: Option<gpu::Resident>,
     staging: Option<gpu::TraceStaging>,
-    /// The last item's batches on the device ([`gpu::Prepared::into_resident`]).
-    retired: Option<gpu::Retired>,
 }
 
 /// One device's image in a multi-device or MPI migration: each work item it takes is planned on
@@ -559,8 +557,7 @@ impl DeviceImage {
             Backend::Gpu(g) => {
                 let len = params.columns() * params.noff * params.nz_pad();
                 let image = g.zeros::<f32>(len).context("the device's PSTM image")?;
-                (None, Some(DeviceSide { gpu: g.clone(), resident: Some(gpu::Resident::new(image)), staging: None,
-                    retired: None }))
+                (None, Some(DeviceSide { gpu: g.clone(), resident: Some(gpu::Resident::new(image)), staging: None }))
             }
         };
         let shape = [params.nx, params.ny, params.noff, params.nz, params.nz_pad()];
@@ -582,12 +579,10 @@ impl DeviceImage {
         let staging = d.staging.as_mut().expect("made above");
         let prep = gpu::Prepared::streamed(&d.gpu, chunk, params, &plan, self.mode, self.model, gpu::Image::AddInto(resident), staging)
             .context("GPU PSTM")?;
-        d.retired = None; // the previous item's batches, now that this item's copies are queued
         // The counts on the host while the kernels run.
         let (pairs, contributions) = count_pairs(params, &plan);
         self.stats = add_stats(self.stats, &MigrationStats { traces_used: plan.traces_used, pairs, contributions, exact_evals: 0 });
-        let (resident, retired) = prep.into_resident();
-        (d.resident, d.retired) = (Some(resident), Some(retired));
+        d.resident = Some(prep.into_resident());
         Ok(())
     }
 
