@@ -747,15 +747,12 @@ mod probe {
         eprintln!("pack {:.3} s", t.elapsed().as_secs_f64());
         let t = Instant::now();
         {
-            use rayon::prelude::*;
             let plen = pl.packed_len();
             let rows = (16 << 20) / (plen * 8);
-            let mut buf = vec![0.0f32; rows * plen * 2];
+            let mut buf = vec![[0.0f32; 2]; rows * plen];
             for b in &pl.batches {
                 for r in b.index.chunks(rows) {
-                    buf[..r.len() * plen * 2].par_chunks_mut(plen * 2).zip(r.par_iter()).for_each(|(row, &i)| {
-                        gpu_kernels::pstm::pack_trace(traces.trace(i as usize), row.as_chunks_mut::<2>().0);
-                    });
+                    cpu::pack_rows(&traces, r, plen, &mut buf[..r.len() * plen]);
                     std::hint::black_box(&buf);
                 }
             }

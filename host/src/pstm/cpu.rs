@@ -37,10 +37,16 @@ pub(crate) fn for_each_trace<G: FnMut(usize, f32, f32)>(kp: &KParams, batch: &Ba
 /// Packs the traces of a batch: row t is `packed_len` (a, d) entries.
 pub(crate) fn pack_batch(traces: &TraceSet, batch: &Batch, packed_len: usize) -> Vec<[f32; 2]> {
     let mut out = vec![[0.0f32; 2]; batch.index.len() * packed_len];
-    out.par_chunks_mut(packed_len.max(1)).zip(batch.index.par_iter()).for_each(|(row, &i)| {
+    pack_rows(traces, &batch.index, packed_len, &mut out);
+    out
+}
+
+/// Packs the traces `index` of `traces` into the rows of `out` (`packed_len` (a, d) entries each),
+/// in parallel.
+pub(crate) fn pack_rows(traces: &TraceSet, index: &[u32], packed_len: usize, out: &mut [[f32; 2]]) {
+    out.par_chunks_mut(packed_len.max(1)).zip(index.par_iter()).for_each(|(row, &i)| {
         pack_trace(traces.trace(i as usize), row);
     });
-    out
 }
 
 /// Fills `pos[0..nz_pad]` with the trace sample position read for every image sample of one

@@ -196,7 +196,6 @@ impl TraceStaging {
     /// traces), asynchronously on the upload stream; `dst` records the copies, so a kernel that
     /// reads it waits for them.
     fn upload(&mut self, traces: &TraceSet, index: &[u32], dst: &mut CudaSlice<f32>) -> anyhow::Result<()> {
-        use rayon::prelude::*;
         let (plen, stream) = (self.packed_len, self.stream().clone());
         ensure!(dst.len() >= index.len() * plen * 2, "a device buffer of {} floats for {} packed traces", dst.len(), index.len());
         for (c, rows) in index.chunks(self.rows).enumerate() {
@@ -207,9 +206,7 @@ impl TraceStaging {
             done.synchronize().map_err(GpuError::driver("waiting for a staging copy"))?;
             let n = rows.len() * plen * 2;
             let host = &mut buf.as_mut_slice()?[..n];
-            host.par_chunks_mut(plen * 2).zip(rows.par_iter()).for_each(|(row, &i)| {
-                gpu_kernels::pstm::pack_trace(traces.trace(i as usize), row.as_chunks_mut::<2>().0);
-            });
+            super::cpu::pack_rows(traces, rows, plen, host.as_chunks_mut::<2>().0);
             let off = c * self.rows * plen * 2;
             // Asynchronous (page-locked source): `done` keeps the buffer from being packed into
             // again before the copy has read it.
