@@ -297,8 +297,7 @@ impl Prepared {
         let texture = p.gpu.texture && mode == TraveltimeMode::Static8;
         let (name, func, cfg) = launch_shape(gpu, p, kp.nz_pad, kp.packed_len, mode, model)?;
         let step = if mode == TraveltimeMode::Static8 { 8 } else { 1 };
-        // (The lengths of `Coefs::new(p, kp, step)`'s arrays.)
-        let iv2_len = (if kp.coef_stride != 0 { p.columns() } else { 1 }) * (kp.nz_pad as usize / step + 1);
+        let iv2_len = Coefs::len(p, kp, step);
         let eta_len = if model == TraveltimeModel::Vti { iv2_len } else { 1 };
         let image_len = p.columns() * p.noff * kp.nz_pad as usize;
         let plen = plan.packed_len();
@@ -321,7 +320,6 @@ impl Prepared {
             Some(c) => c,
             None => {
                 let coefs = Coefs::new(p, kp, step);
-                ensure!(coefs.iv2.len() == iv2_len, "coefficients of {} values, {iv2_len} expected", coefs.iv2.len());
                 (gpu.upload(&coefs.iv2)?, gpu.upload(&coefs.eta[..eta_len])?)
             }
         };

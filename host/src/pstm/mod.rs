@@ -432,14 +432,18 @@ pub struct Coefs {
 impl Coefs {
     pub fn new(p: &PstmParams, kp: &KParams, step: usize) -> Coefs {
         use rayon::prelude::*;
-        let lateral = kp.coef_stride != 0;
-        let ncol = if lateral { p.columns() } else { 1 };
-        let stride = kp.nz_pad as usize / step + 1;
-        let mut c = Coefs { iv2: vec![0.0; ncol * stride], eta: vec![0.0; ncol * stride], stride, lateral };
+        let (len, stride) = (Self::len(p, kp, step), kp.nz_pad as usize / step + 1);
+        let mut c = Coefs { iv2: vec![0.0; len], eta: vec![0.0; len], stride, lateral: kp.coef_stride != 0 };
         c.iv2.par_chunks_mut(stride).zip(c.eta.par_chunks_mut(stride)).enumerate().for_each(|(col, (v, e))| {
             Self::fill(p, col, step, v, e);
         });
         c
+    }
+
+    /// Values in each of [`Coefs::new`]'s two arrays: `nz_pad / step + 1` per column, one column
+    /// unless the fields vary laterally.
+    pub fn len(p: &PstmParams, kp: &KParams, step: usize) -> usize {
+        (if kp.coef_stride != 0 { p.columns() } else { 1 }) * (kp.nz_pad as usize / step + 1)
     }
 
     /// Column `col`'s values (`stride` of each).
