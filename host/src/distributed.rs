@@ -189,6 +189,7 @@ impl Cluster {
         Ok(all.concat().chunks(F).map(|v| TraceHeader {
             sx: v[0], sy: v[1], gx: v[2], gy: v[3], offset: v[4], cdp: v[5] as i32, inline: v[6] as i32, crossline: v[7] as i32,
             ffid: v[8] as i32, channel: v[9] as i32, source_station: v[10] as i32, receiver_station: v[11] as i32,
+            ..Default::default()
         }).collect())
     }
 

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The header fields seisgpu uses, already scaled (coordinates in metres, times in seconds).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TraceHeader {
     /// Source position (m).
     pub sx: f64,
@@ -24,10 +24,28 @@ pub struct TraceHeader {
     /// Source and receiver station numbers (SEG-Y energy source point / trace number in ensemble).
     pub source_station: i32,
     pub receiver_station: i32,
+    /// Trace identification code (SEG-Y bytes 29-30): 1 seismic data, 2 dead, 3 dummy, 4 time
+    /// break, 6 sweep, ...; 0 unknown (often auxiliary channels).
+    pub trace_id: i16,
+    /// The CDP's own coordinates (m, bytes 181-188), when the file gives them; else `None` and
+    /// the midpoint stands in ([`TraceHeader::cdp_position`]).
+    pub cdp_xy: Option<(f64, f64)>,
+    /// Energy source point number (bytes 197-200, with the scalar of bytes 201-202 applied).
+    pub shot_point: f64,
+}
+
+impl Default for TraceHeader {
+    /// Zero geometry, coded as a seismic trace (identification code 1).
+    fn default() -> Self {
+        TraceHeader { sx: 0.0, sy: 0.0, gx: 0.0, gy: 0.0, offset: 0.0, cdp: 0, inline: 0, crossline: 0, ffid: 0, channel: 0,
+            source_station: 0, receiver_station: 0, trace_id: 1, cdp_xy: None, shot_point: 0.0 }
+    }
 }
 
 impl TraceHeader {
     pub fn midpoint(&self) -> (f64, f64) { (0.5 * (self.sx + self.gx), 0.5 * (self.sy + self.gy)) }
+    /// The CDP's coordinates: its own when the header gives them, else the source-receiver midpoint.
+    pub fn cdp_position(&self) -> (f64, f64) { self.cdp_xy.unwrap_or_else(|| self.midpoint()) }
     /// Unsigned source-receiver distance from the coordinates (m).
     pub fn distance(&self) -> f64 { ((self.gx - self.sx).powi(2) + (self.gy - self.sy).powi(2)).sqrt() }
 }

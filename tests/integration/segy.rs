@@ -46,6 +46,7 @@ fn expected_header(i: usize) -> TraceHeader {
     TraceHeader {
         ffid: r[0], channel: r[1], source_station: r[2], cdp: r[3], receiver_station: r[4], offset: r[5] as f64,
         sx: c(r[7]), sy: c(r[8]), gx: c(r[9]), gy: c(r[10]), inline: r[11], crossline: r[12],
+        ..Default::default()
     }
 }
 

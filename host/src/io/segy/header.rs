@@ -246,6 +246,13 @@ pub fn parse_trace_header(bytes: &[u8], endian: Endian, time_scalar: bool) -> (T
         gy: coord(85),
         inline: f.i32(189),
         crossline: f.i32(193),
+        trace_id: f.i16(29),
+        // Zero in both fields is how files say "not given" (the midpoint then stands in).
+        cdp_xy: match (f.i32(181), f.i32(185)) {
+            (0, 0) => None,
+            _ => Some((coord(181), coord(185))),
+        },
+        shot_point: apply_scalar(f.i32(197), f.i16(201)),
     };
     let tscal = if time_scalar { f.i16(215) } else { 0 };
     let timing = TraceTiming { ns: f.u16(115), dt_us: f.u16(117), delay_ms: apply_scalar(f.i16(109) as i32, tscal) };
@@ -273,7 +280,7 @@ pub fn emit_trace_header(h: &TraceHeader, index: u64, ns: usize, dt_s: f32, dela
     f.i32(17, h.source_station);
     f.i32(21, h.cdp);
     f.i32(25, h.receiver_station);
-    f.i16(29, 1); // trace identification: time-domain seismic data
+    f.i16(29, h.trace_id);
     f.i16(35, 1); // data use: production
     if !h.offset.is_finite() || h.offset.round().abs() > i32::MAX as f64 {
         return Err(EmitError::Offset(h.offset));
@@ -281,7 +288,7 @@ pub fn emit_trace_header(h: &TraceHeader, index: u64, ns: usize, dt_s: f32, dela
     f.i32(37, h.offset.round() as i32);
     f.i16(69, 1);
     f.i16(71, scalco);
-    let (mx, my) = h.midpoint();
+    let (mx, my) = h.cdp_position();
     for (byte, name, v) in [(73, "source x", h.sx), (77, "source y", h.sy), (81, "group x", h.gx), (85, "group y", h.gy),
         (181, "CDP x", mx), (185, "CDP y", my)] {
         f.i32(byte, unapply_scalar(v, scalco).ok_or(EmitError::Coordinate(name, v))?);
