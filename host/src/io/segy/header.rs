@@ -233,7 +233,7 @@ pub fn parse_trace_header(bytes: &[u8], endian: Endian, time_scalar: bool) -> (T
     let f = Fields::new(bytes, 1, endian);
     let scalco = f.i16(71);
     let coord = |b| apply_scalar(f.i32(b), scalco);
-    let h = TraceHeader {
+    let mut h = TraceHeader {
         ffid: f.i32(9),
         channel: f.i32(13),
         source_station: f.i32(17),
@@ -247,13 +247,18 @@ pub fn parse_trace_header(bytes: &[u8], endian: Endian, time_scalar: bool) -> (T
         inline: f.i32(189),
         crossline: f.i32(193),
         trace_id: f.i16(29),
-        // Zero in both fields is how files say "not given" (the midpoint then stands in).
-        cdp_xy: match (f.i32(181), f.i32(185)) {
-            (0, 0) => None,
-            _ => Some((coord(181), coord(185))),
-        },
+        cdp_xy: None,
         shot_point: apply_scalar(f.i32(197), f.i16(201)),
     };
+    // The CDP's own coordinates only where they say something the midpoint does not: zero in both
+    // fields is how files say "not given", and the midpoint to the stored precision is what writers
+    // (ours included) put there by default, so a round trip keeps `cdp_xy` as it was.
+    let (cx, cy) = (coord(181), coord(185));
+    let unit = apply_scalar(1, scalco).abs();
+    let (mx, my) = h.midpoint();
+    if (f.i32(181), f.i32(185)) != (0, 0) && ((cx - mx).abs() > unit || (cy - my).abs() > unit) {
+        h.cdp_xy = Some((cx, cy));
+    }
     let tscal = if time_scalar { f.i16(215) } else { 0 };
     let timing = TraceTiming { ns: f.u16(115), dt_us: f.u16(117), delay_ms: apply_scalar(f.i16(109) as i32, tscal) };
     (h, timing)
