@@ -1419,7 +1419,7 @@ mod tests {
         }
     }
 
-    /// The band helpers of the pipelined engine: bands tile the parameter traces, each band's
+    /// The band functions of the pipelined engine: bands tile the parameter traces, each band's
     /// offsets reproduce its aperture lists exactly (the kernels read the shared index list through
     /// them), and each band's need covers every trace its apertures read.
     #[test]
