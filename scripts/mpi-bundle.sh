@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs a `--features mpi` seisgpu with this machine's Open MPI run time (mpirun, its plugins, help
 # files and every shared library they need but glibc's and the CUDA driver's) into one folder, for
-# GPU machines without Open MPI (issue 9: MPI ranks on GPUs). There:
+# GPU machines without Open MPI (MPI ranks on GPUs). There:
 #   OUT/env.sh                 sets OPAL_PREFIX, PATH and LD_LIBRARY_PATH (source it)
 #   mpirun --allow-run-as-root -np 2 OUT/seisgpu --device gpu ...
 # Usage: scripts/mpi-bundle.sh [out-dir]  (default: bundle-mpi/, git-ignored; build the binary first:

@@ -216,8 +216,8 @@ impl Cluster {
     /// The rank-order sum, scattered: the image is `units` units of `unit` values, rank r gets the
     /// sum over the ranks of its block of units ([`multi::block_share`]), each rank's part added in
     /// rank order as [`multi::sum_in_order`] adds whole images (the same bits as one rank-order sum
-    /// of the whole images). `local` is this rank's image (`None`: no work items, left out of the sum). Rounds r = 0,
-    /// 1, ...: in round r every other rank sends rank r its block, which rank r receives in rank
+    /// of the whole images). `local` is this rank's image (`None`: no work items, left out of the sum). Steps r = 0,
+    /// 1, ...: in step r every other rank sends rank r its block, which rank r receives in rank
     /// order (no cycle of blocked sends). Call after an [`agree`](Self::agree) that every rank
     /// passed, with every image `units * unit` long.
     pub fn sum_ranks_scattered(&self, local: Option<Vec<f32>>, units: usize, unit: usize) -> (Range<usize>, anyhow::Result<Vec<f32>>) {
@@ -906,8 +906,8 @@ pub fn wavepacket_inverse(cluster: &Cluster, tr: &crate::wavepacket::fragments::
 /// rank's inverted cubes, in cube order. The planes (first axis) of each cube that fall in
 /// another rank's slab go to that rank, and every rank adds the cubes that reach its slab in cube
 /// order ([`crate::wavepacket::fragments::Tiling::accumulate_rows`]): each sample gets the same
-/// additions in the same order as in one process's volume. Rounds r = 0, 1, ... as in
-/// [`Cluster::sum_ranks_scattered`]: in round r every other rank sends rank r its planes for it
+/// additions in the same order as in one process's volume. Steps r = 0, 1, ... as in
+/// [`Cluster::sum_ranks_scattered`]: in step r every other rank sends rank r its planes for it
 /// (all its cubes' in one message, maybe empty), which rank r adds in rank order, so in cube
 /// order. Call after an [`agree`](Cluster::agree) that every rank passed.
 fn add_cubes_into_slabs(cluster: &Cluster, tiling: &crate::wavepacket::fragments::Tiling, local: Vec<Vec<f32>>)

@@ -263,7 +263,7 @@ pub fn sum_parts(parts: Vec<Part>) -> anyhow::Result<Vec<f32>> {
     Ok(sum)
 }
 
-/// Wall-clock marks of the multi-device jobs (issue 9's scaling notes): `(phase, ms)`, where ms is
+/// Wall-clock marks of the multi-device jobs (the scaling notes, docs/notes/scale.md): `(phase, ms)`, where ms is
 /// (phases named "... at") the time from the start of the split ([`run_blocks`], [`fold_on_devices`]) to the event, or
 /// a duration for host steps around it (plan, sum). Diagnostics only: nothing reads them but the
 /// scaling bench, which clears them before a run and prints the last run's ([`take_marks`]).

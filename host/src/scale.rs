@@ -1,4 +1,4 @@
-//! Strong scaling (issue 9): each pipeline's multi-device split on 1, 2, 4 (, 8, ...) of the given
+//! Strong scaling: each pipeline's multi-device split on 1, 2, 4 (, 8, ...) of the given
 //! devices, one fixed workload, wall-clock time of the whole job (host data in, host result out)
 //! and the speed-up over one device. `seisgpu bench --gpus N|all` prints these rows and a summary
 //! table ([`summary`]).
@@ -397,7 +397,7 @@ fn workload(pipeline: &str, size: BenchSize) -> Result<Workload> {
     })
 }
 
-/// Issue 9's target speed-up on 4 devices for a scaling workload (`None`: no target).
+/// The target speed-up on 4 devices for a scaling workload (`None`: no target).
 pub fn target_on_4(workload: &str) -> Option<f64> {
     if workload.starts_with("scale-nlbf") {
         Some(3.5)
@@ -409,7 +409,7 @@ pub fn target_on_4(workload: &str) -> Option<f64> {
 }
 
 /// The scaling rows as one table: devices, median time, speed-up and efficiency against the
-/// workload's 1-device row, issue 9's target on 4 devices, and the check.
+/// workload's 1-device row, the target on 4 devices, and the check.
 pub fn summary(rows: &[BenchRow]) -> String {
     let devices = |r: &BenchRow| r.variant.split('-').next().and_then(|n| n.parse::<usize>().ok());
     let mut out = String::from("| workload | devices | median (s) | speed-up | efficiency | target (4 devices) | check |\n\

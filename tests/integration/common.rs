@@ -1,4 +1,4 @@
-//! Helpers shared by the integration tests.
+//! Functions shared by the integration tests.
 #![allow(dead_code)]
 
 use rand::{RngExt, SeedableRng};

@@ -100,7 +100,7 @@ fn gpu_variants_match_cpu_on_random_data() {
     // every C-scan group with the default sliding variant.
     let mut tunings: Vec<gpu::Tuning> = gpu_kernels_variants().into_iter()
         .map(|v| gpu::Tuning { slide: Some(v), cscan_group: None, cscan: Some(gpu::CSCAN_DEFAULT) }).collect();
-    // Every C-scan group with every C-scan variant (staging, register cap; issue 3 tuning).
+    // Every C-scan group with every C-scan variant (staging, register cap: the tuning of the C scan).
     for cg in [1u32, 2, 3, 4] {
         for cv in gpu::CSCAN_VARIANTS {
             tunings.push(gpu::Tuning { slide: None, cscan_group: Some(cg), cscan: Some(cv) });

@@ -1,4 +1,4 @@
-//! Scale-out (issue 9): every pipeline's `--gpus` split against the single-device run.
+//! Scale-out: every pipeline's `--gpus` split against the single-device run.
 //!
 //! On the CPU the split runs on N CPU work queues (what `--device cpu --gpus N` does): the work
 //! items, the static blocks of items per device and the fixed-order reductions are those of N

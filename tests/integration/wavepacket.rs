@@ -77,7 +77,7 @@ fn wavepacket_gpu_coefficients_match_cpu() {
     assert!(err < 1e-5, "synthetic cube: GPU coefficients differ from the CPU's by {err:.2e}");
 }
 
-/// Issue 9's slabs: the separable transform's x2 pass in 1, 4, 8 (the default) and 45 slabs of a
+/// Slabs: the separable transform's x2 pass in 1, 4, 8 (the default) and 45 slabs of a
 /// 45^3 cube (slabs of 45, 12 + 12 + 12 + 9, 6 x 7 + 3 and 1 plane): the forward and the inverse
 /// against the CPU reference, into poisoned outputs, and against one pass (rel L2 below 1e-6; the
 /// test prints whether the bits are the same).
@@ -276,7 +276,7 @@ fn wavepacket_bench_paper() {
     seisgpu_host::wavepacket::bench::bench_with(&Backend::Gpu(gpu), size, &Default::default(), &mut progress).unwrap();
 }
 
-/// `Fragmented::process` on GPUs (issue 9's pipeline: raw samples copied into page-locked
+/// `Fragmented::process` on GPUs (the multi-device pipeline: raw samples copied into page-locked
 /// buffers and uploaded slab by slab, or straight from a page-locked volume by DMA, the next cube
 /// copied while the device finishes one, cubes cut and folded into their box on the device, boxes
 /// added in order from the buffers, or each box's fresh block written straight into a page-locked
@@ -362,7 +362,7 @@ fn process_pipeline(gpu: &Arc<seisgpu_host::runtime::Gpu>, k: usize) {
     assert_eq!(bits(&n.process(&vol, edit).unwrap()), bits(&p1), "after a failed job");
 }
 
-/// Issue 9's device-side threshold (`wp_threshold`) against the host's (`threshold_host`) on
+/// The device-side threshold (`wp_threshold`) against the host's (`threshold_host`) on
 /// random coefficients with exact boundary cases (|c| = t kept, zeros, -0.0, a box kept whole by
 /// t = 0, a box dropped by a huge t): the same coefficients bit for bit and the same kept count.
 /// The kernel edits in place, so the device buffers hold the input, not NaN, before it runs.

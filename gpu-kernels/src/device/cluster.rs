@@ -1,10 +1,10 @@
-//! Thread-block clusters and distributed shared memory (sm_90, PTX ISA 7.8; the mbarrier helpers 8.6).
+//! Thread-block clusters and distributed shared memory (sm_90, PTX ISA 7.8; the mbarrier functions 8.6).
 //!
 //! The kernel crate is compiled once, for the main module's target (`sm_70` by default); rustc's
 //! NVPTX backend pastes `asm!` text into the PTX unchecked, so these instructions compile there and
 //! build.rs moves every entry point that uses them (named `sm90_*`) into a module of its own with
 //! `.version 8.6` / `.target sm_90` (`runtime::PTX_SM90`), loaded only on compute capability 9.0+.
-//! Kernels that use these helpers must be named `sm90_*` and must call no function (everything is
+//! Kernels that use these functions must be named `sm90_*` and must call no function (everything is
 //! inlined) so that they can live alone in that module.
 
 use core::arch::asm;

@@ -303,7 +303,7 @@ pub fn sqrt_amp(x: f32) -> f32 {
 /// wa = v dt / 2. Zero at tau = 0, and wherever wa t_s^3 is not a normal number: at tau = 0 under a
 /// zero-offset trace t_s is ~1e-15 samples, the product subnormal, and the GPU's
 /// `rsqrt.approx.ftz` flushes it to zero and returns infinity (0 x inf = NaN in the image, found
-/// by the MPI run on GPU ranks, issue 9; the CPU gave 0 there).
+/// by an MPI run on GPU ranks; the CPU gave 0 there).
 #[inline(always)]
 pub fn weight(tau_s: f32, t_s: f32, wa: f32) -> f32 {
     let d = wa * t_s * t_s * t_s;

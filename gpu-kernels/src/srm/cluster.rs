@@ -1,4 +1,4 @@
-//! The whole-plane-on-chip SRM step (issue 7): one thread-block cluster per (plane, wave) holds the
+//! The whole-plane-on-chip SRM step: one thread-block cluster per (plane, wave) holds the
 //! plane in distributed shared memory and runs all `degree` Chebyshev steps of a depth step in one
 //! launch. Entry points are named `sm90_*`: build.rs moves them into the sm_90 module
 //! (`device::cluster` says why).

@@ -30,7 +30,7 @@ fn global_index() -> usize { block_idx_x() as usize * block_dim_x() as usize + t
 // ---- separable USFFT -----------------------------------------------------------------------
 
 /// Corrected cube into the (N, N, P) line buffer (x2 centred on the P axis; the buffer is zeroed
-/// first), for the `planes` x0 planes from `x0_first` on (a slab: issue 9's pipelined cubes). All
+/// first), for the `planes` x0 planes from `x0_first` on (a slab: the multi-device pipeline's cubes go up and compute by slabs). All
 /// three axes' corrections are applied here: they are separable, so they commute with the per-axis
 /// passes.
 #[unsafe(no_mangle)]
@@ -52,7 +52,7 @@ pub unsafe extern "ptx-kernel" fn wp_prep_lines(g: Geometry, x0_first: u32, plan
 /// input lines (a, b) -> output lines (u, a) of out_last values, at position b (or b centred on
 /// out_last when `centre` is set, for a data axis that the next pass pads to P); where the lines
 /// lie, and which b run, is `lines` ([`Lines`]: (d0, d1, P) -> (M, d0, out_last) for all b, or a
-/// slab of x0 planes as one block of lines, issue 9). Block (32, 8): x runs over b, so a block reads
+/// slab of x0 planes as one block of lines). Block (32, 8): x runs over b, so a block reads
 /// 32 lines at 8 nearby lattice points (L1 reuse) and writes along b (coalesced). The grid's z
 /// runs over a from `a_first` (a slab of the d0 axis, or all of it).
 #[inline(always)]
@@ -338,7 +338,7 @@ pub unsafe extern "ptx-kernel" fn wp_combine(g: Geometry, boxes: ScalePtrs, tabl
     unsafe { st2(lat.add(2 * i), (re, im)) };
 }
 
-// ---- coefficient edits on the device (issue 9) --------------------------------------------
+// ---- coefficient edits on the device --------------------------------------------------
 
 /// Hard threshold of one scale's `count` coefficients in place (boxes of `points` coefficients):
 /// coefficient i of box b = i / points becomes 0 when [`below_threshold`]`(c, thr[b])` (the CPU's
@@ -366,7 +366,7 @@ pub unsafe extern "ptx-kernel" fn wp_threshold(count: u32, points: u32, thr: *co
     }
 }
 
-// ---- variant 2: overlapping cubes, cut and folded on the device (issue 9) --------------------
+// ---- variant 2: overlapping cubes, cut and folded on the device ----------------------------
 
 /// Cube t of a tiling from its raw samples: `raw` holds the part of the cube inside the volume,
 /// (n0, n1, n2) with x2 fastest, as the host copied it; `w0`, `w1`, `w2` are the cube's tapers
@@ -398,7 +398,7 @@ pub unsafe extern "ptx-kernel" fn wp_cut(c: u32, x0_first: u32, planes: u32, n0:
     }
 }
 
-/// Issue 9's face pre-add: a box's partial sum `acc` ((n0, n1, len), x2 fastest) gets the volume's
+/// The face pre-add: a box's partial sum `acc` ((n0, n1, len), x2 fastest) gets the volume's
 /// earlier sum on its x0 face added, the block of m1 x m2 samples per plane at (x0, c1, c2) that
 /// only boxes of earlier x0 rows cover; `pre` holds that block's planes from plane 0 (m1 x m2
 /// each). A plain add, the one the host's fold would do, so the same bits. One thread per sample

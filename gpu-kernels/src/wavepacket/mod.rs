@@ -71,7 +71,7 @@ pub struct Geometry {
 /// (out_base, out0, out1); its adjoint (`wp_adjoint_qN`) reads (u, a) and writes (a, b), so an
 /// adjoint pass's lines are its forward pass's, the two sides swapped ([`Lines::adjoint`]). The
 /// plain rotation, (d0, d1, P) -> (M, d0, P) ([`Lines::rotation`]), lays every axis after the one
-/// before; issue 9's slabs of x0 planes lay the x1 pass's buffer out
+/// before; slabs of x0 planes (pipelined cubes) lay the x1 pass's buffer out
 /// slab after slab instead, so a slab's lines are one block (the host sets those strides).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,7 +151,7 @@ impl Geometry {
     pub fn in_lattice(&self, j: i32) -> bool { j >= self.lattice_lo() && j < self.m - self.m / 2 }
 }
 
-// ---- integer helpers without panicking paths (kernels must not trap) -------------------------
+// ---- integer functions without panicking paths (kernels must not trap) -------------------------
 
 #[inline(always)]
 fn nz(b: i32) -> NonZeroU32 { NonZeroU32::new(b as u32).unwrap_or(NonZeroU32::MIN) }
@@ -304,11 +304,11 @@ pub fn fall(x: f32) -> f32 {
 
 /// A sample of an overlapping cube (the paper's variant 2): the volume's sample `v` times the
 /// cube's taper, the product of its three 1D tapers taken as (w0 w1) then w2. Shared by the host
-/// and the device cut (`wp_cut`) and fold (`wp_fold`), so both give the same bits (issue 9).
+/// and the device cut (`wp_cut`) and fold (`wp_fold`), so both give the same bits.
 #[inline(always)]
 pub fn tapered(v: f32, w01: f32, w2: f32) -> f32 { v * w01 * w2 }
 
-/// The hard threshold's test, shared by the CPU and the GPU (issue 9: the applications' edit runs
+/// The hard threshold's test, shared by the CPU and the GPU (the applications' edit runs
 /// as a kernel on the device coefficients, and must decide every coefficient as the host does):
 /// true when |c| < t, decided as re^2 + im^2 < t^2 in f64. Products of f32 values are exact in f64,
 /// so the sum is the only rounding, fused or not (the same bits on both sides, whatever the

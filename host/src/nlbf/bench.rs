@@ -256,7 +256,7 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
         let (_, slide_best) = best_slide.ok_or_else(|| anyhow::anyhow!("{}: no sliding variant ran", w.name))?;
         let mut best_cscan: Option<(f64, (u32, gpu::CscanVariant))> = None;
         // Every group with the default variant; G3 also with the other variants (staging, register
-        // cap: issue 3 tuning, same results).
+        // cap: a tuning, same results).
         let cscan_tries = gpu_kernels::nlbf::CSCAN_GROUPS.iter().flat_map(|&cg| {
             gpu::CSCAN_VARIANTS.iter().copied().filter(move |v| *v == gpu::CSCAN_DEFAULT || cg == 3).map(move |v| (cg, v))
         }).collect::<Vec<_>>();

@@ -407,7 +407,7 @@ impl FastPlan {
 /// What the fast kernels read of a whole gather, uploaded once and kept on a device across the
 /// work items of a multi-device search (`super::estimate_setup_multi`), with the items' buffers
 /// (parameter traces, apertures, picks, results), allocated with the first item and grown only
-/// when an item needs more: an item allocates, zeroes and frees nothing (issue 9).
+/// when an item needs more: an item allocates, zeroes and frees nothing.
 pub struct Resident {
     bufs: FastBuffers,
 }
@@ -494,7 +494,7 @@ pub struct Tuning {
     pub cscan: Option<CscanVariant>,
 }
 
-/// A C-scan kernel variant (issue 3 tuning; every variant computes the same bits): the staging of
+/// A C-scan kernel variant (a tuning; every variant computes the same bits): the staging of
 /// each batch of aperture traces and a register cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CscanVariant {
@@ -541,7 +541,7 @@ impl std::str::FromStr for CscanVariant {
 }
 
 /// The C-scan variant the planner takes when not tuned: the fastest measured on the H100
-/// (session 4, `nlbf-crossspread-3d`, G3: deep-r80 38.0 ms, base 41.0, r64 44.4, deep-r64 44.5).
+/// (`nlbf-crossspread-3d`, G3: deep-r80 38.0 ms, base 41.0, r64 44.4, deep-r64 44.5).
 pub const CSCAN_DEFAULT: CscanVariant = CscanVariant { deep: true, max_regs: 80 };
 /// The C-scan variants `bench nlbf` times for G3 (other groups: the default). ptxas sm_90, G3 (256
 /// threads): base 72 registers (3 blocks per SM); `r64` 4 blocks, 24-28 B spilled outside the trace
@@ -1419,7 +1419,7 @@ mod tests {
         }
     }
 
-    /// The band helpers of the pipelined engine: bands tile the parameter traces, each band's
+    /// The band functions of the pipelined engine: bands tile the parameter traces, each band's
     /// offsets reproduce its aperture lists exactly (the kernels read the shared index list through
     /// them), and each band's need covers every trace its apertures read.
     #[test]

@@ -398,7 +398,7 @@ impl Setup {
     /// the kernels' plan and the validation need), and the lists themselves, filled afterwards band
     /// by band of parameter traces through [`ApertureFill::fill`]. The returned setup's
     /// `apertures.idx` is empty; its offsets are final. The pipelined engine fills the first band
-    /// and launches it while the other bands' lists are filled on a host thread (issue 3).
+    /// and launches it while the other bands' lists are filled on a host thread.
     pub fn from_headers_deferred(traces: &TraceSet, params: &EstimateParams) -> Result<DeferredSetup> {
         validate_shape(traces)?;
         Self::layout_deferred(traces, params)
@@ -1065,7 +1065,7 @@ fn and_range(cs: &AxisSets, rs: &AxisSets, i: usize, j: usize) -> (usize, usize)
 /// |dy|, bit for bit the maximum over the lists (tested against the reference). About 10x less work
 /// than testing every trace of the neighbouring buckets per parameter trace and sorting; the
 /// lists are filled afterwards ([`ApertureFill::fill`], band by band if wanted): the host setup is
-/// on the critical path of the pipelined engine (issue 3).
+/// on the critical path of the pipelined engine.
 fn aperture_sets(x: &[f64], y: &[f64], origin: (f64, f64), grid: &Grid, aps: &[Aperture; 3],
     rel: (&[f32], &[f32], &[f32], &[f32]), s: &SearchSpace) -> Result<(ApertureFill, [(f64, f64); 3])> {
     let (tx, ty, px, py) = rel;

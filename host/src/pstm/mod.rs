@@ -136,7 +136,7 @@ impl GpuTuning {
 
     /// The fastest shape measured on the H100 (`seisgpu bench all --size paper` at d31b19d,
     /// static8 DSR, 450,000 traces: 1.62 s with the lean per-unit work against 1.98 s without it
-    /// and 3.01 s for `w8-r80-lockstep-batched`; session 4: 1.50 s with lean2, VTI 2.17 s against
+    /// and 3.01 s for `w8-r80-lockstep-batched`; later 1.50 s with lean2, VTI 2.17 s against
     /// 2.34 s; BENCHMARKS.md): 8 columns per block as a 2 x 4 tile, traces staged in shared
     /// memory, 80 registers, batched all-FAST units, lean2 static8 (the same image bit for bit). What the CLI and the Kirchhoff dispatch use; traces too long
     /// to stage fall back to the read-only-cache kernels (see `gpu::launch_shape`).

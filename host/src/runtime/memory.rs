@@ -185,7 +185,7 @@ fn copy_3d_params(src: &Place, dst: &Place, extent: [usize; 3]) -> sys::CUDA_MEM
 /// `len` zeros of ordinary (pageable) host memory for a large output that is then written once
 /// in parallel: allocated zeroed by the OS (no pass over it), with transparent huge pages
 /// requested where the kernel offers them on request (`madvise` mode), so its first touch costs a
-/// fault per 2 MB rather than per 4 KB page. Measured on the 4 x H200 host (issue 9): touching
+/// fault per 2 MB rather than per 4 KB page. Measured on a 4 x H200 host: touching
 /// 1.65 GB of 4 KB pages took 66-69 ms on 64 threads, a copy of the same size 18.5 ms.
 pub fn zeroed_host(len: usize) -> Vec<f32> {
     let v = vec![0.0f32; len];

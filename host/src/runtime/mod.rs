@@ -7,7 +7,7 @@
 //! - [`cluster`]: the sm_90 module, thread-block-cluster launches (`cuLaunchKernelEx`), cluster occupancy.
 //! - [`launch`]: the typed one-line kernel launch ([`crate::launch!`]) with checked errors.
 //! - [`texture`]: 1D/2D/3D texture objects (float, float2; point or linear filtering), RAII.
-//! - [`timing`]: CUDA-event timers and the median-of-repeats helper the benchmarks use.
+//! - [`timing`]: CUDA-event timers and the median-of-repeats function the benchmarks use.
 //! - [`reduce`]: peer access between GPUs and the on-device sum of per-device images.
 //! - [`fft`]: cuFFT plans (3D, batched 1D/2D/3D), complex-to-complex single precision.
 //! - [`error`]: [`GpuError`], which names the kernel, grid and block of a failed launch.

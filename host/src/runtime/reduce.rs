@@ -1,4 +1,4 @@
-//! Sums of per-device images on the devices (issue 9): a multi-device job's N resident images are
+//! Sums of per-device images on the devices: a multi-device job's N resident images are
 //! reduced over the peer links (NVLink where there is one) and only the sum comes down, each device
 //! downloading its own slice of it in parallel, instead of N whole downloads and a host sum.
 //!

@@ -507,7 +507,7 @@ pub const SLOW_CHUNK: usize = 32;
 
 /// A shot's host-side inputs to [`ShotOnDevice`]: its slowness window (nz x gny x gnx) and its
 /// traces packed to `nfft` samples. The same for every device, so a multi-device migration makes
-/// them once per shot and every device uploads from them (issue 9: N devices each making ~1 GB of
+/// them once per shot and every device uploads from them (N devices each making ~1 GB of
 /// fresh host arrays for the same shot was a cost that did not shrink with N).
 pub struct ShotInputs {
     slow: Vec<f32>,

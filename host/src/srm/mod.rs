@@ -427,8 +427,9 @@ pub struct GpuOptions {
 }
 
 impl Default for GpuOptions {
-    /// `best`: `cluster` (45 us per depth step and plane on the H100, session 4) where it runs,
-    /// else `paperq56` (75 us, 88 % of the copy bandwidth; `srm bench --step-only`, BENCHMARKS.md).
+    /// `best`: `clusterd` (31.2 us per depth step and plane on the H100) where it runs, then
+    /// `cluster` (45.2 us), else `paperq56` (75.5 us, 88 % of the copy bandwidth; `srm bench
+    /// --step-only`, BENCHMARKS.md).
     fn default() -> Self { Self { variant: GpuVariant::Best, planes: 16 } }
 }
 
@@ -672,7 +673,7 @@ impl MultiPlan {
     /// from `w` only where `w` is -0.0, and no window holds -0.0 (every window, on a device or
     /// the CPU, is accumulated into zeros, `+0 + x` is never -0.0 in round-to-nearest, and a sum
     /// of such windows has none either), so no pass over the window is needed (it took 4-25 ms at
-    /// 400 x 400 x 500, issue 9).
+    /// 400 x 400 x 500).
     pub fn window_as_image(&self, model: &VelocityModel, shot: usize, part: Vec<f32>) -> Result<Image, Vec<f32>> {
         let grid = &self.shots[shot].1;
         if grid.ix0 != 0 || grid.iy0 != 0 || grid.nx != model.nx || grid.ny != model.ny || part.len() != self.nz * grid.nxy() {

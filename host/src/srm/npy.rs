@@ -1,5 +1,5 @@
 //! .npy in and out for srm (f32 and f64 arrays read as f32, C order). Outputs go through
-//! `AtomicFile` (temporary file, then rename). Kept here until the shared io helper lands.
+//! `AtomicFile` (temporary file, then rename).
 
 use std::path::Path;
 

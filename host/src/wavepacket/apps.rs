@@ -228,7 +228,7 @@ pub fn denoise(job: &(impl CubeJob + ?Sized), vol: &[f32], sigma: Option<f32>, k
             (median(&mut s) / m, true)
         }
     };
-    // Issue 9: the threshold runs where the coefficients are (a kernel on a GPU, no transfers);
+    // The threshold runs where the coefficients are (a kernel on a GPU, no transfers);
     // the low-pass box gets 0 (kept whole).
     let mut thr = vec![0.0f32; frame.box_count()];
     for_each_box(&frame, |b, _| {

@@ -1,5 +1,5 @@
-//! Wave-packet benchmark workloads (issue 6), planned to fit `seisgpu bench all --size paper`'s ten
-//! minutes on the H100 machine (issue 8): the wave-packet share is about 150 s.
+//! Wave-packet benchmark workloads, planned to fit `seisgpu bench all --size paper` into ten
+//! minutes on an H100: the wave-packet share is about 150 s.
 //!
 //! Paper size ([`plan`]):
 //! - forward and inverse of N^3 cubes, N = 128, 256, 512: every GPU variant (the exact lattice FFT,
@@ -455,7 +455,7 @@ impl Sink<'_> {
     }
 }
 
-/// All workloads of issue 6 on `backend` (and the CPU reference beside it).
+/// All wave-packet workloads on `backend` (and the CPU reference beside it).
 pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> Result<Vec<BenchRow>> {
     bench_with(backend, size, ceilings, &mut |_| {})
 }
@@ -808,7 +808,7 @@ fn bench_fragments(backend: &Backend, fw: &FragmentWork, clock: &Clock, cpu_pair
         sink.failed(&wl, &variant, format!("REJECTED, not timed: {chk}"));
         return Ok(());
     }
-    // Identity edit: the coefficients stay on the device (as a thresholding app's do since issue 9).
+    // Identity edit: the coefficients stay on the device (as a thresholding app's do).
     let st = clock.repeat(0, fw.repeats, || wall_ms(|| tr.process_with(&vol, crate::wavepacket::CoeffEdit::Identity).map(drop)))?;
     let count = tr.tiling.count();
     let samples = vol.len() as f64;

@@ -290,7 +290,7 @@ impl Tiling {
     /// Folds several boxes' x0 rows ([`FoldRows`]) in one parallel pass over the volume rows they
     /// touch, every sample taking the items in their order (which must be box order wherever two
     /// touch the same plane): a box folds slab by slab as its sum comes down, and the slabs of the
-    /// boxes ready together go in one pass (issue 9, 480^3 on 2 x H200: a pass per 32-plane slab
+    /// boxes ready together go in one pass (480^3 on 2 x H200: a pass per 32-plane slab
     /// took 8.0-8.8 ms of host time per job, one pass for what is ready 7.0-7.3 ms, whole boxes
     /// 4.1-4.9 ms, but the slabs fold while the later ones come down). In tasks of 32 volume rows,
     /// so a slab of a few planes spreads over every thread; each sample gets one write per item,
@@ -414,7 +414,7 @@ fn rise(x: f32, width: f32) -> f32 {
 /// Cubes per box by default ([`Tiling::with_box_cubes`]): one. What follows the devices is then
 /// one cube's download and fold per device (67 MB at 256^3), not a box's: boxes of several cubes
 /// sum their x2 overlaps on the device and move 6-9% fewer bytes, but every engine's last unit of
-/// work, and the in-order folds waiting behind it, grow with them (issue 9: 2-cube boxes left
+/// work, and the in-order folds waiting behind it, grow with them (2-cube boxes left
 /// 8 ms of folds after the last box on 4 x H200 at 928 x 928 x 480).
 pub const BOX_CUBES: usize = 1;
 
@@ -447,7 +447,7 @@ impl FoldRows<'_> {
     }
 }
 
-/// A box of cubes (issue 9): a run of cubes (i0, i1, i2..) along the trace axis that one engine
+/// A box of cubes: a run of cubes (i0, i1, i2..) along the trace axis that one engine
 /// processes in order, cutting each cube from its raw samples and summing the tapered results
 /// into the box's partial sum (on a GPU: on the device). The host then adds whole boxes into the
 /// volume in box order, so every sample's sum has one fixed order for any number of engines.
@@ -474,7 +474,7 @@ impl CubeBox {
         (!ext.contains(&0)).then_some((self.covered, ext))
     }
 
-    /// Issue 9: the samples of the box's x0 face (the planes below `covered[0]`) that only boxes of
+    /// The samples of the box's x0 face (the planes below `covered[0]`) that only boxes of
     /// earlier x0 rows cover, as a block of the box (first sample, extent): a box of the same row
     /// covers only rows below `covered[1]` or samples below `covered[2]` (three boxes never overlap
     /// along an axis). Their earlier sum is final once those rows are folded, so a GPU adds it into
@@ -625,7 +625,7 @@ impl Arrival {
     }
 }
 
-/// Issue 9: the boxes' partial sums into the volume, each volume plane (x0) taking its boxes in
+/// The boxes' partial sums into the volume, each volume plane (x0) taking its boxes in
 /// box order, so every sample gets its sum in one fixed order whatever the engines and their
 /// timing; a box folds slab by slab as its rows come down. The last boxes of several devices
 /// arrive together: they fold plane by plane behind one another (box 5's first slab once box 4's
@@ -655,9 +655,9 @@ struct OrderedFold<'t> {
 const FOLD_THREADS: usize = 32;
 
 /// The threads the host fold runs on: a pool of its own, [`FOLD_THREADS`] (at most one per core).
-/// Issue 9, 4 x H200 (64 cores; the ignored probe `fold_speed_480` and the scaling bench,
-/// `docs/bench/s11/`): a pass over 32 planes cost ~0.55 ms on the 64 threads of rayon's global
-/// pool once they had gone idle (waking them), ~0.15 ms on 16 or 32, and whole boxes folded
+/// Measured on 4 x H200 (64 cores; the ignored probe `fold_speed_480` and the scaling bench): a
+/// pass over 32 planes cost ~0.55 ms on the 64 threads of rayon's global pool once they had gone
+/// idle (waking them), ~0.15 ms on 16 or 32, and whole boxes folded
 /// fastest on 32 (~7 G samples/s); 480^3 on 4 GPUs, medians: 39.4-42.9 ms on the global pool,
 /// 36.7-37.4 on 16, 36.1 on 32. `SEISGPU_WP_FOLD_THREADS` sets another count (0: the global pool).
 fn fold_pool() -> Option<&'static rayon::ThreadPool> {
@@ -784,7 +784,7 @@ struct NotFinite;
 /// Host buffers for box partial sums per engine in [`Fragmented::process`]: one the device
 /// downloads into, one waiting for (or in) the ordered fold, one spare for an out-of-order box.
 /// (Five instead of three made no difference on 4 x H200: 2.77-3.76x against 3.46-3.72x, same
-/// machine, session 7.)
+/// machine.)
 const HOST_BOXES: usize = 3;
 
 /// An engine's host buffers: its box partial sums (the free ones, and how many exist) and the
@@ -987,7 +987,7 @@ impl Fragmented {
 
     /// Forward, the coefficient edit, inverse, merge (see [`Fragmented::process`]).
     ///
-    /// Issue 9 (the paper's variant 2 on several GPUs): the host only copies and adds; the
+    /// The paper's variant 2 on several GPUs: the host only copies and adds; the
     /// per-sample work of the cut and the fold runs on the engines. The cubes go in boxes
     /// ([`Tiling::cube_box`]: runs of cubes along the trace axis), the engines taking the next box
     /// from a shared counter, one host thread per engine (a box is one cube by default:
@@ -1004,7 +1004,7 @@ impl Fragmented {
     /// box order from those buffers (the same bits for any number of engines, any timing and
     /// either kind of memory), then hands each buffer back to its engine.
     ///
-    /// Against cutting and folding every cube on the host (session 5), the host moves raw samples
+    /// Against cutting and folding every cube on the host (an earlier design), the host moves raw samples
     /// (a copy, no arithmetic) and adds each box once instead of each cube; the output is allocated
     /// zeroed by the OS with transparent huge pages requested, so its first touch in the fold
     /// costs a fault per 2 MB instead of per 4 KB.
@@ -1018,7 +1018,7 @@ impl Fragmented {
     /// [`Fragmented::process_with`] into a given output (`out`: the volume's shape; its contents
     /// do not matter, every sample is written). Returns the kept count of a threshold. A job of
     /// many volumes reuses its output buffer: fresh pages cost a fault each on first touch
-    /// (issue 9, 4 x H200 VM: 44-66 ms for the 126 MB one box's fold touches, against 2 ms into
+    /// (4 x H200 VM: 44-66 ms for the 126 MB one box's fold touches, against 2 ms into
     /// touched memory).
     pub fn process_into(&self, vol: &[f32], edit: CoeffEdit, out: &mut [f32]) -> Result<Option<u64>> {
         let t0 = std::time::Instant::now();
@@ -1067,7 +1067,7 @@ impl Fragmented {
         // The counter only goes up (an engine's `stop_all` and the folding thread both write it).
         // Every face waits for at most `boxes`: the device compares cyclically (`(int32)(*flag -
         // after) >= 0`), so a larger "let everything through" such as u32::MAX would read as
-        // below every wait (session 12: a job that failed on a bad sample hung that way).
+        // below every wait (a job that failed on a bad sample hung that way).
         let release = |folded: usize| {
             for &p in face_flags.iter().flatten() {
                 // SAFETY: an engine's mapped counter, alive as long as the engine.
@@ -1080,7 +1080,7 @@ impl Fragmented {
             release(boxes);
             self.pools.iter().for_each(CubePool::wake);
         };
-        // A/B knob (issue 9's scaling runs): `SEISGPU_WP_FOLD=box` folds each box once it is all
+        // A/B switch for the scaling runs: `SEISGPU_WP_FOLD=box` folds each box once it is all
         // down instead of slab by slab; the same bits either way.
         let slab_folds = std::env::var("SEISGPU_WP_FOLD").map_or(true, |v| v != "box");
         // `SEISGPU_WP_TRACE`: the fold's log, and what each engine thread and the folding thread
@@ -1116,7 +1116,7 @@ impl Fragmented {
                     // The buffer of the box being queued. Held out here, as `prev` is, so a failure
                     // gives both back to the pool after the engine is quiet: freeing page-locked
                     // memory (`cuMemFreeHost`) waits for the devices, and one waiting for a face the
-                    // fold can no longer reach hung the job (session 12).
+                    // fold can no longer reach hung the job.
                     let mut current: Option<HostSamples> = None;
                     let r = (|| -> Result<()> {
                         let mut e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
@@ -1569,7 +1569,7 @@ mod tests {
         (t, r, partials, want)
     }
 
-    /// Issue 9's ordered fold by slabs: boxes arriving in a shuffled order, each in slabs of rows
+    /// The ordered fold by slabs: boxes arriving in a shuffled order, each in slabs of rows
     /// (some with their fresh block already in the volume), give the volume of the in-order whole
     /// box folds bit for bit; a box waits while an earlier box covering its planes is missing.
     #[test]
@@ -1621,8 +1621,8 @@ mod tests {
     /// The device's face wait (`cuStreamWaitValue32`, GEQ) is cyclic: it passes once
     /// `(int32)(counter - after) >= 0`. The counter's values (the boxes folded from box 0 on, and
     /// the box count once a job stops) let each face through exactly when its earlier rows are
-    /// folded, and the stop value lets every face through; u32::MAX would let none (session 12's
-    /// hang).
+    /// folded, and the stop value lets every face through; u32::MAX would let none (a job
+    /// that failed hung that way).
     #[test]
     fn scale_face_counter_opens_each_face_once_its_rows_are_folded() {
         let passes = |counter: u32, after: usize| (counter.wrapping_sub(after as u32) as i32) >= 0;
@@ -1637,7 +1637,7 @@ mod tests {
         }
     }
 
-    /// Issue 9's faces: boxes arriving in any order, each with its fresh block written as a GPU
+    /// The faces: boxes arriving in any order, each with its fresh block written as a GPU
     /// writes it and, where it has a face ([`CubeBox::face`]), the face written as the box's sum
     /// plus the volume's samples there once the fold has reached the box's x0 row, give the
     /// in-order whole box folds bit for bit.
@@ -1842,7 +1842,7 @@ mod tests {
         assert!(err.contains("samples for a 45 x 23 x 70 volume"), "{err}");
     }
 
-    /// Issue 9's device-side edits on CPU engines: the identity is the host no-op closure, the
+    /// The device-side edits on CPU engines: the identity is the host no-op closure, the
     /// threshold the host closure running the same test, bit for bit, with the same kept count,
     /// on 1 and 3 engines; bad thresholds are refused with their parameter named.
     #[test]
@@ -2011,7 +2011,7 @@ mod tests {
 
 #[cfg(test)]
 mod fold_speed {
-    //! Issue 9's host fold on the machine at hand (`--ignored --nocapture`): whole boxes against
+    //! The host fold on the machine at hand (`--ignored --nocapture`): whole boxes against
     //! 32-plane slabs, the global pool against smaller ones, passes back to back and with the
     //! pool gone idle between them, and (with a GPU) from write-combined and cached page-locked
     //! buffers.

@@ -68,7 +68,7 @@ impl Separable {
     }
 }
 
-/// The lines of the separable passes ([`Lines`]; issue 9). The x2 pass reads A's (x0, x1) lines
+/// The lines of the separable passes ([`Lines`]). The x2 pass reads A's (x0, x1) lines
 /// and writes B's (k2, x0) lines, the x1 pass reads B's (k2, x0) lines and writes C's (k1, k2)
 /// lines; the adjoints the other way round ([`Lines::adjoint`]). B holds the slabs of x0 planes one
 /// after another, each slab's lines k2 by k2 and within a k2 its planes in order: a slab's x1 lines
@@ -85,7 +85,7 @@ pub(super) fn lines_x1(m: u32, x0s: &std::ops::Range<usize>) -> Lines {
         b_end: x0s.end as u32 }
 }
 
-/// Slabs of x0 planes per cube in the separable transform's x2 pass (issue 9). A cube's forward
+/// Slabs of x0 planes per cube in the separable transform's x2 pass. A cube's forward
 /// starts on its first slab once that slab's samples are up, and the inverse's last pass hands
 /// each slab to the fold and the download as soon as it is done, so a cube's own DMA in and out
 /// overlaps its compute (at 480^3 on 4 GPUs, 2 cubes each, the first cube's upload and the last
@@ -105,7 +105,7 @@ fn slab_planes(n: usize, slabs: Option<usize>) -> usize {
 /// runs after its x2 slabs in the forward, before them in the inverse). By default the whole cube:
 /// the x1 pass by slabs lets the first cube's upload and the last box's download overlap two
 /// passes instead of one, but costs ~0.3 ms a 256^3 cube on one GPU (smaller batched FFTs, a
-/// fifth more time in `adjoint-x1`: issue 9, `docs/bench/s13/`), and what it buys on 4 GPUs is not
+/// fifth more time in `adjoint-x1`, measured on 2 x H200), and what it buys on 4 GPUs is not
 /// measured yet. `SEISGPU_WP_X1_SLABS=k` runs it in k slabs (the same coefficients and volumes, bit
 /// for bit) for that A/B.
 fn x1_planes(n: usize, planes: usize) -> usize {
@@ -190,12 +190,12 @@ pub struct GpuEngine {
     /// the device and their page-locked copy (read after the cube's event).
     thresholds: Option<(Vec<f32>, CudaSlice<f32>)>,
     kept: Option<(CudaSlice<u32>, PinnedBuf<u32>)>,
-    /// Issue 9: the next cube's raw samples go up into a spare buffer on a copy stream of the
+    /// The next cube's raw samples go up into a spare buffer on a copy stream of the
     /// engine's own while the current cube computes ([`GpuEngine::stage_slab`]).
     staging: Option<Staging>,
-    /// Issue 9's boxes ([`GpuEngine::cube_into_box`]): made on first use.
+    /// Boxes of cubes ([`GpuEngine::cube_into_box`]): made on first use.
     boxed: Option<Boxed>,
-    /// Issue 9's face pre-add ([`GpuEngine::face_flag`]): made on first use.
+    /// The face pre-add ([`GpuEngine::face_flag`]): made on first use.
     face: Option<FaceState>,
     /// x0 planes per slab of the separable x2 pass and of a cube's upload ([`SLABS`]), and of its
     /// x1 pass ([`x1_planes`]).
@@ -509,7 +509,7 @@ impl GpuEngine {
     }
 
     /// Queues the copy of `slab` of a cube's raw samples into the spare device buffer from sample
-    /// `at` on, on the engine's copy stream (issue 9: the cube goes up slab by slab as the host
+    /// `at` on, on the engine's copy stream (the cube goes up slab by slab as the host
     /// copies it, so the first upload starts within a slab's copy, and the next cube goes up while
     /// the current one computes; on the compute stream it waited behind the previous cube, ~5 ms
     /// a cube on 4 GPUs). [`GpuEngine::cube_into_box`] swaps it in. Asynchronous where `slab` is
@@ -529,7 +529,7 @@ impl GpuEngine {
 
     /// Cube t's raw samples ((n0, n1, n2) = `inside` at `start`) straight from a page-locked
     /// volume of `shape` ([`super::Engine::page_locked`]): one 3D copy on the copy stream, no host
-    /// pass (issue 9: the host copies of four engines' first cubes at once took 4-16 ms each on
+    /// pass (the host copies of four engines' first cubes at once took 4-16 ms each on
     /// 4 x H200, against ~1.3 ms of DMA per 67 MB cube). [`GpuEngine::cube_into_box`] swaps them in
     /// as it does staged slabs; `wp_cut` checks them.
     ///
@@ -554,8 +554,8 @@ impl GpuEngine {
         Ok(())
     }
 
-    /// The page-locked counter that lets this engine add box faces itself (issue 9,
-    /// [`super::fragments::CubeBox::face`]), reset to 0: the folding thread writes into it how many
+    /// The page-locked counter that lets this engine add box faces itself
+    /// ([`super::fragments::CubeBox::face`]), reset to 0: the folding thread writes into it how many
     /// boxes are folded (every one before that number), and a face's copy waits until it reaches
     /// the face's [`super::fragments::Face::after`]. `None` with `SEISGPU_WP_FACE=host` (the A/B
     /// knob: the host folds the faces).
@@ -637,7 +637,7 @@ impl GpuEngine {
         Ok(())
     }
 
-    /// Issue 9: one cube of a box, its raw samples staged ([`GpuEngine::stage_slab`]), queued on
+    /// One cube of a box, its raw samples staged ([`GpuEngine::stage_slab`]), queued on
     /// the compute stream: `wp_cut` (taper and padding) into the volume buffer, forward, the edit
     /// `op`, inverse, `wp_fold` into the box's partial sum (zeroed at the box's first cube). Behind
     /// the box's last cube the sum goes down into `partial` on a stream of its own (the next box
@@ -652,11 +652,11 @@ impl GpuEngine {
     /// enters the forward's first pass at once; after the inverse's last pass each slab is folded
     /// and, behind the box's last cube, goes down while the next slabs compute. So a cube's own
     /// upload and download overlap its compute, which matters for the first and last cube of a
-    /// device (issue 9: 480^3 on 4 GPUs).
+    /// device (480^3 on 4 GPUs: two cubes each).
     ///
     /// With `out` (a page-locked output volume, [`crate::runtime::memory::page_locked`]) the box's
     /// fresh block goes straight into it and only the covered shell into `partial` (the host's
-    /// fold then reads and adds a third of the samples, not all: issue 9, the ordered fold had
+    /// fold then reads and adds a third of the samples, not all: the ordered fold had
     /// become the 4-GPU critical path at 2-5 ms per 256^3 box).
     ///
     /// # Safety
@@ -757,7 +757,7 @@ impl GpuEngine {
             stream.memcpy_dtoh(&bx.bad, &mut status[scales..]).context("downloading a box's input check")?;
         }
         let fresh_written = job.last && out.is_some() && job.fresh.is_some();
-        // The face (issue 9): once the host's fold has reached this box's x0 row, the volume's
+        // The face: once the host's fold has reached this box's x0 row, the volume's
         // samples there come up on the face stream; each slab with face planes adds them into
         // the sum after its fold, and they go down with the fresh block.
         let face_up = match (job.face, job.last) {
@@ -1213,8 +1213,7 @@ impl GpuEngine {
                 s.plan_x0.exec_inplace(c, true)?;
                 marks.mark("fft:lines-x0")?;
                 // The x1 pass by its slabs ([`x1_planes`]), each followed by the x2 pass slab by
-                // slab: a slab's output is done, and goes down, while the next slabs compute
-                // (issue 9).
+                // slab: a slab's output is done, and goes down, while the next slabs compute.
                 let x2_planes = self.slab_planes;
                 for big in slabs(n as usize, self.x1_planes) {
                     let s = self.sep.as_mut().expect("separable buffers");

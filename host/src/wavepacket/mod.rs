@@ -416,7 +416,7 @@ impl Engine {
             Engine::Gpu(e) => {
                 // The copies into and out of the pinned buffer in parallel (the same values): 64 MB
                 // each for a 256^3 cube, the way out into fresh pages, which one thread takes tens of
-                // ms for, on every cube's critical path (issue 9: it does not shrink with more GPUs).
+                // ms for, on every cube's critical path (it does not shrink with more GPUs).
                 use rayon::prelude::*;
                 const CHUNK: usize = 1 << 16;
                 e.pinned_buffers()?.0.par_chunks_mut(CHUNK).zip(cube.par_chunks(CHUNK)).for_each(|(d, s)| d.copy_from_slice(s));
@@ -448,7 +448,7 @@ impl Engine {
         Ok(match self {
             Engine::Cpu(_) => HostSamples::Pageable(vec![0.0; len]),
             // Write-combined page-locked memory, although the fold reads every box back: measured
-            // on 4 x H200 (session 4, per cube), the folds took 22-32 ms for 8 cubes of 256^3 from
+            // on 4 x H200 (per cube), the folds took 22-32 ms for 8 cubes of 256^3 from
             // write-combined buffers against 34-78 ms from cached ones (the GPU writes the results;
             // cached lines must be snooped). `SEISGPU_WP_PINNED=cached` to compare on a machine.
             Engine::Gpu(e) if std::env::var("SEISGPU_WP_PINNED").is_ok_and(|v| v == "cached") =>
