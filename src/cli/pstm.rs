@@ -283,17 +283,18 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
 }
 
 /// The image's traces as a grid: x, then y, then offset class (the .npy's order), inline = ix + 1,
-/// offset = the class's centre offset0 + (k + 1/2) doffset.
+/// offset = the class's centre offset0 + (k + 1/2) doffset (0 for a single class: all offsets).
 fn image_grid(img: &PstmImage, p: &PstmParams) -> Grid {
     Grid { nx: img.nx, ny: img.ny, x0: p.x0, y0: p.y0, dx: p.dx, dy: p.dy,
-        class_offsets: (0..img.noff).map(|k| (p.offset0 + (k as f32 + 0.5) * p.doffset) as f64).collect(),
+        class_offsets: if img.noff > 1 { (0..img.noff).map(|k| (p.offset0 + (k as f32 + 0.5) * p.doffset) as f64).collect() }
+            else { Vec::new() },
         order: TraceOrder::XYClass, inline_along_y: false }
 }
 
 /// The unpadded image `data` (empty for a layout alone) on `grid`.
 fn grid_image<'a>(img: &PstmImage, p: &PstmParams, grid: &'a Grid, data: &'a [f32]) -> GridImage<'a> {
     GridImage {
-        title: "seisgpu pstm: prestack time migration image; time axis is TWO-WAY vertical time".into(),
+        title: "seisgpu pstm: prestack time migration image, TWO-WAY vertical time".into(),
         grid, axis: SampleAxis::Time { n: img.nz, step: p.dtau, first: p.tau0 }, data,
         npy_shape: vec![img.nx, img.ny, img.noff, img.nz],
     }

@@ -297,7 +297,7 @@ fn write_image(out: &std::path::Path, format: OutputFormat, img: &srm::Image, mo
         order: TraceOrder::ClassYX, inline_along_y: true };
     let data = output::traces_from_slices(&img.data, img.nz, img.ny, img.nx);
     output::write_grid(out, &GridImage {
-        title: "seisgpu srm: shot-record depth migration image (Chebyshev extrapolation)".into(),
+        title: "seisgpu srm: shot-record depth migration image".into(),
         grid: &grid, axis: SampleAxis::Depth { n: img.nz, step: model.dz, first: 0.0 }, data: &data,
         npy_shape: vec![img.ny, img.nx, img.nz],
     })

@@ -146,7 +146,7 @@ fn write_volume(path: &Path, vol: &[f32], shape: [usize; 3], sampling: &VolumeSa
     let grid = Grid { nx: n1, ny: n2, x0: 0.0, y0: 0.0, dx: 0.0, dy: 0.0, class_offsets: Vec::new(), order: TraceOrder::ClassXY,
         inline_along_y: false };
     output::write_grid(path, &GridImage {
-        title: "seisgpu wavepacket: volume; x = axis 1, y = axis 2 (no coordinates: 0), samples = axis 3".into(),
+        title: "seisgpu wavepacket: volume, x = axis 1, y = axis 2 (coordinates 0)".into(),
         grid: &grid, axis: SampleAxis::Time { n: n3, step: dt, first: 0.0 }, data: vol, npy_shape: shape.to_vec(),
     })
 }

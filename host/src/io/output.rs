@@ -99,10 +99,7 @@ fn probe(dir: &Path) -> std::io::Result<()> {
 /// The write options of every SEG-Y result: IEEE floats (exact), a coordinate scalar fixed over
 /// all `headers` (so any block of traces encodes as it does in the whole file), `text` lines.
 pub fn segy_options(headers: &[TraceHeader], text: Option<String>) -> WriteOptions {
-    let coords = headers.iter().flat_map(|h| {
-        let (cx, cy) = h.cdp_position();
-        [h.sx, h.sy, h.gx, h.gy, cx, cy]
-    });
+    let coords = headers.iter().flat_map(super::segy::header_coordinates);
     WriteOptions {
         format: SampleFormat::IeeeFloat,
         text,
@@ -116,9 +113,10 @@ pub fn segy_options(headers: &[TraceHeader], text: Option<String>) -> WriteOptio
 pub fn write_traces(path: &Path, set: &TraceSet, what: &str) -> anyhow::Result<()> {
     match OutputFormat::from_path(path)? {
         OutputFormat::Segy => {
-            let text = format!("{what}\n{} traces, {} samples per trace, interval {} ms, first sample at {} ms\n\
-                trace headers carried from the input: coordinates (scalar 71-72), offset, CDP and its X/Y,\n\
-                inline/crossline (189/193), field record/channel (9/13), shot point (197), delay (109)",
+            let text = format!("{what}\n{} traces, {} samples at {} ms, first sample at {} ms\n\
+                trace headers from the input: source/group X/Y 73-88 (scalar 71),\n\
+                CDP 21 and its X/Y 181/185, offset 37, inline 189, crossline 193,\n\
+                field record 9, channel 13, shot point 197 (scalar 201), delay 109",
                 set.len(), set.ns, set.dt * 1e3, set.t0 * 1e3);
             write_segy(path, set, &segy_options(&set.headers, Some(text))).with_context(|| format!("writing {}", path.display()))
         }
@@ -164,8 +162,7 @@ impl SampleAxis {
     fn describe(&self) -> String {
         match *self {
             Self::Time { n, step, first } => format!("time axis: {n} samples at {} ms from {} ms", step * 1e3, first * 1e3),
-            Self::Depth { n, step, first } => format!(
-                "DEPTH axis: {n} samples at {step} m from {first} m, stored as time: 1 ms = 1 m"),
+            Self::Depth { n, step, first } => format!("DEPTH axis: {n} samples at {step} m from {first} m, as time: 1 ms = 1 m"),
         }
     }
 }
@@ -242,10 +239,10 @@ impl GridImage<'_> {
             TraceOrder::ClassYX => "class, then y, then x",
         };
         let (il, xl) = if g.inline_along_y { ("y", "x") } else { ("x", "y") };
-        let text = format!("{}\n{}\ngrid: {} x bins (x0 {} m, dx {} m) x {} y bins (y0 {} m, dy {} m)\n\
-            bin centre in CDP X/Y (181/185) and source = group X/Y; inline (189) counts {il} bins from 1,\n\
-            crossline (193) {xl} bins from 1; CDP (21) the bin's number from 1\n\
-            {} offset class(es), offset (37) = class centre (m); traces ordered {order}",
+        let text = format!("{}\n{}\nx bins: {} from {} m by {} m\ny bins: {} from {} m by {} m\n\
+            bin centre in CDP X/Y 181/185 and source = group X/Y 73-88\n\
+            inline 189 = {il} bin + 1, crossline 193 = {xl} bin + 1, CDP 21 = bin + 1\n\
+            {} offset class(es), offset 37 = class centre (m)\ntrace order: {order}",
             self.title, self.axis.describe(), g.nx, g.x0, g.dx, g.ny, g.y0, g.dy, g.classes());
         let opts = segy_options(&headers, Some(text));
         let (dt, t0) = self.axis.file_sampling();

@@ -8,7 +8,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::segy::header::{choose_scalar, classic_interval, parse_trace_header};
-use super::segy::{CoordinateScalar, Endian, Result, SampleFormat, SegyError, TraceEncoder, WriteOptions};
+use super::segy::{header_coordinates, CoordinateScalar, Endian, Result, SampleFormat, SegyError, TraceEncoder, WriteOptions};
 use super::AtomicFile;
 use crate::traces::{TraceHeader, TraceSet};
 
@@ -24,8 +24,8 @@ pub fn write_su(path: impl AsRef<Path>, set: &TraceSet) -> Result<()> {
             "sample interval {} s is not a whole number of microseconds in 1..65535, all that SU's trace header \
              (bytes 117-118) can hold; write SEG-Y (.sgy), whose rev 2 binary header carries any interval", set.dt)));
     }
-    let scalar = choose_scalar(set.headers.iter().flat_map(|h| [h.sx, h.sy, h.gx, h.gy]))
-        .ok_or_else(|| SegyError::invalid(path, "source/group coordinates are not finite or too large for any coordinate scalar"))?;
+    let scalar = choose_scalar(set.headers.iter().flat_map(header_coordinates))
+        .ok_or_else(|| SegyError::invalid(path, "source/group/CDP coordinates are not finite or too large for any coordinate scalar"))?;
     let opts = WriteOptions { format: SampleFormat::IeeeFloat, endian: Endian::Little, coordinate_scalar: CoordinateScalar::Fixed(scalar),
         ..Default::default() };
     let (enc, _) = TraceEncoder::new(path, set.ns, set.dt, set.t0, &opts, set.len() as u64)?;

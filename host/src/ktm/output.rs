@@ -36,7 +36,7 @@ pub fn grid(img: &Image) -> Grid {
 fn grid_image<'a>(img: &'a Image, grid: &'a Grid) -> GridImage<'a> {
     let g = img.grid;
     GridImage {
-        title: "seisgpu ktm: Kirchhoff prestack time migration image; time axis is TWO-WAY vertical time".into(),
+        title: "seisgpu ktm: Kirchhoff migration image, TWO-WAY vertical time".into(),
         grid, axis: SampleAxis::Time { n: g.ntau, step: g.dtau, first: g.tau0 }, data: &img.data,
         npy_shape: vec![img.classes, g.nx, g.ny, g.ntau],
     }

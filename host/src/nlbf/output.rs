@@ -79,7 +79,7 @@ pub fn write_estimate_as(dir: &Path, est: &Estimate, extra: serde_json::Value, f
         let path = dir.join(format!("{}.{ext}", p.name()));
         let data = est.volume(p);
         let img = GridImage {
-            title: format!("seisgpu nlbf: parameter {} ({}) of the 2+2+1 search, one trace per parameter trace", p.name(), p.unit()),
+            title: format!("seisgpu nlbf: parameter {} ({}) per parameter trace", p.name(), p.unit()),
             grid: &grid, axis: SampleAxis::Time { n: est.ns, step: est.dt, first: 0.0 }, data: &data,
             npy_shape: vec![est.grid.ny, est.grid.nx, est.ns],
         };

@@ -70,9 +70,9 @@ pub fn write_segy(path: impl AsRef<Path>, set: &TraceSet, opts: &WriteOptions) -
     set.validate("trace set to write").map_err(|m| SegyError::invalid(path, m))?;
     let mut opts = opts.clone();
     if opts.coordinate_scalar == CoordinateScalar::Auto {
-        let coords = set.headers.iter().flat_map(|h| [h.sx, h.sy, h.gx, h.gy]);
+        let coords = set.headers.iter().flat_map(header_coordinates);
         let s = choose_scalar(coords).ok_or_else(|| {
-            SegyError::invalid(path, "source/group coordinates are not finite or too large for any coordinate scalar")
+            SegyError::invalid(path, "source/group/CDP coordinates are not finite or too large for any coordinate scalar")
         })?;
         opts.coordinate_scalar = CoordinateScalar::Fixed(s);
     }
@@ -80,6 +80,12 @@ pub fn write_segy(path: impl AsRef<Path>, set: &TraceSet, opts: &WriteOptions) -
     w.write_set(set)?;
     w.finish()?;
     Ok(())
+}
+
+/// The coordinates a trace header stores with the coordinate scalar: source, group, CDP (m).
+pub fn header_coordinates(h: &TraceHeader) -> [f64; 6] {
+    let (cx, cy) = h.cdp_position();
+    [h.sx, h.sy, h.gx, h.gy, cx, cy]
 }
 
 fn default_text(ns: usize, dt: f32, t0: f32, opts: &WriteOptions) -> Vec<String> {
@@ -155,7 +161,7 @@ impl TraceEncoder {
     fn header(&self, h: &TraceHeader, index: u64, out: &mut [u8]) -> Result<()> {
         let scalco = match self.opts.coordinate_scalar {
             CoordinateScalar::Fixed(s) => s,
-            CoordinateScalar::Auto => choose_scalar([h.sx, h.sy, h.gx, h.gy].into_iter()).unwrap_or(1),
+            CoordinateScalar::Auto => choose_scalar(header_coordinates(h).into_iter()).unwrap_or(1),
         };
         let bad = |msg: String| SegyError::BadTrace { path: self.path.display().to_string(), trace: index, msg };
         emit_trace_header(h, index, self.ns, self.dt_field, self.delay, scalco, self.opts.endian, out).map_err(|e| match e {
