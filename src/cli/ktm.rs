@@ -362,7 +362,7 @@ pub fn input(i: &InputArgs, grid: &ImageGrid) -> anyhow::Result<TraceSet> {
 }
 
 fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
-    seisgpu_host::io::output::prepare(&a.output)?;
+    global.prepare_output(&a.output)?;
     let p = params(&a.opts)?;
     #[cfg(feature = "mpi")]
     if let Some(cluster) = global.cluster() {
@@ -429,7 +429,7 @@ fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &s
 }
 
 fn run_model(a: &ModelArgs, global: &Global) -> anyhow::Result<()> {
-    seisgpu_host::io::output::prepare(&a.output)?;
+    global.prepare_output(&a.output)?;
     let p = params(&a.opts)?;
     let geometry = input(&a.input, &p.grid)?;
     let (shape, data) = ktm::output::read_npy(&a.image)?;

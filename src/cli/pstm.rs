@@ -193,7 +193,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
 }
 
 fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
-    output::prepare(&a.output)?;
+    global.prepare_output(&a.output)?;
     let mode = TraveltimeMode::parse(&a.tt.traveltime, a.tt.tolerance)?;
     let model = a.tt.model;
     let p = PstmParams {

@@ -222,7 +222,7 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     // here only the layout of a .npy input (its headers from the geometry), none for SEG-Y (the
     // ranks read its headers).
     let out = a.output.clone().unwrap_or_else(|| PathBuf::from(format!("srm-{}.sgy", a.synthetic.as_deref().unwrap_or("image"))));
-    let format = output::prepare(&out)?;
+    let format = global.prepare_output(&out)?;
     if format != OutputFormat::Npy && global.mpi_ranks() {
         bail!("{}: under MPI the depth image is written as .npy (each rank its block of rows); run without MPI for SEG-Y or SU",
             out.display());

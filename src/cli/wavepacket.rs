@@ -126,7 +126,7 @@ pub struct VolumeSampling {
 /// Checks an output volume's path before the work: its format and folder, and under MPI a format
 /// the ranks can write in blocks (.npy).
 fn prepare_volume(path: &Path, global: &Global) -> Result<OutputFormat> {
-    let format = output::prepare(path)?;
+    let format = global.prepare_output(path)?;
     if format != OutputFormat::Npy && global.mpi_ranks() {
         bail!("{}: under MPI a volume is written as .npy (each rank its rows); run without MPI for SEG-Y or SU", path.display());
     }

@@ -74,3 +74,24 @@ fn slices_to_traces() {
     // (n 2, ny 1, nx 3): trace ix holds [z0, z1].
     assert_eq!(traces_from_slices(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 2, 1, 3), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
 }
+
+#[test]
+fn textual_header_lines_fit_their_cards() {
+    // UTM-sized grids and the longest titles: no line may be cut at the card's 76 characters.
+    let g = Grid { nx: 1000, ny: 1000, x0: 431_000.125, y0: 6_700_000.375, dx: 12.5, dy: 37.5, class_offsets: vec![50.0; 12],
+        order: TraceOrder::XYClass, inline_along_y: false };
+    let data = vec![0f32; 0];
+    let img = GridImage { title: "seisgpu pstm: prestack time migration image, TWO-WAY vertical time".into(), grid: &g,
+        axis: SampleAxis::Depth { n: 1501, step: 12.5, first: 0.0 }, data: &data, npy_shape: vec![] };
+    let text = img.segy_layout().1.text.unwrap();
+    for line in text.lines() {
+        assert!(line.chars().count() <= 76, "{line:?} is {} characters", line.chars().count());
+    }
+    let mut set = TraceSet::zeros(vec![TraceHeader::default(); 2], 4, 0.002);
+    set.t0 = 0.104;
+    let p = tmp("text.sgy");
+    write_traces(&p, &set, "seisgpu nlbf enhance: traces enhanced by nonlinear beamforming").unwrap();
+    let (info, _) = read_segy(&p).unwrap();
+    let cards = info.text_cards();
+    assert!(cards.iter().any(|c| c.ends_with("shot point 197 (scalar 201), delay 109")), "{cards:?}");
+}
