@@ -132,7 +132,7 @@ pub struct EstimateArgs {
     pub search: SearchArgs,
     /// Output folder: A, B, C, D, E, S volumes (.npy of ny x nx x samples, or SEG-Y/SU with one trace
     /// per parameter trace: see --format), positions.npy (m), nlbf.json.
-    #[arg(long = "output", short, alias = "out", default_value = "nlbf-estimate")]
+    #[arg(long = "output", short, alias = "out", value_name = "OUTPUT", default_value = "nlbf-estimate")]
     pub out: PathBuf,
     /// Format of the volumes in the output folder: npy, sgy (SEG-Y) or su (Seismic Unix).
     #[arg(long, default_value = "npy")]
@@ -151,7 +151,7 @@ pub struct EnhanceArgs {
     /// Output: a file (.sgy, .segy, .su or .npy) for the enhanced traces alone, in the input's
     /// geometry; or a folder for enhanced, input (traces x samples) and the estimate's volumes,
     /// in --format.
-    #[arg(long = "output", short, alias = "out", default_value = "nlbf-enhanced.sgy")]
+    #[arg(long = "output", short, alias = "out", value_name = "OUTPUT", default_value = "nlbf-enhanced.sgy")]
     pub out: PathBuf,
     /// Format of the files in an output folder: npy, sgy (SEG-Y) or su (Seismic Unix).
     #[arg(long, default_value = "npy")]
@@ -220,7 +220,7 @@ pub struct NmoArgs {
     pub max_stretch: f32,
     /// Output: .sgy/.segy (SEG-Y) or .su (Seismic Unix) with the input's trace headers, or .npy
     /// (float32, traces x samples).
-    #[arg(long = "output", short, alias = "out", default_value = "nmo.sgy")]
+    #[arg(long = "output", short, alias = "out", value_name = "OUTPUT", default_value = "nmo.sgy")]
     pub out: PathBuf,
 }
 

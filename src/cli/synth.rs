@@ -21,7 +21,7 @@ pub struct Args {
     pub kind: Kind,
     /// Output file, by extension: .sgy/.segy (SEG-Y, with --format, --endian, --ascii), .su (Seismic
     /// Unix) or .npy (float32 samples alone); written to a temporary file, then renamed.
-    #[arg(short, long = "output", alias = "out")]
+    #[arg(short, long = "output", alias = "out", value_name = "OUTPUT")]
     pub out: PathBuf,
     /// Also write the samples as a float32 .npy array of shape (traces, samples) (cube: (inlines,
     /// crosslines, samples)).
