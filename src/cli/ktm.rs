@@ -166,9 +166,9 @@ pub struct MigrateArgs {
     pub input: InputArgs,
     #[command(flatten)]
     pub opts: MigrationOptions,
-    /// Output image: .npy (float32, shape [classes, nx, ny, ntau]) or .sgy/.segy (one trace per class and
-    /// image column, two-way vertical time).
-    #[arg(long, short, default_value = "ktm-image.npy")]
+    /// Output image: .npy (float32, shape [classes, nx, ny, ntau]), .sgy/.segy (SEG-Y) or .su (Seismic
+    /// Unix): one trace per class and image column, bin centre in CDP X/Y, two-way vertical time.
+    #[arg(long, short, alias = "out", default_value = "ktm-image.sgy")]
     pub output: PathBuf,
 }
 
@@ -181,8 +181,9 @@ pub struct ModelArgs {
     /// Image to model from (.npy, float32, shape [classes, nx, ny, ntau] or [nx, ny, ntau]).
     #[arg(long)]
     pub image: PathBuf,
-    /// Output traces (.npy, float32, shape [traces, samples]).
-    #[arg(long, short, default_value = "ktm-model.npy")]
+    /// Output traces in the input's geometry: .sgy/.segy (SEG-Y) or .su (Seismic Unix) with the input's
+    /// trace headers, or .npy (float32, shape [traces, samples]).
+    #[arg(long, short, alias = "out", default_value = "ktm-model.sgy")]
     pub output: PathBuf,
 }
 
@@ -361,6 +362,7 @@ pub fn input(i: &InputArgs, grid: &ImageGrid) -> anyhow::Result<TraceSet> {
 }
 
 fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
+    global.prepare_output(&a.output)?;
     let p = params(&a.opts)?;
     #[cfg(feature = "mpi")]
     if let Some(cluster) = global.cluster() {
@@ -388,6 +390,11 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
 fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &seisgpu_host::distributed::Cluster)
     -> anyhow::Result<()> {
     use seisgpu_host::distributed::{self, TraceSource};
+    use seisgpu_host::io::output::OutputFormat;
+    // Decided before the work, the same on every rank.
+    if OutputFormat::from_path(&a.output)? == OutputFormat::Su {
+        bail!("{}: under MPI the image is written as .npy or SEG-Y (each rank its block); run without MPI for SU", a.output.display());
+    }
     let devices = global.rank_devices(cluster)?;
     let synthetic;
     let source = match &a.input.input {
@@ -404,14 +411,16 @@ fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &s
         eprintln!("ktm: {} ranks migrated into {} x {} x {} x {} (classes x inline x crossline x time) in {:.3} s",
             cluster.size(), classes, g.nx, g.ny, g.ntau, t.elapsed().as_secs_f64());
     }
-    let npy = a.output.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"));
-    if npy {
+    match OutputFormat::from_path(&a.output)? {
         // Each rank sums and writes its block of image traces.
-        distributed::write_npy_sum(cluster, &a.output, &[classes, g.nx, g.ny, g.ntau], ranked.partial, g.ntau, g.ntau)?;
-    } else {
-        // SEG-Y: each rank sums and writes its block of image traces, headers and all.
-        let (headers, opts) = ktm::output::segy_layout(&ranked.image);
-        distributed::write_segy_sum(cluster, &a.output, &headers, &opts, g.ntau, g.dtau, g.tau0, ranked.partial)?;
+        OutputFormat::Npy => distributed::write_npy_sum(cluster, &a.output, &[classes, g.nx, g.ny, g.ntau], ranked.partial, g.ntau,
+            g.ntau)?,
+        OutputFormat::Segy => {
+            // SEG-Y: each rank sums and writes its block of image traces, headers and all.
+            let (headers, opts) = ktm::output::segy_layout(&ranked.image);
+            distributed::write_segy_sum(cluster, &a.output, &headers, &opts, g.ntau, g.dtau, g.tau0, ranked.partial)?;
+        }
+        OutputFormat::Su => unreachable!("refused above"),
     }
     if cluster.is_root() {
         eprintln!("ktm: wrote {}", a.output.display());
@@ -420,6 +429,7 @@ fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &s
 }
 
 fn run_model(a: &ModelArgs, global: &Global) -> anyhow::Result<()> {
+    global.prepare_output(&a.output)?;
     let p = params(&a.opts)?;
     let geometry = input(&a.input, &p.grid)?;
     let (shape, data) = ktm::output::read_npy(&a.image)?;

@@ -79,6 +79,18 @@ impl Global {
         Ok(devices)
     }
 
+    /// Checks a result path before the work ([`seisgpu_host::io::output::prepare`]): its format by
+    /// extension, its folder. Under MPI every rank checks and all agree, so a folder that one rank
+    /// cannot see fails every rank at once (collective) instead of leaving the others waiting.
+    pub fn prepare_output(&self, path: &std::path::Path) -> anyhow::Result<seisgpu_host::io::output::OutputFormat> {
+        let checked = seisgpu_host::io::output::prepare(path);
+        #[cfg(feature = "mpi")]
+        if let Some(cluster) = self.cluster() {
+            return cluster.agree("checking the output", checked);
+        }
+        checked
+    }
+
     /// The devices of `--gpus` (`None` without it: the single-device path runs).
     pub fn backends(&self) -> anyhow::Result<Option<Vec<Backend>>> {
         let Some(count) = self.gpus else { return Ok(None) };

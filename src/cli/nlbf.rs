@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use seisgpu_host::bench::BenchSize;
+use seisgpu_host::io::output::{self, OutputFormat};
 use seisgpu_host::nlbf::{self, Aperture, CoordKey, EnhanceParams, EstimateParams, NmoParams, Range, Setup};
 use seisgpu_host::{Backend, TraceSet};
 
@@ -129,10 +130,13 @@ pub struct EstimateArgs {
     pub input: InputArgs,
     #[command(flatten)]
     pub search: SearchArgs,
-    /// Output folder: A.npy, B.npy, C.npy, D.npy, E.npy, S.npy (ny x nx x samples), positions.npy,
-    /// nlbf.json.
-    #[arg(long, short)]
+    /// Output folder: A, B, C, D, E, S volumes (.npy of ny x nx x samples, or SEG-Y/SU with one trace
+    /// per parameter trace: see --format), positions.npy (m), nlbf.json.
+    #[arg(long = "output", short, alias = "out", value_name = "OUTPUT", default_value = "nlbf-estimate")]
     pub out: PathBuf,
+    /// Format of the volumes in the output folder: npy, sgy (SEG-Y) or su (Seismic Unix).
+    #[arg(long, default_value = "npy")]
+    pub format: FolderFormat,
 }
 
 #[derive(clap::Args, Debug)]
@@ -144,9 +148,62 @@ pub struct EnhanceArgs {
     /// Neighbours stacked with each trace: x extent by y extent in metres (default: the C aperture).
     #[arg(long)]
     pub aperture: Option<ApertureArg>,
-    /// Output folder: enhanced.npy (traces x samples), input.npy, and the estimate's volumes.
-    #[arg(long, short)]
+    /// Output: a file (.sgy, .segy, .su or .npy) for the enhanced traces alone, in the input's
+    /// geometry; or a folder for enhanced, input (traces x samples) and the estimate's volumes,
+    /// in --format.
+    #[arg(long = "output", short, alias = "out", value_name = "OUTPUT", default_value = "nlbf-enhanced.sgy")]
     pub out: PathBuf,
+    /// Format of the files in an output folder: npy, sgy (SEG-Y) or su (Seismic Unix).
+    #[arg(long, default_value = "npy")]
+    pub format: FolderFormat,
+}
+
+/// The format of the files of an output folder (`--format`).
+#[derive(Debug, Clone, Copy)]
+pub struct FolderFormat(pub OutputFormat);
+
+impl std::str::FromStr for FolderFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        OutputFormat::from_path(Path::new(&format!("x.{s}"))).map(FolderFormat)
+            .map_err(|_| format!("unknown format `{s}` (npy, sgy, segy or su)"))
+    }
+}
+
+impl FolderFormat {
+    fn ext(self) -> &'static str {
+        match self.0 {
+            OutputFormat::Npy => "npy",
+            OutputFormat::Segy => "sgy",
+            OutputFormat::Su => "su",
+        }
+    }
+}
+
+/// Where `nlbf enhance` writes: one file (by its extension), or a folder.
+enum EnhanceOutput {
+    File,
+    Folder,
+}
+
+/// Checks the output before the search: a file's folder, or the output folder (made when missing).
+fn enhance_output(a: &EnhanceArgs) -> anyhow::Result<EnhanceOutput> {
+    if a.out.extension().is_some() && !a.out.is_dir() {
+        output::prepare(&a.out)?;
+        Ok(EnhanceOutput::File)
+    } else {
+        output::prepare_dir(&a.out)?;
+        Ok(EnhanceOutput::Folder)
+    }
+}
+
+/// Checks the estimate's output folder before the search (made when missing).
+fn estimate_output(a: &EstimateArgs) -> anyhow::Result<()> {
+    if a.out.extension().is_some() && !a.out.is_dir() && OutputFormat::from_path(&a.out).is_ok() {
+        bail!("{}: `nlbf estimate` writes a folder of volumes; give a folder name (and --format sgy or su for SEG-Y or SU volumes)",
+            a.out.display());
+    }
+    output::prepare_dir(&a.out)
 }
 
 #[derive(clap::Args, Debug)]
@@ -161,8 +218,9 @@ pub struct NmoArgs {
     /// Stretch mute: samples whose stretch (t - t0) / t0 exceeds this are zeroed (0.5 = 50 %).
     #[arg(long, default_value_t = 0.5)]
     pub max_stretch: f32,
-    /// Output `.npy` file (traces x samples).
-    #[arg(long, short)]
+    /// Output: .sgy/.segy (SEG-Y) or .su (Seismic Unix) with the input's trace headers, or .npy
+    /// (float32, traces x samples).
+    #[arg(long = "output", short, alias = "out", value_name = "OUTPUT", default_value = "nmo.sgy")]
     pub out: PathBuf,
 }
 
@@ -300,6 +358,10 @@ fn rank_input<'a>(input: &'a InputArgs, variant: &str, devices: &[Backend], clus
 #[cfg(feature = "mpi")]
 fn estimate_distributed(a: &EstimateArgs, global: &Global, cluster: &seisgpu_host::distributed::Cluster) -> anyhow::Result<()> {
     use seisgpu_host::distributed;
+    if a.format.0 != OutputFormat::Npy {
+        bail!("under MPI `nlbf estimate` writes .npy volumes only (each rank its block); run without MPI for --format {}",
+            a.format.ext());
+    }
     let t0 = Instant::now();
     let devices = global.rank_devices(cluster)?;
     let mut synthetic = None;
@@ -323,6 +385,10 @@ fn estimate_distributed(a: &EstimateArgs, global: &Global, cluster: &seisgpu_hos
 #[cfg(feature = "mpi")]
 fn enhance_distributed(a: &EnhanceArgs, global: &Global, cluster: &seisgpu_host::distributed::Cluster) -> anyhow::Result<()> {
     use seisgpu_host::distributed;
+    if a.out.extension().is_some() || a.format.0 != OutputFormat::Npy {
+        bail!("{}: under MPI `nlbf enhance` writes a folder of .npy files only (each rank its block of traces); give a folder \
+            without --format, or run without MPI for SEG-Y, SU or a single file", a.out.display());
+    }
     let t0 = Instant::now();
     let devices = global.rank_devices(cluster)?;
     let mut synthetic = None;
@@ -360,13 +426,14 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     };
     match &args.command {
         NlbfCommand::Estimate(a) => {
+            estimate_output(a)?;
             let (t, preset) = read_input(&a.input)?;
             let p = params_from(&a.search, preset)?;
             let t0 = Instant::now();
             let (est, variant) = search(&t, &p, &a.search.variant)?;
             let secs = t0.elapsed().as_secs_f64();
-            let files = nlbf::output::write_estimate(&a.out, &est,
-                nlbf::output::run_info(&variant, backend.name(), secs, &p))
+            let files = nlbf::output::write_estimate_as(&a.out, &est,
+                nlbf::output::run_info(&variant, backend.name(), secs, &p), a.format.0)
                 .with_context(|| format!("writing the estimate to {}", a.out.display()))?;
             let s = &est.semblance;
             let mean = s.iter().map(|&v| v as f64).sum::<f64>() / s.len().max(1) as f64;
@@ -374,6 +441,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
                 s.len(), files.len(), a.out.display());
         }
         NlbfCommand::Enhance(a) => {
+            let form = enhance_output(a)?;
             let (t, preset) = read_input(&a.input)?;
             let p = params_from(&a.search, preset)?;
             let t0 = Instant::now();
@@ -384,12 +452,22 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
                 None => nlbf::enhance(&backend, &t, &p.coords, &est, &ep)?,
             };
             let secs = t0.elapsed().as_secs_f64();
-            nlbf::output::write_estimate(&a.out, &est,
-                nlbf::output::run_info(&variant, backend.name(), secs, &p))?;
-            nlbf::output::write_npy_f32(&a.out.join("enhanced.npy"), &[out.len(), out.ns], &out.data)?;
-            nlbf::output::write_npy_f32(&a.out.join("input.npy"), &[t.len(), t.ns], &t.data)?;
+            let written = match form {
+                EnhanceOutput::File => {
+                    output::write_traces(&a.out, &out, "seisgpu nlbf enhance: traces enhanced by nonlinear beamforming")?;
+                    a.out.clone()
+                }
+                EnhanceOutput::Folder => {
+                    nlbf::output::write_estimate_as(&a.out, &est, nlbf::output::run_info(&variant, backend.name(), secs, &p),
+                        a.format.0)?;
+                    let (enhanced, input) = (a.out.join(format!("enhanced.{}", a.format.ext())), a.out.join(format!("input.{}", a.format.ext())));
+                    output::write_traces(&enhanced, &out, "seisgpu nlbf enhance: traces enhanced by nonlinear beamforming")?;
+                    output::write_traces(&input, &t, "seisgpu nlbf enhance: the input traces")?;
+                    enhanced
+                }
+            };
             println!("enhanced {} traces in {secs:.3} s (search + enhancement, {variant}); wrote {}",
-                out.len(), a.out.join("enhanced.npy").display());
+                out.len(), written.display());
         }
     }
     Ok(())
@@ -407,14 +485,14 @@ fn parse_velocity(s: &str) -> anyhow::Result<Vec<(f32, f32)>> {
 }
 
 pub fn run_nmo(args: &NmoArgs, global: &Global) -> anyhow::Result<()> {
+    output::prepare(&args.out)?;
     let backend = global.backend()?;
     let (t, _) = read_input(&args.input)?;
     let p = NmoParams { velocity: parse_velocity(&args.velocity)?, max_stretch: args.max_stretch };
     let t0 = Instant::now();
     let out = nlbf::nmo(&backend, &t, &p)?;
     let secs = t0.elapsed().as_secs_f64();
-    nlbf::output::write_npy_f32(&args.out, &[out.len(), out.ns], &out.data)
-        .with_context(|| format!("writing {}", args.out.display()))?;
+    output::write_traces(&args.out, &out, "seisgpu nmo: NMO-corrected traces (stretch mute applied)")?;
     let muted = out.data.iter().filter(|&&v| v == 0.0).count();
     println!("NMO: {} traces in {secs:.3} s; {:.1} % of samples muted; wrote {}", out.len(),
         100.0 * muted as f64 / out.data.len().max(1) as f64, args.out.display());

@@ -1,14 +1,12 @@
 //! `seisgpu pstm`: paper 5's PSTM engine with exact, static 8-point or dynamic traveltimes (DSR or
 //! VTI), its accuracy table (paper Table 1) and its speed table (paper Tables 2-3).
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
-use anyhow::Context;
 use seisgpu_host::bench::BenchSize;
-use seisgpu_host::io::AtomicFile;
+use seisgpu_host::io::output::{self, Grid, GridImage, SampleAxis, TraceOrder};
 use seisgpu_host::pstm::bench::{self as pb, AccuracyConfig};
-use seisgpu_host::pstm::{migrate, GpuTuning, PstmParams, TraveltimeMode, TraveltimeModel, DEFAULT_DYNAMIC_TOLERANCE};
+use seisgpu_host::pstm::{migrate, GpuTuning, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel, DEFAULT_DYNAMIC_TOLERANCE};
 
 use super::Global;
 
@@ -20,7 +18,8 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
-    /// Migrate built-in synthetic data (3D survey, point diffractors) and write the image as .npy.
+    /// Migrate SEG-Y traces or built-in synthetic data (3D survey, point diffractors) into an image
+    /// (.sgy, .su or .npy by the output's extension).
     Migrate(MigrateArgs),
     /// The accuracy table (paper Table 1): static8 and dynamic against exact, per-sample
     /// relative-error bands, relative L2, largest traveltime error.
@@ -107,8 +106,9 @@ pub struct MigrateArgs {
     pub x0: f64,
     #[arg(long, default_value_t = 0.0)]
     pub y0: f64,
-    /// Output image, (nx, ny, noff, nz) float32 .npy.
-    #[arg(long, short)]
+    /// Output image: .npy (float32, shape (nx, ny, noff, nz)), .sgy/.segy (SEG-Y) or .su (Seismic Unix):
+    /// one trace per image column and offset class, bin centre in CDP X/Y, two-way vertical time.
+    #[arg(long, short, alias = "out", default_value = "pstm-image.sgy")]
     pub output: PathBuf,
 }
 
@@ -193,6 +193,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
 }
 
 fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
+    global.prepare_output(&a.output)?;
     let mode = TraveltimeMode::parse(&a.tt.traveltime, a.tt.tolerance)?;
     let model = a.tt.model;
     let p = PstmParams {
@@ -230,6 +231,12 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     #[cfg(feature = "mpi")]
     if let Some(cluster) = global.cluster() {
         use seisgpu_host::distributed::{self, TraceSource};
+        use seisgpu_host::io::output::OutputFormat;
+        let format = OutputFormat::from_path(&a.output)?;
+        if format == OutputFormat::Su {
+            anyhow::bail!("{}: under MPI the image is written as .npy or SEG-Y (each rank its block); run without MPI for SU",
+                a.output.display());
+        }
         let devices = global.rank_devices(&cluster)?;
         let t = std::time::Instant::now();
         let made;
@@ -247,7 +254,16 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
                 img.stats.contributions, t.elapsed().as_secs_f64());
         }
         // Each rank sums and writes its block of image traces (their padding dropped).
-        return distributed::write_npy_sum(&cluster, &a.output, &[img.nx, img.ny, img.noff, img.nz], ranked.partial, img.nz_pad, img.nz);
+        return match format {
+            OutputFormat::Npy => distributed::write_npy_sum(&cluster, &a.output, &[img.nx, img.ny, img.noff, img.nz], ranked.partial,
+                img.nz_pad, img.nz),
+            _ => {
+                let grid = image_grid(img, &p);
+                let (headers, opts, dt, t0) = grid_image(img, &p, &grid, &[]).segy_layout();
+                let partial = ranked.partial.map(|v| v.chunks(img.nz_pad).flat_map(|c| c[..img.nz].iter().copied()).collect());
+                distributed::write_segy_sum(&cluster, &a.output, &headers, &opts, img.nz, dt, t0, partial)
+            }
+        };
     }
     let traces = match &a.input {
         Some(path) => seisgpu_host::io::segy::read_segy(path)?.1,
@@ -261,23 +277,25 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     let secs = t.elapsed().as_secs_f64();
     eprintln!("pstm: {} traces used, {} contributions in {secs:.2} s ({:.3e}/s), {} {} traveltimes",
         img.stats.traces_used, img.stats.contributions, img.stats.contributions as f64 / secs, mode.name(), model.name());
-    write_npy(&a.output, &img.unpadded(), &[img.nx, img.ny, img.noff, img.nz])
+    let grid = image_grid(&img, &p);
+    let data = img.unpadded();
+    output::write_grid(&a.output, &grid_image(&img, &p, &grid, &data))
 }
 
-/// Writes a little-endian float32 C-order .npy file (format version 1.0) atomically.
-fn write_npy(path: &PathBuf, data: &[f32], shape: &[usize]) -> anyhow::Result<()> {
-    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({},), }}", dims.join(", "));
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
+/// The image's traces as a grid: x, then y, then offset class (the .npy's order), inline = ix + 1,
+/// offset = the class's centre offset0 + (k + 1/2) doffset (0 for a single class: all offsets).
+fn image_grid(img: &PstmImage, p: &PstmParams) -> Grid {
+    Grid { nx: img.nx, ny: img.ny, x0: p.x0, y0: p.y0, dx: p.dx, dy: p.dy,
+        class_offsets: if img.noff > 1 { (0..img.noff).map(|k| (p.offset0 + (k as f32 + 0.5) * p.doffset) as f64).collect() }
+            else { Vec::new() },
+        order: TraceOrder::XYClass, inline_along_y: false }
+}
+
+/// The unpadded image `data` (empty for a layout alone) on `grid`.
+fn grid_image<'a>(img: &PstmImage, p: &PstmParams, grid: &'a Grid, data: &'a [f32]) -> GridImage<'a> {
+    GridImage {
+        title: "seisgpu pstm: prestack time migration image, TWO-WAY vertical time".into(),
+        grid, axis: SampleAxis::Time { n: img.nz, step: p.dtau, first: p.tau0 }, data,
+        npy_shape: vec![img.nx, img.ny, img.noff, img.nz],
     }
-    header.push('\n');
-    let mut f = AtomicFile::create(path).with_context(|| format!("creating {}", path.display()))?;
-    f.write_all(b"\x93NUMPY\x01\x00")?;
-    f.write_all(&(header.len() as u16).to_le_bytes())?;
-    f.write_all(header.as_bytes())?;
-    for v in data {
-        f.write_all(&v.to_le_bytes())?;
-    }
-    f.commit().with_context(|| format!("writing {}", path.display()))
 }

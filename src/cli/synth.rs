@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use seisgpu_host::io::npy::write_npy;
+use seisgpu_host::io::output::{self, OutputFormat};
 use seisgpu_host::io::segy::{write_segy, Endian, SampleFormat, TextEncoding, WriteOptions};
 use seisgpu_host::synth::datasets::{build, Kind, Params};
 
@@ -18,8 +19,9 @@ pub struct Args {
     /// a point diffractor, for migration), `cube` (post-stack 3D cube: dipping planes, syncline,
     /// dome, diffraction).
     pub kind: Kind,
-    /// Output SEG-Y file (written to a temporary file, then renamed).
-    #[arg(short, long)]
+    /// Output file, by extension: .sgy/.segy (SEG-Y, with --format, --endian, --ascii), .su (Seismic
+    /// Unix) or .npy (float32 samples alone); written to a temporary file, then renamed.
+    #[arg(short, long = "output", alias = "out", value_name = "OUTPUT")]
     pub out: PathBuf,
     /// Also write the samples as a float32 .npy array of shape (traces, samples) (cube: (inlines,
     /// crosslines, samples)).
@@ -99,6 +101,7 @@ pub fn params(a: &Args) -> Params {
 }
 
 pub fn run(args: &Args, _global: &Global) -> anyhow::Result<()> {
+    let format = output::prepare(&args.out)?;
     let p = params(args);
     let set = build(args.kind, &p).map_err(|e| anyhow::anyhow!("synth {:?}: {e}", args.kind))?;
     let text = format!(
@@ -113,16 +116,23 @@ pub fn run(args: &Args, _global: &Global) -> anyhow::Result<()> {
         text: Some(text),
         ..Default::default()
     };
-    write_segy(&args.out, &set, &opts)?;
+    let shape: Vec<u64> = if args.kind == Kind::Cube {
+        vec![p.nx as u64, p.ny as u64, set.ns as u64]
+    } else {
+        vec![set.len() as u64, set.ns as u64]
+    };
+    match format {
+        OutputFormat::Segy => write_segy(&args.out, &set, &opts)?,
+        OutputFormat::Su => seisgpu_host::io::su::write_su(&args.out, &set)?,
+        OutputFormat::Npy => write_npy(&args.out, &set.data, &shape)?,
+    }
     if let Some(npy) = &args.npy {
-        let shape: Vec<u64> = if args.kind == Kind::Cube {
-            vec![p.nx as u64, p.ny as u64, set.ns as u64]
-        } else {
-            vec![set.len() as u64, set.ns as u64]
-        };
         write_npy(npy, &set.data, &shape).with_context(|| "writing the .npy copy")?;
     }
-    eprintln!("seisgpu synth: wrote {} ({} traces x {} samples at {} ms, format {}, {:?}-endian)",
-        args.out.display(), set.len(), set.ns, set.dt * 1e3, args.format.code(), args.endian);
+    let layout = match format {
+        OutputFormat::Segy => format!("format {}, {:?}-endian", args.format.code(), args.endian),
+        f => f.name().to_string(),
+    };
+    eprintln!("seisgpu synth: wrote {} ({} traces x {} samples at {} ms, {layout})", args.out.display(), set.len(), set.ns, set.dt * 1e3);
     Ok(())
 }

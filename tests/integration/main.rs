@@ -6,6 +6,7 @@ mod common;
 
 mod ktm;
 mod nlbf;
+mod output;
 mod pstm;
 mod runtime;
 mod scale;
