@@ -1,6 +1,6 @@
 //! `seisgpu`: one command, one job per subcommand, every parameter documented with its units.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod cli;
 
@@ -45,8 +45,16 @@ enum Command {
     Demo(cli::demo::Args),
 }
 
+/// The command line with negative numbers accepted as option values on every subcommand (clap
+/// keeps this setting per command), so `--velocity -2000` reaches the parameter checks and gets
+/// their message instead of "unexpected argument".
+fn command() -> clap::Command {
+    fn negatives(c: clap::Command) -> clap::Command { c.allow_negative_numbers(true).mut_subcommands(negatives) }
+    negatives(Cli::command())
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit());
     seisgpu_host::backend::init_threads(cli.global.threads);
     // Under mpirun (or with --mpi) this process is one rank of a job; the universe lives until
     // the end of main (dropping it finalises MPI, also after an error).
