@@ -746,9 +746,11 @@ pub fn device_images(plan: &Plan, params: &Params, backends: &[Backend], all_ite
 pub fn device_parts(plan: &Plan, params: &Params, backends: &[Backend], all_items: &[Range<usize>], items: Range<usize>,
     chunk: impl Fn(Range<usize>) -> TraceSet + Sync) -> Result<Vec<crate::multi::Part>, crate::multi::WorkError> {
     let max_item = all_items.iter().map(|r| r.len()).max().unwrap_or(1);
+    let bar = crate::progress::work(items.len() as u64, "ktm work items");
     let images = crate::multi::run_blocks(backends, items,
         |b| DeviceImage::new(b, plan, params, max_item),
         |_, img, i| {
+            bar.inc(1);
             let r = all_items[i].clone();
             img.add_item(plan, &chunk(r.clone()), r.clone(), params).with_context(|| format!("traces {r:?}"))
         },

@@ -619,8 +619,10 @@ pub fn estimate_setup_multi_into(devices: &[NlbfDevice], setup: &Setup, data: &[
         slots.push(std::sync::Mutex::new(Some((c, s))));
         (rc, rs) = (tc, ts);
     }
+    let bar = crate::progress::work(items.len() as u64, "nlbf work items");
     crate::multi::fold_on_devices(devices, &items, (),
         |dev, i, r| {
+            bar.inc(1);
             let (c, s) = slots[i].lock().map_err(|_| anyhow::anyhow!("output slot poisoned"))?.take()
                 .ok_or_else(|| anyhow::anyhow!("work item {i} ran twice"))?;
             estimate_item_into(variant, dev, setup, data, r.clone(), c, s).map_err(|e| anyhow::anyhow!("parameter traces {r:?}: {e}"))

@@ -126,7 +126,8 @@ mod tests {
         let tr = crate::synth::noise_traces(geometry::line_2d(41, 25.0, 41, 25.0), 50, 0.004, 1);
         let p = super::super::synth::params_synthetic_2d();
         let (s, line) = from_data(&tr, &p, 1400.0).unwrap();
-        assert!((s.a.step - 1e-5).abs() < 1e-12 && (s.d.step - 0.25e-7).abs() < 1e-15 && (s.c.step - 0.25e-7).abs() < 1e-15, "{s:?}");
+        let near = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-6;
+        assert!(near(s.a.step, 1e-5) && near(s.d.step, 0.25e-7) && near(s.c.step, 0.25e-7), "{s:?}");
         assert!(s.a.max >= 1.0 / 1400.0 && s.a.max < 1.0 / 1400.0 + 1e-5 && s.a.min == -s.a.max, "{s:?}");
         assert_eq!((s.d.count(), s.e.count(), s.c.count()), (11, 11, 11));
         assert!(line.contains("1400 m/s") && line.contains("25.0 m"), "{line}");

@@ -671,9 +671,13 @@ pub fn migrate_multi(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMod
     crate::multi::validate_shape(traces, "input traces")?;
     crate::multi::mark("validate", t);
     let items = work_items(traces.len());
+    let bar = crate::progress::work(items.len() as u64, "pstm work items");
     let parts = crate::multi::run_blocks(backends, 0..items.len(),
         |b| DeviceImage::new(b, params, mode, model),
-        |_, img, i| img.add_item(&traces.slice(items[i].clone()), params).with_context(|| format!("traces {:?}", items[i])),
+        |_, img, i| {
+            bar.inc(1);
+            img.add_item(&traces.slice(items[i].clone()), params).with_context(|| format!("traces {:?}", items[i]))
+        },
         |_, img| img.finish_part());
     let parts: Vec<(crate::multi::Part, MigrationStats)> = match parts {
         Ok(p) => p.into_iter().flatten().collect(),

@@ -109,7 +109,8 @@ pub fn auto_cube(shape: [usize; 3], overlap: usize) -> Result<(usize, String)> {
         if 2 * overlap > side {
             continue;
         }
-        let t = fragments::Tiling::new(shape, side, overlap)?;
+        // (A side whose cubes would stack three deep with this overlap is no candidate.)
+        let Ok(t) = fragments::Tiling::new(shape, side, overlap) else { continue };
         let total = t.count() * t.cube.pow(3);
         if side == 256 {
             at_256 = total;
