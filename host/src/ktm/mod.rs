@@ -403,8 +403,8 @@ impl Plan {
         let vel = velocity_on_grid(&params.velocity, &grid)?;
         // An image grid away from the data is an input error, not an image of migration swings.
         let vmax = vel.iter().fold(0.0f32, |a, &v| a.max(v)) as f64;
-        let used: Vec<TraceHeader> = order.iter().map(|&i| headers[i]).collect();
-        crate::grid::check_record_reaches(&used, (grid.x0, grid.x(grid.nx - 1)), (grid.y0, grid.y(grid.ny - 1)), vmax,
+        let in_class = |i: usize| skipped_traces == 0 || class_of(&headers[i]).is_some();
+        crate::grid::check_record_reaches(headers, in_class, (grid.x0, grid.x(grid.nx - 1)), (grid.y0, grid.y(grid.ny - 1)), vmax,
             (t0 + (ns - 1) as f32 * dt) as f64, "ktm")?;
         let vel_stride = if vel.len() == grid.ntau { 0 } else { grid.ntau as u32 };
         let antialias = params.antialias.is_some();

@@ -492,27 +492,33 @@ pub(crate) fn shared_coefs(p: &PstmParams, kp: &KParams) -> Option<Coefs> {
 /// the data's extents.
 pub fn check_reach(traces: &TraceSet, p: &PstmParams) -> anyhow::Result<()> {
     use crate::grid::{check_record_reaches, distance_to_rect, require_coordinates};
+    use rayon::prelude::*;
     require_coordinates(&traces.headers, "pstm")?;
-    let in_class = |h: &&crate::traces::TraceHeader| {
-        let kf = ((h.distance() as f32 - p.offset0) / p.doffset).floor();
+    let h = &traces.headers;
+    let in_class = |i: usize| {
+        let kf = ((h[i].distance() as f32 - p.offset0) / p.doffset).floor();
         kf >= 0.0 && kf < p.noff as f32
     };
-    let classed: Vec<crate::traces::TraceHeader> = traces.headers.iter().filter(in_class).copied().collect();
-    if classed.is_empty() {
-        let (lo, hi) = traces.headers.iter().map(|h| h.distance()).fold((f64::INFINITY, 0.0f64), |(a, b), d| (a.min(d), b.max(d)));
-        bail!("pstm: no trace falls in an offset class: {} classes of {} m from {} m, the traces' offsets are {lo:.1}..{hi:.1} m                (set --offset0, --doffset, --noff)", p.noff, p.doffset, p.offset0);
-    }
     let (x, y) = ((p.x0, p.x0 + (p.nx - 1) as f64 * p.dx), (p.y0, p.y0 + (p.ny - 1) as f64 * p.dy));
-    let nearest = classed.iter().map(|h| distance_to_rect(h.midpoint(), x, y)).fold(f64::INFINITY, f64::min);
+    // The nearest midpoint of a trace in a class, in parallel (450,000 traces at paper size).
+    let nearest = (0..h.len()).into_par_iter().filter(|&i| in_class(i)).map(|i| distance_to_rect(h[i].midpoint(), x, y))
+        .reduce(|| f64::INFINITY, f64::min);
+    if nearest == f64::INFINITY {
+        let (lo, hi) = h.iter().map(|t| t.distance()).fold((f64::INFINITY, 0.0f64), |(a, b), d| (a.min(d), b.max(d)));
+        bail!("pstm: no trace falls in an offset class: {} classes of {} m from {} m, the traces' offsets are {lo:.1}..{hi:.1} m \
+               (set --offset0, --doffset, --noff)", p.noff, p.doffset, p.offset0);
+    }
     if nearest > p.aperture as f64 {
-        let mid = classed.iter().map(|h| h.midpoint());
+        let mid = (0..h.len()).filter(|&i| in_class(i)).map(|i| h[i].midpoint());
         let (mx0, mx1, my0, my1) = mid.fold((f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY),
             |(a, b, c, d), m| (a.min(m.0), b.max(m.0), c.min(m.1), d.max(m.1)));
-        bail!("pstm: no trace reaches the image: the nearest midpoint is {nearest:.1} m from the image area, beyond the aperture                of {} m. The image spans x {:.1}..{:.1} m, y {:.1}..{:.1} m; the data's midpoints x {mx0:.1}..{mx1:.1} m, y                {my0:.1}..{my1:.1} m: leave out --x0/--y0 (and --nx/--ny) to image over the data, or widen --aperture",
+        bail!("pstm: no trace reaches the image: the nearest midpoint is {nearest:.1} m from the image area, beyond the aperture \
+               of {} m. The image spans x {:.1}..{:.1} m, y {:.1}..{:.1} m; the data's midpoints x {mx0:.1}..{mx1:.1} m, y \
+               {my0:.1}..{my1:.1} m: leave out --x0/--y0 (and --nx/--ny) to image over the data, or widen --aperture",
             p.aperture, x.0, x.1, y.0, y.1);
     }
     let vmax = p.vrms.iter().fold(0.0f32, |a, &v| a.max(v)) as f64;
-    check_record_reaches(&classed, x, y, vmax, (traces.t0 + (traces.ns.max(1) - 1) as f32 * traces.dt) as f64, "pstm")
+    check_record_reaches(h, in_class, x, y, vmax, (traces.t0 + (traces.ns.max(1) - 1) as f32 * traces.dt) as f64, "pstm")
 }
 
 /// Migrates `traces` into the (x, y, offset class, time) image with the given traveltimes, on the
