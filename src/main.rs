@@ -1,6 +1,6 @@
 //! `seisgpu`: one command, one job per subcommand, every parameter documented with its units.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod cli;
 
@@ -45,9 +45,18 @@ enum Command {
     Demo(cli::demo::Args),
 }
 
+/// The command line with negative numbers accepted as option values on every subcommand (clap
+/// keeps this setting per command), so `--velocity -2000` reaches the parameter checks and gets
+/// their message instead of "unexpected argument".
+fn command() -> clap::Command {
+    fn negatives(c: clap::Command) -> clap::Command { c.allow_negative_numbers(true).mut_subcommands(negatives) }
+    negatives(Cli::command())
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit());
     seisgpu_host::backend::init_threads(cli.global.threads);
+    seisgpu_host::progress::enable(cli.library_progress());
     // Under mpirun (or with --mpi) this process is one rank of a job; the universe lives until
     // the end of main (dropping it finalises MPI, also after an error).
     #[cfg(feature = "mpi")]
@@ -94,6 +103,15 @@ fn main() {
 }
 
 impl Cli {
+    /// Whether the library's progress bars show: on for the processing commands, off for the
+    /// benchmarks and demos (they draw their own bar over their many runs).
+    fn library_progress(&self) -> bool {
+        !matches!(&self.command, Command::Bench(_) | Command::Demo(_) | Command::Info(_))
+            && !matches!(&self.command, Command::Ktm(a) if matches!(a.cmd, cli::ktm::Cmd::Bench(_) | cli::ktm::Cmd::Demo(_)))
+            && !matches!(&self.command, Command::Pstm(a) if !matches!(a.command, cli::pstm::Command::Migrate(_)))
+            && !matches!(&self.command, Command::Srm(a) if matches!(a.command, Some(cli::srm::SrmCommand::Bench(_))))
+    }
+
     /// The subcommand path, e.g. `ktm migrate` (which ones run distributed under MPI).
     #[cfg(feature = "mpi")]
     fn command_name(&self) -> String {

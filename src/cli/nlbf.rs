@@ -105,6 +105,11 @@ pub struct SearchArgs {
     /// Search range of E (s/m^2) as min:step:max.
     #[arg(long, allow_hyphen_values = true)]
     pub e: Option<Range>,
+    /// Smallest apparent velocity the search keeps (m/s): with a file input and no --preset, the
+    /// ranges of A and B reach +-1/velocity s/m (steps from the sample interval and the apertures,
+    /// C, D, E from the apertures; printed); the default keeps the direct wave and refractions.
+    #[arg(long, default_value_t = nlbf::slopes::DEFAULT_MIN_VELOCITY)]
+    pub min_velocity: f64,
     /// Implementation: `auto` (fast GPU version when a GPU is used, else the CPU reference),
     /// `cpu`, `gpu-paper` (the paper's GPU design) or `gpu-fast`.
     #[arg(long, default_value = "auto")]
@@ -250,7 +255,10 @@ fn read_segy(path: &Path) -> anyhow::Result<TraceSet> {
     Ok(traces)
 }
 
-fn params_from(s: &SearchArgs, preset: Option<EstimateParams>) -> anyhow::Result<EstimateParams> {
+/// The search parameters: the preset's, or with a file input and no `--preset` the search ranges
+/// from the data (`layout`: its headers and sampling; printed), then the options given.
+fn params_from(s: &SearchArgs, preset: Option<EstimateParams>, layout: Option<&TraceSet>) -> anyhow::Result<EstimateParams> {
+    let from_data = s.preset.is_none() && preset.is_none();
     let mut p = match s.preset.as_deref() {
         Some("synthetic-2d") => nlbf::synth::params_synthetic_2d(),
         Some("crossspread-3d") => nlbf::synth::params_crossspread_3d(),
@@ -268,6 +276,11 @@ fn params_from(s: &SearchArgs, preset: Option<EstimateParams>) -> anyhow::Result
     if let Some(v) = s.aperture_be { p.aperture_be = v.0; }
     if let Some(v) = s.aperture_c { p.aperture_c = v.0; }
     if let Some(v) = s.window { p.window = v; }
+    if let (true, Some(t)) = (from_data, layout) {
+        let (space, line) = nlbf::slopes::from_data(t, &p, s.min_velocity)?;
+        p.search = space;
+        eprintln!("nlbf: {line}");
+    }
     if let Some(v) = s.a { p.search.a = v; }
     if let Some(v) = s.b { p.search.b = v; }
     if let Some(v) = s.c { p.search.c = v; }
@@ -352,6 +365,16 @@ fn rank_input<'a>(input: &'a InputArgs, variant: &str, devices: &[Backend], clus
     Ok((source, preset, variant_on(devices, variant)?))
 }
 
+/// A SEG-Y input's headers and sampling (no samples), for the search ranges under MPI.
+#[cfg(feature = "mpi")]
+fn rank_layout(input: &InputArgs) -> anyhow::Result<Option<TraceSet>> {
+    let (Some(path), None) = (&input.input, &input.synthetic) else { return Ok(None) };
+    let mut r = seisgpu_host::io::segy::SegyReader::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let headers = r.read_headers().with_context(|| format!("reading the trace headers of {}", path.display()))?;
+    let i = r.info();
+    Ok(Some(TraceSet { headers, data: Vec::new(), ns: i.ns, dt: i.dt, t0: i.t0 }))
+}
+
 /// `nlbf estimate` as one rank of an MPI job: every rank reads the trace headers and plans the
 /// whole search, searches its block of parameter traces from the input traces their apertures
 /// hold (the only ones it reads of a SEG-Y file) and writes its block of the volumes.
@@ -366,7 +389,7 @@ fn estimate_distributed(a: &EstimateArgs, global: &Global, cluster: &seisgpu_hos
     let devices = global.rank_devices(cluster)?;
     let mut synthetic = None;
     let (source, preset, v) = rank_input(&a.input, &a.search.variant, &devices, cluster, &mut synthetic)?;
-    let p = params_from(&a.search, preset)?;
+    let p = params_from(&a.search, preset, rank_layout(&a.input)?.as_ref())?;
     let share = distributed::nlbf_estimate(cluster, &source, &p, &devices, v)?;
     let secs = t0.elapsed().as_secs_f64();
     let name = format!("{} on {} ranks", v.map_or("auto".to_string(), |v| format!("{v:?}")), cluster.size());
@@ -393,7 +416,7 @@ fn enhance_distributed(a: &EnhanceArgs, global: &Global, cluster: &seisgpu_host:
     let devices = global.rank_devices(cluster)?;
     let mut synthetic = None;
     let (source, preset, v) = rank_input(&a.input, &a.search.variant, &devices, cluster, &mut synthetic)?;
-    let p = params_from(&a.search, preset)?;
+    let p = params_from(&a.search, preset, rank_layout(&a.input)?.as_ref())?;
     let ep = EnhanceParams { aperture: a.aperture.map(|x| x.0).unwrap_or(p.aperture_c) };
     let part = distributed::nlbf_enhance(cluster, &source, &p, &ep, &devices, v)?;
     let secs = t0.elapsed().as_secs_f64();
@@ -428,7 +451,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         NlbfCommand::Estimate(a) => {
             estimate_output(a)?;
             let (t, preset) = read_input(&a.input)?;
-            let p = params_from(&a.search, preset)?;
+            let p = params_from(&a.search, preset, Some(&t))?;
             let t0 = Instant::now();
             let (est, variant) = search(&t, &p, &a.search.variant)?;
             let secs = t0.elapsed().as_secs_f64();
@@ -437,13 +460,14 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
                 .with_context(|| format!("writing the estimate to {}", a.out.display()))?;
             let s = &est.semblance;
             let mean = s.iter().map(|&v| v as f64).sum::<f64>() / s.len().max(1) as f64;
-            println!("2+2+1 search: {} estimations in {secs:.3} s ({variant}); mean S {mean:.3}; wrote {} files to {}",
-                s.len(), files.len(), a.out.display());
+            println!("2+2+1 search: {} estimations in {secs:.3} s ({variant}); mean S {mean:.3}; {} of {} parameter traces \
+                unestimated (empty aperture); wrote {} files to {}", s.len(), est.unestimated_count(), est.grid.len(), files.len(),
+                a.out.display());
         }
         NlbfCommand::Enhance(a) => {
             let form = enhance_output(a)?;
             let (t, preset) = read_input(&a.input)?;
-            let p = params_from(&a.search, preset)?;
+            let p = params_from(&a.search, preset, Some(&t))?;
             let t0 = Instant::now();
             let (est, variant) = search(&t, &p, &a.search.variant)?;
             let ep = EnhanceParams { aperture: a.aperture.map(|x| x.0).unwrap_or(p.aperture_c) };
@@ -452,6 +476,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
                 None => nlbf::enhance(&backend, &t, &p.coords, &est, &ep)?,
             };
             let secs = t0.elapsed().as_secs_f64();
+            let copied = nlbf::slopes::copied_traces(&t, &p.coords, &est)?;
             let written = match form {
                 EnhanceOutput::File => {
                     output::write_traces(&a.out, &out, "seisgpu nlbf enhance: traces enhanced by nonlinear beamforming")?;
@@ -466,8 +491,9 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
                     enhanced
                 }
             };
-            println!("enhanced {} traces in {secs:.3} s (search + enhancement, {variant}); wrote {}",
-                out.len(), written.display());
+            println!("enhanced {} traces in {secs:.3} s (search + enhancement, {variant}); {} of {} parameter traces unestimated \
+                (empty aperture), {copied} traces copied through unenhanced; wrote {}", out.len() - copied, est.unestimated_count(),
+                est.grid.len(), written.display());
         }
     }
     Ok(())

@@ -480,9 +480,12 @@ pub fn run_extrapolate(a: &ExtrapolateArgs, _global: &Global) -> anyhow::Result<
     };
     let slow = vec![(1.0 / a.velocity) as f32; nx * ny];
     let map = op.row_map(2.0 * std::f64::consts::PI * a.freq);
+    let bar = seisgpu_host::progress::work(a.steps as u64, "extrapolation steps");
     for _ in 0..a.steps {
         cpu::step_planes(&op, &[map], &slow, &Taper::none(nx, ny), nx, ny, &mut plane);
+        bar.inc(1);
     }
+    drop(bar);
     if a.input.is_none() {
         let e = compare_with_phase_shift(&plane, nx, ny, a.dx, a.dy, a.dz, a.velocity, a.freq, a.steps, a.operator.max_angle);
         let reach = a.steps * a.operator.degree * 4;

@@ -180,9 +180,10 @@ pub struct FrameArgs {
     /// Zero guard band added around each cube (samples per side).
     #[arg(long, default_value_t = 0)]
     pub guard: usize,
-    /// Cube side for volumes that do not fit one cube (samples; the paper used 256).
-    #[arg(long, default_value_t = 256)]
-    pub cube: usize,
+    /// Cube side for volumes that do not fit one cube (samples; the paper used 256); default: the
+    /// one of 64, 128, 256 whose cubes hold the fewest samples for the volume (printed).
+    #[arg(long)]
+    pub cube: Option<usize>,
     /// Minimum overlap of neighbouring cubes (samples).
     #[arg(long, default_value_t = 32)]
     pub overlap: usize,
@@ -192,6 +193,18 @@ pub struct FrameArgs {
 }
 
 impl FrameArgs {
+    /// The cube side: `--cube`, else chosen for the volume's shape (and said once, by `say`).
+    fn cube_for(&self, shape: [usize; 3], say: bool) -> Result<usize> {
+        if let Some(c) = self.cube {
+            return Ok(c);
+        }
+        let (side, line) = seisgpu_host::wavepacket::auto_cube(shape, self.overlap)?;
+        if say {
+            eprintln!("seisgpu: {line}");
+        }
+        Ok(side)
+    }
+
     fn params(&self, default_finest: Finest) -> Result<Params> {
         let finest = match self.finest.as_deref() {
             None => default_finest,
@@ -262,7 +275,7 @@ fn engines(global: &Global, tiling: Tiling, params: &Params, all_gpus: bool) -> 
 
 fn transform(global: &Global, shape: [usize; 3], fa: &FrameArgs, finest: Finest) -> Result<Fragmented> {
     let params = fa.params(finest)?;
-    let tr = engines(global, Tiling::new(shape, fa.cube, fa.overlap)?, &params, fa.all_gpus)?;
+    let tr = engines(global, Tiling::new(shape, fa.cube_for(shape, true)?, fa.overlap)?, &params, fa.all_gpus)?;
     eprintln!("seisgpu: {} cube(s) of {}^3 on {} engine(s); {}", tr.tiling.count(), tr.tiling.cube, tr.engines(),
         tr.frame.describe().lines().next().unwrap_or(""));
     Ok(tr)
@@ -288,7 +301,7 @@ impl AppJob {
             }
             let (slab, shape) = read_slab(&cluster, input, fa)?;
             let devices = global.rank_devices(&cluster)?;
-            let tr = Fragmented::on_backends(&devices, Tiling::new(shape, fa.cube, fa.overlap)?, &fa.params(finest)?)?;
+            let tr = Fragmented::on_backends(&devices, Tiling::new(shape, fa.cube_for(shape, cluster.is_root())?, fa.overlap)?, &fa.params(finest)?)?;
             if cluster.is_root() {
                 eprintln!("seisgpu: {} cube(s) of {}^3 over {} ranks", tr.tiling.count(), tr.tiling.cube, cluster.size());
             }
@@ -340,6 +353,7 @@ impl AppJob {
 
 /// A trace mask (.npy of n1 x n2 entries, non-zero = live trace).
 fn read_mask(p: &Path, [n1, n2]: [usize; 2]) -> Result<Vec<bool>> {
+    seisgpu_host::io::npy::check_complete(p)?;
     let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
     let npy = coeffs_io::read_array(&bytes).with_context(|| format!("{}: not a usable .npy mask", p.display()))?;
     if npy.len() != n1 * n2 {
@@ -360,7 +374,7 @@ fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, frame: &
     if npy {
         let shape = cluster.agree("reading the volume's shape", seisgpu_host::io::npy::read_rows_f32(path, 0..0))?.0;
         let [n1, n2, n3] = shape[..] else { bail!("{input}: a {}-D array; a volume must be 3-D (n1, n2, samples)", shape.len()) };
-        let rows = distributed::wavepacket_rows(cluster, &Tiling::new([n1, n2, n3], frame.cube, frame.overlap)?);
+        let rows = distributed::wavepacket_rows(cluster, &Tiling::new([n1, n2, n3], frame.cube_for([n1, n2, n3], false)?, frame.overlap)?);
         let read = seisgpu_host::io::npy::read_rows_f32(path, rows).map(|(_, v)| v);
         return Ok((cluster.agree("reading the volume", read)?, [n1, n2, n3]));
     }
@@ -368,7 +382,7 @@ fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, frame: &
     if segy {
         // Every header (to place the traces), then only the traces of this rank's rows.
         let read = seisgpu_host::io::cube::read_cube_rows(path, |shape| {
-            Ok(distributed::wavepacket_rows(cluster, &Tiling::new(shape, frame.cube, frame.overlap)?))
+            Ok(distributed::wavepacket_rows(cluster, &Tiling::new(shape, frame.cube_for(shape, false)?, frame.overlap)?))
         });
         let (shape, slab, missing) = cluster.agree("reading the volume", read)?;
         if cluster.is_root() && missing > 0 {
@@ -377,7 +391,7 @@ fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, frame: &
         return Ok((slab, shape));
     }
     let (mut vol, shape) = cluster.agree("reading the volume", read_input(input))?;
-    let rows = distributed::wavepacket_rows(cluster, &Tiling::new(shape, frame.cube, frame.overlap)?);
+    let rows = distributed::wavepacket_rows(cluster, &Tiling::new(shape, frame.cube_for(shape, false)?, frame.overlap)?);
     let row = shape[1] * shape[2];
     vol.truncate(rows.end * row);
     vol.drain(..rows.start * row);
@@ -397,7 +411,7 @@ fn forward_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Gl
     }
     let (slab, shape) = read_slab(cluster, input, frame)?;
     let devices = global.rank_devices(cluster)?;
-    let tr = Fragmented::on_backends(&devices, Tiling::new(shape, frame.cube, frame.overlap)?, &frame.params(Finest::Isotropic)?)?;
+    let tr = Fragmented::on_backends(&devices, Tiling::new(shape, frame.cube_for(shape, cluster.is_root())?, frame.overlap)?, &frame.params(Finest::Isotropic)?)?;
     let first_row = distributed::wavepacket_rows(cluster, &tr.tiling).start;
     let count = distributed::wavepacket_forward(cluster, &tr, &slab, first_row, output)?;
     if cluster.is_root() {

@@ -4,6 +4,8 @@
 
 mod common;
 
+mod defaults;
+
 mod ktm;
 mod nlbf;
 mod output;

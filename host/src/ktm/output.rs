@@ -66,13 +66,7 @@ pub fn write_traces(path: &Path, t: &TraceSet) -> anyhow::Result<()> {
 }
 
 /// A float32 .npy: (shape, data).
-pub fn read_npy(path: &Path) -> anyhow::Result<(Vec<usize>, Vec<f32>)> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let npy = npyz::NpyFile::new(&bytes[..]).with_context(|| format!("{}: not a .npy file", path.display()))?;
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let data: Vec<f32> = npy.into_vec().with_context(|| format!("{}: expected float32 data", path.display()))?;
-    Ok((shape, data))
-}
+pub fn read_npy(path: &Path) -> anyhow::Result<(Vec<usize>, Vec<f32>)> { crate::io::npy::read_f32(path) }
 
 #[cfg(test)]
 mod tests {

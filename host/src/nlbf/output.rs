@@ -47,10 +47,21 @@ pub fn write_npy_f64(path: &Path, shape: &[usize], data: &[f64]) -> std::io::Res
     write_npy(path, "<f8", shape, &bytes)
 }
 
+/// Checks that the output folder `dir` can be one: an existing file there is an error naming it.
+pub fn check_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists,
+            format!("{} is an existing file, not a folder: the output is a folder of .npy files (give a new or folder path)",
+                dir.display())));
+    }
+    Ok(())
+}
+
 /// Writes A.npy .. E.npy and S.npy (ny x nx x ns), positions.npy (ny x nx x 2: x, y in m) and
 /// nlbf.json (grid, sampling, units, `extra` fields) into `dir`. Returns the files written.
 pub fn write_estimate(dir: &Path, est: &Estimate, extra: serde_json::Value) -> std::io::Result<Vec<std::path::PathBuf>> {
-    std::fs::create_dir_all(dir)?;
+    check_dir(dir)?;
+    std::fs::create_dir_all(dir).map_err(|e| std::io::Error::new(e.kind(), format!("creating the folder {}: {e}", dir.display())))?;
     let shape = [est.grid.ny, est.grid.nx, est.ns];
     let mut files = Vec::new();
     for p in Param::ALL {
