@@ -23,7 +23,8 @@ use super::Global;
     after_help = "Picking rule: at each time the best velocity; candidates where its semblance is >= --threshold and a\n\
     local maximum in time (+- the window, at least 40 ms); refined by a parabola in velocity; accepted\n\
     strongest first while every Dix interval velocity between consecutive picks stays between 0.8 x the\n\
-    v_rms above it and 1.5 x --vmax. Linear between picks, constant beyond.\n\n\
+    v_rms above it and 1.5 x --vmax; none in CMPs of fewer than --min-fold traces. Linear between\n\
+    picks, constant beyond.\n\n\
     Example:\n  seisgpu synth line2d -o line.sgy\n  seisgpu velan line.sgy -o picks.txt --semblance panels.sgy --png panels --nmo nmo.sgy")]
 pub struct Args {
     /// Prestack SEG-Y input (CDP numbers or source/receiver coordinates in the headers).
@@ -37,9 +38,9 @@ pub struct Args {
     /// Highest trial velocity (m/s).
     #[arg(long, default_value_t = 4500.0)]
     pub vmax: f32,
-    /// Number of trial velocities, evenly spaced from --vmin to --vmax.
+    /// Number of trial velocities (count), evenly spaced from --vmin to --vmax.
     #[arg(long, default_value_t = 100)]
-    pub nv: usize,
+    pub nv: i64,
     /// Semblance time window (ms), centred on each output time.
     #[arg(long, default_value_t = 40.0)]
     pub window: f32,
@@ -51,8 +52,11 @@ pub struct Args {
     #[arg(long, default_value_t = 0.5)]
     pub max_stretch: f32,
     /// Lowest semblance (0 to 1) of a pick.
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = 0.3)]
     pub threshold: f32,
+    /// Fewest traces (count) a CMP needs to be picked; smaller CMPs take their neighbours' functions.
+    #[arg(long, default_value_t = 6)]
+    pub min_fold: usize,
     /// Midpoint bin size (m) when the headers have no CDP numbers.
     #[arg(long, default_value_t = 12.5)]
     pub bin: f64,
@@ -79,8 +83,14 @@ pub fn run(a: &Args, global: &Global) -> anyhow::Result<()> {
     if a.png_every == 0 {
         bail!("--png-every must be at least 1");
     }
+    if !(a.nv >= 2 && a.nv <= 10_000) {
+        bail!("--nv {} must be between 2 and 10000 trial velocities", a.nv);
+    }
+    if !(a.window > 0.0 && a.window.is_finite()) {
+        bail!("--window {} ms must be positive", a.window);
+    }
     let (_, traces) = read_segy(&a.input)?;
-    let p = VelanParams { vmin: a.vmin, vmax: a.vmax, nv: a.nv, window: a.window * 1e-3, eta: a.eta, max_stretch: a.max_stretch };
+    let p = VelanParams { vmin: a.vmin, vmax: a.vmax, nv: a.nv as usize, window: a.window * 1e-3, eta: a.eta, max_stretch: a.max_stretch };
     p.validate(traces.dt)?;
     let backend = global.backend()?;
     let g = Gathers::new(&traces, a.bin).with_context(|| format!("grouping the traces of {}", a.input.display()))?;
@@ -88,7 +98,7 @@ pub fn run(a: &Args, global: &Global) -> anyhow::Result<()> {
     let t = Instant::now();
     let panels = velan::semblance(&backend, &g, &p)?;
     let scan_s = t.elapsed().as_secs_f64();
-    let picks = pick::pick_all(&g, &panels, &scan, a.threshold);
+    let picks = pick::pick_all(&g, &panels, &scan, a.threshold, a.min_fold);
     let funcs = pick::functions(&g, &picks, &a.out.display().to_string());
     let model = funcs.clone().map(VelocityModel::PerCmp);
     let functions: Vec<Option<VelocityFunction>> = g.location.iter().map(|l| model.as_ref().map(|m| m.function_at(l))).collect();
@@ -117,8 +127,8 @@ pub fn run(a: &Args, global: &Global) -> anyhow::Result<()> {
         None => format!("CMP at x={:.1} y={:.1}", g.location[i].x, g.location[i].y),
     }).collect();
     let mut notes = vec![
-        format!("seisgpu velan {}: {} CMPs, {} velocities {}..{} m/s, window {} ms, eta {}, stretch mute {}, threshold {}",
-            a.input.display(), g.len(), p.nv, p.vmin, p.vmax, a.window, p.eta, p.max_stretch, a.threshold),
+        format!("seisgpu velan {}: {} CMPs, {} velocities {}..{} m/s, window {} ms, eta {}, stretch mute {}, threshold {}, min fold {}",
+            a.input.display(), g.len(), p.nv, p.vmin, p.vmax, a.window, p.eta, p.max_stretch, a.threshold, a.min_fold),
         "picks: semblance maxima in time, refined in velocity, accepted strongest first while Dix interval velocities stay plausible".into(),
     ];
     if !missing.is_empty() {

@@ -61,7 +61,7 @@ fn cpu_picks_known_velocities_and_nmo_flattens_them() {
     let scan = Scan::new(&p, &g).unwrap();
     let panels = velan::semblance(&Backend::Cpu, &g, &p).unwrap();
     assert!(panels.values.iter().all(|s| (0.0..=1.0 + 1e-5).contains(s)));
-    let picks = pick::pick_all(&g, &panels, &scan, 0.2);
+    let picks = pick::pick_all(&g, &panels, &scan, 0.2, 6);
     check_picks(&picks, "CPU");
 
     // NMO with the picked functions: every reflection is flat (its peak within 3 samples of t0 on
@@ -131,10 +131,10 @@ fn gpu_picks_known_velocities() {
     let p = scan_params();
     let scan = Scan::new(&p, &g).unwrap();
     let panels = velan::semblance(&Backend::Gpu(g0), &g, &p).unwrap();
-    let picks = pick::pick_all(&g, &panels, &scan, 0.2);
+    let picks = pick::pick_all(&g, &panels, &scan, 0.2, 6);
     check_picks(&picks, "GPU");
     let cpu_panels = velan::semblance(&Backend::Cpu, &g, &p).unwrap();
-    assert_eq!(picks, pick::pick_all(&g, &cpu_panels, &scan, 0.2), "GPU and CPU picks differ");
+    assert_eq!(picks, pick::pick_all(&g, &cpu_panels, &scan, 0.2, 6), "GPU and CPU picks differ");
 }
 
 /// Random gathers of uneven folds (1 to 70 traces, one with offsets so long at low velocity that
@@ -221,6 +221,9 @@ fn cli_velan_writes_picks_panels_and_nmo() {
     let e = seisgpu(&["--device", "cpu", "velan", input.to_str().unwrap(), "-o", picks.to_str().unwrap(), "--vmin", "-1500"]);
     let msg = String::from_utf8_lossy(&e.stderr);
     assert!(!e.status.success() && msg.contains("--vmin -1500"), "{msg}");
+    let e = seisgpu(&["--device", "cpu", "velan", input.to_str().unwrap(), "-o", picks.to_str().unwrap(), "--nv", "-5"]);
+    let msg = String::from_utf8_lossy(&e.stderr);
+    assert!(!e.status.success() && msg.contains("--nv -5 must be"), "{msg}");
     let e = seisgpu(&["--device", "cpu", "velan", dir.join("none.sgy").to_str().unwrap(), "-o", picks.to_str().unwrap()]);
     assert!(!e.status.success() && String::from_utf8_lossy(&e.stderr).contains("none.sgy"));
 }

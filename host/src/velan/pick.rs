@@ -15,7 +15,9 @@
 //!    `MIN_INTERVAL_RATIO` x the RMS velocity at the interval's top and `MAX_INTERVAL_RATIO` x the
 //!    scan's highest velocity: v_rms may slow a little with depth (mild inversions) but not
 //!    collapse onto multiples, and no interval is unphysically fast.
-//! 5. The function is the accepted picks, linear in between and constant beyond the first and last
+//! 5. Gathers of fewer than `min_fold` traces get no picks (one or two traces are coherent with
+//!    anything).
+//! 6. The function is the accepted picks, linear in between and constant beyond the first and last
 //!    (the velocity-model rule). A CMP without any accepted pick gets no function; its neighbours'
 //!    functions stand in for it (interpolated by CDP number).
 
@@ -115,13 +117,21 @@ pub fn pick_panel(panel: &[f32], ns: usize, scan: &Scan, dt: f32, t_first: f32, 
     accepted
 }
 
-/// The picks of every gather (gathers in parallel).
-pub fn pick_all(g: &Gathers, panels: &Panels, scan: &Scan, threshold: f32) -> Vec<Vec<Pick>> {
+/// The picks of every gather (gathers in parallel); none for gathers of fewer than `min_fold` traces.
+pub fn pick_all(g: &Gathers, panels: &Panels, scan: &Scan, threshold: f32, min_fold: usize) -> Vec<Vec<Pick>> {
     use rayon::prelude::*;
-    (0..g.len()).into_par_iter().map(|i| pick_panel(panels.panel(i), g.ns, scan, g.dt, g.t_first, threshold)).collect()
+    (0..g.len())
+        .into_par_iter()
+        .map(|i| {
+            if g.traces(i).len() < min_fold {
+                return Vec::new();
+            }
+            pick_panel(panels.panel(i), g.ns, scan, g.dt, g.t_first, threshold)
+        })
+        .collect()
 }
 
-/// The picked functions of the gathers that have picks (rule 5), in gather order; `None` when no
+/// The picked functions of the gathers that have picks (rule 6), in gather order; `None` when no
 /// gather has any.
 pub fn functions(g: &Gathers, picks: &[Vec<Pick>], source: &str) -> Option<CmpFunctions> {
     let functions: Vec<CmpFunction> = picks
@@ -138,4 +148,51 @@ pub fn functions(g: &Gathers, picks: &[Vec<Pick>], source: &str) -> Option<CmpFu
         return None;
     }
     Some(CmpFunctions { domain: Domain::Time, functions, source: source.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan(nv: usize) -> Scan {
+        let velocities: Vec<f32> = (0..nv).map(|j| 1500.0 + 50.0 * j as f32).collect();
+        let (s2, v2) = velocities.iter().map(|&v| gpu_kernels::velan::slowness2(v)).unzip();
+        Scan { velocities, s2, v2, half: 5, inv_dt: 250.0, eta: 0.0, max_stretch: 0.5 }
+    }
+
+    /// A panel of Gaussian blobs (time sample, velocity index, height).
+    fn panel(ns: usize, nv: usize, blobs: &[(f32, f32, f32)]) -> Vec<f32> {
+        let mut p = vec![0.0f32; nv * ns];
+        for j in 0..nv {
+            for i in 0..ns {
+                p[j * ns + i] = blobs.iter().map(|&(t, v, h)| h * (-((i as f32 - t) / 4.0).powi(2) - ((j as f32 - v) / 2.0).powi(2)).exp()).sum();
+            }
+        }
+        p
+    }
+
+    #[test]
+    fn dix_rule_rejects_collapsing_velocities() {
+        let p = |t, v| Pick { t, v, semblance: 1.0 };
+        assert!(plausible(&[p(0.5, 1800.0), p(1.0, 2150.0), p(1.6, 2600.0)], 4000.0));
+        assert!(!plausible(&[p(0.5, 2000.0), p(1.0, 1500.0)], 4000.0)); // interval 707 m/s
+        assert!(!plausible(&[p(1.0, 2000.0), p(1.01, 4000.0)], 4000.0)); // interval far above --vmax
+        assert!((dix2(&p(0.5, 1800.0), &p(1.0, 2150.0)).sqrt() - 2450.5).abs() < 1.0);
+    }
+
+    #[test]
+    fn picks_follow_the_rule() {
+        let (ns, nv) = (400, 40);
+        let s = scan(nv);
+        // Strong events at samples 100 and 300; a weaker, much slower one between them (a multiple)
+        // is rejected by the Dix rule; one below the threshold is ignored.
+        let p = panel(ns, nv, &[(100.0, 10.3, 0.9), (300.0, 30.0, 0.8), (200.0, 2.0, 0.6), (350.0, 35.0, 0.1)]);
+        let picks = pick_panel(&p, ns, &s, 0.004, 0.0, 0.3);
+        assert_eq!(picks.len(), 2, "{picks:?}");
+        assert!((picks[0].t - 0.4).abs() < 1e-6 && (picks[1].t - 1.2).abs() < 1e-6, "{picks:?}");
+        // Parabolic refinement: between velocity nodes.
+        assert!((picks[0].v - (1500.0 + 50.0 * 10.3)).abs() < 10.0, "{picks:?}");
+        assert!((picks[1].v - 3000.0).abs() < 1.0, "{picks:?}");
+        assert!(pick_panel(&p, ns, &s, 0.004, 0.0, 0.95).is_empty());
+    }
 }
