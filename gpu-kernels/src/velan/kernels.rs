@@ -108,7 +108,10 @@ mod device_code {
                     let l = unsafe { *s_len.add(c as usize) };
                     if off + l > STAGE_FLOATS {
                         if c == 0 {
-                            unsafe { *s_len = 0 };
+                            unsafe {
+                                *s_len = 0;
+                                *s_off = 0;
+                            }
                             c = 1;
                         }
                         break;

@@ -66,7 +66,7 @@ pub fn is_live(t: f32, t0: f32, pos: f32, last: f32, max_stretch: f32) -> bool {
 #[inline(always)]
 pub fn split(pos: f32) -> (u32, f32) {
     let k = floor(pos);
-    if !(k >= 0.0 && k < 16_777_216.0) {
+    if !(0.0..16_777_216.0).contains(&k) {
         return (0, 0.0); // unreachable for live positions; keeps the conversion defined
     }
     // SAFETY: k is an integer-valued float in [0, 2^24).

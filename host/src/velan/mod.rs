@@ -115,10 +115,10 @@ impl Gathers {
 
     /// Groups `traces` as told.
     pub fn grouped(traces: &TraceSet, grouping: Grouping) -> Result<Gathers> {
-        if let Grouping::Midpoint(b) = grouping {
-            if !(b > 0.0 && b.is_finite()) {
-                bail!("--bin {b} m must be positive");
-            }
+        if let Grouping::Midpoint(b) = grouping
+            && !(b > 0.0 && b.is_finite())
+        {
+            bail!("--bin {b} m must be positive");
         }
         let key = |h: &TraceHeader| -> (i64, i64) {
             match grouping {

@@ -76,7 +76,7 @@ pub fn functions(ex: Example, p: &ExampleParams, knot_step: f32) -> CmpFunctions
         .map(|i| {
             let col = rms_column(ex, p, frac(i, n));
             let mut knots: Vec<(f32, f32)> = (0..p.ns).step_by(every).map(|k| (k as f32 * p.dt, col[k])).collect();
-            if (p.ns - 1) % every != 0 {
+            if !(p.ns - 1).is_multiple_of(every) {
                 knots.push(((p.ns - 1) as f32 * p.dt, col[p.ns - 1]));
             }
             CmpFunction { cdp: Some(p.first_cdp + i as i32), x: i as f64 * p.cmp_spacing, y: 0.0,

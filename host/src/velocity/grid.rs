@@ -171,10 +171,10 @@ pub fn read_npy_grid(path: &Path, axes: Option<&[GridAxis]>, domain: Option<Doma
         ),
     };
     let g = VelocityGrid::from_array(&shape, &arr.data, &axes, &source)?;
-    if let Some(d) = domain {
-        if d != g.domain {
-            bail!("{source}: the argument says {} but the grid's vertical axis is {}", d.name(), g.domain.name());
-        }
+    if let Some(d) = domain
+        && d != g.domain
+    {
+        bail!("{source}: the argument says {} but the grid's vertical axis is {}", d.name(), g.domain.name());
     }
     Ok(g)
 }

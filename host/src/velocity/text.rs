@@ -108,12 +108,11 @@ pub fn read(path: &Path, domain: Option<Domain>) -> Result<CmpFunctions> {
 pub fn parse(text: &str, source: &str, domain: Option<Domain>) -> Result<CmpFunctions> {
     let mut file_domain = Domain::Time;
     for line in text.lines() {
-        if let Some(c) = line.trim_start().strip_prefix('#') {
-            if let Some(u) = c.trim_start().strip_prefix("units:") {
-                if u.trim_start().starts_with("depth") {
-                    file_domain = Domain::Depth;
-                }
-            }
+        if let Some(c) = line.trim_start().strip_prefix('#')
+            && let Some(u) = c.trim_start().strip_prefix("units:")
+            && u.trim_start().starts_with("depth")
+        {
+            file_domain = Domain::Depth;
         }
     }
     let domain = domain.unwrap_or(file_domain);
