@@ -7,7 +7,7 @@ mod cli;
 #[derive(Parser)]
 #[command(name = "seisgpu", version, about = "Seismic processing on the GPU (and CPU), in Rust end to end",
     long_about = "Seismic processing on the GPU, with multi-threaded CPU references.\n\
-    Algorithms: NLBF semblance search (nlbf, nmo), Kirchhoff prestack time migration (ktm, pstm),\n\
+    Algorithms: NLBF semblance search (nlbf, nmo), velocity analysis (velan), Kirchhoff prestack time migration (ktm, pstm),\n\
     3D wave packets (wavepacket), Chebyshev shot-record depth migration (srm, extrapolate).\n\
     Start with `seisgpu demo` (built-in synthetic data) and `seisgpu info`.")]
 struct Cli {
@@ -21,7 +21,7 @@ struct Cli {
 enum Command {
     /// GPU and CPU found, PTX architecture, device limits.
     Info(cli::info::Args),
-    /// Write built-in synthetic data (gathers, velocity models) as SEG-Y.
+    /// Write built-in synthetic data as SEG-Y (gathers, cubes), and velocity models (SEG-Y, text, .npy).
     Synth(cli::synth::Args),
     /// PNG image of a SEG-Y section or gather (variable density or wiggle).
     Plot(cli::plot::Args),
@@ -29,6 +29,8 @@ enum Command {
     Nlbf(cli::nlbf::Args),
     /// NMO correction with a stretch mute.
     Nmo(cli::nlbf::NmoArgs),
+    /// Velocity analysis: semblance panels of CMP gathers, automatic v_rms picks, NMO with them.
+    Velan(cli::velan::Args),
     /// Kirchhoff prestack time migration (and its adjoint, modelling).
     Ktm(cli::ktm::Args),
     /// PSTM with interpolated traveltimes (exact, static8, dynamic; DSR or VTI), paper 5's engine.
@@ -82,6 +84,7 @@ fn main() {
         Command::Plot(a) => cli::plot::run(a, &cli.global),
         Command::Nlbf(a) => cli::nlbf::run(a, &cli.global),
         Command::Nmo(a) => cli::nlbf::run_nmo(a, &cli.global),
+        Command::Velan(a) => cli::velan::run(a, &cli.global),
         Command::Ktm(a) => cli::ktm::run(a, &cli.global),
         Command::Pstm(a) => cli::pstm::run(a, &cli.global),
         Command::Wavepacket(a) => cli::wavepacket::run(a, &cli.global),
@@ -134,6 +137,7 @@ impl Cli {
                 cli::nlbf::NlbfCommand::Enhance(_) => "nlbf enhance",
             },
             Command::Nmo(_) => "nmo",
+            Command::Velan(_) => "velan",
             Command::Wavepacket(a) => match a.command {
                 cli::wavepacket::Command::Forward { .. } => "wavepacket forward",
                 cli::wavepacket::Command::Inverse { .. } => "wavepacket inverse",

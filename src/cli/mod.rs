@@ -11,6 +11,7 @@ pub mod plot;
 pub mod pstm;
 pub mod srm;
 pub mod synth;
+pub mod velan;
 pub mod wavepacket;
 
 use seisgpu_host::multi::GpuCount;

@@ -15,4 +15,5 @@ mod scale;
 mod segy;
 mod srm;
 mod srm_cluster;
+mod velan;
 mod wavepacket;
