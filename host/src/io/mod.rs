@@ -1,8 +1,10 @@
-//! Data in and out: SEG-Y, .npy, and the write-to-temporary-then-rename rule for every output.
+//! Data in and out: SEG-Y and Seismic Unix (with trace selection: [`input`]), .npy, and the write-to-temporary-then-rename rule for every output.
 
 pub mod atomic;
 pub mod cube;
+pub mod input;
 pub mod npy;
 pub mod segy;
+pub mod select;
 
 pub use atomic::AtomicFile;

@@ -29,6 +29,8 @@
 pub mod ebcdic;
 pub mod header;
 pub mod ibm;
+mod open;
+pub mod options;
 mod read;
 mod write;
 
@@ -36,6 +38,7 @@ use std::path::Path;
 
 pub use ebcdic::TextEncoding;
 pub use header::BinaryHeader;
+pub use options::{FileFormat, HeaderBytes, ReaderOptions};
 pub use read::{read_segy, SegyReader, Trace};
 pub use write::{write_segy, CoordinateScalar, SegyWriter, TraceEncoder, WriteOptions};
 
@@ -149,11 +152,20 @@ pub struct SegyInfo {
     pub trailing_bytes: u64,
     /// File length (bytes).
     pub file_len: u64,
+    /// SEG-Y, or Seismic Unix (no textual or binary header: `text` empty, `binary` all zero).
+    pub file_format: FileFormat,
+    /// What the reader worked around (one line each, naming the file and the header bytes): header
+    /// fields that disagree with the file, unannounced extended textual headers.
+    pub warnings: Vec<String>,
 }
 
 impl SegyInfo {
     /// One line for logs: traces, samples, interval, format, byte order.
     pub fn summary(&self) -> String {
+        if self.file_format == FileFormat::Su {
+            return format!("{} traces x {} samples at {} ms (t0 {} ms), Seismic Unix, {:?}-endian",
+                self.n_traces, self.ns, self.dt * 1e3, self.t0 * 1e3, self.endian);
+        }
         format!("{} traces x {} samples at {} ms (t0 {} ms), format {} ({:?}), {:?}-endian, rev {}.{}, textual header {:?}",
             self.n_traces, self.ns, self.dt * 1e3, self.t0 * 1e3, self.format.code(), self.format, self.endian,
             self.binary.revision_major, self.binary.revision_minor, self.text_encoding)
@@ -182,7 +194,7 @@ pub enum SegyError {
     #[error("{path}: zero sample interval (binary header bytes 3217-3218 and trace 0 header bytes 117-118)")]
     ZeroInterval { path: String },
     #[error("{path}: trace {trace} (byte {offset}) has {found} samples in header bytes 115-116 but the file's traces have {expected}; \
-             variable-length traces are not supported")]
+             variable-length traces are not supported (give --samples N to read every trace with N samples)")]
     InconsistentSamples { path: String, trace: u64, offset: u64, found: usize, expected: usize },
     #[error("{path}: trace {trace} (byte {offset}) has delay recording time {found} ms (bytes 109-110) but trace 0 has {expected} ms; \
              traces with different first-sample times cannot be read into one trace set")]
@@ -259,3 +271,7 @@ fn encode_samples(samples: &[f32], format: SampleFormat, endian: Endian, out: &m
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod field_tests;
+#[cfg(test)]
+mod mutation_tests;
