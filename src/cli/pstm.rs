@@ -98,10 +98,13 @@ pub struct MigrateArgs {
     pub max_regs: u32,
     #[arg(long)]
     pub texture: bool,
-    /// Input traces (SEG-Y; source and group coordinates from the trace headers, with their
-    /// scalar). Default: a built-in synthetic survey of --traces traces over the image.
+    /// Input traces (SEG-Y or Seismic Unix; source and group coordinates from the trace headers,
+    /// with their scalar). Default: a built-in synthetic survey of --traces traces over the image.
     #[arg(long)]
     pub input: Option<PathBuf>,
+    /// How the input file is read.
+    #[command(flatten)]
+    pub read: super::input::InputArgs,
     /// Image origin: x of the first inline column, y of the first crossline column (m).
     #[arg(long, default_value_t = 0.0)]
     pub x0: f64,
@@ -233,8 +236,9 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
         let devices = global.rank_devices(&cluster)?;
         let t = std::time::Instant::now();
         let made;
+        let mut chosen = None;
         let source = match &a.input {
-            Some(path) => TraceSource::Segy(path),
+            Some(path) => a.read.mpi_source(path, &mut chosen)?,
             None => {
                 made = synthetic();
                 TraceSource::Memory(&made)
@@ -250,7 +254,7 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
         return distributed::write_npy_sum(&cluster, &a.output, &[img.nx, img.ny, img.noff, img.nz], ranked.partial, img.nz_pad, img.nz);
     }
     let traces = match &a.input {
-        Some(path) => seisgpu_host::io::segy::read_segy(path)?.1,
+        Some(path) => a.read.read(path)?.1,
         None => synthetic(),
     };
     let t = std::time::Instant::now();
