@@ -1,17 +1,28 @@
-//! SEG-Y rev 1 / rev 2 reading and writing.
+//! SEG-Y rev 0 / 1 / 2 reading and writing, and Seismic Unix reading.
 //!
 //! * Textual header in EBCDIC or ASCII (detected; see [`ebcdic`]), binary header, 240-byte trace
 //!   headers with the fields seisgpu uses ([`TraceHeader`]): source and group coordinates with the
 //!   coordinate scalar (bytes 71-72) applied both ways, offset, CDP, inline/crossline (rev 2 bytes
 //!   189/193), samples, interval, delay time (with the rev 1 time scalar, bytes 215-216), field
-//!   record, channel, energy source point.
+//!   record, channel, energy source point, trace identification code, CDP x/y.
 //! * Sample formats 1 (IBM float, see [`ibm`]: exact where representable, rounded to nearest
 //!   otherwise), 5 (IEEE float); reading also takes 2 (int32), 3 (int16) and 8 (int8).
 //! * Big- and little-endian: the byte order is detected from the rev 2 byte-order constant
 //!   (bytes 3297-3300 = 16909060) and, for older files, from the format code (bytes 3225-3226).
+//! * Field files ([`SegyReader::open_with`], [`ReaderOptions`]): where the binary and trace
+//!   headers disagree on the sample count, the count the file's size agrees with is read, with one
+//!   warning in [`SegyInfo::warnings`]; `samples` and `dt` override both. Extended textual headers
+//!   a revision 0 file does not announce are found by their content. Every binary header value
+//!   used is range-checked (error naming its bytes). [`HeaderBytes`] moves the geometry fields of
+//!   non-standard files.
+//! * Seismic Unix files (SEG-Y trace headers and IEEE samples, no file header, either byte order)
+//!   are read through the same API, chosen by the `.su` extension or by content
+//!   ([`SegyInfo::file_format`]).
 //! * [`SegyReader`] streams: single traces, chunks of N traces or an iterator, with memory bounded
-//!   by the chunk, for files larger than memory. [`read_segy`] reads a whole file. [`SegyWriter`]
-//!   streams out through [`AtomicFile`](super::AtomicFile); [`write_segy`] writes a [`TraceSet`].
+//!   by the chunk, for files larger than memory. [`read_segy`] reads a whole file;
+//!   [`crate::io::input::read_traces`] adds trace selection and skips non-seismic traces.
+//!   [`SegyWriter`] streams out through [`AtomicFile`](super::AtomicFile); [`write_segy`] writes a
+//!   [`TraceSet`].
 //! * Errors ([`SegyError`]) name the file, and the trace (0-based index and byte offset) when one
 //!   is at fault.
 //!
@@ -21,9 +32,10 @@
 //! small enough that a reader and writer checked bit for bit against segyio (the reference client,
 //! see tests/integration/segy.rs) is the cheaper and safer path.
 //!
-//! Not supported (a clear error, never silent garbage): variable-length traces, rev 2 additional
-//! trace headers, samples formats other than 1, 2, 3, 5, 8 (and 1, 5 on write), traces with
-//! different delay times in one file (a [`TraceSet`] has a single first-sample time).
+//! Not supported (a clear error, never silent garbage): variable-length traces (unless
+//! `samples` says they all have one length), rev 2 additional trace headers, a variable number of
+//! trailer stanzas, samples formats other than 1, 2, 3, 5, 8 (and 1, 5 on write), traces with
+//! different delay times in one file (a [`TraceSet`] has a single first-sample time), writing SU.
 //! The offset (bytes 37-40) is an unscaled integer in SEG-Y, so writing rounds it to whole metres.
 
 pub mod ebcdic;

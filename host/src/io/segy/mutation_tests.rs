@@ -144,3 +144,15 @@ fn random_mutations_of_the_fixtures_never_panic_or_hang() {
     assert!(slowest < Duration::from_secs(2), "one file took {slowest:?}");
     assert!(start.elapsed() < Duration::from_secs(120), "{:?}", start.elapsed());
 }
+
+/// Writes the seed files into fuzz/corpus/segy_reader/ for the cargo-fuzz target (run by
+/// scripts/fuzz.sh: `cargo test -p seisgpu-host --lib write_fuzz_seed_corpus -- --ignored`).
+#[test]
+#[ignore = "writes into the source tree; run by scripts/fuzz.sh"]
+fn write_fuzz_seed_corpus() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/segy_reader");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (k, (bytes, ext)) in seeds().iter().enumerate() {
+        std::fs::write(dir.join(format!("seed-{k}.{ext}")), bytes).unwrap();
+    }
+}
