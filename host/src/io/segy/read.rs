@@ -221,13 +221,27 @@ impl SegyReader {
     /// Iterates over the remaining traces one by one (each item owns its samples).
     pub fn traces(&mut self) -> Traces<'_> { Traces { reader: self, done: false } }
 
-    /// Every trace's header, without the samples (a seek and a 240-byte read per trace): for a
-    /// job that plans from the geometry and then reads only the traces it needs (an MPI rank's
+    /// Every trace's header, without decoding the samples (short traces are read whole in blocks, long ones
+    /// header by header): for a job that plans from the geometry and then reads only the traces it needs (an MPI rank's
     /// shots). The samples' checks come with [`SegyReader::read_range`].
     pub fn read_headers(&mut self) -> Result<Vec<TraceHeader>> {
-        (0..self.info.n_traces)
-            .map(|i| self.raw_trace_header(i).map(|b| parse_trace_header_with(&b, self.info.endian, self.time_scalar, &self.bytes).0))
-            .collect()
+        let (n, tb) = (self.info.n_traces, self.info.trace_bytes);
+        let (endian, time_scalar, at) = (self.info.endian, self.time_scalar, self.bytes);
+        let parse = |b: &[u8]| parse_trace_header_with(&b[..240], endian, time_scalar, &at).0;
+        if tb > 8192 {
+            return (0..n).map(|i| self.raw_trace_header(i).map(|b| parse(&b))).collect();
+        }
+        // Short traces: reading them whole, block by block, costs less than a seek per header.
+        let block = ((16 << 20) / tb).max(1);
+        let mut headers = Vec::with_capacity(n as usize);
+        let mut start = 0;
+        while start < n {
+            let count = block.min(n - start);
+            self.fill(start, count)?;
+            headers.extend(self.buf.chunks_exact(tb as usize).map(parse));
+            start += count;
+        }
+        Ok(headers)
     }
 
     /// The raw 240 bytes of trace `i`'s header, for fields seisgpu does not interpret
