@@ -88,10 +88,10 @@ impl FromStr for TraceSelection {
                     (Some(v), Some(v))
                 }
             };
-            if let (Some(a), Some(b)) = (lo, hi) {
-                if a > b {
-                    return Err(format!("`{part}`: the range is empty ({a} > {b})"));
-                }
+            if let (Some(a), Some(b)) = (lo, hi)
+                && a > b
+            {
+                return Err(format!("`{part}`: the range is empty ({a} > {b})"));
             }
             conditions.push(Condition { key, lo, hi });
         }

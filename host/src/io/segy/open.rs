@@ -30,15 +30,11 @@ const MAX_UNANNOUNCED_TEXT: usize = 256;
 const MAX_WALK: u64 = 100_000;
 
 pub(super) fn layout(path: &Path, file: &mut File, file_len: u64, opts: &ReaderOptions) -> Result<Layout> {
-    if let Some(n) = opts.samples {
-        if n == 0 || n > i32::MAX as usize {
-            return Err(SegyError::invalid(path, format!("--samples {n}: samples per trace must be 1..{}", i32::MAX)));
-        }
+    if let Some(n) = opts.samples.filter(|&n| n == 0 || n > i32::MAX as usize) {
+        return Err(SegyError::invalid(path, format!("--samples {n}: samples per trace must be 1..{}", i32::MAX)));
     }
-    if let Some(dt) = opts.dt {
-        if !(dt.is_finite() && dt > 0.0) {
-            return Err(SegyError::invalid(path, format!("--dt {} ms: the sample interval must be a finite positive number", dt * 1e3)));
-        }
+    if let Some(dt) = opts.dt.filter(|dt| !(dt.is_finite() && *dt > 0.0)) {
+        return Err(SegyError::invalid(path, format!("--dt {} ms: the sample interval must be a finite positive number", dt * 1e3)));
     }
     opts.bytes.validate().map_err(|m| SegyError::invalid(path, format!("--bytes: {m}")))?;
     let format = match opts.format {
@@ -110,7 +106,7 @@ fn su_endian(file: &mut File, path: &Path, file_len: u64, opts: &ReaderOptions) 
         let f = Fields::new(&h, 1, e);
         let ns = opts.samples.unwrap_or(f.u16(115) as usize) as u64;
         let own = f.u16(115) as u64 == ns;
-        (ns > 0 && (f.u16(117) > 0 || opts.dt.is_some()) && file_len % (240 + 4 * ns) == 0).then_some(own)
+        (ns > 0 && (f.u16(117) > 0 || opts.dt.is_some()) && file_len.is_multiple_of(240 + 4 * ns)).then_some(own)
     };
     Ok(match (fits(Endian::Little), fits(Endian::Big)) {
         (Some(le), Some(be)) => Some(if be && !le { Endian::Big } else { Endian::Little }),
@@ -410,7 +406,7 @@ fn unannounced_text(p: &Path, file: &mut File, file_len: u64, binary: &BinaryHea
                 let len = file_len - off;
                 let t_ns = timing_at(file, p, off, file_len, endian, time_scalar)?.map_or(0, |t| t.ns as usize);
                 let cands = [opts.samples.unwrap_or(0), bin_ns, t_ns];
-                if len > 0 && cands.iter().any(|&n| n > 0 && len % (240 + n as u64 * size) == 0) {
+                if len > 0 && cands.iter().any(|&n| n > 0 && len.is_multiple_of(240 + n as u64 * size)) {
                     found = Some(k);
                     break;
                 }
@@ -437,7 +433,7 @@ fn choose_ns(p: &Path, file: &mut File, data_offset: u64, data_len: u64, size: u
     time_scalar: bool, warnings: &mut Vec<String>) -> Result<usize> {
     let (bin_ns, bin_bytes) = bin;
     let end = data_offset + data_len;
-    let whole = |n: usize| data_len % (240 + n as u64 * size) == 0;
+    let whole = |n: usize| data_len.is_multiple_of(240 + n as u64 * size);
     if bin_ns == 0 || t_ns == 0 || t_ns == bin_ns {
         let ns = if bin_ns == 0 { t_ns } else { bin_ns };
         if ns > 0 && !whole(ns) {

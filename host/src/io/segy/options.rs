@@ -52,8 +52,11 @@ impl Default for HeaderBytes {
     }
 }
 
+/// A field of [`HeaderBytes`].
+type Field = fn(&mut HeaderBytes) -> &mut usize;
+
 /// The keys of `--bytes`, with their aliases (segyio's `iline` / `xline`, Seismic Unix's names).
-const KEYS: &[(&[&str], fn(&mut HeaderBytes) -> &mut usize)] = &[
+const KEYS: &[(&[&str], Field)] = &[
     (&["inline", "iline", "il"], |b| &mut b.inline),
     (&["crossline", "xline", "xl"], |b| &mut b.crossline),
     (&["cdp", "cmp"], |b| &mut b.cdp),
