@@ -153,3 +153,26 @@ impl Cli {
         .to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// No subcommand takes one long flag twice (flattened option groups can clash; clap checks
+    /// that only in debug builds).
+    #[test]
+    fn command_line_is_consistent() {
+        fn check(c: &clap::Command, path: &str) {
+            let mut seen = std::collections::HashSet::new();
+            for a in c.get_arguments() {
+                if let Some(l) = a.get_long() {
+                    assert!(seen.insert(l), "`{path}` takes --{l} twice");
+                }
+            }
+            for s in c.get_subcommands() {
+                check(s, &format!("{path} {}", s.get_name()));
+            }
+        }
+        let mut c = <super::Cli as clap::CommandFactory>::command();
+        c.build();
+        check(&c, "seisgpu");
+    }
+}

@@ -43,12 +43,15 @@ pub struct InputArgs {
     /// reflector) or `random` (noise traces scattered over the image area).
     #[arg(long, default_value = "diffractor")]
     pub synthetic: String,
-    /// Prestack SEG-Y input (source and receiver coordinates in the headers).
+    /// Prestack SEG-Y or Seismic Unix input (source and receiver coordinates in the headers).
     #[arg(long)]
     pub input: Option<PathBuf>,
     /// Traces of the `random` input.
     #[arg(long, default_value_t = 1000)]
     pub traces: usize,
+    /// How the input file is read.
+    #[command(flatten)]
+    pub read: super::input::InputArgs,
 }
 
 /// The image grid; with a SEG-Y input every option left out comes from the data (the CDP
@@ -359,7 +362,7 @@ pub fn params_on(o: &MigrationOptions, grid: ImageGrid) -> anyhow::Result<Params
 /// synthetic on the image grid.
 pub fn input(i: &InputArgs, grid: &ImageGrid) -> anyhow::Result<TraceSet> {
     if let Some(p) = &i.input {
-        let (_, traces) = seisgpu_host::io::segy::read_segy(p)?;
+        let (_, traces) = i.read.read(p)?;
         return Ok(traces);
     }
     let (cx, cy) = (grid.x(grid.nx / 2), grid.y(grid.ny / 2));
@@ -444,8 +447,9 @@ fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &s
     }
     let devices = global.rank_devices(cluster)?;
     let synthetic;
+    let mut chosen = None;
     let source = match &a.input.input {
-        Some(path) => TraceSource::Segy(path),
+        Some(path) => a.input.read.mpi_source(path, &mut chosen)?,
         None => {
             synthetic = input(&a.input, &p.grid)?;
             TraceSource::Memory(&synthetic)

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod demo;
 pub mod info;
+pub mod input;
 pub mod ktm;
 #[cfg(feature = "mpi")]
 pub mod mpi;

@@ -1,6 +1,6 @@
 //! `seisgpu nlbf estimate|enhance` and `seisgpu nmo`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -34,7 +34,7 @@ pub enum NlbfCommand {
 /// Where the gather comes from.
 #[derive(clap::Args, Debug)]
 pub struct InputArgs {
-    /// Input SEG-Y file (one prestack gather: cross-spread, shot or receiver gather, or a 2D line).
+    /// Input SEG-Y or Seismic Unix file (one prestack gather: cross-spread, shot or receiver gather, or a 2D line).
     #[arg(long, conflicts_with = "synthetic")]
     pub input: Option<PathBuf>,
     /// Built-in synthetic gather instead of a file: `synthetic-2d` (2D line, the paper's synthetic
@@ -45,6 +45,9 @@ pub struct InputArgs {
     /// Size of the synthetic gather: `small` (seconds on a laptop) or `paper` (the size).
     #[arg(long, default_value = "small")]
     pub size: BenchSize,
+    /// How the input file is read.
+    #[command(flatten)]
+    pub read: super::input::InputArgs,
 }
 
 /// The search parameters. Unset ones come from `--preset` (or the synthetic gather's preset).
@@ -244,15 +247,9 @@ fn read_input(a: &InputArgs) -> anyhow::Result<(TraceSet, Option<EstimateParams>
             };
             Ok((t, Some(p)))
         }
-        (Some(path), None) => Ok((read_segy(path)?, None)),
+        (Some(path), None) => Ok((a.read.read(path)?.1, None)),
         (None, None) => bail!("give an input: --input <SEG-Y file> or --synthetic <name>"),
     }
-}
-
-/// Reads prestack traces from SEG-Y (coordinates come from the trace headers).
-fn read_segy(path: &Path) -> anyhow::Result<TraceSet> {
-    let (_, traces) = seisgpu_host::io::segy::read_segy(path)?;
-    Ok(traces)
 }
 
 /// The search parameters: the preset's, or with a file input and no `--preset` the search ranges
@@ -357,10 +354,10 @@ fn rank_input<'a>(input: &'a InputArgs, variant: &str, devices: &[Backend], clus
         *synthetic = Some(t);
         preset = p;
     }
-    let source = match (synthetic.as_ref(), &input.input) {
-        (Some(t), _) => TraceSource::Memory(t),
-        (None, Some(path)) => TraceSource::Segy(path),
-        (None, None) => bail!("give an input: --input <SEG-Y file> or --synthetic <name>"),
+    let source = match &input.input {
+        _ if synthetic.is_some() => TraceSource::Memory(synthetic.as_ref().expect("made above")),
+        Some(path) => input.read.mpi_source(path, synthetic)?,
+        None => bail!("give an input: --input <SEG-Y file> or --synthetic <name>"),
     };
     Ok((source, preset, variant_on(devices, variant)?))
 }

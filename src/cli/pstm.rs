@@ -99,10 +99,13 @@ pub struct MigrateArgs {
     pub max_regs: u32,
     #[arg(long)]
     pub texture: bool,
-    /// Input traces (SEG-Y; source and group coordinates from the trace headers, with their
-    /// scalar). Default: a built-in synthetic survey of --traces traces over the image.
+    /// Input traces (SEG-Y or Seismic Unix; source and group coordinates from the trace headers,
+    /// with their scalar). Default: a built-in synthetic survey of --traces traces over the image.
     #[arg(long)]
     pub input: Option<PathBuf>,
+    /// How the input file is read.
+    #[command(flatten)]
+    pub read: super::input::InputArgs,
     /// Image origin: x of the first inline column, y of the first crossline column (m); with
     /// --input, default: the data's first CDP (synthetic: 0, 0).
     #[arg(long)]
@@ -210,13 +213,13 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     let mode = TraveltimeMode::parse(&a.tt.traveltime, a.tt.tolerance)?;
     #[cfg(feature = "mpi")]
     if let Some(cluster) = global.cluster() {
-        use anyhow::Context as _;
         let g = match &a.input {
             Some(path) => {
-                let mut r = seisgpu_host::io::segy::SegyReader::open(path).with_context(|| format!("opening {}", path.display()))?;
-                let headers = r.read_headers().with_context(|| format!("reading the trace headers of {}", path.display()))?;
+                // The grid from the chosen traces' headers alone (every rank the same).
+                let (r, headers, choice) = seisgpu_host::io::input::choose_traces(path, &a.read.options())?;
+                let chosen: Vec<_> = choice.indices.iter().map(|&i| headers[i]).collect();
                 let info = r.info();
-                seisgpu_host::grid::complete_from_headers(&a.grid(), &headers, info.ns, info.dt, info.t0)?.0
+                seisgpu_host::grid::complete_from_headers(&a.grid(), &chosen, info.ns, info.dt, info.t0)?.0
             }
             None => a.grid().or(&SYNTHETIC_GRID),
         };
@@ -224,7 +227,7 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     }
     let (p, traces) = match &a.input {
         Some(path) => {
-            let traces = seisgpu_host::io::segy::read_segy(path)?.1;
+            let traces = a.read.read(path)?.1;
             let (g, line) = seisgpu_host::grid::complete(&a.grid(), &traces)?;
             if let Some(line) = line {
                 eprintln!("pstm: {line}");
@@ -307,8 +310,9 @@ fn migrate_distributed(a: &MigrateArgs, global: &Global, cluster: &seisgpu_host:
     let devices = global.rank_devices(cluster)?;
     let t = std::time::Instant::now();
     let made;
+    let mut chosen = None;
     let source = match &a.input {
-        Some(path) => TraceSource::Segy(path),
+        Some(path) => a.read.mpi_source(path, &mut chosen)?,
         None => {
             made = synthetic();
             TraceSource::Memory(&made)

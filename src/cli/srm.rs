@@ -74,18 +74,19 @@ pub struct MigrateArgs {
     pub x0: f64,
     #[arg(long, default_value_t = 0.0)]
     pub y0: f64,
-    /// Shot gathers: SEG-Y (.sgy/.segy; source and receiver coordinates from the trace headers,
-    /// scaled by scalco; sample interval from the file), or .npy of shape (traces, samples) with
-    /// --geometry. Traces of one shot share a source position.
+    /// Shot gathers: SEG-Y (.sgy/.segy) or Seismic Unix (.su; source and receiver coordinates from
+    /// the trace headers, scaled by scalco; sample interval from the file), or .npy of shape
+    /// (traces, samples) with --geometry, sampled at --dt. Traces of one shot share a source position.
     #[arg(long, required_unless_present = "synthetic")]
     pub traces: Option<PathBuf>,
     /// Geometry for .npy traces, .npy of shape (traces, 4): source x, source y, receiver x,
     /// receiver y (m).
     #[arg(long)]
     pub geometry: Option<PathBuf>,
-    /// Sample interval of .npy traces (ms).
-    #[arg(long, default_value_t = 4.0)]
-    pub dt: f64,
+    /// How a SEG-Y or SU trace file is read (its `--dt` also gives the interval of .npy traces and
+    /// built-in data: default 4 ms).
+    #[command(flatten)]
+    pub read: super::input::InputArgs,
     /// Built-in data instead of files: `flat` (one 3D shot over a flat reflector at 500 m under
     /// two layers) or `scatterer` (one 3D shot, point scatterer in 2000 m/s).
     #[arg(long)]
@@ -232,12 +233,12 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
         None if by_ranks => (npy_layout(a)?, read_model(a)?),
         Some("flat") => {
             let (t, m) = synthetic::flat_reflector(61, 61, 70, 20.0, 10.0, &[0.0, 300.0], &[1800.0, 2400.0], 500.0, 512,
-                (a.dt * 1e-3) as f32, a.ricker as f32, 1);
+                (a.dt_ms() * 1e-3) as f32, a.ricker as f32, 1);
             (Some(t), m)
         }
         Some("scatterer") => {
             let (t, m) = synthetic::point_scatterer(61, 61, 60, 20.0, 10.0, 2000.0, (500.0, 600.0), (700.0, 600.0, 400.0), 512,
-                (a.dt * 1e-3) as f32, a.ricker as f32, 1);
+                (a.dt_ms() * 1e-3) as f32, a.ricker as f32, 1);
             (Some(t), m)
         }
         Some(o) => bail!("unknown synthetic data set `{o}` (expected flat or scatterer)"),
@@ -255,8 +256,9 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
         use seisgpu_host::distributed::{self, TraceSource};
         let devices = global.rank_devices(&cluster)?;
         let t = std::time::Instant::now();
+        let mut chosen = None;
         let source = match (a.traces.as_deref(), &traces) {
-            (Some(p), None) => TraceSource::Segy(p),
+            (Some(p), None) => a.read.mpi_source(p, &mut chosen)?,
             (Some(p), Some(layout)) if by_ranks => TraceSource::NpyRows { traces: p, layout },
             (_, Some(t)) => TraceSource::Memory(t),
             (None, None) => bail!("--traces is required"),
@@ -303,9 +305,14 @@ fn write_image(out: &std::path::Path, format: OutputFormat, img: &srm::Image, mo
     })
 }
 
-/// True for a SEG-Y file name (.sgy, .segy, any case).
+/// True for a SEG-Y or SU file name (.sgy, .segy, .su, any case).
 fn is_segy(p: &std::path::Path) -> bool {
-    p.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("sgy") || e.eq_ignore_ascii_case("segy"))
+    p.extension().and_then(|e| e.to_str()).is_some_and(|e| ["sgy", "segy", "su"].iter().any(|x| e.eq_ignore_ascii_case(x)))
+}
+
+impl MigrateArgs {
+    /// Sample interval of .npy traces and built-in data (ms).
+    fn dt_ms(&self) -> f64 { self.read.dt_ms.map_or(4.0, f64::from) }
 }
 
 fn read_model(a: &MigrateArgs) -> anyhow::Result<VelocityModel> {
@@ -313,7 +320,9 @@ fn read_model(a: &MigrateArgs) -> anyhow::Result<VelocityModel> {
     let (nz, ny, nx, v) = if is_segy(path) {
         // One trace per (inline, crossline) node; a missing node would be a hole of zero
         // velocity, so it is an error here rather than a silent zero.
-        let (_, set) = seisgpu_host::io::segy::read_segy(path)?;
+        // Every trace is a node, whatever its identification code.
+        let opts = seisgpu_host::io::input::ReadOptions { keep_non_seismic: true, ..Default::default() };
+        let (_, set, _) = seisgpu_host::io::input::read_traces(path, &opts)?;
         let cube = seisgpu_host::io::cube::cube_from_traces(&set, &path.display().to_string())?;
         let [nil, nxl, nz] = cube.shape;
         if cube.missing > 0 {
@@ -357,7 +366,7 @@ fn npy_layout(a: &MigrateArgs) -> anyhow::Result<Option<TraceSet>> {
     }
     let (shape, _) = seisgpu_host::io::npy::read_rows_f32(tp, 0..0)?;
     let [ntr, ns] = shape[..] else { bail!("{}: traces must have shape (traces, samples), got {shape:?}", tp.display()) };
-    Ok(Some(TraceSet { headers: npy_headers(a, ntr)?, data: Vec::new(), ns, dt: (a.dt * 1e-3) as f32, t0: 0.0 }))
+    Ok(Some(TraceSet { headers: npy_headers(a, ntr)?, data: Vec::new(), ns, dt: (a.dt_ms() * 1e-3) as f32, t0: 0.0 }))
 }
 
 /// Trace headers from the `--geometry` .npy of (sx, sy, gx, gy) per trace, for `ntr` traces.
@@ -382,14 +391,14 @@ fn read_traces(a: &MigrateArgs) -> anyhow::Result<TraceSet> {
         if a.geometry.is_some() {
             bail!("--geometry is for .npy traces; {} is SEG-Y and carries its coordinates in its trace headers", tp.display());
         }
-        let (_, t) = seisgpu_host::io::segy::read_segy(tp)?;
+        let (_, t) = a.read.read(tp)?;
         srm::check_segy_coordinates(&t.headers, tp)?;
         t.validate(&tp.display().to_string()).map_err(anyhow::Error::msg)?;
         return Ok(t);
     }
     let (shape, data) = npy::read_f32(tp)?;
     let [ntr, ns] = shape[..] else { bail!("{}: traces must have shape (traces, samples), got {shape:?}", tp.display()) };
-    let t = TraceSet { headers: npy_headers(a, ntr)?, data, ns, dt: (a.dt * 1e-3) as f32, t0: 0.0 };
+    let t = TraceSet { headers: npy_headers(a, ntr)?, data, ns, dt: (a.dt_ms() * 1e-3) as f32, t0: 0.0 };
     t.validate(&tp.display().to_string()).map_err(anyhow::Error::msg)?;
     Ok(t)
 }

@@ -112,6 +112,9 @@ pub struct Io {
     pub output: PathBuf,
     #[command(flatten)]
     pub sampling: VolumeSampling,
+    /// How a SEG-Y or SU cube is read.
+    #[command(flatten)]
+    pub read: super::input::InputArgs,
 }
 
 /// The samples axis of a volume written as traces.
@@ -221,7 +224,7 @@ impl FrameArgs {
 }
 
 /// Reads the input volume (or builds the synthetic one).
-fn read_input(spec: &str) -> Result<(Vec<f32>, [usize; 3])> {
+fn read_input(spec: &str, read: &super::input::InputArgs) -> Result<(Vec<f32>, [usize; 3])> {
     if let Some(rest) = spec.strip_prefix("synth:") {
         let mut parts = rest.split(':');
         let dims: Vec<usize> = parts
@@ -246,8 +249,8 @@ fn read_input(spec: &str) -> Result<(Vec<f32>, [usize; 3])> {
     let path = Path::new(spec);
     match path.extension().and_then(|e| e.to_str()) {
         Some("npy") => coeffs_io::read_volume(path),
-        Some("sgy") | Some("segy") => {
-            let (_, traces) = seisgpu_host::io::segy::read_segy(path)?;
+        Some("sgy") | Some("segy") | Some("su") => {
+            let (_, traces) = read.read(path)?;
             let cube = seisgpu_host::io::cube::cube_from_traces(&traces, spec)?;
             if cube.missing > 0 {
                 eprintln!("seisgpu: {spec}: {} of {} (inline, crossline) cells have no trace; zero-filled", cube.missing,
@@ -255,7 +258,7 @@ fn read_input(spec: &str) -> Result<(Vec<f32>, [usize; 3])> {
             }
             Ok((cube.data, cube.shape))
         }
-        _ => bail!("--input {spec}: expected a .npy volume, a SEG-Y cube (.sgy/.segy, placed by inline/crossline) or synth:N1xN2xN3"),
+        _ => bail!("--input {spec}: expected a .npy volume, a SEG-Y or SU cube (.sgy/.segy/.su, placed by inline/crossline) or synth:N1xN2xN3"),
     }
 }
 
@@ -293,13 +296,14 @@ struct AppJob {
 
 impl AppJob {
     /// The job and its input: the whole volume, or under MPI the rank's slab of it.
-    fn open(global: &Global, input: &str, fa: &FrameArgs, finest: Finest) -> Result<(AppJob, Vec<f32>)> {
+    fn open(global: &Global, io: &Io, fa: &FrameArgs, finest: Finest) -> Result<(AppJob, Vec<f32>)> {
+        let input = io.input.as_str();
         #[cfg(feature = "mpi")]
         if let Some(cluster) = global.cluster() {
             if fa.all_gpus {
                 bail!("--all-gpus under MPI: each rank takes its devices from --device/--gpus");
             }
-            let (slab, shape) = read_slab(&cluster, input, fa)?;
+            let (slab, shape) = read_slab(&cluster, input, &io.read, fa)?;
             let devices = global.rank_devices(&cluster)?;
             let tr = Fragmented::on_backends(&devices, Tiling::new(shape, fa.cube_for(shape, cluster.is_root())?, fa.overlap)?, &fa.params(finest)?)?;
             if cluster.is_root() {
@@ -307,7 +311,7 @@ impl AppJob {
             }
             return Ok((AppJob { tr, cluster: Some(cluster) }, slab));
         }
-        let (vol, shape) = read_input(input)?;
+        let (vol, shape) = read_input(input, &io.read)?;
         let job = AppJob {
             tr: transform(global, shape, fa, finest)?,
             #[cfg(feature = "mpi")]
@@ -367,7 +371,8 @@ fn read_mask(p: &Path, [n1, n2]: [usize; 2]) -> Result<Vec<bool>> {
 /// cube by its rows' traces (after every header), so no rank holds more than its slab; a
 /// synthetic volume is made whole, then cut.
 #[cfg(feature = "mpi")]
-fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, frame: &FrameArgs) -> Result<(Vec<f32>, [usize; 3])> {
+fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, read: &super::input::InputArgs, frame: &FrameArgs)
+    -> Result<(Vec<f32>, [usize; 3])> {
     use seisgpu_host::distributed;
     let path = Path::new(input);
     let npy = !input.starts_with("synth:") && path.extension().and_then(|e| e.to_str()) == Some("npy");
@@ -378,10 +383,10 @@ fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, frame: &
         let read = seisgpu_host::io::npy::read_rows_f32(path, rows).map(|(_, v)| v);
         return Ok((cluster.agree("reading the volume", read)?, [n1, n2, n3]));
     }
-    let segy = !input.starts_with("synth:") && matches!(path.extension().and_then(|e| e.to_str()), Some("sgy") | Some("segy"));
+    let segy = !input.starts_with("synth:") && matches!(path.extension().and_then(|e| e.to_str()), Some("sgy") | Some("segy") | Some("su"));
     if segy {
         // Every header (to place the traces), then only the traces of this rank's rows.
-        let read = seisgpu_host::io::cube::read_cube_rows(path, |shape| {
+        let read = seisgpu_host::io::cube::read_cube_rows(path, &read.options(), |shape| {
             Ok(distributed::wavepacket_rows(cluster, &Tiling::new(shape, frame.cube_for(shape, false)?, frame.overlap)?))
         });
         let (shape, slab, missing) = cluster.agree("reading the volume", read)?;
@@ -390,7 +395,7 @@ fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, frame: &
         }
         return Ok((slab, shape));
     }
-    let (mut vol, shape) = cluster.agree("reading the volume", read_input(input))?;
+    let (mut vol, shape) = cluster.agree("reading the volume", read_input(input, read))?;
     let rows = distributed::wavepacket_rows(cluster, &Tiling::new(shape, frame.cube_for(shape, false)?, frame.overlap)?);
     let row = shape[1] * shape[2];
     vol.truncate(rows.end * row);
@@ -402,14 +407,14 @@ fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, frame: &
 /// ([`read_slab`]), transforms its block of cubes on its devices and writes their coefficients at
 /// their place in the file.
 #[cfg(feature = "mpi")]
-fn forward_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Global, input: &str, frame: &FrameArgs,
-    output: &std::path::Path) -> Result<()> {
+fn forward_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Global, input: &str, read: &super::input::InputArgs,
+    frame: &FrameArgs, output: &std::path::Path) -> Result<()> {
     use seisgpu_host::distributed;
     let t0 = std::time::Instant::now();
     if frame.all_gpus {
         bail!("--all-gpus under MPI: each rank takes its devices from --device/--gpus");
     }
-    let (slab, shape) = read_slab(cluster, input, frame)?;
+    let (slab, shape) = read_slab(cluster, input, read, frame)?;
     let devices = global.rank_devices(cluster)?;
     let tr = Fragmented::on_backends(&devices, Tiling::new(shape, frame.cube_for(shape, cluster.is_root())?, frame.overlap)?, &frame.params(Finest::Isotropic)?)?;
     let first_row = distributed::wavepacket_rows(cluster, &tr.tiling).start;
@@ -455,9 +460,9 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
         Command::Forward { io, frame } => {
             #[cfg(feature = "mpi")]
             if let Some(cluster) = global.cluster() {
-                return forward_distributed(&cluster, global, &io.input, frame, &io.output);
+                return forward_distributed(&cluster, global, &io.input, &io.read, frame, &io.output);
             }
-            let (vol, shape) = read_input(&io.input)?;
+            let (vol, shape) = read_input(&io.input, &io.read)?;
             let tr = transform(global, shape, frame, Finest::Isotropic)?;
             let c = tr.forward(&vol)?;
             let header = Header { version: 1, tiling: tr.tiling.clone(), params: tr.frame.params.clone(), per_cube: tr.frame.total };
@@ -482,7 +487,7 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
         }
         Command::Denoise { io, frame, sigma, k } => {
             prepare_volume(&io.output, global)?;
-            let (job, vol) = AppJob::open(global, &io.input, frame, Finest::Directional)?;
+            let (job, vol) = AppJob::open(global, io, frame, Finest::Directional)?;
             let d = job.run(|j| apps::denoise(j, &vol, *sigma, *k))?;
             job.write(&io.output, &io.sampling, &d.volume, || {
                 println!("{{\"sigma\": {}, \"estimated\": {}, \"kept_fraction\": {:.5}, \"seconds\": {:.3}}}", d.sigma,
@@ -491,7 +496,7 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
         }
         Command::Compress { io, frame, cr } => {
             prepare_volume(&io.output, global)?;
-            let (job, vol) = AppJob::open(global, &io.input, frame, Finest::Isotropic)?;
+            let (job, vol) = AppJob::open(global, io, frame, Finest::Isotropic)?;
             let c = job.run(|j| apps::compress(j, &vol, *cr))?;
             job.write(&io.output, &io.sampling, &c.volume, || {
                 println!("{{\"kept\": {}, \"cr\": {:.5}, \"rel_error\": {:.5}, \"snr_db\": {:.2}, \"seconds\": {:.3}}}", c.kept,
@@ -505,7 +510,7 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
                 "single" => InterpMethod::SinglePass { ratio: *cr },
                 o => bail!("--method {o}: expected pocs or single"),
             };
-            let (job, vol) = AppJob::open(global, &io.input, frame, Finest::Directional)?;
+            let (job, vol) = AppJob::open(global, io, frame, Finest::Directional)?;
             let [n1, n2, _] = job.tr.tiling.shape;
             let mask = match mask {
                 Some(p) => Some(job.agree("reading the trace mask", read_mask(p, [n1, n2]))?),

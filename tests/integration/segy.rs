@@ -132,7 +132,8 @@ fn segyio_to_seisgpu(name: &str, format: SampleFormat, endian: Endian) {
     assert_eq!(cards[0], "C 1 WRITTEN BY SEGYIO");
     assert_eq!(cards[1], format!("C 2 {TEXT_LINE2}"));
     for i in 0..N_TRACES {
-        assert_eq!(set.headers[i], expected_header(i), "trace {i}");
+        // segyio leaves the trace identification code (bytes 29-30) zero.
+        assert_eq!(set.headers[i], TraceHeader { trace_id: 0, ..expected_header(i) }, "trace {i}");
     }
     // Samples: what segyio itself decodes, and the (IBM-exact) values it was given.
     let decoded = read_npy_f32(&decoded_npy).unwrap();
@@ -436,6 +437,49 @@ fn geometry_round_trip(name: &str, ext: &str) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+// ---- Field files in: the reader's overrides, SU input and trace choice, through the CLI ----
+
+/// A line of `n` traces of `ns` samples with UTM coordinates; the first `aux` coded 0 (auxiliary
+/// channels), the rest 1.
+fn field_set(n: usize, ns: usize, aux: usize) -> TraceSet {
+    let headers = (0..n)
+        .map(|i| TraceHeader { sx: 451_000.25, sy: 6_780_000.5, gx: 451_100.0 + 25.0 * i as f64, gy: 6_780_000.5, offset: 100.0 + 25.0 * i as f64,
+            ffid: 2207, channel: i as i32 + 1, cdp: 500 + i as i32, trace_id: if i < aux { 0 } else { 1 }, ..Default::default() })
+        .collect();
+    let mut set = TraceSet::zeros(headers, ns, 0.004);
+    let r = random_vec(n * ns, "field_set");
+    set.data.copy_from_slice(&r);
+    set
+}
+
+#[test]
+fn seismic_unix_input_matches_and_segyio_agrees() {
+    let dir = tmp_dir("su");
+    let set = field_set(30, 77, 0);
+    for endian in [Endian::Little, Endian::Big] {
+        let sgy = dir.join(format!("a-{}.sgy", endian_name(endian)));
+        write_segy(&sgy, &set, &WriteOptions { format: SampleFormat::IeeeFloat, endian, ..Default::default() }).unwrap();
+        let su = dir.join(format!("a-{}.su", endian_name(endian)));
+        std::fs::write(&su, &std::fs::read(&sgy).unwrap()[3600..]).unwrap();
+        let (info, back) = read_segy(&su).unwrap();
+        assert_eq!((info.file_format, info.endian), (seisgpu_host::io::segy::FileFormat::Su, endian));
+        assert_eq!(bits(&back.data), bits(&set.data));
+        assert_eq!(back.headers, set.headers);
+        if segyio_or_skip("seismic_unix_input_segyio").is_some() {
+            let out = Command::new("python3")
+                .args(["-c", "import segyio,sys\nwith segyio.su.open(sys.argv[1], endian=sys.argv[2], ignore_geometry=True) as f:\n \
+                    print(f.tracecount, len(f.samples), repr(float(f.trace[7][5])))"])
+                .arg(&su)
+                .arg(endian_name(endian))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("30 77 {:?}", set.trace(7)[5] as f64));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn result_geometry_round_trips_through_segyio_segy() { geometry_round_trip("result_geometry_segy", "sgy") }
 #[test]
@@ -463,5 +507,43 @@ fn unrepresentable_interval_segy_extended_field_su_refused() {
     python(PY_GEOMETRY, &[&sgy, Path::new("sgy"), &fields, &decoded]);
     let first = std::fs::read_to_string(&fields).unwrap().lines().next().unwrap().to_string();
     assert_eq!(first, "12 104.0 4.0", "segyio's reading of a file without the classic interval");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cli_reads_field_files_with_defects_aux_traces_and_selection() {
+    let dir = tmp_dir("cli-field");
+    // A land shot with 2 auxiliary channels; trace headers saying 1500 samples where the data
+    // and the binary header have 120.
+    let set = field_set(26, 120, 2);
+    let sgy = dir.join("shot.sgy");
+    write_segy(&sgy, &set, &WriteOptions::default()).unwrap();
+    let mut b = std::fs::read(&sgy).unwrap();
+    for i in 0..26 {
+        let off = 3600 + i * (240 + 120 * 4) + 114;
+        b[off..off + 2].copy_from_slice(&1500u16.to_be_bytes());
+    }
+    std::fs::write(&sgy, &b).unwrap();
+    let run = |extra: &[&str], out: &Path| {
+        let mut args = vec!["--device", "cpu", "nmo", "--input", sgy.to_str().unwrap(), "--velocity", "0:1500,1:2500", "-o", out.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let o = seisgpu(&args);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "{extra:?}: {err}");
+        (read_npy_f32(out).unwrap().shape, err)
+    };
+    let npy = dir.join("nmo.npy");
+    let (shape, err) = run(&[], &npy);
+    assert_eq!(shape, [24, 120]);
+    assert!(err.contains("warning") && err.contains("115-116") && err.contains("reading 120"), "{err}");
+    assert!(err.contains("read 24 of 26 traces (SEG-Y), 2 non-seismic skipped"), "{err}");
+    assert_eq!(run(&["--keep-aux"], &npy).0, [26, 120]);
+    let (shape, err) = run(&["--select", "channel=5:9,offset=:250"], &npy);
+    assert_eq!(shape, [3, 120], "{err}");
+    assert!(err.contains("outside --select"), "{err}");
+    assert_eq!(run(&["--samples", "120", "--dt", "2"], &npy).0, [24, 120]);
+    let o = seisgpu(&["--device", "cpu", "nmo", "--input", sgy.to_str().unwrap(), "--velocity", "0:1500", "-o", npy.to_str().unwrap(),
+        "--select", "chanel=1"]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("unknown key `chanel`"));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -52,13 +52,16 @@ impl CubeGrid {
         }
         let (il0, il1) = headers.iter().fold((i32::MAX, i32::MIN), |(a, b), h| (a.min(h.inline), b.max(h.inline)));
         let (xl0, xl1) = headers.iter().fold((i32::MAX, i32::MIN), |(a, b), h| (a.min(h.crossline), b.max(h.crossline)));
-        let (nil, nxl) = ((il1 - il0) as usize + 1, (xl1 - xl0) as usize + 1);
-        anyhow::ensure!(nil.saturating_mul(nxl) <= 64 * headers.len(),
-            "{what}: inlines {il0}..{il1} x crosslines {xl0}..{xl1} is far larger than the {} traces present", headers.len());
+        // Spans in i64: numbers at the ends of the i32 range overflow an i32 difference.
+        let (nil, nxl) = (il1 as i64 - il0 as i64 + 1, xl1 as i64 - xl0 as i64 + 1);
+        anyhow::ensure!((nil as u128) * (nxl as u128) <= 64 * headers.len() as u128,
+            "{what}: inlines {il0}..{il1} x crosslines {xl0}..{xl1} (bytes 189 and 193, or their --bytes) is far larger than the {} traces \
+             present", headers.len());
+        let (nil, nxl) = (nil as usize, nxl as usize);
         let mut filled = vec![false; nil * nxl];
         let mut cell_of = Vec::with_capacity(headers.len());
         for (i, h) in headers.iter().enumerate() {
-            let cell = (h.inline - il0) as usize * nxl + (h.crossline - xl0) as usize;
+            let cell = (h.inline as i64 - il0 as i64) as usize * nxl + (h.crossline as i64 - xl0 as i64) as usize;
             anyhow::ensure!(!filled[cell], "{what}: trace {i} repeats inline {} crossline {}", h.inline, h.crossline);
             filled[cell] = true;
             cell_of.push(cell);
@@ -70,35 +73,37 @@ impl CubeGrid {
     pub fn cells(&self) -> usize { self.inlines * self.crosslines }
 }
 
-/// Rows (inline indices, the cube's first axis) of a post-stack SEG-Y cube, reading only their
-/// traces: every trace header is read to place the traces ([`CubeGrid`]), `rows_of(shape)` names
-/// the rows wanted, and those rows' traces are read run by run of consecutive trace numbers (an
-/// MPI rank's slab). Returns the cube's shape, the rows' samples (missing cells zero) and the
-/// cube's count of missing cells. A sample that is not finite is named by its trace number.
-pub fn read_cube_rows(path: &std::path::Path, rows_of: impl FnOnce([usize; 3]) -> anyhow::Result<std::ops::Range<usize>>)
-    -> anyhow::Result<([usize; 3], Vec<f32>, usize)> {
+/// Rows (inline indices, the cube's first axis) of a post-stack SEG-Y (or SU) cube, reading only
+/// their traces: every trace header is read and the traces chosen ([`super::input::choose_traces`]:
+/// `--select`, non-seismic traces) are placed ([`CubeGrid`]), `rows_of(shape)` names the rows
+/// wanted, and those rows' traces are read run by run of consecutive trace numbers (an MPI rank's
+/// slab). Returns the cube's shape, the rows' samples (missing cells zero) and the cube's count of
+/// missing cells. A sample that is not finite is named by its trace number.
+pub fn read_cube_rows(path: &std::path::Path, opts: &super::input::ReadOptions,
+    rows_of: impl FnOnce([usize; 3]) -> anyhow::Result<std::ops::Range<usize>>) -> anyhow::Result<([usize; 3], Vec<f32>, usize)> {
     use anyhow::Context;
     let what = path.display().to_string();
-    let mut r = super::segy::SegyReader::open(path).with_context(|| format!("opening {what}"))?;
-    let headers = r.read_headers().with_context(|| format!("reading the trace headers of {what}"))?;
+    let (mut r, headers, choice) = super::input::choose_traces(path, opts)?;
     let ns = r.info().ns;
-    anyhow::ensure!(ns > 0, "{what}: traces have zero samples");
-    let grid = CubeGrid::from_headers(&headers, &what)?;
+    let chosen: Vec<TraceHeader> = choice.indices.iter().map(|&i| headers[i]).collect();
+    let grid = CubeGrid::from_headers(&chosen, &what)?;
     let shape = [grid.inlines, grid.crosslines, ns];
     let rows = rows_of(shape)?;
     anyhow::ensure!(rows.start <= rows.end && rows.end <= grid.inlines, "{what}: rows {rows:?} of {} inlines", grid.inlines);
     let (lo, hi) = (rows.start * grid.crosslines, rows.end * grid.crosslines);
-    let wanted: Vec<usize> = (0..headers.len()).filter(|&i| (lo..hi).contains(&grid.cell_of[i])).collect();
+    // (index into the chosen traces, trace number in the file) of the traces in the rows.
+    let wanted: Vec<(usize, usize)> = choice.indices.iter().enumerate().filter(|&(k, _)| (lo..hi).contains(&grid.cell_of[k]))
+        .map(|(k, &i)| (k, i)).collect();
     let mut slab = vec![0.0f32; (hi - lo) * ns];
-    for run in wanted.chunk_by(|a, b| *b == a + 1) {
-        let part = r.read_range(run[0] as u64, run.len() as u64).with_context(|| format!("reading traces {}..{} of {what}", run[0],
-            run[run.len() - 1] + 1))?;
-        for (k, &i) in run.iter().enumerate() {
-            let tr = part.trace(k);
-            if let Some(j) = tr.iter().position(|v| !v.is_finite()) {
-                anyhow::bail!("{what}: trace {i} sample {j} is not finite ({})", tr[j]);
+    for run in wanted.chunk_by(|a, b| b.1 == a.1 + 1) {
+        let (first, last) = (run[0].1, run[run.len() - 1].1);
+        let part = r.read_range(first as u64, run.len() as u64).with_context(|| format!("reading traces {first}..{} of {what}", last + 1))?;
+        for (j, &(k, i)) in run.iter().enumerate() {
+            let tr = part.trace(j);
+            if let Some(s) = tr.iter().position(|v| !v.is_finite()) {
+                anyhow::bail!("{what}: trace {i} sample {s} is not finite ({})", tr[s]);
             }
-            let cell = grid.cell_of[i] - lo;
+            let cell = grid.cell_of[k] - lo;
             slab[cell * ns..(cell + 1) * ns].copy_from_slice(tr);
         }
     }
@@ -125,5 +130,17 @@ mod tests {
         assert_eq!(&c.data[6..9], &[0.0, 0.0, 0.0]);
         set.headers[2] = set.headers[1];
         assert!(cube_from_traces(&set, "t.sgy").unwrap_err().to_string().contains("trace 2 repeats"));
+    }
+
+    #[test]
+    fn extreme_inline_numbers_are_an_error_not_an_overflow() {
+        let h = |il, xl| TraceHeader { inline: il, crossline: xl, ..Default::default() };
+        for hs in [vec![h(i32::MIN, 1), h(i32::MAX, 1)], vec![h(1, i32::MIN), h(1, i32::MAX)], vec![h(i32::MIN, i32::MIN), h(i32::MAX, i32::MAX)]] {
+            let e = CubeGrid::from_headers(&hs, "x.sgy").err().unwrap().to_string();
+            assert!(e.contains("far larger"), "{e}");
+        }
+        // At the ends of the range but a small span: fine.
+        let g = CubeGrid::from_headers(&[h(i32::MAX, i32::MIN), h(i32::MAX - 1, i32::MIN + 1)], "x.sgy").unwrap();
+        assert_eq!((g.inlines, g.crosslines, g.missing), (2, 2, 2));
     }
 }

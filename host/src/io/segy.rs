@@ -1,17 +1,28 @@
-//! SEG-Y rev 1 / rev 2 reading and writing.
+//! SEG-Y rev 0 / 1 / 2 reading and writing, and Seismic Unix reading.
 //!
 //! * Textual header in EBCDIC or ASCII (detected; see [`ebcdic`]), binary header, 240-byte trace
 //!   headers with the fields seisgpu uses ([`TraceHeader`]): source and group coordinates with the
 //!   coordinate scalar (bytes 71-72) applied both ways, offset, CDP, inline/crossline (rev 2 bytes
 //!   189/193), samples, interval, delay time (with the rev 1 time scalar, bytes 215-216), field
-//!   record, channel, energy source point.
+//!   record, channel, energy source point, trace identification code, CDP x/y.
 //! * Sample formats 1 (IBM float, see [`ibm`]: exact where representable, rounded to nearest
 //!   otherwise), 5 (IEEE float); reading also takes 2 (int32), 3 (int16) and 8 (int8).
 //! * Big- and little-endian: the byte order is detected from the rev 2 byte-order constant
 //!   (bytes 3297-3300 = 16909060) and, for older files, from the format code (bytes 3225-3226).
+//! * Field files ([`SegyReader::open_with`], [`ReaderOptions`]): where the binary and trace
+//!   headers disagree on the sample count, the count the file's size agrees with is read, with one
+//!   warning in [`SegyInfo::warnings`]; `samples` and `dt` override both. Extended textual headers
+//!   a revision 0 file does not announce are found by their content. Every binary header value
+//!   used is range-checked (error naming its bytes). [`HeaderBytes`] moves the geometry fields of
+//!   non-standard files.
+//! * Seismic Unix files (SEG-Y trace headers and IEEE samples, no file header, either byte order)
+//!   are read through the same API, chosen by the `.su` extension or by content
+//!   ([`SegyInfo::file_format`]).
 //! * [`SegyReader`] streams: single traces, chunks of N traces or an iterator, with memory bounded
-//!   by the chunk, for files larger than memory. [`read_segy`] reads a whole file. [`SegyWriter`]
-//!   streams out through [`AtomicFile`](super::AtomicFile); [`write_segy`] writes a [`TraceSet`].
+//!   by the chunk, for files larger than memory. [`read_segy`] reads a whole file;
+//!   [`crate::io::input::read_traces`] adds trace selection and skips non-seismic traces.
+//!   [`SegyWriter`] streams out through [`AtomicFile`](super::AtomicFile); [`write_segy`] writes a
+//!   [`TraceSet`].
 //! * Errors ([`SegyError`]) name the file, and the trace (0-based index and byte offset) when one
 //!   is at fault.
 //!
@@ -21,14 +32,17 @@
 //! small enough that a reader and writer checked bit for bit against segyio (the reference client,
 //! see tests/integration/segy.rs) is the cheaper and safer path.
 //!
-//! Not supported (a clear error, never silent garbage): variable-length traces, rev 2 additional
-//! trace headers, samples formats other than 1, 2, 3, 5, 8 (and 1, 5 on write), traces with
-//! different delay times in one file (a [`TraceSet`] has a single first-sample time).
+//! Not supported (a clear error, never silent garbage): variable-length traces (unless
+//! `samples` says they all have one length), rev 2 additional trace headers, a variable number of
+//! trailer stanzas, samples formats other than 1, 2, 3, 5, 8 (and 1, 5 on write), traces with
+//! different delay times in one file (a [`TraceSet`] has a single first-sample time), writing SU.
 //! The offset (bytes 37-40) is an unscaled integer in SEG-Y, so writing rounds it to whole metres.
 
 pub mod ebcdic;
 pub mod header;
 pub mod ibm;
+mod open;
+pub mod options;
 mod read;
 mod write;
 
@@ -36,6 +50,7 @@ use std::path::Path;
 
 pub use ebcdic::TextEncoding;
 pub use header::BinaryHeader;
+pub use options::{FileFormat, HeaderBytes, ReaderOptions};
 pub use read::{read_segy, SegyReader, Trace};
 pub use write::{header_coordinates, write_segy, CoordinateScalar, SegyWriter, TraceEncoder, WriteOptions};
 
@@ -149,11 +164,20 @@ pub struct SegyInfo {
     pub trailing_bytes: u64,
     /// File length (bytes).
     pub file_len: u64,
+    /// SEG-Y, or Seismic Unix (no textual or binary header: `text` empty, `binary` all zero).
+    pub file_format: FileFormat,
+    /// What the reader worked around (one line each, naming the file and the header bytes): header
+    /// fields that disagree with the file, unannounced extended textual headers.
+    pub warnings: Vec<String>,
 }
 
 impl SegyInfo {
     /// One line for logs: traces, samples, interval, format, byte order.
     pub fn summary(&self) -> String {
+        if self.file_format == FileFormat::Su {
+            return format!("{} traces x {} samples at {} ms (t0 {} ms), Seismic Unix, {:?}-endian",
+                self.n_traces, self.ns, self.dt * 1e3, self.t0 * 1e3, self.endian);
+        }
         format!("{} traces x {} samples at {} ms (t0 {} ms), format {} ({:?}), {:?}-endian, rev {}.{}, textual header {:?}",
             self.n_traces, self.ns, self.dt * 1e3, self.t0 * 1e3, self.format.code(), self.format, self.endian,
             self.binary.revision_major, self.binary.revision_minor, self.text_encoding)
@@ -182,7 +206,7 @@ pub enum SegyError {
     #[error("{path}: zero sample interval (binary header bytes 3217-3218 and trace 0 header bytes 117-118)")]
     ZeroInterval { path: String },
     #[error("{path}: trace {trace} (byte {offset}) has {found} samples in header bytes 115-116 but the file's traces have {expected}; \
-             variable-length traces are not supported")]
+             variable-length traces are not supported (give --samples N to read every trace with N samples)")]
     InconsistentSamples { path: String, trace: u64, offset: u64, found: usize, expected: usize },
     #[error("{path}: trace {trace} (byte {offset}) has delay recording time {found} ms (bytes 109-110) but trace 0 has {expected} ms; \
              traces with different first-sample times cannot be read into one trace set")]
@@ -259,3 +283,7 @@ fn encode_samples(samples: &[f32], format: SampleFormat, endian: Endian, out: &m
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod field_tests;
+#[cfg(test)]
+mod mutation_tests;

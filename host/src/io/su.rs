@@ -4,13 +4,13 @@
 //! 117-118), so an interval that is not a whole number of microseconds up to 65535 cannot be
 //! written (an error, never a rounded interval).
 
-use std::io::Read;
 use std::path::Path;
 
-use super::segy::header::{choose_scalar, classic_interval, parse_trace_header};
-use super::segy::{header_coordinates, CoordinateScalar, Endian, Result, SampleFormat, SegyError, TraceEncoder, WriteOptions};
+use super::segy::header::{choose_scalar, classic_interval};
+use super::segy::{header_coordinates, CoordinateScalar, Endian, FileFormat, ReaderOptions, Result, SampleFormat, SegyError, SegyReader,
+    TraceEncoder, WriteOptions};
 use super::AtomicFile;
-use crate::traces::{TraceHeader, TraceSet};
+use crate::traces::TraceSet;
 
 /// Writes `set` as a Seismic Unix file through a temporary file renamed into place.
 pub fn write_su(path: impl AsRef<Path>, set: &TraceSet) -> Result<()> {
@@ -41,56 +41,20 @@ pub fn write_su(path: impl AsRef<Path>, set: &TraceSet) -> Result<()> {
     out.commit().map_err(|e| SegyError::io(path, e))
 }
 
-/// Reads a little-endian Seismic Unix file (as [`write_su`] and SU itself on PCs write them).
+/// Reads a Seismic Unix file whole (either byte order, detected): the SEG-Y reader in its SU form
+/// ([`SegyReader::open_with`](super::segy::SegyReader::open_with)), so both share every check.
 pub fn read_su(path: impl AsRef<Path>) -> Result<TraceSet> {
-    let path = path.as_ref();
-    let mut bytes = Vec::new();
-    std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut bytes)).map_err(|e| SegyError::io(path, e))?;
-    let p = path.display().to_string();
-    if bytes.is_empty() {
-        return Ok(TraceSet { headers: Vec::new(), data: Vec::new(), ns: 0, dt: 0.0, t0: 0.0 });
-    }
-    if bytes.len() < 240 {
-        return Err(SegyError::Truncated { path: p, trace: 0, offset: 0, have: bytes.len() as u64, need: 240 });
-    }
-    let (_, first) = parse_trace_header(&bytes[..240], Endian::Little, true);
-    let ns = first.ns as usize;
-    if ns == 0 {
-        return Err(SegyError::invalid(path, "trace 0 has zero samples (bytes 115-116, read little-endian)"));
-    }
-    if first.dt_us == 0 {
-        return Err(SegyError::invalid(path, "trace 0 has a zero sample interval (bytes 117-118, read little-endian)"));
-    }
-    let tb = 240 + 4 * ns;
-    let n = bytes.len().div_ceil(tb);
-    let mut headers: Vec<TraceHeader> = Vec::with_capacity(n);
-    let mut data = vec![0f32; n * ns];
-    for (i, (chunk, out)) in bytes.chunks(tb).zip(data.chunks_mut(ns)).enumerate() {
-        let offset = (i * tb) as u64;
-        if chunk.len() < tb {
-            return Err(SegyError::Truncated { path: p, trace: i as u64, offset, have: chunk.len() as u64, need: tb as u64 });
-        }
-        let (h, t) = parse_trace_header(&chunk[..240], Endian::Little, true);
-        if t.ns as usize != ns {
-            return Err(SegyError::InconsistentSamples { path: p, trace: i as u64, offset, found: t.ns as usize, expected: ns });
-        }
-        if t.delay_ms != first.delay_ms {
-            return Err(SegyError::InconsistentDelay { path: p, trace: i as u64, offset, found: t.delay_ms, expected: first.delay_ms });
-        }
-        for (o, b) in out.iter_mut().zip(chunk[240..].chunks_exact(4)) {
-            *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        }
-        if let Some(k) = out.iter().position(|v| !v.is_finite()) {
-            return Err(SegyError::NonFinite { path: p, trace: i as u64, sample: k, value: out[k], what: "" });
-        }
-        headers.push(h);
-    }
-    Ok(TraceSet { headers, data, ns, dt: (first.dt_us as f64 * 1e-6) as f32, t0: (first.delay_ms * 1e-3) as f32 })
+    let opts = ReaderOptions { format: Some(FileFormat::Su), ..Default::default() };
+    let mut r = SegyReader::open_with(path, &opts)?;
+    let set = r.read_range(0, r.info().n_traces)?;
+    r.check_tail()?;
+    Ok(set)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::traces::TraceHeader;
 
     fn tmp(name: &str) -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!("seisgpu-su-{}", std::process::id()));

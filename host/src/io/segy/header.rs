@@ -4,7 +4,7 @@
 
 use crate::traces::TraceHeader;
 
-use super::{Endian, SampleFormat};
+use super::{Endian, HeaderBytes, SampleFormat};
 
 /// Reads big- or little-endian fields from a header by their standard byte numbers.
 #[derive(Clone, Copy)]
@@ -233,6 +233,11 @@ pub struct TraceTiming {
 /// Reads the geometry and timing of one 240-byte trace header. `time_scalar` says whether bytes
 /// 215-216 are honoured (SEG-Y rev 1 and later).
 pub fn parse_trace_header(bytes: &[u8], endian: Endian, time_scalar: bool) -> (TraceHeader, TraceTiming) {
+    parse_trace_header_with(bytes, endian, time_scalar, &HeaderBytes::default())
+}
+
+/// [`parse_trace_header`] with the geometry fields at the bytes `at` gives (non-standard files).
+pub fn parse_trace_header_with(bytes: &[u8], endian: Endian, time_scalar: bool, at: &HeaderBytes) -> (TraceHeader, TraceTiming) {
     let f = Fields::new(bytes, 1, endian);
     let scalco = f.i16(71);
     let coord = |b| apply_scalar(f.i32(b), scalco);
@@ -240,15 +245,15 @@ pub fn parse_trace_header(bytes: &[u8], endian: Endian, time_scalar: bool) -> (T
         ffid: f.i32(9),
         channel: f.i32(13),
         source_station: f.i32(17),
-        cdp: f.i32(21),
+        cdp: f.i32(at.cdp),
         receiver_station: f.i32(25),
-        offset: f.i32(37) as f64,
-        sx: coord(73),
-        sy: coord(77),
-        gx: coord(81),
-        gy: coord(85),
-        inline: f.i32(189),
-        crossline: f.i32(193),
+        offset: f.i32(at.offset) as f64,
+        sx: coord(at.source_x),
+        sy: coord(at.source_y),
+        gx: coord(at.group_x),
+        gy: coord(at.group_y),
+        inline: f.i32(at.inline),
+        crossline: f.i32(at.crossline),
         trace_id: f.i16(29),
         cdp_xy: None,
         shot_point: apply_scalar(f.i32(197), f.i16(201)),
@@ -256,10 +261,10 @@ pub fn parse_trace_header(bytes: &[u8], endian: Endian, time_scalar: bool) -> (T
     // The CDP's own coordinates only where they say something the midpoint does not: zero in both
     // fields is how files say "not given", and the midpoint to the stored precision is what writers
     // (ours included) put there by default, so a round trip keeps `cdp_xy` as it was.
-    let (cx, cy) = (coord(181), coord(185));
+    let (cx, cy) = (coord(at.cdp_x), coord(at.cdp_y));
     let unit = apply_scalar(1, scalco).abs();
     let (mx, my) = h.midpoint();
-    if (f.i32(181), f.i32(185)) != (0, 0) && ((cx - mx).abs() > unit || (cy - my).abs() > unit) {
+    if (f.i32(at.cdp_x), f.i32(at.cdp_y)) != (0, 0) && ((cx - mx).abs() > unit || (cy - my).abs() > unit) {
         h.cdp_xy = Some((cx, cy));
     }
     let tscal = if time_scalar { f.i16(215) } else { 0 };

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use super::header::{parse_trace_header, BinaryHeader, Fields, TraceTiming, BYTE_ORDER_CONSTANT};
-use super::{decode_samples, ebcdic, Endian, Result, SampleFormat, SegyError, SegyInfo};
+use super::header::{parse_trace_header_with, TraceTiming};
+use super::{decode_samples, HeaderBytes, ReaderOptions, Result, SampleFormat, SegyError, SegyInfo};
 use crate::traces::{TraceHeader, TraceSet};
 
 /// One trace: its header and samples.
@@ -32,6 +32,10 @@ pub struct SegyReader {
     /// Trace 0's delay recording time (ms) as its header holds it; `info.t0` is its f32 rounding,
     /// so other traces are compared with this, not with t0.
     delay_ms: f64,
+    /// Sample counts a trace header may give besides 0 (`None`: not checked, `--samples` given).
+    ns_ok: Option<[usize; 2]>,
+    /// Where the geometry fields are in the trace headers.
+    bytes: HeaderBytes,
     buf: Vec<u8>,
 }
 
@@ -45,167 +49,22 @@ pub fn read_segy(path: impl AsRef<Path>) -> Result<(SegyInfo, TraceSet)> {
     Ok((r.info, set))
 }
 
-fn detect_endian(path: &Path, bin: &[u8]) -> Result<Endian> {
-    let be = Fields::new(bin, 3201, Endian::Big);
-    let le = Fields::new(bin, 3201, Endian::Little);
-    // Rev 2: the byte-order constant decides. Older files are big-endian by definition, but
-    // little-endian files without the constant exist (written by PC programs): a format code that
-    // is only defined when read little-endian tells them apart (swapped codes are >= 256).
-    let endian = if be.u32(3297) == BYTE_ORDER_CONSTANT {
-        Endian::Big
-    } else if le.u32(3297) == BYTE_ORDER_CONSTANT {
-        Endian::Little
-    } else if SampleFormat::is_defined_code(be.i16(3225)) {
-        Endian::Big
-    } else if SampleFormat::is_defined_code(le.i16(3225)) {
-        Endian::Little
-    } else {
-        return Err(SegyError::BadFormat {
-            path: path.display().to_string(),
-            code: be.i16(3225),
-            endian: Endian::Big,
-            hint: " (not a SEG-Y file, or a corrupt binary header: the code is undefined in either byte order)".into(),
-        });
-    };
-    Ok(endian)
-}
-
 impl SegyReader {
     /// Opens a file and reads its textual and binary headers (and trace 0's header where the
-    /// binary header leaves the sample count or interval out).
-    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+    /// binary header leaves the sample count or interval out), deciding SEG-Y or SU by the
+    /// extension and the content.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> { Self::open_with(path, &ReaderOptions::default()) }
+
+    /// [`SegyReader::open`] with overrides for what the file's headers get wrong.
+    pub fn open_with(path: impl AsRef<Path>, opts: &ReaderOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let p = path.as_path();
-        let file = File::open(p).map_err(|e| SegyError::io(p, e))?;
+        let mut file = File::open(p).map_err(|e| SegyError::io(p, e))?;
         let file_len = file.metadata().map_err(|e| SegyError::io(p, e))?.len();
-        if file_len < 3600 {
-            return Err(SegyError::TooShort { path: p.display().to_string(), len: file_len });
-        }
-        let mut file = BufReader::with_capacity(1 << 20, file);
-        let mut head = vec![0u8; 3600];
-        file.read_exact(&mut head).map_err(|e| SegyError::io(p, e))?;
-        let (text_bytes, bin) = head.split_at(3200);
-        let text_encoding = ebcdic::detect(text_bytes);
-        let text = ebcdic::decode(text_bytes, text_encoding);
-
-        let endian = detect_endian(p, bin)?;
-        let binary = BinaryHeader::parse(bin, endian);
-        let Some(format) = SampleFormat::from_code(binary.format_code) else {
-            return Err(SegyError::BadFormat { path: p.display().to_string(), code: binary.format_code, endian, hint: String::new() });
-        };
-        let rev = binary.revision_major;
-        let mut pos = 3600u64;
-
-        // Extended textual headers (rev 1+; the field is unassigned in rev 0).
-        let mut extended_text = Vec::new();
-        if rev >= 1 && binary.extended_text_headers != 0 {
-            let count = binary.extended_text_headers;
-            if count < -1 {
-                return Err(SegyError::invalid(p, format!("invalid number of extended textual headers {count} (binary header bytes 3505-3506)")));
-            }
-            let mut rec = vec![0u8; 3200];
-            loop {
-                if pos + 3200 > file_len {
-                    return Err(SegyError::invalid(p, format!(
-                        "the binary header announces extended textual headers (bytes 3505-3506: {count}) but the file ends inside header {}",
-                        extended_text.len())));
-                }
-                file.read_exact(&mut rec).map_err(|e| SegyError::io(p, e))?;
-                pos += 3200;
-                let s = ebcdic::decode(&rec, ebcdic::detect(&rec));
-                let end = s.contains("((SEG: EndText))");
-                extended_text.push(s);
-                if (count > 0 && extended_text.len() == count as usize) || (count == -1 && end) {
-                    break;
-                }
-            }
-        }
-        let mut data_offset = pos;
-        let mut trailer_bytes = 0u64;
-        if rev >= 2 {
-            if binary.additional_trace_headers > 0 {
-                return Err(SegyError::invalid(p, format!(
-                    "{} additional trace headers per trace (binary header bytes 3507-3510) are not supported",
-                    binary.additional_trace_headers)));
-            }
-            if binary.first_trace_offset != 0 {
-                if binary.first_trace_offset < pos || binary.first_trace_offset > file_len {
-                    return Err(SegyError::invalid(p, format!(
-                        "byte offset of the first trace {} (binary header bytes 3521-3528) is outside {}..{}",
-                        binary.first_trace_offset, pos, file_len)));
-                }
-                data_offset = binary.first_trace_offset;
-            }
-            if binary.trailer_stanzas > 0 {
-                trailer_bytes = binary.trailer_stanzas as u64 * 3200;
-            }
-        }
-        let data_len = file_len.saturating_sub(data_offset).saturating_sub(trailer_bytes);
-
-        // Sample count and interval: binary header (rev 2 extended fields first), else trace 0.
-        let mut ns = binary.samples_per_trace as usize;
-        let mut dt_us = binary.sample_interval as f64;
-        if rev >= 2 && binary.ext_samples_per_trace > 0 {
-            ns = binary.ext_samples_per_trace as usize;
-        }
-        if rev >= 2 && binary.ext_sample_interval.is_finite() && binary.ext_sample_interval > 0.0 {
-            dt_us = binary.ext_sample_interval;
-        }
-        let time_scalar = rev >= 1;
-        let first = if data_len >= 240 {
-            let mut h = [0u8; 240];
-            file.seek(SeekFrom::Start(data_offset)).map_err(|e| SegyError::io(p, e))?;
-            file.read_exact(&mut h).map_err(|e| SegyError::io(p, e))?;
-            pos = data_offset + 240;
-            Some(parse_trace_header(&h, endian, time_scalar).1)
-        } else {
-            None
-        };
-        let size = format.size() as u64;
-        if let Some(t) = first {
-            let t_ns = t.ns as usize;
-            if ns == 0 {
-                ns = t_ns;
-            } else if t_ns != 0 && t_ns != ns {
-                // The binary header and trace 0 disagree: believe the one that divides the data
-                // into whole traces (a wrong binary header is a common defect of field files).
-                let whole = |n: usize| data_len % (240 + n as u64 * size) == 0;
-                if !whole(ns) && whole(t_ns) {
-                    ns = t_ns;
-                }
-            }
-            if dt_us <= 0.0 {
-                dt_us = t.dt_us as f64;
-            }
-        }
-        if ns == 0 {
-            return Err(SegyError::ZeroSamples {
-                path: p.display().to_string(),
-                ext: if rev >= 2 { ", extended bytes 3269-3272" } else { "" },
-            });
-        }
-        if dt_us <= 0.0 {
-            return Err(SegyError::ZeroInterval { path: p.display().to_string() });
-        }
-        let trace_bytes = 240 + ns as u64 * size;
-        let info = SegyInfo {
-            text,
-            text_encoding,
-            extended_text,
-            endian,
-            format,
-            ns,
-            dt: (dt_us * 1e-6) as f32,
-            t0: first.map(|t| (t.delay_ms * 1e-3) as f32).unwrap_or(0.0),
-            n_traces: data_len / trace_bytes,
-            data_offset,
-            trace_bytes,
-            trailing_bytes: data_len % trace_bytes,
-            file_len,
-            binary,
-        };
-        let delay_ms = first.map(|t| t.delay_ms).unwrap_or(0.0);
-        Ok(SegyReader { path, file, info, next: 0, pos, time_scalar, delay_ms, buf: Vec::new() })
+        let l = super::open::layout(p, &mut file, file_len, opts)?;
+        let file = BufReader::with_capacity(1 << 20, file);
+        Ok(SegyReader { path, file, info: l.info, next: 0, pos: u64::MAX, time_scalar: l.time_scalar, delay_ms: l.delay_ms,
+            ns_ok: l.ns_ok, bytes: opts.bytes, buf: Vec::new() })
     }
 
     pub fn info(&self) -> &SegyInfo { &self.info }
@@ -270,9 +129,9 @@ impl SegyReader {
     /// Decodes one trace's bytes (header + samples) and checks it against the file's layout.
     fn decode(&self, index: u64, bytes: &[u8], samples: &mut [f32], expected_delay: f64) -> Result<TraceHeader> {
         let info = &self.info;
-        let (h, t): (TraceHeader, TraceTiming) = parse_trace_header(&bytes[..240], info.endian, self.time_scalar);
+        let (h, t): (TraceHeader, TraceTiming) = parse_trace_header_with(&bytes[..240], info.endian, self.time_scalar, &self.bytes);
         let path = || self.path.display().to_string();
-        if t.ns != 0 && t.ns as usize != info.ns && info.ns <= u16::MAX as usize {
+        if self.ns_ok.is_some_and(|ok| t.ns != 0 && !ok.contains(&(t.ns as usize))) && info.ns <= u16::MAX as usize {
             return Err(SegyError::InconsistentSamples {
                 path: path(), trace: index, offset: info.trace_offset(index), found: t.ns as usize, expected: info.ns,
             });
@@ -362,13 +221,27 @@ impl SegyReader {
     /// Iterates over the remaining traces one by one (each item owns its samples).
     pub fn traces(&mut self) -> Traces<'_> { Traces { reader: self, done: false } }
 
-    /// Every trace's header, without the samples (a seek and a 240-byte read per trace): for a
-    /// job that plans from the geometry and then reads only the traces it needs (an MPI rank's
+    /// Every trace's header, without decoding the samples (short traces are read whole in blocks, long ones
+    /// header by header): for a job that plans from the geometry and then reads only the traces it needs (an MPI rank's
     /// shots). The samples' checks come with [`SegyReader::read_range`].
     pub fn read_headers(&mut self) -> Result<Vec<TraceHeader>> {
-        (0..self.info.n_traces)
-            .map(|i| self.raw_trace_header(i).map(|b| parse_trace_header(&b, self.info.endian, self.time_scalar).0))
-            .collect()
+        let (n, tb) = (self.info.n_traces, self.info.trace_bytes);
+        let (endian, time_scalar, at) = (self.info.endian, self.time_scalar, self.bytes);
+        let parse = |b: &[u8]| parse_trace_header_with(&b[..240], endian, time_scalar, &at).0;
+        if tb > 8192 {
+            return (0..n).map(|i| self.raw_trace_header(i).map(|b| parse(&b))).collect();
+        }
+        // Short traces: reading them whole, block by block, costs less than a seek per header.
+        let block = ((16 << 20) / tb).max(1);
+        let mut headers = Vec::with_capacity(n as usize);
+        let mut start = 0;
+        while start < n {
+            let count = block.min(n - start);
+            self.fill(start, count)?;
+            headers.extend(self.buf.chunks_exact(tb as usize).map(parse));
+            start += count;
+        }
+        Ok(headers)
     }
 
     /// The raw 240 bytes of trace `i`'s header, for fields seisgpu does not interpret
@@ -378,10 +251,13 @@ impl SegyReader {
             return Err(SegyError::invalid(&self.path, format!("trace {i} is past the end ({} traces)", self.info.n_traces)));
         }
         let off = self.info.trace_offset(i);
-        self.file.seek(SeekFrom::Start(off)).map_err(|e| SegyError::io(&self.path, e))?;
+        // Straight from the file: through the buffer, every seek would refill 1 MiB for 240 bytes.
+        // The buffer is then stale, so the next sequential read must seek (which empties it).
+        let f = self.file.get_mut();
+        f.seek(SeekFrom::Start(off)).map_err(|e| SegyError::io(&self.path, e))?;
         let mut h = [0u8; 240];
-        self.file.read_exact(&mut h).map_err(|e| SegyError::io(&self.path, e))?;
-        self.pos = off + 240;
+        f.read_exact(&mut h).map_err(|e| SegyError::io(&self.path, e))?;
+        self.pos = u64::MAX;
         Ok(h)
     }
 }
