@@ -173,7 +173,7 @@ pub struct FolderFormat(pub OutputFormat);
 impl std::str::FromStr for FolderFormat {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        OutputFormat::from_path(Path::new(&format!("x.{s}"))).map(FolderFormat)
+        OutputFormat::from_path(std::path::Path::new(&format!("x.{s}"))).map(FolderFormat)
             .map_err(|_| format!("unknown format `{s}` (npy, sgy, segy or su)"))
     }
 }

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use seisgpu_host::io::segy::{read_segy, write_segy, SampleFormat, WriteOptions};
 use seisgpu_host::plot::{section_png_with, Axes, Style};
 use seisgpu_host::traces::{TraceHeader, TraceSet};
 use seisgpu_host::velan::{self, pick, Gathers, Panels, Scan, VelanParams};
@@ -27,10 +26,13 @@ use super::Global;
     picks, constant beyond.\n\n\
     Example:\n  seisgpu synth line2d -o line.sgy\n  seisgpu velan line.sgy -o picks.txt --semblance panels.sgy --png panels --nmo nmo.sgy")]
 pub struct Args {
-    /// Prestack SEG-Y input (CDP numbers or source/receiver coordinates in the headers).
+    /// Prestack SEG-Y or SU input (CDP numbers or source/receiver coordinates in the headers).
     pub input: PathBuf,
+    /// How the input file is read.
+    #[command(flatten)]
+    pub read: super::input::InputArgs,
     /// Output: the picked v_rms(t) functions, one CMP per line (text, editable).
-    #[arg(short, long)]
+    #[arg(short, long = "output", alias = "out", value_name = "OUTPUT")]
     pub out: PathBuf,
     /// Lowest trial velocity (m/s).
     #[arg(long, default_value_t = 1400.0)]
@@ -60,8 +62,8 @@ pub struct Args {
     /// Midpoint bin size (m) when the headers have no CDP numbers.
     #[arg(long, default_value_t = 12.5)]
     pub bin: f64,
-    /// Also write the semblance panels as SEG-Y: one trace per (CMP, velocity), the trial velocity
-    /// (m/s, rounded) in the offset field, samples = semblance.
+    /// Also write the semblance panels (.sgy/.segy SEG-Y, .su, or .npy by extension): one trace per
+    /// (CMP, velocity), the trial velocity (m/s, rounded) in the offset field, samples = semblance.
     #[arg(long)]
     pub semblance: Option<PathBuf>,
     /// Also write a PNG of each CMP's panel with its picked function into this folder.
@@ -70,8 +72,8 @@ pub struct Args {
     /// With --png: plot every N-th CMP only (count).
     #[arg(long, default_value_t = 1)]
     pub png_every: usize,
-    /// Also write the gathers NMO-corrected with the picks (SEG-Y; CMPs without picks use their
-    /// neighbours' functions).
+    /// Also write the gathers NMO-corrected with the picks (.sgy/.segy, .su or .npy, with the input's
+    /// trace headers; CMPs without picks use their neighbours' functions).
     #[arg(long)]
     pub nmo: Option<PathBuf>,
 }
@@ -89,7 +91,15 @@ pub fn run(a: &Args, global: &Global) -> anyhow::Result<()> {
     if !(a.window > 0.0 && a.window.is_finite()) {
         bail!("--window {} ms must be positive", a.window);
     }
-    let (_, traces) = read_segy(&a.input)?;
+    // Every output path checked before the scan.
+    seisgpu_host::io::output::check_writable(&a.out)?;
+    for path in [&a.semblance, &a.nmo].into_iter().flatten() {
+        global.prepare_output(path)?;
+    }
+    if let Some(dir) = &a.png {
+        seisgpu_host::io::output::prepare_dir(dir)?;
+    }
+    let (_, traces) = a.read.read(&a.input)?;
     let p = VelanParams { vmin: a.vmin, vmax: a.vmax, nv: a.nv as usize, window: a.window * 1e-3, eta: a.eta, max_stretch: a.max_stretch };
     p.validate(traces.dt)?;
     let backend = global.backend()?;
@@ -108,7 +118,6 @@ pub fn run(a: &Args, global: &Global) -> anyhow::Result<()> {
         eprintln!("wrote {}", path.display());
     }
     if let Some(dir) = &a.png {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         for i in (0..g.len()).step_by(a.png_every) {
             let name = match g.location[i].cdp {
                 Some(c) => format!("cdp-{c}.png"),
@@ -138,7 +147,7 @@ pub fn run(a: &Args, global: &Global) -> anyhow::Result<()> {
     if let Some(path) = &a.nmo {
         let vrms: Vec<Vec<f32>> = functions.iter().map(|f| f.as_ref().map_or_else(Vec::new, |f| f.sample(g.t_first, g.dt, g.ns))).collect();
         let out = velan::nmo_gathers(&traces, &g, &vrms, p.max_stretch);
-        write_segy(path, &out, &WriteOptions { format: SampleFormat::IeeeFloat, ..Default::default() })?;
+        seisgpu_host::io::output::write_traces(path, &out, "seisgpu velan: gathers NMO-corrected with the picked v_rms")?;
         eprintln!("wrote {}", path.display());
     }
     let npicks: usize = picks.iter().map(Vec::len).sum();
@@ -158,9 +167,9 @@ fn write_panels(path: &Path, g: &Gathers, panels: &Panels, scan: &Scan) -> anyho
         }
     }
     let set = TraceSet { headers, data: panels.values.clone(), ns, dt: g.dt, t0: g.t_first };
-    write_segy(path, &set, &WriteOptions { format: SampleFormat::IeeeFloat, text: Some(format!(
-        "seisgpu velan semblance panels\none trace per (CMP, trial velocity); offset field = velocity (m/s)\n{nv} velocities {}..{} m/s",
-        scan.velocities[0], scan.velocities[nv - 1])), ..Default::default() })?;
+    let what = format!("seisgpu velan semblance panels: one trace per (CMP, trial velocity), offset field = velocity (m/s), \
+        {nv} velocities {}..{} m/s", scan.velocities[0], scan.velocities[nv - 1]);
+    seisgpu_host::io::output::write_traces(path, &set, &what)?;
     Ok(())
 }
 
