@@ -7,6 +7,7 @@ mod common;
 mod ktm;
 mod nlbf;
 mod output;
+mod plot;
 mod pstm;
 mod runtime;
 mod scale;

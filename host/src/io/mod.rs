@@ -5,6 +5,7 @@ pub mod cube;
 pub mod npy;
 pub mod output;
 pub mod segy;
+pub mod sidecar;
 pub mod su;
 
 pub use atomic::AtomicFile;
