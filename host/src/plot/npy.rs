@@ -40,6 +40,9 @@ pub struct Panel {
     pub what: String,
 }
 
+/// Most values read at once along the last axis.
+const RUN: usize = 1 << 20;
+
 /// Names of a vertical (time or depth) axis.
 fn is_vertical(name: &str) -> bool { matches!(name, "time" | "tau" | "t" | "twt" | "depth" | "z" | "sample" | "samples") }
 /// Names of the axis a 4-D array is stacked over.
@@ -319,13 +322,21 @@ pub fn npy_panel(path: &Path, layout: Option<&str>, sel: &Selection, max_traces:
     let mut run = Vec::new();
     'outer: loop {
         let base: usize = (0..last).map(|k| lists[k][pos[k]] * strides[k]).sum();
-        let (start, len) = if lists[last].len() == 1 { (lists[last][0], 1) } else { (0, shape[last]) };
-        src.run(base + start, len, &mut run, path)?;
-        for (p, &i) in lists[last].iter().enumerate() {
-            let value = run[i - start];
-            let mut at = pos.clone();
-            at[last] = p;
-            data[at[across] * pd + at[down]] += value;
+        // The wanted indices of the last axis, read in runs of at most RUN values (single values
+        // where they lie far apart): memory stays bounded whatever the axis's length.
+        let want = &lists[last];
+        let sparse = want.len() > 1 && want[1] - want[0] > 64;
+        let mut p = 0;
+        while p < want.len() {
+            let start = want[p];
+            let end = if sparse { start + 1 } else { (start + RUN).min(want[want.len() - 1] + 1) };
+            src.run(base + start, end - start, &mut run, path)?;
+            while p < want.len() && want[p] < end {
+                let mut at = pos.clone();
+                at[last] = p;
+                data[at[across] * pd + at[down]] += run[want[p] - start];
+                p += 1;
+            }
         }
         for k in (0..last).rev() {
             pos[k] += 1;
@@ -396,6 +407,21 @@ mod tests {
         assert_eq!((d.axes.trace_step, d.axes.dt), (2.0, 2.0));
         let e = npy_panel(&p, None, &sel(Some(4), None, None), 100, 100).unwrap_err().to_string();
         assert!(e.contains("--inline 4") && e.contains("[4, 5, 6]"), "{e}");
+    }
+
+    #[test]
+    fn long_traces_read_in_bounded_runs() {
+        let p = tmp("long.npy");
+        for (ns, max_samples) in [(20_000usize, 100usize), (1_100_000, 2_000_000)] {
+            let n = 2 * 2 * ns;
+            write_npy(&p, &(0..n).map(|i| i as f32).collect::<Vec<_>>(), &[2, 2, ns as u64]).unwrap();
+            let a = npy_panel(&p, None, &Selection::default(), 100, max_samples).unwrap();
+            let step = ns.div_ceil(max_samples);
+            assert_eq!((a.n_traces, a.n_samples, a.axes.dt), (2, ns.div_ceil(step), step as f64));
+            for (j, k) in [(0, 0), (1, 3), (1, a.n_samples - 1)] {
+                assert_eq!(a.data[j * a.n_samples + k], (2 * ns + j * ns + k * step) as f32, "ns {ns} trace {j} sample {k}");
+            }
+        }
     }
 
     #[test]

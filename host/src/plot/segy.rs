@@ -71,13 +71,17 @@ impl Key {
     }
 }
 
-/// Whether the textual header says the samples are in depth: a card with DEPTH and one of
-/// DOMAIN, SAMPLE, AXIS or UNIT.
+/// Whether the textual header says the samples are in depth: a card with "DEPTH DOMAIN",
+/// "DOMAIN: DEPTH", "VERTICAL AXIS: DEPTH" or "SAMPLES IN DEPTH" (punctuation and case aside).
+/// Cards that merely mention a source or receiver depth do not count.
 pub fn says_depth(info: &SegyInfo) -> bool {
-    info.text_cards().iter().chain(info.extended_text.iter()).any(|c| {
-        let c = c.to_uppercase();
-        c.contains("DEPTH") && ["DOMAIN", "SAMPLE", "AXIS", "UNIT"].iter().any(|w| c.contains(w))
-    })
+    info.text_cards().iter().chain(info.extended_text.iter()).any(|c| card_says_depth(c))
+}
+
+fn card_says_depth(card: &str) -> bool {
+    let words: String = card.to_uppercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { ' ' }).collect();
+    let words = format!(" {} ", words.split_whitespace().collect::<Vec<_>>().join(" "));
+    [" DEPTH DOMAIN ", " DOMAIN DEPTH ", " VERTICAL AXIS DEPTH ", " SAMPLES IN DEPTH "].iter().any(|p| words.contains(p))
 }
 
 /// The key that describes these traces best, and what they are: a gather (one FFID or CDP,
@@ -224,6 +228,8 @@ mod tests {
         assert_eq!(describe(&stack), (Key::Cdp, "stack".into()));
         assert_eq!(describe(&stack[..1]).0, Key::Trace);
         assert_eq!("xline".parse::<Key>(), Ok(Key::Crossline));
+        assert!(card_says_depth(DEPTH_CARD) && card_says_depth("C 7 domain: depth (m)") && card_says_depth("SAMPLES IN DEPTH, 5 M"));
+        assert!(!card_says_depth("C 5 SOURCE DEPTH 10 M, SAMPLE INTERVAL 4 MS, TIME DOMAIN"));
         assert!("fold".parse::<Key>().is_err());
     }
 }
