@@ -117,12 +117,12 @@ fn plot_segy_gather_and_stack_with_keys_gain_and_colour_bar() {
     // A stack: CDPs varying at zero offset, labelled by CDP.
     let mut s = gather();
     for (k, h) in s.headers.iter_mut().enumerate() {
-        (h.offset, h.cdp, h.gx, h.sx, h.ffid) = (0.0, 1000 + k as i32, 25.0 * k as f64, 25.0 * k as f64, k as i32);
+        (h.offset, h.cdp, h.gx, h.sx, h.ffid, h.inline, h.crossline) = (0.0, 1000 + k as i32, 25.0 * k as f64, 25.0 * k as f64, k as i32, 0, 0);
     }
     let stack = dir.join("stack.sgy");
     write_segy(&stack, &s, &WriteOptions::default()).unwrap();
     let err = plot(&stack, &png, &[]);
-    assert!(err.contains("stack"), "{err}");
+    assert!(err.contains("stack.sgy: stack, traces 0..47"), "{err}");
     check_png(&png, true);
     // Depth: from the textual header's card, or --depth; the axis reads in m.
     let depth = dir.join("depth.sgy");

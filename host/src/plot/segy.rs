@@ -109,6 +109,8 @@ pub fn describe(headers: &[TraceHeader]) -> (Key, String) {
     }
 }
 
+fn decimal(v: f32) -> f64 { v.to_string().parse().unwrap_or(v as f64) }
+
 /// Which traces to read from a SEG-Y file.
 #[derive(Debug, Clone)]
 pub struct TraceRange {
@@ -193,7 +195,10 @@ pub fn segy_panel(path: &Path, range: &TraceRange, key: Option<Key>, depth: bool
     let (best, what) = describe(&headers);
     let key = key.unwrap_or(best);
     let depth = depth || says_depth(&info);
-    let mut axes = if depth { Axes::depth_m(info.t0 as f64 * 1e3, info.dt as f64 * 1e3) } else { Axes::time_s(info.t0 as f64, info.dt as f64) };
+    // The f32 header values as the decimals they print as (0.004, not 0.004000000189989805), so
+    // sample times are round numbers of ms.
+    let (t0, dt) = (decimal(info.t0), decimal(info.dt));
+    let mut axes = if depth { Axes::depth_m(t0 * 1e3, dt * 1e3) } else { Axes::time_s(t0, dt) };
     axes.trace_label = key.label().into();
     if key == Key::Trace {
         axes.first_trace = range.first as f64;
