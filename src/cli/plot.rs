@@ -38,10 +38,11 @@ pub struct Args {
     /// vertical axis is in samples).
     #[arg(long, value_name = "MS")]
     pub agc: Option<f64>,
-    /// Percentile of |amplitude| (0-100] at which the colours (wiggles) saturate.
+    /// Percentile (percent, 0-100] of |amplitude| at which the colours (wiggles) saturate.
     #[arg(long, default_value_t = 99.0, conflicts_with = "clip")]
     pub clip_percentile: f64,
-    /// Amplitude (after AGC) at which the colours (wiggles) saturate, instead of a percentile.
+    /// Amplitude (in the data's units, after AGC) at which the colours (wiggles) saturate, instead
+    /// of a percentile.
     #[arg(long, value_name = "VALUE")]
     pub clip: Option<f32>,
     /// Title [default: the file name, what is shown; the gain is always on the line below].
