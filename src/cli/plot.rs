@@ -108,7 +108,6 @@ pub fn run(args: &Args, _global: &Global) -> anyhow::Result<()> {
             }
             npy_panel(&args.input, args.layout.as_deref(), &sel, NPY_MAX_TRACES, NPY_MAX_SAMPLES)?
         }
-        // Seismic Unix files go through the SEG-Y reader (trace headers without the file header).
         "sgy" | "segy" | "su" => {
             if npy_only {
                 anyhow::bail!("{}: --inline/--crossline/--time-slice/--sample/--class/--layout apply to .npy arrays", args.input.display());

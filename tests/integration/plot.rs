@@ -138,35 +138,21 @@ fn plot_segy_gather_and_stack_with_keys_gain_and_colour_bar() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A Seismic Unix file: 240-byte SEG-Y trace headers and IEEE samples in the machine's byte order
-/// (little-endian here), no file header. Plotted once `SegyReader` reads SU; skipped before.
+/// A Seismic Unix file (written by `write_su`), labelled by offset like its SEG-Y twin; --depth
+/// makes its axis depth.
 #[test]
 fn plot_seismic_unix() {
     let dir = tmp_dir("su");
-    let t = gather();
-    let mut bytes = Vec::new();
-    for (i, h) in t.headers.iter().enumerate() {
-        let mut head = [0u8; 240];
-        head[0..4].copy_from_slice(&(i as i32 + 1).to_le_bytes()); // tracl
-        head[8..12].copy_from_slice(&12i32.to_le_bytes()); // fldr
-        head[12..16].copy_from_slice(&(i as i32 + 1).to_le_bytes()); // tracf
-        head[36..40].copy_from_slice(&(h.offset as i32).to_le_bytes());
-        head[114..116].copy_from_slice(&(t.ns as u16).to_le_bytes());
-        head[116..118].copy_from_slice(&4000u16.to_le_bytes());
-        bytes.extend_from_slice(&head);
-        bytes.extend(t.trace(i).iter().flat_map(|v| v.to_le_bytes()));
-    }
     let su = dir.join("shot.su");
-    std::fs::write(&su, &bytes).unwrap();
+    seisgpu_host::io::su::write_su(&su, &gather()).unwrap();
     let png = dir.join("su.png");
-    let (ok, err) = seisgpu(&["plot", su.to_str().unwrap(), "-o", png.to_str().unwrap()]);
-    if !ok {
-        // Read as SEG-Y, the first trace header is taken for a binary header.
-        assert!(err.contains("shot.su") && err.contains("binary header"), "SU plotting failed: {err}");
-        println!("SKIPPED plot_seismic_unix: the SEG-Y reader does not read Seismic Unix files yet ({})", err.trim());
-        return;
-    }
+    let err = plot(&su, &png, &["--first", "4", "--count", "40"]);
+    assert!(err.contains("shot.su: gather, ffid 12, traces 4..43"), "{err}");
     check_png(&png, true);
+    let panel = segy_panel(&su, &TraceRange { every: 3, ..Default::default() }, None, true).unwrap();
+    assert_eq!((panel.n_traces, panel.axes.time_label.as_str(), panel.axes.trace_label.as_str()), (16, "depth (m)", "offset (m)"));
+    let (ok, err) = seisgpu(&["plot", su.to_str().unwrap(), "-o", png.to_str().unwrap(), "--first", "48"]);
+    assert!(!ok && err.contains("--first 48"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -311,5 +297,34 @@ fn plot_refuses_bad_files_with_clear_errors() {
     assert!(run(&good, &["--inline", "3"]).contains("--inline"));
     assert!(run(&good, &["--agc=-5"]).contains("AGC window"));
     assert!(run(&dir.join("x.txt"), &[]).contains("unknown file type"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The commands' .npy images carry their sidecar, and plot reads its axes: ktm in two-way time,
+/// srm (depth first) in depth, without a --layout.
+#[test]
+fn plot_reads_the_sidecars_the_commands_write() {
+    use seisgpu_host::plot::npy::{npy_panel, Selection};
+    let dir = tmp_dir("sidecars");
+    let (diff, ktm, srm) = (dir.join("diff.sgy"), dir.join("ktm.npy"), dir.join("srm.npy"));
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    for args in [
+        vec!["synth".to_string(), "diffractor".into(), "-o".into(), s(&diff), "--ns".into(), "150".into(), "--sources".into(), "3".into(),
+            "--receivers".into(), "31".into()],
+        ["ktm", "migrate", "--input", &s(&diff), "--nx", "21", "--ny", "2", "--ntau", "80", "--dx", "20", "-o", &s(&ktm)].map(String::from).to_vec(),
+        ["srm", "--synthetic", "scatterer", "--fmax", "12", "--nz", "8", "--table-rows", "48", "--planes", "3", "-o", &s(&srm)].map(String::from).to_vec(),
+    ] {
+        let a: Vec<&str> = args.iter().map(|x| x.as_str()).collect();
+        let (ok, err) = seisgpu(&a);
+        assert!(ok, "{a:?}: {err}");
+    }
+    let k = npy_panel(&ktm, None, &Selection::default(), 1000, 1000).unwrap();
+    assert_eq!((k.n_traces, k.n_samples, k.axes.time_label.as_str(), k.axes.trace_label.as_str(), k.axes.trace_step), (2, 80, "time (ms)", "y (m)", 20.0));
+    assert!(k.what.contains("ktm") && !k.what.contains("assumed"), "{}", k.what);
+    let z = npy_panel(&srm, None, &Selection::default(), 1000, 1000).unwrap();
+    assert_eq!((z.n_samples, z.axes.time_label.as_str(), z.axes.trace_label.as_str()), (8, "depth (m)", "x (m)"));
+    let png = dir.join("srm.png");
+    plot(&srm, &png, &[]);
+    check_png(&png, true);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -101,9 +101,61 @@ impl ArrayMeta {
     }
 }
 
+/// The description of a grid image's .npy (as [`super::output::write_grid`] writes it: samples
+/// last, the other axes in the trace order), or `None` where the shape does not match the grid
+/// (then no sidecar is better than a wrong one).
+pub fn of_grid(img: &super::output::GridImage) -> Option<ArrayMeta> {
+    use super::output::{SampleAxis, TraceOrder};
+    let g = img.grid;
+    let metres = |name: &str, origin: f64, step: f64| {
+        if step > 0.0 && step.is_finite() && origin.is_finite() { AxisMeta::new(name, "m", origin, step) } else { AxisMeta::index(name) }
+    };
+    let (x, y) = (metres("x", g.x0, g.dx), metres("y", g.y0, g.dy));
+    let (sample, ns) = match img.axis {
+        // The f32 seconds as the decimals they print as (0.004 s is 4 ms, not 4.0000002).
+        SampleAxis::Time { n, step, first } => {
+            let ms = |v: f32| v.to_string().parse::<f64>().unwrap_or(v as f64) * 1e3;
+            (AxisMeta::new("time", "ms", ms(first), ms(step)), n)
+        }
+        SampleAxis::Depth { n, step, first } => (AxisMeta::new("depth", "m", first, step), n),
+    };
+    let nc = g.classes();
+    let (class, offset) = (AxisMeta::index("class"), AxisMeta::index("offset"));
+    let four = img.npy_shape.len() == 4;
+    let (axes, dims): (Vec<AxisMeta>, Vec<usize>) = match (g.order, four) {
+        (TraceOrder::ClassXY, true) => (vec![class, x, y, sample], vec![nc, g.nx, g.ny, ns]),
+        (TraceOrder::ClassXY, false) => (vec![x, y, sample], vec![g.nx, g.ny, ns]),
+        (TraceOrder::XYClass, true) => (vec![x, y, offset, sample], vec![g.nx, g.ny, nc, ns]),
+        (TraceOrder::XYClass, false) => (vec![x, y, sample], vec![g.nx, g.ny, ns]),
+        (TraceOrder::ClassYX, true) => (vec![class, y, x, sample], vec![nc, g.ny, g.nx, ns]),
+        (TraceOrder::ClassYX, false) => (vec![y, x, sample], vec![g.ny, g.nx, ns]),
+    };
+    if dims != img.npy_shape {
+        return None;
+    }
+    Some(ArrayMeta { description: Some(img.title.trim_start_matches("seisgpu ").to_string()), axes })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grid_images_describe_their_axes() {
+        use crate::io::output::{Grid, GridImage, SampleAxis, TraceOrder};
+        let grid = Grid { nx: 4, ny: 3, x0: 100.0, y0: 0.0, dx: 25.0, dy: 0.0, class_offsets: vec![0.0, 500.0], order: TraceOrder::ClassXY,
+            inline_along_y: false };
+        let data = vec![0.0; 2 * 4 * 3 * 10];
+        let img = GridImage { title: "seisgpu ktm: image".into(), grid: &grid, axis: SampleAxis::Time { n: 10, step: 0.004, first: 0.0 }, data: &data,
+            npy_shape: vec![2, 4, 3, 10] };
+        let m = of_grid(&img).unwrap();
+        let names: Vec<&str> = m.axes.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!((names, m.description.as_deref()), (vec!["class", "x", "y", "time"], Some("ktm: image")));
+        assert_eq!((m.axes[1].origin, m.axes[1].step, m.axes[2].unit.as_deref(), m.axes[3].step), (100.0, 25.0, None, 4.0));
+        m.validate("ktm", 4).unwrap();
+        // A shape that is not the grid's gets no sidecar.
+        assert!(of_grid(&GridImage { npy_shape: vec![4, 2, 3, 10], ..img }).is_none());
+    }
 
     #[test]
     fn round_trip_defaults_and_errors() {

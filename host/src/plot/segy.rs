@@ -2,7 +2,7 @@
 //! labelled by a trace-header key, time in ms or depth in m.
 //!
 //! Depth files: the sample interval field holds the depth interval in mm (so a 5 m interval reads
-//! as "5 ms"), and a textual-header card that names the depth domain (see [`says_depth`]) or the
+//! as "5 ms", as [`crate::io::output`] writes depth images), and a textual-header card that names the depth domain (see [`says_depth`]) or the
 //! caller's `depth` flag says so.
 
 use std::path::Path;
@@ -72,7 +72,8 @@ impl Key {
 }
 
 /// Whether the textual header says the samples are in depth: a card with "DEPTH DOMAIN",
-/// "DOMAIN: DEPTH", "VERTICAL AXIS: DEPTH" or "SAMPLES IN DEPTH" (punctuation and case aside).
+/// "DOMAIN: DEPTH", "DEPTH AXIS" (what [`crate::io::output`] writes), "VERTICAL AXIS: DEPTH" or
+/// "SAMPLES IN DEPTH" (punctuation and case aside).
 /// Cards that merely mention a source or receiver depth do not count.
 pub fn says_depth(info: &SegyInfo) -> bool {
     info.text_cards().iter().chain(info.extended_text.iter()).any(|c| card_says_depth(c))
@@ -81,7 +82,7 @@ pub fn says_depth(info: &SegyInfo) -> bool {
 fn card_says_depth(card: &str) -> bool {
     let words: String = card.to_uppercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { ' ' }).collect();
     let words = format!(" {} ", words.split_whitespace().collect::<Vec<_>>().join(" "));
-    [" DEPTH DOMAIN ", " DOMAIN DEPTH ", " VERTICAL AXIS DEPTH ", " SAMPLES IN DEPTH "].iter().any(|p| words.contains(p))
+    [" DEPTH DOMAIN ", " DOMAIN DEPTH ", " DEPTH AXIS ", " VERTICAL AXIS DEPTH ", " SAMPLES IN DEPTH "].iter().any(|p| words.contains(p))
 }
 
 /// The key that describes these traces best, and what they are: a gather (one FFID or CDP,
@@ -129,39 +130,46 @@ impl Default for TraceRange {
 }
 
 /// Reads the traces of `range` from `path` into a panel labelled by `key` (or the best key),
-/// time in ms or depth in m (`depth`, or the textual header says so).
+/// time in ms or depth in m (`depth`, or the textual header says so). `.su` files are Seismic
+/// Unix (read whole: they have no file header to index them by), anything else SEG-Y.
 pub fn segy_panel(path: &Path, range: &TraceRange, key: Option<Key>, depth: bool) -> anyhow::Result<Panel> {
-    let mut r = SegyReader::open(path)?;
-    let info = r.info().clone();
-    let n = info.n_traces;
     let p = path.display();
-    if n == 0 && info.trailing_bytes > 0 {
-        bail!("{p}: no complete trace: {} bytes follow the headers, a trace of {} samples takes {} (truncated file, or a wrong sample count \
-            in binary header bytes 3221-3222 / trace header bytes 115-116)", info.trailing_bytes, info.ns, info.trace_bytes);
+    if range.every == 0 {
+        bail!("--every must be at least 1");
     }
+    let su = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("su"));
+    let su_set = if su { Some(crate::io::su::read_su(path)?) } else { None };
+    let (n, ns, dt, t0, text_depth) = if let Some(set) = &su_set {
+        (set.len() as u64, set.ns, set.dt, set.t0, false)
+    } else {
+        let r = SegyReader::open(path)?;
+        let info = r.info();
+        if info.n_traces == 0 && info.trailing_bytes > 0 {
+            bail!("{p}: no complete trace: {} bytes follow the headers, a trace of {} samples takes {} (truncated file, or a wrong sample count \
+                in binary header bytes 3221-3222 / trace header bytes 115-116)", info.trailing_bytes, info.ns, info.trace_bytes);
+        }
+        (info.n_traces, info.ns, info.dt, info.t0, says_depth(info))
+    };
     if n == 0 {
         bail!("{p}: the file holds no traces (nothing to plot)");
     }
-    if info.ns == 0 {
-        bail!("{p}: traces of 0 samples (binary header bytes 3221-3222): nothing to plot");
+    if ns == 0 {
+        bail!("{p}: traces of 0 samples (binary header bytes 3221-3222, trace header bytes 115-116): nothing to plot");
     }
-    if !(info.dt > 0.0 && info.dt.is_finite()) || !info.t0.is_finite() {
-        bail!("{p}: sample interval {} s and first-sample time {} s cannot scale a time axis (binary header bytes 3217-3218, trace header bytes 109-110 and 117-118)", info.dt, info.t0);
+    if !(dt > 0.0 && dt.is_finite()) || !t0.is_finite() {
+        bail!("{p}: sample interval {dt} s and first-sample time {t0} s cannot scale a time axis (binary header bytes 3217-3218, trace header bytes 109-110 and 117-118)");
     }
     if range.first >= n {
         bail!("{p}: --first {} is past the last trace (the file has {n} traces)", range.first);
     }
-    if range.every == 0 {
-        bail!("--every must be at least 1");
-    }
     let available = n - range.first;
     // Memory: at most max_values samples are read, whatever ns is.
-    let max_traces = (range.max_values / info.ns as u64).max(1);
+    let max_traces = (range.max_values / ns as u64).max(1);
     let span = match range.count {
         Some(0) => bail!("--count must be at least 1"),
         Some(c) if c > available => bail!("{p}: --first {} --count {c} runs past the end (the file has {n} traces)", range.first),
         Some(c) if c.div_ceil(range.every) > max_traces => {
-            bail!("{p}: {} traces of {} samples are more than a plot holds ({} values); use --every {} or a smaller --count", c.div_ceil(range.every), info.ns,
+            bail!("{p}: {} traces of {ns} samples are more than a plot holds ({} values); use --every {} or a smaller --count", c.div_ceil(range.every),
                 range.max_values, c.div_ceil(max_traces))
         }
         Some(c) => c,
@@ -173,31 +181,38 @@ pub fn segy_panel(path: &Path, range: &TraceRange, key: Option<Key>, depth: bool
             c
         }
     };
-    if range.first + span == n {
-        // The range reaches the end of the file: a partial last trace is an error, not a
-        // silently shorter plot.
-        r.check_tail()?;
-    }
     let indices: Vec<u64> = (range.first..range.first + span).step_by(range.every as usize).collect();
-    let (headers, data) = if range.every == 1 {
-        let set = r.read_range(range.first, span)?;
-        (set.headers, set.data)
-    } else {
-        let mut headers = Vec::with_capacity(indices.len());
-        let mut data = Vec::with_capacity(indices.len() * info.ns);
-        for &i in &indices {
-            let t = r.read_trace(i)?;
-            headers.push(t.header);
-            data.extend_from_slice(&t.samples);
-        }
+    let (headers, data) = if let Some(set) = su_set {
+        let headers: Vec<TraceHeader> = indices.iter().map(|&i| set.headers[i as usize]).collect();
+        let data = indices.iter().flat_map(|&i| set.trace(i as usize).iter().copied()).collect();
         (headers, data)
+    } else {
+        let mut r = SegyReader::open(path)?;
+        if range.first + span == n {
+            // The range reaches the end of the file: a partial last trace is an error, not a
+            // silently shorter plot.
+            r.check_tail()?;
+        }
+        if range.every == 1 {
+            let set = r.read_range(range.first, span)?;
+            (set.headers, set.data)
+        } else {
+            let mut headers = Vec::with_capacity(indices.len());
+            let mut data = Vec::with_capacity(indices.len() * ns);
+            for &i in &indices {
+                let t = r.read_trace(i)?;
+                headers.push(t.header);
+                data.extend_from_slice(&t.samples);
+            }
+            (headers, data)
+        }
     };
     let (best, what) = describe(&headers);
     let key = key.unwrap_or(best);
-    let depth = depth || says_depth(&info);
+    let depth = depth || text_depth;
     // The f32 header values as the decimals they print as (0.004, not 0.004000000189989805), so
     // sample times are round numbers of ms.
-    let (t0, dt) = (decimal(info.t0), decimal(info.dt));
+    let (t0, dt) = (decimal(t0), decimal(dt));
     let mut axes = if depth { Axes::depth_m(t0 * 1e3, dt * 1e3) } else { Axes::time_s(t0, dt) };
     axes.trace_label = key.label().into();
     if key == Key::Trace {
@@ -210,7 +225,7 @@ pub fn segy_panel(path: &Path, range: &TraceRange, key: Option<Key>, depth: bool
     let last = indices.last().copied().unwrap_or(range.first);
     let every = if range.every > 1 { format!(" every {}", range.every) } else { String::new() };
     let what = format!("{name}: {what}, traces {}..{last}{every}", range.first);
-    Ok(Panel { n_traces: headers.len(), n_samples: info.ns, data, axes, what })
+    Ok(Panel { n_traces: headers.len(), n_samples: ns, data, axes, what })
 }
 
 #[cfg(test)]
@@ -233,7 +248,8 @@ mod tests {
         assert_eq!(describe(&stack), (Key::Cdp, "stack".into()));
         assert_eq!(describe(&stack[..1]).0, Key::Trace);
         assert_eq!("xline".parse::<Key>(), Ok(Key::Crossline));
-        assert!(card_says_depth(DEPTH_CARD) && card_says_depth("C 7 domain: depth (m)") && card_says_depth("SAMPLES IN DEPTH, 5 M"));
+        assert!(card_says_depth(DEPTH_CARD) && card_says_depth("C 7 domain: depth (m)") && card_says_depth("SAMPLES IN DEPTH, 5 M")
+            && card_says_depth("DEPTH axis: 120 samples at 5 m from 0 m, as time: 1 ms = 1 m"));
         assert!(!card_says_depth("C 5 SOURCE DEPTH 10 M, SAMPLE INTERVAL 4 MS, TIME DOMAIN"));
         assert!("fold".parse::<Key>().is_err());
     }
