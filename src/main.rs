@@ -23,7 +23,7 @@ enum Command {
     Info(cli::info::Args),
     /// Write built-in synthetic data as SEG-Y (gathers, cubes), and velocity models (SEG-Y, text, .npy).
     Synth(cli::synth::Args),
-    /// PNG image of a SEG-Y section or gather (variable density or wiggle).
+    /// PNG of any output: SEG-Y/SU gathers and sections, .npy sections, volume slices and 4-D images (density with colour bar, or wiggle).
     Plot(cli::plot::Args),
     /// Nonlinear beamforming: 2+2+1 semblance search (estimate) and enhancement (enhance).
     Nlbf(cli::nlbf::Args),

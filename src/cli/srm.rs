@@ -8,6 +8,7 @@ use anyhow::{bail, Context};
 use seisgpu_host::bench::{BenchSize, Ceilings};
 use seisgpu_host::srm::design::{DesignParams, FilterKind, Operator, Spacing};
 use seisgpu_host::srm::impulse::compare_with_phase_shift;
+use seisgpu_host::io::sidecar::{ArrayMeta, AxisMeta};
 use seisgpu_host::srm::{self, cpu, npy, synthetic, GpuOptions, GpuVariant, SrmParams, Taper, VelocityModel};
 use seisgpu_host::io::output::{self, Grid, GridImage, OutputFormat, SampleAxis, TraceOrder};
 use seisgpu_host::traces::{TraceHeader, TraceSet};
@@ -293,7 +294,11 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
 /// y) node, y-major, inline = iy + 1 and crossline = ix + 1 (the layout a SEG-Y velocity is read in).
 fn write_image(out: &std::path::Path, format: OutputFormat, img: &srm::Image, model: &VelocityModel) -> anyhow::Result<()> {
     if format == OutputFormat::Npy {
-        return npy::write_f32(out, &[img.nz, img.ny, img.nx], &img.data);
+        npy::write_f32(out, &[img.nz, img.ny, img.nx], &img.data)?;
+        // Depth first: the sidecar says so, so plots put depth down without a --layout.
+        let metres = |name: &str, origin: f64, step: f64| if step > 0.0 { AxisMeta::new(name, "m", origin, step) } else { AxisMeta::index(name) };
+        return ArrayMeta { description: Some("srm: shot-record depth migration image".into()),
+            axes: vec![metres("depth", 0.0, model.dz), metres("y", model.y0, model.dy), metres("x", model.x0, model.dx)] }.write(out);
     }
     let grid = Grid { nx: img.nx, ny: img.ny, x0: model.x0, y0: model.y0, dx: model.dx, dy: model.dy, class_offsets: Vec::new(),
         order: TraceOrder::ClassYX, inline_along_y: true };

@@ -9,6 +9,7 @@ mod defaults;
 mod ktm;
 mod nlbf;
 mod output;
+mod plot;
 mod pstm;
 mod runtime;
 mod scale;

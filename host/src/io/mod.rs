@@ -8,6 +8,7 @@ pub mod npy;
 pub mod output;
 pub mod segy;
 pub mod select;
+pub mod sidecar;
 pub mod su;
 
 pub use atomic::AtomicFile;

@@ -265,7 +265,12 @@ pub fn write_grid(path: &Path, img: &GridImage) -> anyhow::Result<()> {
     let format = OutputFormat::from_path(path)?;
     if format == OutputFormat::Npy {
         let shape: Vec<u64> = img.npy_shape.iter().map(|&d| d as u64).collect();
-        return super::npy::write_npy(path, img.data, &shape);
+        super::npy::write_npy(path, img.data, &shape)?;
+        // The axes' names and spacing beside the array, for plots and Python users.
+        return match super::sidecar::of_grid(img) {
+            Some(meta) => meta.write(path),
+            None => Ok(()),
+        };
     }
     let (headers, opts, dt, t0) = img.segy_layout();
     let set = TraceSet { headers, data: img.data.to_vec(), ns: img.axis.len(), dt, t0 };

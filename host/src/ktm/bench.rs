@@ -385,7 +385,8 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
     std::fs::create_dir_all(out_dir)?;
     let path = out_dir.join("ktm-diffractor-inline.png");
     let section: Vec<f32> = (0..g.nx).flat_map(|kx| (0..g.ntau).map(move |kt| (kx, kt))).map(|(kx, kt)| img.at(0, kx, c, kt)).collect();
-    crate::plot::section_png(&path, &section, g.nx, g.ntau, crate::plot::Style::Density, &format!("ktm: migrated diffractor, inline {c}"))?;
+    let axes = crate::plot::Axes::time_s(g.tau0 as f64, g.dtau as f64).traces(g.x0, g.dx, "x (m)");
+    crate::plot::section_png_with(&path, &section, g.nx, g.ntau, &format!("ktm: migrated diffractor, y = {} m", g.y0 + g.dy * c as f64), &axes)?;
     Ok(DemoRow {
         algorithm: "ktm".into(),
         backend: backend.name().into(),

@@ -506,14 +506,18 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
     let n = ((noisy.len() as f64).sqrt() as usize).min(noisy.len());
     for (name, t) in [("nlbf-input.png", &noisy), ("nlbf-enhanced.png", &enhanced), ("nlbf-clean.png", &clean)] {
         let path = out_dir.join(name);
-        crate::plot::section_png(&path, &t.data[..n * t.ns], n, t.ns, crate::plot::Style::Density, name)?;
+        let axes = crate::plot::Axes { trace_values: Some(t.headers[..n].iter().map(|h| h.offset).collect()), trace_label: "offset (m)".into(),
+            ..crate::plot::Axes::time_s(0.0, t.dt as f64) };
+        let what = name.trim_start_matches("nlbf-").trim_end_matches(".png");
+        crate::plot::section_png_with(&path, &t.data[..n * t.ns], n, t.ns, &format!("NLBF {what}: first shot gather"), &axes)?;
         if path.exists() {
             images.push(path);
         }
     }
     let s = est.volume(super::Param::S);
     let sname = out_dir.join("nlbf-semblance.png");
-    crate::plot::section_png(&sname, &s, est.grid.len(), est.ns, crate::plot::Style::Density, "NLBF semblance")?;
+    let axes = crate::plot::Axes::time_s(0.0, noisy.dt as f64).traces(0.0, 1.0, "parameter trace");
+    crate::plot::section_png_with(&sname, &s, est.grid.len(), est.ns, "NLBF semblance S of the best (A..E) per parameter trace", &axes)?;
     if sname.exists() {
         images.push(sname);
     }

@@ -705,7 +705,8 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let section: Vec<f32> = (0..p.ny).flat_map(|j| stack[(c * p.ny + j) * p.nz..(c * p.ny + j + 1) * p.nz].to_vec()).collect();
     let png = out_dir.join("pstm_static8_inline.png");
-    crate::plot::section_png(&png, &section, p.ny, p.nz, crate::plot::Style::Density, "PSTM static8, inline through the diffractor")?;
+    let axes = crate::plot::Axes::time_s(p.tau0 as f64, p.dtau as f64).traces(p.y0, p.dy, "y (m)");
+    crate::plot::section_png_with(&png, &section, p.ny, p.nz, &format!("PSTM static8 stack, x = {} m (through the diffractor)", p.x0 + p.dx * c as f64), &axes)?;
     let mut quality = String::new();
     let _ = write!(quality, "static8 vs exact rel L2 {:.2}%; diffractor (ix {c}, iy {c}, z 150) focused at (ix {ix}, iy {iy}, z {z}); {} traces",
         err * 100.0, traces.len());

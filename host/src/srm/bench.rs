@@ -327,7 +327,8 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
         }
     }
     let png = out_dir.join("srm-flat-reflector.png");
-    crate::plot::section_png(&png, &section, nx, nz, crate::plot::Style::Density, "srm: flat reflector at 400 m under two layers")?;
+    let axes = crate::plot::Axes::depth_m(0.0, dz).traces(0.0, d, "x (m)");
+    crate::plot::section_png_with(&png, &section, nx, nz, "srm: flat reflector at 400 m under two layers", &axes)?;
     Ok(DemoRow {
         algorithm: "srm".into(),
         backend: backend.name().into(),

@@ -921,7 +921,8 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> Result<DemoRow
         ("wavepacket-pocs.png", &p.volume, "POCS interpolation"),
     ] {
         let path = out_dir.join(name);
-        crate::plot::section_png(&path, &section(v), n1, n3, crate::plot::Style::Density, title)?;
+        let axes = crate::plot::Axes::time_s(0.0, 0.004).traces(0.0, 1.0, "crossline (index)");
+        crate::plot::section_png_with(&path, &section(v), n1, n3, &format!("wave packets: {title}, inline {mid}"), &axes)?;
         if path.exists() {
             images.push(path);
         }
