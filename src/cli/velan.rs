@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use seisgpu_host::plot::{section_png_with, Axes, Style};
+use seisgpu_host::plot::{render_png, Axes, Colormap, Look};
 use seisgpu_host::traces::{TraceHeader, TraceSet};
 use seisgpu_host::velan::{self, pick, Gathers, Panels, Scan, VelanParams};
 use seisgpu_host::velocity::{text, VelocityFunction, VelocityModel};
@@ -205,7 +205,8 @@ fn plot_panel(path: &Path, g: &Gathers, panels: &Panels, scan: &Scan, i: usize, 
         Some(c) => format!("semblance, CDP {c}{}", if picks.is_empty() { " (no picks)" } else { "" }),
         None => format!("semblance, CMP at x={:.0} m{}", g.location[i].x, if picks.is_empty() { " (no picks)" } else { "" }),
     };
-    let axes = Axes { t0: g.t_first as f64, dt: g.dt as f64, time_label: "time (s)".into(), first_trace: v0 as f64, trace_step: dv as f64,
-        trace_label: "velocity (m/s)".into(), clip_percentile: 99.5 };
-    section_png_with(path, &data, nv, ns, Style::Density, &title, &axes)
+    // Semblance red, the picks (-1) blue: the signed map keeps them apart.
+    let axes = Axes::time_s(g.t_first as f64, g.dt as f64).traces(v0 as f64, dv as f64, "velocity (m/s)");
+    let look = Look { colormap: Some(Colormap::Seismic), ..Default::default() };
+    render_png(path, &data, nv, ns, &title, &axes, &look)
 }

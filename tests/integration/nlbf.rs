@@ -381,9 +381,9 @@ fn bad_input_is_a_clear_error() {
     assert!(e.contains("window of 41 samples is longer than the traces (40 samples)"), "{e}");
 
     let mut p = base;
-    p.coords = Coordinates { y: nlbf::CoordKey::SourceY, ..Coordinates::LINE_2D };
+    p.coords = Coordinates { x: nlbf::CoordKey::SourceY, ..Coordinates::LINE_2D };
     let e = run(p);
-    assert!(e.contains("y coordinate (source-y) is zero on every trace"), "{e}");
+    assert!(e.contains("x coordinate (source-y) is zero on every trace"), "{e}");
 
     let mut p = base;
     p.spacing_x = 0.0;

@@ -728,18 +728,19 @@ fn min_max(v: &[f64]) -> (f64, f64) {
     v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)))
 }
 
-/// Coordinates (m) of every trace from the chosen header fields; errors when a field is missing
-/// (zero on every trace) or not finite.
+/// Coordinates (m) of every trace from the chosen header fields; errors when the x field is missing
+/// (zero on every trace) or a value is not finite. A y that is zero on every trace is a 2-D line
+/// (one shot, or a line along x): its axis is degenerate and the search fixes its slopes at 0.
 pub fn coordinates(headers: &[TraceHeader], c: &Coordinates) -> Result<(Vec<f64>, Vec<f64>)> {
     let get = |key: CoordKey, scale: f64, axis: &str| -> Result<Vec<f64>> {
         let v: Vec<f64> = headers.iter().map(|h| key.value(h) * scale).collect();
         if let Some(i) = v.iter().position(|x| !x.is_finite()) {
             return invalid(format!("trace {i}: {axis} coordinate ({}) is not finite", key.name()));
         }
-        if headers.len() > 1 && v.iter().all(|&x| x == 0.0) {
+        if axis == "x" && headers.len() > 1 && v.iter().all(|&x| x == 0.0) {
             return invalid(format!(
                 "the {axis} coordinate ({}) is zero on every trace: the header field is missing; choose another \
-                 field (e.g. --x receiver-station --x-scale <station spacing>)", key.name()));
+                 field (e.g. --{axis} receiver-station --{axis}-scale <station spacing>, or --{axis} offset)", key.name()));
         }
         Ok(v)
     };
@@ -1561,7 +1562,7 @@ mod tests {
         p.spacing_y = -5.0;
         assert!(err(p).contains("spacing in y is -5"));
         let mut p = params_2d();
-        p.coords.y = CoordKey::ReceiverY;
+        p.coords.x = CoordKey::ReceiverY;
         assert!(err(p).contains("zero on every trace"), "{}", err(p));
     }
     /// The bit-set aperture search and its bounds equal the bucket search and the separate bound

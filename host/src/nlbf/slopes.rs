@@ -60,10 +60,12 @@ pub fn from_data(traces: &TraceSet, p: &EstimateParams, min_velocity: f64) -> Re
     let c = if sx.is_some() && sy.is_some() { curvature(p.aperture_c.x / 2.0 * p.aperture_c.y / 2.0) } else { Range::fixed(0.0) };
     let space = SearchSpace { a, b, c, d, e };
     let fmt = |s: Option<f64>| s.map_or("one position".to_string(), |v| format!("{v:.1} m"));
-    let line = format!("search ranges from the data (trace spacing x {}, y {}; sample interval {} ms; apparent velocities down \
+    // Four significant digits: what a reader compares; the search uses the exact values.
+    let r = |r: &Range| if r.count() == 1 { format!("{:.4e}", r.min) } else { format!("{:.4e}..{:.4e} step {:.4e}", r.min, r.max, r.step) };
+    let line = format!("search ranges from the data (trace spacing x {}, y {}; sample interval {:.3} ms; apparent velocities down \
         to {min_velocity} m/s; set --a .. --e or --min-velocity to choose them): A {} s/m ({} values), B {} s/m ({}), C {} s/m^2 \
-        ({}), D {} s/m^2 ({}), E {} s/m^2 ({})", fmt(sx), fmt(sy), dt * 1e3, a, a.count(), b, b.count(), c, c.count(), d,
-        d.count(), e, e.count());
+        ({}), D {} s/m^2 ({}), E {} s/m^2 ({})", fmt(sx), fmt(sy), dt * 1e3, r(&a), a.count(), r(&b), b.count(), r(&c), c.count(),
+        r(&d), d.count(), r(&e), e.count());
     Ok((space, line))
 }
 
