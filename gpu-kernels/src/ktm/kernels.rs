@@ -9,8 +9,6 @@
 //! (image tiles are whole inline rows, so `col0` is a multiple of `ny`); `geom` and `data` at the
 //! launch's first trace; `ncols`, `ntraces >= 1`.
 
-use core::arch::asm;
-
 use super::*;
 use crate::device::*;
 
