@@ -518,7 +518,7 @@ mod tests {
         }
         let m = pstm_ptx(crate::runtime::PTX, None, 80).unwrap();
         if let Ok(path) = std::env::var("SEISGPU_PSTM_DUMP_PTX") {
-            std::fs::write(path, &m).unwrap(); // for `ptxas -v` by hand
+            std::fs::write(path, &m).unwrap(); // for `ptxas -v` by hand (a diagnostic, docs/DEVELOPING.md)
         }
         for k in ["pstm_exact_dsr", "pstm_static8_vti", "pstm_static8_dsr_tex", "pstm_dynamic_vti"] {
             assert!(m.contains(&format!(".visible .entry {k}(")), "{k}");

@@ -659,18 +659,12 @@ const FOLD_THREADS: usize = 32;
 /// pass over 32 planes cost ~0.55 ms on the 64 threads of rayon's global pool once they had gone
 /// idle (waking them), ~0.15 ms on 16 or 32, and whole boxes folded
 /// fastest on 32 (~7 G samples/s); 480^3 on 4 GPUs, medians: 39.4-42.9 ms on the global pool,
-/// 36.7-37.4 on 16, 36.1 on 32. `SEISGPU_WP_FOLD_THREADS` sets another count (0: the global pool).
+/// 36.7-37.4 on 16, 36.1 on 32. `None` (the global pool) only if the pool cannot be made.
 fn fold_pool() -> Option<&'static rayon::ThreadPool> {
     static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
     POOL.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let n = match std::env::var("SEISGPU_WP_FOLD_THREADS").ok().and_then(|v| v.parse::<usize>().ok()) {
-            Some(n) => n,
-            None => FOLD_THREADS.min(cores),
-        };
-        if n == 0 {
-            return None;
-        }
+        let n = FOLD_THREADS.min(cores);
         rayon::ThreadPoolBuilder::new().num_threads(n).thread_name(|i| format!("wp-fold-{i}")).build().ok()
     }).as_ref()
 }
@@ -1080,11 +1074,9 @@ impl Fragmented {
             release(boxes);
             self.pools.iter().for_each(CubePool::wake);
         };
-        // A/B switch for the scaling runs: `SEISGPU_WP_FOLD=box` folds each box once it is all
-        // down instead of slab by slab; the same bits either way.
-        let slab_folds = std::env::var("SEISGPU_WP_FOLD").map_or(true, |v| v != "box");
-        // `SEISGPU_WP_TRACE`: the fold's log, and what each engine thread and the folding thread
-        // are doing (a job that stalls prints it); nothing is recorded without it.
+        // `SEISGPU_WP_TRACE` (a diagnostic, docs/DEVELOPING.md): the fold's log, and what each
+        // engine thread and the folding thread are doing (a job that stalls prints it); nothing is
+        // recorded without it.
         let tracing = std::env::var_os("SEISGPU_WP_TRACE").is_some();
         let phases: Vec<Mutex<(&'static str, usize, usize)>> = self.engines.iter().map(|_| Mutex::new(("start", 0, 0))).collect();
         let fold_at = Mutex::new(("start", 0usize, 0usize));
@@ -1137,14 +1129,7 @@ impl Fragmented {
                                         if let Some((_, ev)) = d.slabs.first() {
                                             ev.synchronize().context("waiting for a box's partial sum")?;
                                         }
-                                        let status = e.box_status(&d, threshold)?;
-                                        if !slab_folds {
-                                            // The whole box at once, once it is all down.
-                                            for (_, ev) in &d.slabs {
-                                                ev.synchronize().context("waiting for a box's partial sum")?;
-                                            }
-                                        }
-                                        Ok(status)
+                                        e.box_status(&d, threshold)
                                     })();
                                     let k = match status {
                                         Ok((k, true)) => k,
@@ -1161,11 +1146,9 @@ impl Fragmented {
                                             return Err(bad.err().unwrap_or_else(|| NotFinite.into()));
                                         }
                                     };
-                                    let slabs = if slab_folds {
-                                        d.slabs.into_iter().map(|(r, ev)| (r, Some(ev))).collect()
-                                    } else {
-                                        [(0..self.tiling.cube_box(pb).extent[0], None)].into()
-                                    };
+                                    // Folded slab by slab as they come down (whole boxes: 0.6 ms
+                                    // slower on 2 GPUs, docs/notes/scale.md).
+                                    let slabs = d.slabs.into_iter().map(|(r, ev)| (r, Some(ev))).collect();
                                     kept = kept.or(k);
                                     Arrival { buf, fresh: d.fresh_written, face: d.face_added, slabs }
                                 }
