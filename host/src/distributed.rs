@@ -1140,3 +1140,15 @@ pub fn write_on_root(cluster: &Cluster, what: &str, write: impl FnOnce() -> anyh
     let r = if cluster.is_root() { write() } else { Ok(()) };
     cluster.agree(what, r)
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fault_injection_only_in_its_build() {
+        // (A variable no other test reads.)
+        unsafe { std::env::set_var("SEISGPU_TEST_FAIL_PROBE", "7") };
+        let want = if cfg!(feature = "fault-injection") { Some(7) } else { None };
+        assert_eq!(super::injected("SEISGPU_TEST_FAIL_PROBE"), want);
+        assert_eq!(super::injected("SEISGPU_TEST_FAIL_UNSET_PROBE"), None);
+    }
+}

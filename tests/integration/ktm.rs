@@ -352,6 +352,17 @@ fn err_of(traces: &TraceSet, params: &Params) -> String {
     format!("{:#}", ktm::migrate(traces, params, &Backend::Cpu).unwrap_err())
 }
 
+/// The kernel names round-trip, and a retired one is refused with the list of kept ones.
+#[test]
+fn kernel_names_parse() {
+    for v in [Variant::Columns, Variant::ColumnsV1, Variant::ColumnsFast] {
+        assert_eq!(v.name().trim_start_matches("gpu-").parse::<Variant>(), Ok(v));
+    }
+    assert_eq!("paper".parse::<Variant>(), Ok(Variant::PAPER));
+    let e = "image".parse::<Variant>().unwrap_err();
+    assert!(e.contains("`image`") && e.contains("columns-fast") && e.contains("paper"), "{e}");
+}
+
 #[test]
 fn bad_input_gives_clear_errors() {
     let g = grid(5, 4, 50, 20.0, 0.004);

@@ -144,6 +144,17 @@ fn point_scatterer_focuses() {
     }
 }
 
+/// The kernel names round-trip, and a retired one is refused with the list of kept ones.
+#[test]
+fn kernel_names_parse() {
+    for v in [GpuVariant::Best, GpuVariant::Auto, GpuVariant::Paper, GpuVariant::PaperPairCapped, GpuVariant::Cluster,
+        GpuVariant::ClusterD] {
+        assert_eq!(v.to_string().parse::<GpuVariant>(), Ok(v));
+    }
+    let e = "fusedc3".parse::<GpuVariant>().unwrap_err();
+    assert!(e.contains("`fusedc3`") && e.contains("paperq56") && e.contains("clusterd"), "{e}");
+}
+
 #[test]
 fn bad_inputs_give_clear_errors() {
     let (traces, model) = point_scatterer(21, 21, 10, 20.0, 20.0, 2000.0, (200.0, 200.0), (200.0, 200.0, 100.0), 128,

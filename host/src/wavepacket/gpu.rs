@@ -1294,3 +1294,25 @@ pub fn as_f32(c: &[Complex32]) -> &[f32] { unsafe { std::slice::from_raw_parts(c
 pub fn as_f32_mut(c: &mut [Complex32]) -> &mut [f32] {
     unsafe { std::slice::from_raw_parts_mut(c.as_mut_ptr() as *mut f32, 2 * c.len()) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slab_sizes_cover_the_cube() {
+        // x2 pass: 45 planes in 8 slabs of 6 (the last 3); 1 slab the whole cube; more slabs than planes: 1 each.
+        assert_eq!(slab_planes(45, SLABS), 6);
+        assert_eq!(slab_planes(45, 1), 45);
+        assert_eq!(slab_planes(45, 100), 1);
+        // x1 pass: by default the whole cube (whole x2 slabs: 48 planes cover 45); else multiples of
+        // the x2 slab, as many slabs as asked where the x2 slabs allow.
+        assert_eq!(X1_SLABS, 1);
+        assert!(x1_planes(45, 6, X1_SLABS) >= 45 && x1_planes(45, 6, X1_SLABS) % 6 == 0);
+        assert_eq!(slabs(45, x1_planes(45, 6, X1_SLABS)).count(), 1);
+        assert_eq!(x1_planes(45, 6, 3), 18);
+        assert_eq!(slabs(45, x1_planes(45, 6, 3)).collect::<Vec<_>>(), [0..18, 18..36, 36..45]);
+        assert_eq!(x1_planes(45, 6, 45), 6);
+        assert_eq!(x1_planes(256, 32, 8), 32);
+    }
+}
