@@ -89,6 +89,20 @@ run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${P[@]}" -o "$OUT/pstm-mpi.n
   cmp "pstm: 2 ranks vs --gpus 2" "$OUT/pstm-g2.npy" "$OUT/pstm-mpi.npy" exact
 }
 
+# The image as SEG-Y: each rank encodes its block of image traces (padding dropped) into the file.
+run "$BIN" --device cpu --gpus 2 "${P[@]}" -o "$OUT/pstm-g2.sgy"
+run "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${P[@]}" -o "$OUT/pstm-mpi.sgy" && {
+  same "pstm SEG-Y image: 2 ranks (each writes its traces) vs --gpus 2" "$OUT/pstm-g2.sgy" "$OUT/pstm-mpi.sgy"
+}
+# Formats the ranks cannot write in blocks are refused before the work, naming the path.
+if "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${P[@]}" -o "$OUT/pstm-mpi.su" >"$OUT/log" 2>&1; then
+  echo "FAIL pstm SU under MPI: the job exited 0"; fail=1
+elif ! grep -q "pstm-mpi.su: under MPI" "$OUT/log" || [ -e "$OUT/pstm-mpi.su" ]; then
+  echo "FAIL pstm SU under MPI: no clear refusal, or a file was written:"; cat "$OUT/log"; fail=1
+else
+  echo "PASS pstm SU under MPI refused: $(grep -m1 '^error' "$OUT/log")"
+fi
+
 step "pstm migrate: SEG-Y input (the diffractor line), each rank reads its share"
 P2=(pstm migrate --input "$OUT/diff.sgy" --nx 61 --ny 1 --dx 25 --nz 150 --dtau 0.008 --aperture 1000)
 run "$BIN" --device cpu --gpus 2 "${P2[@]}" -o "$OUT/pstm-sgy-g2.npy"

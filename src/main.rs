@@ -1,13 +1,13 @@
 //! `seisgpu`: one command, one job per subcommand, every parameter documented with its units.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod cli;
 
 #[derive(Parser)]
 #[command(name = "seisgpu", version, about = "Seismic processing on the GPU (and CPU), in Rust end to end",
     long_about = "Seismic processing on the GPU, with multi-threaded CPU references.\n\
-    Algorithms: NLBF semblance search (nlbf, nmo), Kirchhoff prestack time migration (ktm, pstm),\n\
+    Algorithms: NLBF semblance search (nlbf, nmo), velocity analysis (velan), Kirchhoff prestack time migration (ktm, pstm),\n\
     3D wave packets (wavepacket), Chebyshev shot-record depth migration (srm, extrapolate).\n\
     Start with `seisgpu demo` (built-in synthetic data) and `seisgpu info`.")]
 struct Cli {
@@ -21,7 +21,7 @@ struct Cli {
 enum Command {
     /// GPU and CPU found, PTX architecture, device limits.
     Info(cli::info::Args),
-    /// Write built-in synthetic data (gathers, velocity models) as SEG-Y.
+    /// Write built-in synthetic data as SEG-Y (gathers, cubes), and velocity models (SEG-Y, text, .npy).
     Synth(cli::synth::Args),
     /// PNG image of a SEG-Y section or gather (variable density or wiggle).
     Plot(cli::plot::Args),
@@ -29,6 +29,8 @@ enum Command {
     Nlbf(cli::nlbf::Args),
     /// NMO correction with a stretch mute.
     Nmo(cli::nlbf::NmoArgs),
+    /// Velocity analysis: semblance panels of CMP gathers, automatic v_rms picks, NMO with them.
+    Velan(cli::velan::Args),
     /// Kirchhoff prestack time migration (and its adjoint, modelling).
     Ktm(cli::ktm::Args),
     /// PSTM with interpolated traveltimes (exact, static8, dynamic; DSR or VTI), paper 5's engine.
@@ -45,9 +47,18 @@ enum Command {
     Demo(cli::demo::Args),
 }
 
+/// The command line with negative numbers accepted as option values on every subcommand (clap
+/// keeps this setting per command), so `--velocity -2000` reaches the parameter checks and gets
+/// their message instead of "unexpected argument".
+fn command() -> clap::Command {
+    fn negatives(c: clap::Command) -> clap::Command { c.allow_negative_numbers(true).mut_subcommands(negatives) }
+    negatives(Cli::command())
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit());
     seisgpu_host::backend::init_threads(cli.global.threads);
+    seisgpu_host::progress::enable(cli.library_progress());
     // Under mpirun (or with --mpi) this process is one rank of a job; the universe lives until
     // the end of main (dropping it finalises MPI, also after an error).
     #[cfg(feature = "mpi")]
@@ -73,6 +84,7 @@ fn main() {
         Command::Plot(a) => cli::plot::run(a, &cli.global),
         Command::Nlbf(a) => cli::nlbf::run(a, &cli.global),
         Command::Nmo(a) => cli::nlbf::run_nmo(a, &cli.global),
+        Command::Velan(a) => cli::velan::run(a, &cli.global),
         Command::Ktm(a) => cli::ktm::run(a, &cli.global),
         Command::Pstm(a) => cli::pstm::run(a, &cli.global),
         Command::Wavepacket(a) => cli::wavepacket::run(a, &cli.global),
@@ -94,6 +106,15 @@ fn main() {
 }
 
 impl Cli {
+    /// Whether the library's progress bars show: on for the processing commands, off for the
+    /// benchmarks and demos (they draw their own bar over their many runs).
+    fn library_progress(&self) -> bool {
+        !matches!(&self.command, Command::Bench(_) | Command::Demo(_) | Command::Info(_))
+            && !matches!(&self.command, Command::Ktm(a) if matches!(a.cmd, cli::ktm::Cmd::Bench(_) | cli::ktm::Cmd::Demo(_)))
+            && !matches!(&self.command, Command::Pstm(a) if !matches!(a.command, cli::pstm::Command::Migrate(_)))
+            && !matches!(&self.command, Command::Srm(a) if matches!(a.command, Some(cli::srm::SrmCommand::Bench(_))))
+    }
+
     /// The subcommand path, e.g. `ktm migrate` (which ones run distributed under MPI).
     #[cfg(feature = "mpi")]
     fn command_name(&self) -> String {
@@ -116,6 +137,7 @@ impl Cli {
                 cli::nlbf::NlbfCommand::Enhance(_) => "nlbf enhance",
             },
             Command::Nmo(_) => "nmo",
+            Command::Velan(_) => "velan",
             Command::Wavepacket(a) => match a.command {
                 cli::wavepacket::Command::Forward { .. } => "wavepacket forward",
                 cli::wavepacket::Command::Inverse { .. } => "wavepacket inverse",

@@ -34,6 +34,7 @@ pub mod ktm;
 pub mod nlbf;
 pub mod pstm;
 pub mod srm;
+pub mod velan;
 pub mod wavepacket;
 
 #[cfg(target_arch = "nvptx64")]

@@ -791,7 +791,10 @@ pub fn nlbf_enhance(cluster: &Cluster, source: &TraceSource, params: &crate::nlb
     let enhanced = match device {
         Backend::Cpu => Ok(nlbf::cpu::enhance(&sub, &est, &data)),
         Backend::Gpu(g) => nlbf::gpu::enhance(g, &sub, &est, &data).map_err(anyhow::Error::from),
-    };
+    }.map(|mut out| {
+        nlbf::slopes::copy_unestimated(&sub, &est, &data, &mut out);
+        out
+    });
     let enhanced = cluster.agree("enhancing", enhanced.with_context(|| format!("traces {mine:?}")))?;
     let ns = layout.ns;
     let input = data[..mine.len() * ns].to_vec();

@@ -9,6 +9,7 @@ pub mod backend;
 pub mod bench;
 #[cfg(feature = "mpi")]
 pub mod distributed;
+pub mod grid;
 pub mod io;
 pub mod multi;
 pub mod plot;
@@ -18,11 +19,13 @@ pub mod runtime;
 pub mod scale;
 pub mod synth;
 pub mod traces;
+pub mod velocity;
 
 pub mod ktm;
 pub mod nlbf;
 pub mod pstm;
 pub mod srm;
+pub mod velan;
 pub mod wavepacket;
 
 pub use backend::{Backend, DeviceChoice};

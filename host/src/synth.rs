@@ -463,6 +463,9 @@ pub mod datasets {
         Diffractor,
         /// A post-stack 3D cube with dipping planes, a syncline, a dome and a diffraction.
         Cube,
+        /// A velocity model: RMS velocity per CMP along a line, one trace per CDP
+        /// (`crate::velocity::examples`, the laterally varying example).
+        Velocity,
     }
 
     impl std::str::FromStr for Kind {
@@ -473,7 +476,8 @@ pub mod datasets {
                 "cross-spread" | "crossspread" => Ok(Kind::CrossSpread),
                 "diffractor" => Ok(Kind::Diffractor),
                 "cube" => Ok(Kind::Cube),
-                o => Err(format!("unknown data set `{o}` (expected line2d, cross-spread, diffractor or cube)")),
+                "velocity" => Ok(Kind::Velocity),
+                o => Err(format!("unknown data set `{o}` (expected line2d, cross-spread, diffractor, cube or velocity)")),
             }
         }
     }
@@ -517,6 +521,7 @@ pub mod datasets {
                 Kind::CrossSpread => Params { ns: 501, sources: 48, receivers: 64, source_spacing: 25.0, ..base },
                 Kind::Diffractor => Params { sources: 11, source_spacing: 150.0, receivers: 121, receiver_spacing: 12.5, ..base },
                 Kind::Cube => Params { ns: 256, freq: 30.0, ..base },
+                Kind::Velocity => Params { velocity: 1500.0, nx: 41, bin: 25.0, ..base },
             }
         }
 
@@ -541,6 +546,13 @@ pub mod datasets {
                         return Err(format!("cube needs inlines and crosslines, got {} x {}", self.nx, self.ny));
                     }
                     pos("bin size", self.bin)?;
+                }
+                Kind::Velocity => {
+                    if self.nx == 0 {
+                        return Err("velocity model needs at least one CMP".into());
+                    }
+                    pos("CMP spacing", self.bin)?;
+                    pos("velocity", self.velocity)?;
                 }
                 _ => {
                     if self.sources == 0 || self.receivers == 0 {
@@ -599,6 +611,11 @@ pub mod datasets {
             Kind::Cube => {
                 let g = cube::CubeGeometry { nx: p.nx, ny: p.ny, nt: p.ns, dx: p.bin, dy: p.bin, dt: p.dt };
                 return Ok(cube::post_stack(&g, &cube::standard_events(&g, p.freq), p.freq, p.noise, p.seed));
+            }
+            Kind::Velocity => {
+                use crate::velocity::examples::{traces, Example, ExampleParams};
+                let e = ExampleParams { cmps: p.nx, cmp_spacing: p.bin, first_cdp: 1, ns: p.ns, dt: p.dt, v0: p.velocity as f32 };
+                return Ok(traces(Example::Lateral, &e));
             }
         };
         if p.noise > 0.0 {
@@ -694,7 +711,7 @@ mod tests {
     #[test]
     fn every_data_set_builds_small() {
         use datasets::*;
-        for kind in [Kind::Line2d, Kind::CrossSpread, Kind::Diffractor, Kind::Cube] {
+        for kind in [Kind::Line2d, Kind::CrossSpread, Kind::Diffractor, Kind::Cube, Kind::Velocity] {
             let mut p = Params::default_for(kind);
             (p.ns, p.sources, p.receivers, p.nx, p.ny, p.scatterers) = (200, 3, 20, 8, 6, 3);
             let t = build(kind, &p).unwrap();

@@ -5,13 +5,13 @@ use std::path::PathBuf;
 
 use seisgpu_host::bench::{measure_ceilings, BenchRow, BenchSize, Ceilings};
 use seisgpu_host::report::Report;
-use seisgpu_host::{ktm, nlbf, pstm, srm, wavepacket, Backend};
+use seisgpu_host::{ktm, nlbf, pstm, srm, velan, wavepacket, Backend};
 
 use super::Global;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// What to benchmark: all, nlbf, ktm, pstm, pstm-accuracy (paper 5's Table 1), wavepacket, srm,
+    /// What to benchmark: all, nlbf, ktm, pstm, pstm-accuracy (paper 5's Table 1), wavepacket, srm, velan,
     /// or ceilings (device ceilings only). With `--gpus N|all`: strong scaling of the pipelines on
     /// 1, 2, 4, ... of those devices instead (speed-up and efficiency against one device).
     #[arg(default_value = "all")]
@@ -30,12 +30,13 @@ pub struct Args {
 
 type BenchFn = fn(&Backend, BenchSize, &Ceilings) -> anyhow::Result<Vec<BenchRow>>;
 
-const ALGORITHMS: [(&str, BenchFn); 5] = [
+const ALGORITHMS: [(&str, BenchFn); 6] = [
     ("nlbf", nlbf::bench::bench),
     ("ktm", ktm::bench::bench),
     ("pstm", pstm::bench::bench),
     ("wavepacket", wavepacket::bench::bench),
     ("srm", srm::bench::bench),
+    ("velan", velan::bench::bench),
 ];
 
 pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
@@ -64,7 +65,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         w => {
             let found: Vec<_> = ALGORITHMS.iter().filter(|(n, _)| *n == w).collect();
             if found.is_empty() {
-                anyhow::bail!("unknown benchmark `{w}` (expected all, nlbf, ktm, pstm, pstm-accuracy, wavepacket, srm or ceilings)");
+                anyhow::bail!("unknown benchmark `{w}` (expected all, nlbf, ktm, pstm, pstm-accuracy, wavepacket, srm, velan or ceilings)");
             }
             found
         }

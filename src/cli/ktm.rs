@@ -9,6 +9,7 @@ use seisgpu_host::ktm::{
     self, AntiAlias, Aperture, GpuLimits, Image, ImageGrid, OffsetClasses, Params, Variant, Velocity, VelocityVolume,
 };
 use seisgpu_host::pstm::{TraveltimeMode, TraveltimeModel};
+use seisgpu_host::grid::{DataGrid, GridRequest};
 use seisgpu_host::traces::{TraceHeader, TraceSet};
 
 use super::Global;
@@ -50,35 +51,69 @@ pub struct InputArgs {
     pub traces: usize,
 }
 
+/// The image grid; with a SEG-Y input every option left out comes from the data (the CDP
+/// positions' extent at their bin spacing, the traces' time axis), and the grid is printed.
 #[derive(clap::Args, Debug, Clone)]
 pub struct GridArgs {
-    /// Image origin, inline x (m, in the traces' coordinate frame).
-    #[arg(long, default_value_t = 0.0)]
-    pub x0: f64,
-    /// Inline bin spacing (m).
-    #[arg(long, default_value_t = 20.0)]
-    pub dx: f64,
-    /// Inline bins.
-    #[arg(long, default_value_t = 21)]
-    pub nx: usize,
-    /// Image origin, crossline y (m).
-    #[arg(long, default_value_t = 0.0)]
-    pub y0: f64,
-    /// Crossline bin spacing (m).
-    #[arg(long, default_value_t = 20.0)]
-    pub dy: f64,
-    /// Crossline bins.
-    #[arg(long, default_value_t = 21)]
-    pub ny: usize,
-    /// First image time (s, two-way vertical time).
-    #[arg(long, default_value_t = 0.0)]
-    pub tau0: f32,
-    /// Image time step (s, two-way).
-    #[arg(long, default_value_t = 0.004)]
-    pub dtau: f32,
-    /// Image time samples.
-    #[arg(long, default_value_t = 150)]
-    pub ntau: usize,
+    /// Image origin, inline x (m, in the traces' coordinate frame); default: the data's first CDP x (synthetics: 0).
+    #[arg(long)]
+    pub x0: Option<f64>,
+    /// Inline bin spacing (m); default: the data's CDP spacing (synthetics: 20).
+    #[arg(long)]
+    pub dx: Option<f64>,
+    /// Inline bins; default: over the data's CDPs (synthetics: 21).
+    #[arg(long)]
+    pub nx: Option<usize>,
+    /// Image origin, crossline y (m); default: the data's first CDP y (synthetics: 0).
+    #[arg(long)]
+    pub y0: Option<f64>,
+    /// Crossline bin spacing (m); default: the data's CDP spacing (synthetics: 20).
+    #[arg(long)]
+    pub dy: Option<f64>,
+    /// Crossline bins; default: over the data's CDPs (synthetics: 21).
+    #[arg(long)]
+    pub ny: Option<usize>,
+    /// First image time (s, two-way vertical time); default: the record's start (synthetics: 0).
+    #[arg(long)]
+    pub tau0: Option<f32>,
+    /// Image time step (s, two-way); default: the sample interval (synthetics: 0.004).
+    #[arg(long)]
+    pub dtau: Option<f32>,
+    /// Image time samples; default: to the record's end (synthetics: 150).
+    #[arg(long)]
+    pub ntau: Option<usize>,
+}
+
+impl GridArgs {
+    fn request(&self) -> GridRequest {
+        GridRequest { x0: self.x0, dx: self.dx, nx: self.nx, y0: self.y0, dy: self.dy, ny: self.ny, tau0: self.tau0, dtau: self.dtau,
+            ntau: self.ntau }
+    }
+    /// The grid of the built-in synthetics (they are made on it): the options, else fixed values.
+    fn synthetic(&self) -> ImageGrid {
+        let d = DataGrid { x0: 0.0, dx: 20.0, nx: 21, y0: 0.0, dy: 20.0, ny: 21, tau0: 0.0, dtau: 0.004, ntau: 150 };
+        image_grid(&self.request().or(&d))
+    }
+}
+
+fn image_grid(g: &DataGrid) -> ImageGrid {
+    ImageGrid { x0: g.x0, dx: g.dx, nx: g.nx, y0: g.y0, dy: g.dy, ny: g.ny, tau0: g.tau0, dtau: g.dtau, ntau: g.ntau }
+}
+
+/// The parameters and the input: with a SEG-Y input the grid's missing options come from its
+/// headers (the chosen grid printed on stderr); a synthetic input is made on the options' grid.
+pub fn params_and_input(o: &MigrationOptions, i: &InputArgs) -> anyhow::Result<(Params, TraceSet)> {
+    if i.input.is_some() {
+        let traces = input(i, &o.grid.synthetic())?;
+        let (grid, line) = seisgpu_host::grid::complete(&o.grid.request(), &traces)?;
+        if let Some(line) = line {
+            eprintln!("ktm: {line}");
+        }
+        return Ok((params_on(o, image_grid(&grid))?, traces));
+    }
+    let p = params(o)?;
+    let traces = input(i, &p.grid)?;
+    Ok((p, traces))
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -165,9 +200,9 @@ pub struct MigrateArgs {
     pub input: InputArgs,
     #[command(flatten)]
     pub opts: MigrationOptions,
-    /// Output image: .npy (float32, shape [classes, nx, ny, ntau]) or .sgy/.segy (one trace per class and
-    /// image column, two-way vertical time).
-    #[arg(long, short, default_value = "ktm-image.npy")]
+    /// Output image: .npy (float32, shape [classes, nx, ny, ntau]), .sgy/.segy (SEG-Y) or .su (Seismic
+    /// Unix): one trace per class and image column, bin centre in CDP X/Y, two-way vertical time.
+    #[arg(long, short, alias = "out", default_value = "ktm-image.sgy")]
     pub output: PathBuf,
 }
 
@@ -180,8 +215,9 @@ pub struct ModelArgs {
     /// Image to model from (.npy, float32, shape [classes, nx, ny, ntau] or [nx, ny, ntau]).
     #[arg(long)]
     pub image: PathBuf,
-    /// Output traces (.npy, float32, shape [traces, samples]).
-    #[arg(long, short, default_value = "ktm-model.npy")]
+    /// Output traces in the input's geometry: .sgy/.segy (SEG-Y) or .su (Seismic Unix) with the input's
+    /// trace headers, or .npy (float32, shape [traces, samples]).
+    #[arg(long, short, alias = "out", default_value = "ktm-model.sgy")]
     pub output: PathBuf,
 }
 
@@ -241,9 +277,11 @@ fn parse_list(s: &str, n: usize, what: &str) -> anyhow::Result<Vec<f64>> {
 }
 
 /// Builds the parameters from the options (errors name the option).
-pub fn params(o: &MigrationOptions) -> anyhow::Result<Params> {
-    let g = &o.grid;
-    let grid = ImageGrid { x0: g.x0, dx: g.dx, nx: g.nx, y0: g.y0, dy: g.dy, ny: g.ny, tau0: g.tau0, dtau: g.dtau, ntau: g.ntau };
+pub fn params(o: &MigrationOptions) -> anyhow::Result<Params> { params_on(o, o.grid.synthetic()) }
+
+/// [`params`] on the image grid `grid`.
+pub fn params_on(o: &MigrationOptions, grid: ImageGrid) -> anyhow::Result<Params> {
+    let g = &grid;
     let velocity = if let Some(path) = &o.velocity_npy {
         let vg = parse_list(o.velocity_grid.as_deref().context("--velocity-npy needs --velocity-grid x0,dx,y0,dy,t0,dt")?, 6,
             "--velocity-grid")?;
@@ -360,12 +398,12 @@ pub fn input(i: &InputArgs, grid: &ImageGrid) -> anyhow::Result<TraceSet> {
 }
 
 fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
-    let p = params(&a.opts)?;
+    global.prepare_output(&a.output)?;
     #[cfg(feature = "mpi")]
     if let Some(cluster) = global.cluster() {
-        return migrate_distributed(a, &p, global, &cluster);
+        return migrate_distributed(a, &rank_params(&a.opts, &a.input)?, global, &cluster);
     }
-    let traces = input(&a.input, &p.grid)?;
+    let (p, traces) = params_and_input(&a.opts, &a.input)?;
     let t0 = std::time::Instant::now();
     let img = match global.backends()? {
         Some(devices) => ktm::migrate_multi(&traces, &p, &devices)?,
@@ -380,6 +418,17 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// [`params_and_input`] for an MPI rank: the grid's missing options from a SEG-Y input's headers.
+#[cfg(feature = "mpi")]
+fn rank_params(o: &MigrationOptions, i: &InputArgs) -> anyhow::Result<Params> {
+    let Some(path) = &i.input else { return params(o) };
+    let mut r = seisgpu_host::io::segy::SegyReader::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let headers = r.read_headers().with_context(|| format!("reading the trace headers of {}", path.display()))?;
+    let info = r.info();
+    let (grid, _) = seisgpu_host::grid::complete_from_headers(&o.grid.request(), &headers, info.ns, info.dt, info.t0)?;
+    params_on(o, image_grid(&grid))
+}
+
 /// `ktm migrate` as one rank of an MPI job: each rank reads only its share of a SEG-Y input
 /// (built-in synthetics are made on every rank), migrates its work items; the ranks sum the
 /// image, each writing its block of the image (.npy or SEG-Y) into the output.
@@ -387,6 +436,11 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
 fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &seisgpu_host::distributed::Cluster)
     -> anyhow::Result<()> {
     use seisgpu_host::distributed::{self, TraceSource};
+    use seisgpu_host::io::output::OutputFormat;
+    // Decided before the work, the same on every rank.
+    if OutputFormat::from_path(&a.output)? == OutputFormat::Su {
+        bail!("{}: under MPI the image is written as .npy or SEG-Y (each rank its block); run without MPI for SU", a.output.display());
+    }
     let devices = global.rank_devices(cluster)?;
     let synthetic;
     let source = match &a.input.input {
@@ -403,14 +457,16 @@ fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &s
         eprintln!("ktm: {} ranks migrated into {} x {} x {} x {} (classes x inline x crossline x time) in {:.3} s",
             cluster.size(), classes, g.nx, g.ny, g.ntau, t.elapsed().as_secs_f64());
     }
-    let npy = a.output.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"));
-    if npy {
+    match OutputFormat::from_path(&a.output)? {
         // Each rank sums and writes its block of image traces.
-        distributed::write_npy_sum(cluster, &a.output, &[classes, g.nx, g.ny, g.ntau], ranked.partial, g.ntau, g.ntau)?;
-    } else {
-        // SEG-Y: each rank sums and writes its block of image traces, headers and all.
-        let (headers, opts) = ktm::output::segy_layout(&ranked.image);
-        distributed::write_segy_sum(cluster, &a.output, &headers, &opts, g.ntau, g.dtau, g.tau0, ranked.partial)?;
+        OutputFormat::Npy => distributed::write_npy_sum(cluster, &a.output, &[classes, g.nx, g.ny, g.ntau], ranked.partial, g.ntau,
+            g.ntau)?,
+        OutputFormat::Segy => {
+            // SEG-Y: each rank sums and writes its block of image traces, headers and all.
+            let (headers, opts) = ktm::output::segy_layout(&ranked.image);
+            distributed::write_segy_sum(cluster, &a.output, &headers, &opts, g.ntau, g.dtau, g.tau0, ranked.partial)?;
+        }
+        OutputFormat::Su => unreachable!("refused above"),
     }
     if cluster.is_root() {
         eprintln!("ktm: wrote {}", a.output.display());
@@ -419,8 +475,8 @@ fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &s
 }
 
 fn run_model(a: &ModelArgs, global: &Global) -> anyhow::Result<()> {
-    let p = params(&a.opts)?;
-    let geometry = input(&a.input, &p.grid)?;
+    global.prepare_output(&a.output)?;
+    let (p, geometry) = params_and_input(&a.opts, &a.input)?;
     let (shape, data) = ktm::output::read_npy(&a.image)?;
     let g = p.grid;
     let classes = match shape.as_slice() {

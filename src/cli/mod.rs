@@ -11,6 +11,7 @@ pub mod plot;
 pub mod pstm;
 pub mod srm;
 pub mod synth;
+pub mod velan;
 pub mod wavepacket;
 
 use seisgpu_host::multi::GpuCount;
@@ -77,6 +78,18 @@ impl Global {
         let line = format!("seisgpu: rank {} of {}: running on {note}\n", c.rank(), c.size());
         eprint!("{line}");
         Ok(devices)
+    }
+
+    /// Checks a result path before the work ([`seisgpu_host::io::output::prepare`]): its format by
+    /// extension, its folder. Under MPI every rank checks and all agree, so a folder that one rank
+    /// cannot see fails every rank at once (collective) instead of leaving the others waiting.
+    pub fn prepare_output(&self, path: &std::path::Path) -> anyhow::Result<seisgpu_host::io::output::OutputFormat> {
+        let checked = seisgpu_host::io::output::prepare(path);
+        #[cfg(feature = "mpi")]
+        if let Some(cluster) = self.cluster() {
+            return cluster.agree("checking the output", checked);
+        }
+        checked
     }
 
     /// The devices of `--gpus` (`None` without it: the single-device path runs).

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use seisgpu_host::bench::BenchSize;
+use seisgpu_host::io::output::{self, OutputFormat};
 use seisgpu_host::nlbf::{self, Aperture, CoordKey, EnhanceParams, EstimateParams, NmoParams, Range, Setup};
 use seisgpu_host::{Backend, TraceSet};
 
@@ -104,6 +105,11 @@ pub struct SearchArgs {
     /// Search range of E (s/m^2) as min:step:max.
     #[arg(long, allow_hyphen_values = true)]
     pub e: Option<Range>,
+    /// Smallest apparent velocity the search keeps (m/s): with a file input and no --preset, the
+    /// ranges of A and B reach +-1/velocity s/m (steps from the sample interval and the apertures,
+    /// C, D, E from the apertures; printed); the default keeps the direct wave and refractions.
+    #[arg(long, default_value_t = nlbf::slopes::DEFAULT_MIN_VELOCITY)]
+    pub min_velocity: f64,
     /// Implementation: `auto` (fast GPU version when a GPU is used, else the CPU reference),
     /// `cpu`, `gpu-paper` (the paper's GPU design) or `gpu-fast`.
     #[arg(long, default_value = "auto")]
@@ -129,10 +135,13 @@ pub struct EstimateArgs {
     pub input: InputArgs,
     #[command(flatten)]
     pub search: SearchArgs,
-    /// Output folder: A.npy, B.npy, C.npy, D.npy, E.npy, S.npy (ny x nx x samples), positions.npy,
-    /// nlbf.json.
-    #[arg(long, short)]
+    /// Output folder: A, B, C, D, E, S volumes (.npy of ny x nx x samples, or SEG-Y/SU with one trace
+    /// per parameter trace: see --format), positions.npy (m), nlbf.json.
+    #[arg(long = "output", short, alias = "out", value_name = "OUTPUT", default_value = "nlbf-estimate")]
     pub out: PathBuf,
+    /// Format of the volumes in the output folder: npy, sgy (SEG-Y) or su (Seismic Unix).
+    #[arg(long, default_value = "npy")]
+    pub format: FolderFormat,
 }
 
 #[derive(clap::Args, Debug)]
@@ -144,9 +153,62 @@ pub struct EnhanceArgs {
     /// Neighbours stacked with each trace: x extent by y extent in metres (default: the C aperture).
     #[arg(long)]
     pub aperture: Option<ApertureArg>,
-    /// Output folder: enhanced.npy (traces x samples), input.npy, and the estimate's volumes.
-    #[arg(long, short)]
+    /// Output: a file (.sgy, .segy, .su or .npy) for the enhanced traces alone, in the input's
+    /// geometry; or a folder for enhanced, input (traces x samples) and the estimate's volumes,
+    /// in --format.
+    #[arg(long = "output", short, alias = "out", value_name = "OUTPUT", default_value = "nlbf-enhanced.sgy")]
     pub out: PathBuf,
+    /// Format of the files in an output folder: npy, sgy (SEG-Y) or su (Seismic Unix).
+    #[arg(long, default_value = "npy")]
+    pub format: FolderFormat,
+}
+
+/// The format of the files of an output folder (`--format`).
+#[derive(Debug, Clone, Copy)]
+pub struct FolderFormat(pub OutputFormat);
+
+impl std::str::FromStr for FolderFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        OutputFormat::from_path(Path::new(&format!("x.{s}"))).map(FolderFormat)
+            .map_err(|_| format!("unknown format `{s}` (npy, sgy, segy or su)"))
+    }
+}
+
+impl FolderFormat {
+    fn ext(self) -> &'static str {
+        match self.0 {
+            OutputFormat::Npy => "npy",
+            OutputFormat::Segy => "sgy",
+            OutputFormat::Su => "su",
+        }
+    }
+}
+
+/// Where `nlbf enhance` writes: one file (by its extension), or a folder.
+enum EnhanceOutput {
+    File,
+    Folder,
+}
+
+/// Checks the output before the search: a file's folder, or the output folder (made when missing).
+fn enhance_output(a: &EnhanceArgs) -> anyhow::Result<EnhanceOutput> {
+    if a.out.extension().is_some() && !a.out.is_dir() {
+        output::prepare(&a.out)?;
+        Ok(EnhanceOutput::File)
+    } else {
+        output::prepare_dir(&a.out)?;
+        Ok(EnhanceOutput::Folder)
+    }
+}
+
+/// Checks the estimate's output folder before the search (made when missing).
+fn estimate_output(a: &EstimateArgs) -> anyhow::Result<()> {
+    if a.out.extension().is_some() && !a.out.is_dir() && OutputFormat::from_path(&a.out).is_ok() {
+        bail!("{}: `nlbf estimate` writes a folder of volumes; give a folder name (and --format sgy or su for SEG-Y or SU volumes)",
+            a.out.display());
+    }
+    output::prepare_dir(&a.out)
 }
 
 #[derive(clap::Args, Debug)]
@@ -161,8 +223,9 @@ pub struct NmoArgs {
     /// Stretch mute: samples whose stretch (t - t0) / t0 exceeds this are zeroed (0.5 = 50 %).
     #[arg(long, default_value_t = 0.5)]
     pub max_stretch: f32,
-    /// Output `.npy` file (traces x samples).
-    #[arg(long, short)]
+    /// Output: .sgy/.segy (SEG-Y) or .su (Seismic Unix) with the input's trace headers, or .npy
+    /// (float32, traces x samples).
+    #[arg(long = "output", short, alias = "out", value_name = "OUTPUT", default_value = "nmo.sgy")]
     pub out: PathBuf,
 }
 
@@ -192,7 +255,10 @@ fn read_segy(path: &Path) -> anyhow::Result<TraceSet> {
     Ok(traces)
 }
 
-fn params_from(s: &SearchArgs, preset: Option<EstimateParams>) -> anyhow::Result<EstimateParams> {
+/// The search parameters: the preset's, or with a file input and no `--preset` the search ranges
+/// from the data (`layout`: its headers and sampling; printed), then the options given.
+fn params_from(s: &SearchArgs, preset: Option<EstimateParams>, layout: Option<&TraceSet>) -> anyhow::Result<EstimateParams> {
+    let from_data = s.preset.is_none() && preset.is_none();
     let mut p = match s.preset.as_deref() {
         Some("synthetic-2d") => nlbf::synth::params_synthetic_2d(),
         Some("crossspread-3d") => nlbf::synth::params_crossspread_3d(),
@@ -210,6 +276,11 @@ fn params_from(s: &SearchArgs, preset: Option<EstimateParams>) -> anyhow::Result
     if let Some(v) = s.aperture_be { p.aperture_be = v.0; }
     if let Some(v) = s.aperture_c { p.aperture_c = v.0; }
     if let Some(v) = s.window { p.window = v; }
+    if let (true, Some(t)) = (from_data, layout) {
+        let (space, line) = nlbf::slopes::from_data(t, &p, s.min_velocity)?;
+        p.search = space;
+        eprintln!("nlbf: {line}");
+    }
     if let Some(v) = s.a { p.search.a = v; }
     if let Some(v) = s.b { p.search.b = v; }
     if let Some(v) = s.c { p.search.c = v; }
@@ -294,17 +365,31 @@ fn rank_input<'a>(input: &'a InputArgs, variant: &str, devices: &[Backend], clus
     Ok((source, preset, variant_on(devices, variant)?))
 }
 
+/// A SEG-Y input's headers and sampling (no samples), for the search ranges under MPI.
+#[cfg(feature = "mpi")]
+fn rank_layout(input: &InputArgs) -> anyhow::Result<Option<TraceSet>> {
+    let (Some(path), None) = (&input.input, &input.synthetic) else { return Ok(None) };
+    let mut r = seisgpu_host::io::segy::SegyReader::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let headers = r.read_headers().with_context(|| format!("reading the trace headers of {}", path.display()))?;
+    let i = r.info();
+    Ok(Some(TraceSet { headers, data: Vec::new(), ns: i.ns, dt: i.dt, t0: i.t0 }))
+}
+
 /// `nlbf estimate` as one rank of an MPI job: every rank reads the trace headers and plans the
 /// whole search, searches its block of parameter traces from the input traces their apertures
 /// hold (the only ones it reads of a SEG-Y file) and writes its block of the volumes.
 #[cfg(feature = "mpi")]
 fn estimate_distributed(a: &EstimateArgs, global: &Global, cluster: &seisgpu_host::distributed::Cluster) -> anyhow::Result<()> {
     use seisgpu_host::distributed;
+    if a.format.0 != OutputFormat::Npy {
+        bail!("under MPI `nlbf estimate` writes .npy volumes only (each rank its block); run without MPI for --format {}",
+            a.format.ext());
+    }
     let t0 = Instant::now();
     let devices = global.rank_devices(cluster)?;
     let mut synthetic = None;
     let (source, preset, v) = rank_input(&a.input, &a.search.variant, &devices, cluster, &mut synthetic)?;
-    let p = params_from(&a.search, preset)?;
+    let p = params_from(&a.search, preset, rank_layout(&a.input)?.as_ref())?;
     let share = distributed::nlbf_estimate(cluster, &source, &p, &devices, v)?;
     let secs = t0.elapsed().as_secs_f64();
     let name = format!("{} on {} ranks", v.map_or("auto".to_string(), |v| format!("{v:?}")), cluster.size());
@@ -323,11 +408,15 @@ fn estimate_distributed(a: &EstimateArgs, global: &Global, cluster: &seisgpu_hos
 #[cfg(feature = "mpi")]
 fn enhance_distributed(a: &EnhanceArgs, global: &Global, cluster: &seisgpu_host::distributed::Cluster) -> anyhow::Result<()> {
     use seisgpu_host::distributed;
+    if a.out.extension().is_some() || a.format.0 != OutputFormat::Npy {
+        bail!("{}: under MPI `nlbf enhance` writes a folder of .npy files only (each rank its block of traces); give a folder \
+            without --format, or run without MPI for SEG-Y, SU or a single file", a.out.display());
+    }
     let t0 = Instant::now();
     let devices = global.rank_devices(cluster)?;
     let mut synthetic = None;
     let (source, preset, v) = rank_input(&a.input, &a.search.variant, &devices, cluster, &mut synthetic)?;
-    let p = params_from(&a.search, preset)?;
+    let p = params_from(&a.search, preset, rank_layout(&a.input)?.as_ref())?;
     let ep = EnhanceParams { aperture: a.aperture.map(|x| x.0).unwrap_or(p.aperture_c) };
     let part = distributed::nlbf_enhance(cluster, &source, &p, &ep, &devices, v)?;
     let secs = t0.elapsed().as_secs_f64();
@@ -360,22 +449,25 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     };
     match &args.command {
         NlbfCommand::Estimate(a) => {
+            estimate_output(a)?;
             let (t, preset) = read_input(&a.input)?;
-            let p = params_from(&a.search, preset)?;
+            let p = params_from(&a.search, preset, Some(&t))?;
             let t0 = Instant::now();
             let (est, variant) = search(&t, &p, &a.search.variant)?;
             let secs = t0.elapsed().as_secs_f64();
-            let files = nlbf::output::write_estimate(&a.out, &est,
-                nlbf::output::run_info(&variant, backend.name(), secs, &p))
+            let files = nlbf::output::write_estimate_as(&a.out, &est,
+                nlbf::output::run_info(&variant, backend.name(), secs, &p), a.format.0)
                 .with_context(|| format!("writing the estimate to {}", a.out.display()))?;
             let s = &est.semblance;
             let mean = s.iter().map(|&v| v as f64).sum::<f64>() / s.len().max(1) as f64;
-            println!("2+2+1 search: {} estimations in {secs:.3} s ({variant}); mean S {mean:.3}; wrote {} files to {}",
-                s.len(), files.len(), a.out.display());
+            println!("2+2+1 search: {} estimations in {secs:.3} s ({variant}); mean S {mean:.3}; {} of {} parameter traces \
+                unestimated (empty aperture); wrote {} files to {}", s.len(), est.unestimated_count(), est.grid.len(), files.len(),
+                a.out.display());
         }
         NlbfCommand::Enhance(a) => {
+            let form = enhance_output(a)?;
             let (t, preset) = read_input(&a.input)?;
-            let p = params_from(&a.search, preset)?;
+            let p = params_from(&a.search, preset, Some(&t))?;
             let t0 = Instant::now();
             let (est, variant) = search(&t, &p, &a.search.variant)?;
             let ep = EnhanceParams { aperture: a.aperture.map(|x| x.0).unwrap_or(p.aperture_c) };
@@ -384,12 +476,24 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
                 None => nlbf::enhance(&backend, &t, &p.coords, &est, &ep)?,
             };
             let secs = t0.elapsed().as_secs_f64();
-            nlbf::output::write_estimate(&a.out, &est,
-                nlbf::output::run_info(&variant, backend.name(), secs, &p))?;
-            nlbf::output::write_npy_f32(&a.out.join("enhanced.npy"), &[out.len(), out.ns], &out.data)?;
-            nlbf::output::write_npy_f32(&a.out.join("input.npy"), &[t.len(), t.ns], &t.data)?;
-            println!("enhanced {} traces in {secs:.3} s (search + enhancement, {variant}); wrote {}",
-                out.len(), a.out.join("enhanced.npy").display());
+            let copied = nlbf::slopes::copied_traces(&t, &p.coords, &est)?;
+            let written = match form {
+                EnhanceOutput::File => {
+                    output::write_traces(&a.out, &out, "seisgpu nlbf enhance: traces enhanced by nonlinear beamforming")?;
+                    a.out.clone()
+                }
+                EnhanceOutput::Folder => {
+                    nlbf::output::write_estimate_as(&a.out, &est, nlbf::output::run_info(&variant, backend.name(), secs, &p),
+                        a.format.0)?;
+                    let (enhanced, input) = (a.out.join(format!("enhanced.{}", a.format.ext())), a.out.join(format!("input.{}", a.format.ext())));
+                    output::write_traces(&enhanced, &out, "seisgpu nlbf enhance: traces enhanced by nonlinear beamforming")?;
+                    output::write_traces(&input, &t, "seisgpu nlbf enhance: the input traces")?;
+                    enhanced
+                }
+            };
+            println!("enhanced {} traces in {secs:.3} s (search + enhancement, {variant}); {} of {} parameter traces unestimated \
+                (empty aperture), {copied} traces copied through unenhanced; wrote {}", out.len() - copied, est.unestimated_count(),
+                est.grid.len(), written.display());
         }
     }
     Ok(())
@@ -407,14 +511,14 @@ fn parse_velocity(s: &str) -> anyhow::Result<Vec<(f32, f32)>> {
 }
 
 pub fn run_nmo(args: &NmoArgs, global: &Global) -> anyhow::Result<()> {
+    output::prepare(&args.out)?;
     let backend = global.backend()?;
     let (t, _) = read_input(&args.input)?;
     let p = NmoParams { velocity: parse_velocity(&args.velocity)?, max_stretch: args.max_stretch };
     let t0 = Instant::now();
     let out = nlbf::nmo(&backend, &t, &p)?;
     let secs = t0.elapsed().as_secs_f64();
-    nlbf::output::write_npy_f32(&args.out, &[out.len(), out.ns], &out.data)
-        .with_context(|| format!("writing {}", args.out.display()))?;
+    output::write_traces(&args.out, &out, "seisgpu nmo: NMO-corrected traces (stretch mute applied)")?;
     let muted = out.data.iter().filter(|&&v| v == 0.0).count();
     println!("NMO: {} traces in {secs:.3} s; {:.1} % of samples muted; wrote {}", out.len(),
         100.0 * muted as f64 / out.data.len().max(1) as f64, args.out.display());

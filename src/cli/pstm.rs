@@ -1,14 +1,13 @@
 //! `seisgpu pstm`: paper 5's PSTM engine with exact, static 8-point or dynamic traveltimes (DSR or
 //! VTI), its accuracy table (paper Table 1) and its speed table (paper Tables 2-3).
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
-use anyhow::Context;
 use seisgpu_host::bench::BenchSize;
-use seisgpu_host::io::AtomicFile;
+use seisgpu_host::grid::{DataGrid, GridRequest};
+use seisgpu_host::io::output::{self, Grid, GridImage, SampleAxis, TraceOrder};
 use seisgpu_host::pstm::bench::{self as pb, AccuracyConfig};
-use seisgpu_host::pstm::{migrate, GpuTuning, PstmParams, TraveltimeMode, TraveltimeModel, DEFAULT_DYNAMIC_TOLERANCE};
+use seisgpu_host::pstm::{migrate, GpuTuning, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel, DEFAULT_DYNAMIC_TOLERANCE};
 
 use super::Global;
 
@@ -20,7 +19,8 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
-    /// Migrate built-in synthetic data (3D survey, point diffractors) and write the image as .npy.
+    /// Migrate SEG-Y traces or built-in synthetic data (3D survey, point diffractors) into an image
+    /// (.sgy, .su or .npy by the output's extension).
     Migrate(MigrateArgs),
     /// The accuracy table (paper Table 1): static8 and dynamic against exact, per-sample
     /// relative-error bands, relative L2, largest traveltime error.
@@ -50,21 +50,22 @@ pub struct TraveltimeArgs {
 pub struct MigrateArgs {
     #[command(flatten)]
     pub tt: TraveltimeArgs,
-    /// Image columns along x and y.
-    #[arg(long, default_value_t = 40)]
-    pub nx: usize,
-    #[arg(long, default_value_t = 40)]
-    pub ny: usize,
-    /// Image column spacing along x and y (m).
-    #[arg(long, default_value_t = 25.0)]
-    pub dx: f64,
-    #[arg(long, default_value_t = 25.0)]
-    pub dy: f64,
-    /// Image time samples and their interval (s).
-    #[arg(long, default_value_t = 500)]
-    pub nz: usize,
-    #[arg(long, default_value_t = 0.004)]
-    pub dtau: f32,
+    /// Image columns along x and y; with --input, default: over the data's CDPs (synthetic: 40 x 40).
+    #[arg(long)]
+    pub nx: Option<usize>,
+    #[arg(long)]
+    pub ny: Option<usize>,
+    /// Image column spacing along x and y (m); with --input, default: the data's CDP spacing (synthetic: 25).
+    #[arg(long)]
+    pub dx: Option<f64>,
+    #[arg(long)]
+    pub dy: Option<f64>,
+    /// Image time samples and their interval (s); with --input, default: the traces' sampling to the
+    /// record's end (synthetic: 500 of 0.004 s).
+    #[arg(long)]
+    pub nz: Option<usize>,
+    #[arg(long)]
+    pub dtau: Option<f32>,
     /// Offset classes: count, first class start and class width (m).
     #[arg(long, default_value_t = 1)]
     pub noff: usize,
@@ -102,13 +103,15 @@ pub struct MigrateArgs {
     /// scalar). Default: a built-in synthetic survey of --traces traces over the image.
     #[arg(long)]
     pub input: Option<PathBuf>,
-    /// Image origin: x of the first inline column, y of the first crossline column (m).
-    #[arg(long, default_value_t = 0.0)]
-    pub x0: f64,
-    #[arg(long, default_value_t = 0.0)]
-    pub y0: f64,
-    /// Output image, (nx, ny, noff, nz) float32 .npy.
-    #[arg(long, short)]
+    /// Image origin: x of the first inline column, y of the first crossline column (m); with
+    /// --input, default: the data's first CDP (synthetic: 0, 0).
+    #[arg(long)]
+    pub x0: Option<f64>,
+    #[arg(long)]
+    pub y0: Option<f64>,
+    /// Output image: .npy (float32, shape (nx, ny, noff, nz)), .sgy/.segy (SEG-Y) or .su (Seismic Unix):
+    /// one trace per image column and offset class, bin centre in CDP X/Y, two-way vertical time.
+    #[arg(long, short, alias = "out", default_value = "pstm-image.sgy")]
     pub output: PathBuf,
 }
 
@@ -192,24 +195,84 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     }
 }
 
+impl MigrateArgs {
+    fn grid(&self) -> GridRequest {
+        GridRequest { x0: self.x0, dx: self.dx, nx: self.nx, y0: self.y0, dy: self.dy, ny: self.ny, tau0: None, dtau: self.dtau,
+            ntau: self.nz }
+    }
+}
+
+/// The built-in synthetic survey's image grid (it is made over it) where the options leave it open.
+const SYNTHETIC_GRID: DataGrid = DataGrid { x0: 0.0, dx: 25.0, nx: 40, y0: 0.0, dy: 25.0, ny: 40, tau0: 0.0, dtau: 0.004, ntau: 500 };
+
 fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
+    global.prepare_output(&a.output)?;
     let mode = TraveltimeMode::parse(&a.tt.traveltime, a.tt.tolerance)?;
+    #[cfg(feature = "mpi")]
+    if let Some(cluster) = global.cluster() {
+        use anyhow::Context as _;
+        let g = match &a.input {
+            Some(path) => {
+                let mut r = seisgpu_host::io::segy::SegyReader::open(path).with_context(|| format!("opening {}", path.display()))?;
+                let headers = r.read_headers().with_context(|| format!("reading the trace headers of {}", path.display()))?;
+                let info = r.info();
+                seisgpu_host::grid::complete_from_headers(&a.grid(), &headers, info.ns, info.dt, info.t0)?.0
+            }
+            None => a.grid().or(&SYNTHETIC_GRID),
+        };
+        return migrate_distributed(a, global, &cluster, &pstm_params(a, &g), mode);
+    }
+    let (p, traces) = match &a.input {
+        Some(path) => {
+            let traces = seisgpu_host::io::segy::read_segy(path)?.1;
+            let (g, line) = seisgpu_host::grid::complete(&a.grid(), &traces)?;
+            if let Some(line) = line {
+                eprintln!("pstm: {line}");
+            }
+            let p = pstm_params(a, &g);
+            p.validate(mode, a.tt.model)?;
+            (p, traces)
+        }
+        None => {
+            let p = pstm_params(a, &a.grid().or(&SYNTHETIC_GRID));
+            p.validate(mode, a.tt.model)?;
+            let h = pb::survey(a.traces, &p, a.aperture as f64 * 0.5, 2000.0, 41);
+            let traces = pb::band_limited(h, a.ns, 0.004, 25.0, &p);
+            (p, traces)
+        }
+    };
     let model = a.tt.model;
-    let p = PstmParams {
-        nx: a.nx,
-        ny: a.ny,
-        x0: a.x0,
-        y0: a.y0,
-        dx: a.dx,
-        dy: a.dy,
-        nz: a.nz,
-        tau0: 0.0,
-        dtau: a.dtau,
+    let t = std::time::Instant::now();
+    let img = match global.backends()? {
+        Some(devices) => seisgpu_host::pstm::migrate_multi(&traces, &p, mode, model, &devices)?,
+        None => migrate(&traces, &p, mode, model, &global.backend()?)?,
+    };
+    let secs = t.elapsed().as_secs_f64();
+    eprintln!("pstm: {} traces used, {} contributions in {secs:.2} s ({:.3e}/s), {} {} traveltimes",
+        img.stats.traces_used, img.stats.contributions, img.stats.contributions as f64 / secs, mode.name(), model.name());
+    let grid = image_grid(&img, &p);
+    let data = img.unpadded();
+    output::write_grid(&a.output, &grid_image(&img, &p, &grid, &data))
+}
+
+/// The parameters of the options on the image grid `g`.
+fn pstm_params(a: &MigrateArgs, g: &DataGrid) -> PstmParams {
+    let model = a.tt.model;
+    PstmParams {
+        nx: g.nx,
+        ny: g.ny,
+        x0: g.x0,
+        y0: g.y0,
+        dx: g.dx,
+        dy: g.dy,
+        nz: g.ntau,
+        tau0: g.tau0,
+        dtau: g.dtau,
         noff: a.noff,
         offset0: a.offset0,
         doffset: a.doffset,
-        vrms: (0..a.nz).map(|z| a.velocity + a.velocity_gradient * z as f32 * a.dtau).collect(),
-        eta: if model == TraveltimeModel::Vti { vec![a.eta; a.nz] } else { vec![] },
+        vrms: (0..g.ntau).map(|z| a.velocity + a.velocity_gradient * (g.tau0 + z as f32 * g.dtau)).collect(),
+        eta: if model == TraveltimeModel::Vti { vec![a.eta; g.ntau] } else { vec![] },
         aperture: a.aperture,
         stretch: a.stretch,
         dynamic_max_step: a.tt.max_step,
@@ -221,63 +284,69 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
             GpuTuning { warps: a.warps, max_regs: a.max_regs, tile_x: if a.warps % 2 == 0 { 2 } else { 1 },
                 lean: a.warps == GpuTuning::fastest().warps, ..GpuTuning::fastest() }
         },
-    };
+    }
+}
+
+/// `pstm migrate` as one rank of an MPI job on the parameters `p`.
+#[cfg(feature = "mpi")]
+fn migrate_distributed(a: &MigrateArgs, global: &Global, cluster: &seisgpu_host::distributed::Cluster, p: &PstmParams,
+    mode: TraveltimeMode) -> anyhow::Result<()> {
+    let (model, p) = (a.tt.model, p.clone());
     p.validate(mode, model)?;
     let synthetic = || {
         let h = pb::survey(a.traces, &p, a.aperture as f64 * 0.5, 2000.0, 41);
         pb::band_limited(h, a.ns, 0.004, 25.0, &p)
     };
-    #[cfg(feature = "mpi")]
-    if let Some(cluster) = global.cluster() {
-        use seisgpu_host::distributed::{self, TraceSource};
-        let devices = global.rank_devices(&cluster)?;
-        let t = std::time::Instant::now();
-        let made;
-        let source = match &a.input {
-            Some(path) => TraceSource::Segy(path),
-            None => {
-                made = synthetic();
-                TraceSource::Memory(&made)
-            }
-        };
-        let ranked = distributed::pstm_migrate(&cluster, &source, &p, mode, model, &devices)?;
-        let img = &ranked.image;
-        if cluster.is_root() {
-            eprintln!("pstm: {} ranks, {} traces used, {} contributions in {:.2} s", cluster.size(), img.stats.traces_used,
-                img.stats.contributions, t.elapsed().as_secs_f64());
-        }
-        // Each rank sums and writes its block of image traces (their padding dropped).
-        return distributed::write_npy_sum(&cluster, &a.output, &[img.nx, img.ny, img.noff, img.nz], ranked.partial, img.nz_pad, img.nz);
+    use seisgpu_host::distributed::{self, TraceSource};
+    use seisgpu_host::io::output::OutputFormat;
+    let format = OutputFormat::from_path(&a.output)?;
+    if format == OutputFormat::Su {
+        anyhow::bail!("{}: under MPI the image is written as .npy or SEG-Y (each rank its block); run without MPI for SU",
+            a.output.display());
     }
-    let traces = match &a.input {
-        Some(path) => seisgpu_host::io::segy::read_segy(path)?.1,
-        None => synthetic(),
-    };
+    let devices = global.rank_devices(cluster)?;
     let t = std::time::Instant::now();
-    let img = match global.backends()? {
-        Some(devices) => seisgpu_host::pstm::migrate_multi(&traces, &p, mode, model, &devices)?,
-        None => migrate(&traces, &p, mode, model, &global.backend()?)?,
+    let made;
+    let source = match &a.input {
+        Some(path) => TraceSource::Segy(path),
+        None => {
+            made = synthetic();
+            TraceSource::Memory(&made)
+        }
     };
-    let secs = t.elapsed().as_secs_f64();
-    eprintln!("pstm: {} traces used, {} contributions in {secs:.2} s ({:.3e}/s), {} {} traveltimes",
-        img.stats.traces_used, img.stats.contributions, img.stats.contributions as f64 / secs, mode.name(), model.name());
-    write_npy(&a.output, &img.unpadded(), &[img.nx, img.ny, img.noff, img.nz])
+    let ranked = distributed::pstm_migrate(cluster, &source, &p, mode, model, &devices)?;
+    let img = &ranked.image;
+    if cluster.is_root() {
+        eprintln!("pstm: {} ranks, {} traces used, {} contributions in {:.2} s", cluster.size(), img.stats.traces_used,
+            img.stats.contributions, t.elapsed().as_secs_f64());
+    }
+    // Each rank sums and writes its block of image traces (their padding dropped).
+    match format {
+        OutputFormat::Npy => distributed::write_npy_sum(cluster, &a.output, &[img.nx, img.ny, img.noff, img.nz], ranked.partial,
+            img.nz_pad, img.nz),
+        _ => {
+            let grid = image_grid(img, &p);
+            let (headers, opts, dt, t0) = grid_image(img, &p, &grid, &[]).segy_layout();
+            let partial = ranked.partial.map(|v| v.chunks(img.nz_pad).flat_map(|c| c[..img.nz].iter().copied()).collect());
+            distributed::write_segy_sum(cluster, &a.output, &headers, &opts, img.nz, dt, t0, partial)
+        }
+    }
 }
 
-/// Writes a little-endian float32 C-order .npy file (format version 1.0) atomically.
-fn write_npy(path: &PathBuf, data: &[f32], shape: &[usize]) -> anyhow::Result<()> {
-    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({},), }}", dims.join(", "));
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
+/// The image's traces as a grid: x, then y, then offset class (the .npy's order), inline = ix + 1,
+/// offset = the class's centre offset0 + (k + 1/2) doffset (0 for a single class: all offsets).
+fn image_grid(img: &PstmImage, p: &PstmParams) -> Grid {
+    Grid { nx: img.nx, ny: img.ny, x0: p.x0, y0: p.y0, dx: p.dx, dy: p.dy,
+        class_offsets: if img.noff > 1 { (0..img.noff).map(|k| (p.offset0 + (k as f32 + 0.5) * p.doffset) as f64).collect() }
+            else { Vec::new() },
+        order: TraceOrder::XYClass, inline_along_y: false }
+}
+
+/// The unpadded image `data` (empty for a layout alone) on `grid`.
+fn grid_image<'a>(img: &PstmImage, p: &PstmParams, grid: &'a Grid, data: &'a [f32]) -> GridImage<'a> {
+    GridImage {
+        title: "seisgpu pstm: prestack time migration image, TWO-WAY vertical time".into(),
+        grid, axis: SampleAxis::Time { n: img.nz, step: p.dtau, first: p.tau0 }, data,
+        npy_shape: vec![img.nx, img.ny, img.noff, img.nz],
     }
-    header.push('\n');
-    let mut f = AtomicFile::create(path).with_context(|| format!("creating {}", path.display()))?;
-    f.write_all(b"\x93NUMPY\x01\x00")?;
-    f.write_all(&(header.len() as u16).to_le_bytes())?;
-    f.write_all(header.as_bytes())?;
-    for v in data {
-        f.write_all(&v.to_le_bytes())?;
-    }
-    f.commit().with_context(|| format!("writing {}", path.display()))
 }

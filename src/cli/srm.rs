@@ -9,6 +9,7 @@ use seisgpu_host::bench::{BenchSize, Ceilings};
 use seisgpu_host::srm::design::{DesignParams, FilterKind, Operator, Spacing};
 use seisgpu_host::srm::impulse::compare_with_phase_shift;
 use seisgpu_host::srm::{self, cpu, npy, synthetic, GpuOptions, GpuVariant, SrmParams, Taper, VelocityModel};
+use seisgpu_host::io::output::{self, Grid, GridImage, OutputFormat, SampleAxis, TraceOrder};
 use seisgpu_host::traces::{TraceHeader, TraceSet};
 
 use super::Global;
@@ -124,8 +125,10 @@ pub struct MigrateArgs {
     /// Frequency planes per GPU launch.
     #[arg(long, default_value_t = 16)]
     pub planes: usize,
-    /// Output image, .npy float32 of shape (nz, ny, nx).
-    #[arg(long, short, required_unless_present = "synthetic")]
+    /// Output depth image: .npy (float32, shape (nz, ny, nx)), .sgy/.segy (SEG-Y) or .su (Seismic Unix):
+    /// one trace per (x, y) node, inline counting y nodes and crossline x nodes from 1 (as a SEG-Y
+    /// velocity's), depth stored as time with 1 ms = 1 m. Default: srm-<synthetic>.sgy.
+    #[arg(long, short, alias = "out", required_unless_present = "synthetic")]
     pub output: Option<PathBuf>,
 }
 
@@ -198,8 +201,9 @@ pub struct ExtrapolateArgs {
     /// response is compared with exact phase-shift extrapolation.
     #[arg(long)]
     pub input: Option<PathBuf>,
-    /// Output plane, .npy float32 of shape (ny, nx, 2) (re, im).
-    #[arg(long, short)]
+    /// Output plane, .npy float32 of shape (ny, nx, 2) (re, im): a complex plane, not traces, so
+    /// .npy only.
+    #[arg(long, short, alias = "out")]
     pub output: Option<PathBuf>,
 }
 
@@ -215,6 +219,12 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     // Under MPI a file input is read by the ranks, each its shots' traces (`srm_read_share`):
     // here only the layout of a .npy input (its headers from the geometry), none for SEG-Y (the
     // ranks read its headers).
+    let out = a.output.clone().unwrap_or_else(|| PathBuf::from(format!("srm-{}.sgy", a.synthetic.as_deref().unwrap_or("image"))));
+    let format = global.prepare_output(&out)?;
+    if format != OutputFormat::Npy && global.mpi_ranks() {
+        bail!("{}: under MPI the depth image is written as .npy (each rank its block of rows); run without MPI for SEG-Y or SU",
+            out.display());
+    }
     let by_ranks = global.mpi_ranks() && a.synthetic.is_none();
     let (traces, model): (Option<TraceSet>, VelocityModel) = match a.synthetic.as_deref() {
         None if by_ranks => (npy_layout(a)?, read_model(a)?),
@@ -236,7 +246,6 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
         taper_strength: a.taper_strength, aperture: a.aperture, table_rows: a.table_rows, nz: a.nz,
     };
     let opts = GpuOptions { variant: a.kernel, planes: a.planes };
-    let out = a.output.clone().unwrap_or_else(|| PathBuf::from(format!("srm-{}.npy", a.synthetic.as_deref().unwrap_or("image"))));
     #[cfg(feature = "mpi")]
     if let Some(cluster) = global.cluster() {
         // The (shot, frequency group) items are split; a file input is read by the ranks, each
@@ -271,9 +280,25 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     };
     eprintln!("seisgpu srm: {} traces, {} x {} x {} image in {:.2} s", traces.len(), img.nx, img.ny, img.nz,
         t.elapsed().as_secs_f64());
-    npy::write_f32(&out, &[img.nz, img.ny, img.nx], &img.data)?;
+    write_image(&out, format, &img, &model)?;
     eprintln!("seisgpu srm: wrote {}", out.display());
     Ok(())
+}
+
+/// The depth image as .npy (nz, ny, nx) or as traces on the model's grid (SEG-Y, SU): one per (x,
+/// y) node, y-major, inline = iy + 1 and crossline = ix + 1 (the layout a SEG-Y velocity is read in).
+fn write_image(out: &std::path::Path, format: OutputFormat, img: &srm::Image, model: &VelocityModel) -> anyhow::Result<()> {
+    if format == OutputFormat::Npy {
+        return npy::write_f32(out, &[img.nz, img.ny, img.nx], &img.data);
+    }
+    let grid = Grid { nx: img.nx, ny: img.ny, x0: model.x0, y0: model.y0, dx: model.dx, dy: model.dy, class_offsets: Vec::new(),
+        order: TraceOrder::ClassYX, inline_along_y: true };
+    let data = output::traces_from_slices(&img.data, img.nz, img.ny, img.nx);
+    output::write_grid(out, &GridImage {
+        title: "seisgpu srm: shot-record depth migration image".into(),
+        grid: &grid, axis: SampleAxis::Depth { n: img.nz, step: model.dz, first: 0.0 }, data: &data,
+        npy_shape: vec![img.ny, img.nx, img.nz],
+    })
 }
 
 /// True for a SEG-Y file name (.sgy, .segy, any case).
@@ -428,6 +453,11 @@ pub fn run_extrapolate(a: &ExtrapolateArgs, _global: &Global) -> anyhow::Result<
     if !(a.velocity > 0.0 && a.freq > 0.0) {
         bail!("velocity {} m/s and frequency {} Hz must be positive", a.velocity, a.freq);
     }
+    if let Some(out) = &a.output
+        && output::prepare(out)? != OutputFormat::Npy
+    {
+        bail!("{}: a complex frequency plane is written as .npy only (shape (ny, nx, 2): re, im)", out.display());
+    }
     let sp = Spacing { dx: a.dx, dy: a.dy, dz: a.dz, two_d: a.ny == 1 };
     let p = 2.0 * std::f64::consts::PI * a.freq * a.dz / a.velocity;
     let op = Operator::new(a.operator.params(), sp, 0.95 * p, 1.05 * p, 3).map_err(anyhow::Error::msg)?;
@@ -448,9 +478,12 @@ pub fn run_extrapolate(a: &ExtrapolateArgs, _global: &Global) -> anyhow::Result<
     };
     let slow = vec![(1.0 / a.velocity) as f32; nx * ny];
     let map = op.row_map(2.0 * std::f64::consts::PI * a.freq);
+    let bar = seisgpu_host::progress::work(a.steps as u64, "extrapolation steps");
     for _ in 0..a.steps {
         cpu::step_planes(&op, &[map], &slow, &Taper::none(nx, ny), nx, ny, &mut plane);
+        bar.inc(1);
     }
+    drop(bar);
     if a.input.is_none() {
         let e = compare_with_phase_shift(&plane, nx, ny, a.dx, a.dy, a.dz, a.velocity, a.freq, a.steps, a.operator.max_angle);
         let reach = a.steps * a.operator.degree * 4;

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args as ClapArgs, Subcommand};
+use seisgpu_host::io::output::{self, Grid, GridImage, OutputFormat, SampleAxis, TraceOrder};
 use seisgpu_host::wavepacket::apps::{self, InterpMethod};
 use seisgpu_host::wavepacket::coeffs_io::{self, Header};
 use seisgpu_host::wavepacket::fragments::{Fragmented, Tiling};
@@ -26,14 +27,17 @@ pub enum Command {
         #[command(flatten)]
         frame: FrameArgs,
     },
-    /// Coefficients (.wpk) -> volume (.npy). The frame is read from the file.
+    /// Coefficients (.wpk) -> volume (.npy, .sgy or .su). The frame is read from the file.
     Inverse {
         /// Coefficient file written by `wavepacket forward`.
         #[arg(long)]
         input: PathBuf,
-        /// Output volume (.npy, float32, shape n1 x n2 x samples).
-        #[arg(long)]
+        /// Output volume: .npy (float32, shape n1 x n2 x samples), .sgy/.segy (SEG-Y) or .su (Seismic
+        /// Unix): one trace per (n1, n2) position, inline = axis-1 index + 1, crossline = axis-2 index + 1.
+        #[arg(long, short, alias = "out")]
         output: PathBuf,
+        #[command(flatten)]
+        sampling: VolumeSampling,
         /// Cube engines on every visible GPU (fragmented volumes).
         #[arg(long)]
         all_gpus: bool,
@@ -101,9 +105,50 @@ pub struct Io {
     /// `noise` adds white noise at that fraction of the signal RMS).
     #[arg(long)]
     pub input: String,
-    /// Output file (.npy volume; .wpk for `forward`).
-    #[arg(long)]
+    /// Output file: the volume as .npy (float32, n1 x n2 x samples), .sgy/.segy (SEG-Y) or .su
+    /// (Seismic Unix: one trace per (n1, n2) position, inline = axis-1 index + 1, crossline = axis-2
+    /// index + 1); coefficients (.wpk) for `forward`.
+    #[arg(long, short, alias = "out")]
     pub output: PathBuf,
+    #[command(flatten)]
+    pub sampling: VolumeSampling,
+}
+
+/// The samples axis of a volume written as traces.
+#[derive(ClapArgs, Debug, Clone)]
+pub struct VolumeSampling {
+    /// Sample interval of the volume's last (fastest) axis for SEG-Y and SU output (ms; a .npy
+    /// volume carries none).
+    #[arg(long = "sample-interval", default_value_t = 4.0)]
+    pub sample_interval_ms: f32,
+}
+
+/// Checks an output volume's path before the work: its format and folder, and under MPI a format
+/// the ranks can write in blocks (.npy).
+fn prepare_volume(path: &Path, global: &Global) -> Result<OutputFormat> {
+    let format = global.prepare_output(path)?;
+    if format != OutputFormat::Npy && global.mpi_ranks() {
+        bail!("{}: under MPI a volume is written as .npy (each rank its rows); run without MPI for SEG-Y or SU", path.display());
+    }
+    Ok(format)
+}
+
+/// Writes a volume (n1 x n2 x samples) by `path`'s extension.
+fn write_volume(path: &Path, vol: &[f32], shape: [usize; 3], sampling: &VolumeSampling) -> Result<()> {
+    if OutputFormat::from_path(path)? == OutputFormat::Npy {
+        return coeffs_io::write_volume(path, vol, shape);
+    }
+    let dt = sampling.sample_interval_ms * 1e-3;
+    if !(dt > 0.0 && dt.is_finite()) {
+        bail!("--sample-interval {} ms must be positive", sampling.sample_interval_ms);
+    }
+    let [n1, n2, n3] = shape;
+    let grid = Grid { nx: n1, ny: n2, x0: 0.0, y0: 0.0, dx: 0.0, dy: 0.0, class_offsets: Vec::new(), order: TraceOrder::ClassXY,
+        inline_along_y: false };
+    output::write_grid(path, &GridImage {
+        title: "seisgpu wavepacket: volume, x = axis 1, y = axis 2 (coordinates 0)".into(),
+        grid: &grid, axis: SampleAxis::Time { n: n3, step: dt, first: 0.0 }, data: vol, npy_shape: shape.to_vec(),
+    })
 }
 
 /// Transform options.
@@ -135,9 +180,10 @@ pub struct FrameArgs {
     /// Zero guard band added around each cube (samples per side).
     #[arg(long, default_value_t = 0)]
     pub guard: usize,
-    /// Cube side for volumes that do not fit one cube (samples; the paper used 256).
-    #[arg(long, default_value_t = 256)]
-    pub cube: usize,
+    /// Cube side for volumes that do not fit one cube (samples; the paper used 256); default: the
+    /// one of 64, 128, 256 whose cubes hold the fewest samples for the volume (printed).
+    #[arg(long)]
+    pub cube: Option<usize>,
     /// Minimum overlap of neighbouring cubes (samples).
     #[arg(long, default_value_t = 32)]
     pub overlap: usize,
@@ -147,6 +193,18 @@ pub struct FrameArgs {
 }
 
 impl FrameArgs {
+    /// The cube side: `--cube`, else chosen for the volume's shape (and said once, by `say`).
+    fn cube_for(&self, shape: [usize; 3], say: bool) -> Result<usize> {
+        if let Some(c) = self.cube {
+            return Ok(c);
+        }
+        let (side, line) = seisgpu_host::wavepacket::auto_cube(shape, self.overlap)?;
+        if say {
+            eprintln!("seisgpu: {line}");
+        }
+        Ok(side)
+    }
+
     fn params(&self, default_finest: Finest) -> Result<Params> {
         let finest = match self.finest.as_deref() {
             None => default_finest,
@@ -217,7 +275,7 @@ fn engines(global: &Global, tiling: Tiling, params: &Params, all_gpus: bool) -> 
 
 fn transform(global: &Global, shape: [usize; 3], fa: &FrameArgs, finest: Finest) -> Result<Fragmented> {
     let params = fa.params(finest)?;
-    let tr = engines(global, Tiling::new(shape, fa.cube, fa.overlap)?, &params, fa.all_gpus)?;
+    let tr = engines(global, Tiling::new(shape, fa.cube_for(shape, true)?, fa.overlap)?, &params, fa.all_gpus)?;
     eprintln!("seisgpu: {} cube(s) of {}^3 on {} engine(s); {}", tr.tiling.count(), tr.tiling.cube, tr.engines(),
         tr.frame.describe().lines().next().unwrap_or(""));
     Ok(tr)
@@ -243,7 +301,7 @@ impl AppJob {
             }
             let (slab, shape) = read_slab(&cluster, input, fa)?;
             let devices = global.rank_devices(&cluster)?;
-            let tr = Fragmented::on_backends(&devices, Tiling::new(shape, fa.cube, fa.overlap)?, &fa.params(finest)?)?;
+            let tr = Fragmented::on_backends(&devices, Tiling::new(shape, fa.cube_for(shape, cluster.is_root())?, fa.overlap)?, &fa.params(finest)?)?;
             if cluster.is_root() {
                 eprintln!("seisgpu: {} cube(s) of {}^3 over {} ranks", tr.tiling.count(), tr.tiling.cube, cluster.size());
             }
@@ -278,7 +336,7 @@ impl AppJob {
 
     /// Writes the output volume from `slab` (under MPI each rank its rows, into one file), then
     /// prints the summary (on rank 0 alone).
-    fn write(&self, path: &Path, slab: &[f32], summary: impl FnOnce()) -> Result<()> {
+    fn write(&self, path: &Path, sampling: &VolumeSampling, slab: &[f32], summary: impl FnOnce()) -> Result<()> {
         #[cfg(feature = "mpi")]
         if let Some(cluster) = &self.cluster {
             seisgpu_host::distributed::write_volume_shares(cluster, path, &self.tr.tiling, slab)?;
@@ -287,7 +345,7 @@ impl AppJob {
             }
             return Ok(());
         }
-        coeffs_io::write_volume(path, slab, self.tr.tiling.shape)?;
+        write_volume(path, slab, self.tr.tiling.shape, sampling)?;
         summary();
         Ok(())
     }
@@ -295,6 +353,7 @@ impl AppJob {
 
 /// A trace mask (.npy of n1 x n2 entries, non-zero = live trace).
 fn read_mask(p: &Path, [n1, n2]: [usize; 2]) -> Result<Vec<bool>> {
+    seisgpu_host::io::npy::check_complete(p)?;
     let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
     let npy = coeffs_io::read_array(&bytes).with_context(|| format!("{}: not a usable .npy mask", p.display()))?;
     if npy.len() != n1 * n2 {
@@ -315,7 +374,7 @@ fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, frame: &
     if npy {
         let shape = cluster.agree("reading the volume's shape", seisgpu_host::io::npy::read_rows_f32(path, 0..0))?.0;
         let [n1, n2, n3] = shape[..] else { bail!("{input}: a {}-D array; a volume must be 3-D (n1, n2, samples)", shape.len()) };
-        let rows = distributed::wavepacket_rows(cluster, &Tiling::new([n1, n2, n3], frame.cube, frame.overlap)?);
+        let rows = distributed::wavepacket_rows(cluster, &Tiling::new([n1, n2, n3], frame.cube_for([n1, n2, n3], false)?, frame.overlap)?);
         let read = seisgpu_host::io::npy::read_rows_f32(path, rows).map(|(_, v)| v);
         return Ok((cluster.agree("reading the volume", read)?, [n1, n2, n3]));
     }
@@ -323,7 +382,7 @@ fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, frame: &
     if segy {
         // Every header (to place the traces), then only the traces of this rank's rows.
         let read = seisgpu_host::io::cube::read_cube_rows(path, |shape| {
-            Ok(distributed::wavepacket_rows(cluster, &Tiling::new(shape, frame.cube, frame.overlap)?))
+            Ok(distributed::wavepacket_rows(cluster, &Tiling::new(shape, frame.cube_for(shape, false)?, frame.overlap)?))
         });
         let (shape, slab, missing) = cluster.agree("reading the volume", read)?;
         if cluster.is_root() && missing > 0 {
@@ -332,7 +391,7 @@ fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, frame: &
         return Ok((slab, shape));
     }
     let (mut vol, shape) = cluster.agree("reading the volume", read_input(input))?;
-    let rows = distributed::wavepacket_rows(cluster, &Tiling::new(shape, frame.cube, frame.overlap)?);
+    let rows = distributed::wavepacket_rows(cluster, &Tiling::new(shape, frame.cube_for(shape, false)?, frame.overlap)?);
     let row = shape[1] * shape[2];
     vol.truncate(rows.end * row);
     vol.drain(..rows.start * row);
@@ -352,7 +411,7 @@ fn forward_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Gl
     }
     let (slab, shape) = read_slab(cluster, input, frame)?;
     let devices = global.rank_devices(cluster)?;
-    let tr = Fragmented::on_backends(&devices, Tiling::new(shape, frame.cube, frame.overlap)?, &frame.params(Finest::Isotropic)?)?;
+    let tr = Fragmented::on_backends(&devices, Tiling::new(shape, frame.cube_for(shape, cluster.is_root())?, frame.overlap)?, &frame.params(Finest::Isotropic)?)?;
     let first_row = distributed::wavepacket_rows(cluster, &tr.tiling).start;
     let count = distributed::wavepacket_forward(cluster, &tr, &slab, first_row, output)?;
     if cluster.is_root() {
@@ -406,7 +465,8 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
             println!("{{\"coefficients\": {}, \"redundancy\": {:.3}, \"seconds\": {:.3}}}", c.len(),
                 c.len() as f64 / vol.len() as f64, t0.elapsed().as_secs_f64());
         }
-        Command::Inverse { input, output, all_gpus } => {
+        Command::Inverse { input, output, sampling, all_gpus } => {
+            prepare_volume(output, global)?;
             #[cfg(feature = "mpi")]
             if let Some(cluster) = global.cluster() {
                 return inverse_distributed(&cluster, global, input, output);
@@ -417,26 +477,29 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
                 bail!("{}: {} coefficients per cube in the file, this build's frame has {}", input.display(), h.per_cube, tr.frame.total);
             }
             let vol = tr.inverse(&c)?;
-            coeffs_io::write_volume(output, &vol, h.tiling.shape)?;
+            write_volume(output, &vol, h.tiling.shape, sampling)?;
             println!("{{\"samples\": {}, \"seconds\": {:.3}}}", vol.len(), t0.elapsed().as_secs_f64());
         }
         Command::Denoise { io, frame, sigma, k } => {
+            prepare_volume(&io.output, global)?;
             let (job, vol) = AppJob::open(global, &io.input, frame, Finest::Directional)?;
             let d = job.run(|j| apps::denoise(j, &vol, *sigma, *k))?;
-            job.write(&io.output, &d.volume, || {
+            job.write(&io.output, &io.sampling, &d.volume, || {
                 println!("{{\"sigma\": {}, \"estimated\": {}, \"kept_fraction\": {:.5}, \"seconds\": {:.3}}}", d.sigma,
                     d.estimated, d.kept_fraction, t0.elapsed().as_secs_f64());
             })?;
         }
         Command::Compress { io, frame, cr } => {
+            prepare_volume(&io.output, global)?;
             let (job, vol) = AppJob::open(global, &io.input, frame, Finest::Isotropic)?;
             let c = job.run(|j| apps::compress(j, &vol, *cr))?;
-            job.write(&io.output, &c.volume, || {
+            job.write(&io.output, &io.sampling, &c.volume, || {
                 println!("{{\"kept\": {}, \"cr\": {:.5}, \"rel_error\": {:.5}, \"snr_db\": {:.2}, \"seconds\": {:.3}}}", c.kept,
                     c.ratio, c.rel_error, c.snr_db, t0.elapsed().as_secs_f64());
             })?;
         }
         Command::Interpolate { io, frame, mask, method, iterations, final_fraction, cr } => {
+            prepare_volume(&io.output, global)?;
             let method = match method.as_str() {
                 "pocs" => InterpMethod::Pocs { iterations: *iterations, final_fraction: *final_fraction },
                 "single" => InterpMethod::SinglePass { ratio: *cr },
@@ -456,7 +519,7 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
                 };
                 apps::interpolate(j, &vol, &live, method)
             })?;
-            job.write(&io.output, &r.volume, || {
+            job.write(&io.output, &io.sampling, &r.volume, || {
                 println!("{{\"missing_traces\": {}, \"iterations\": {}, \"seconds\": {:.3}}}", r.missing, r.iterations,
                     t0.elapsed().as_secs_f64());
             })?;

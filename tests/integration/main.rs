@@ -4,12 +4,16 @@
 
 mod common;
 
+mod defaults;
+
 mod ktm;
 mod nlbf;
+mod output;
 mod pstm;
 mod runtime;
 mod scale;
 mod segy;
 mod srm;
 mod srm_cluster;
+mod velan;
 mod wavepacket;

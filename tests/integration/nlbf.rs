@@ -357,11 +357,12 @@ fn bad_input_is_a_clear_error() {
     let run = |p: EstimateParams| nlbf::estimate(&Backend::Cpu, &t, &p).unwrap_err().to_string();
     let base = params_small(100.0);
 
+    // Parameter traces with an empty (B, E) aperture are left unestimated, the others searched.
     let mut p = base;
     p.aperture_be = Aperture { x: 10.0, y: 10.0 };
     p.spacing_x = 30.0;
-    let e = run(p);
-    assert!(e.contains("(B, E) aperture") && e.contains("contains no trace"), "{e}");
+    let est = nlbf::estimate(&Backend::Cpu, &t, &p).unwrap();
+    assert!(est.unestimated_count() > 0 && est.unestimated_count() < est.grid.len(), "{:?}", est.unestimated);
 
     for (step, what) in [(0.0, "step 0 must be positive"), (-1e-5, "step -0.00001 must be positive")] {
         let mut p = base;

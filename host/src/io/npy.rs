@@ -49,45 +49,83 @@ pub fn header_f32(shape: &[usize]) -> Vec<u8> {
     h
 }
 
+/// What a .npy header says: where the data start, the shape, the dtype string and the order.
+struct Head {
+    data_at: usize,
+    shape: Vec<usize>,
+    descr: String,
+    fortran: bool,
+}
+
+/// Reads the header of `path` (any dtype) and checks that the file holds every value it
+/// announces: a short file is an error naming the file and saying it is truncated (rather than
+/// the I/O layer's "failed to fill whole buffer" once the reading runs off its end).
+fn head(path: &Path) -> anyhow::Result<(std::fs::File, Head)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let len = f.metadata().with_context(|| format!("cannot read {}", path.display()))?.len();
+    // The header: magic, version, header length (u16 in format 1, u32 in 2 and 3), dictionary.
+    let mut pre = [0u8; 12];
+    let got = f.read(&mut pre).with_context(|| format!("cannot read {}", path.display()))?;
+    if got < 10 || &pre[..6] != b"\x93NUMPY" {
+        bail!("{} is not a .npy file{}", path.display(), if got < 10 { format!(" ({len} bytes)") } else { String::new() });
+    }
+    let data_at = match pre[6] {
+        1 => 10 + u16::from_le_bytes([pre[8], pre[9]]) as usize,
+        2 | 3 if got == 12 => 12 + u32::from_le_bytes([pre[8], pre[9], pre[10], pre[11]]) as usize,
+        v => bail!("{}: .npy format version {v}", path.display()),
+    };
+    if len < data_at as u64 {
+        bail!("{}: truncated .npy file: {len} bytes, shorter than its {data_at}-byte header", path.display());
+    }
+    let mut bytes = vec![0u8; data_at];
+    f.seek(SeekFrom::Start(0))?;
+    f.read_exact(&mut bytes).with_context(|| format!("{}: truncated .npy header", path.display()))?;
+    let npy = npyz::NpyFile::new(&bytes[..]).with_context(|| format!("{} is not a .npy file", path.display()))?;
+    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    let descr = npy.dtype().descr().trim_matches(|c| c == '\'' || c == '"').to_string();
+    let item = descr.trim_start_matches(|c: char| !c.is_ascii_digit()).parse::<u64>().unwrap_or(0);
+    let need = data_at as u64 + shape.iter().map(|&d| d as u64).product::<u64>() * item;
+    if len < need {
+        bail!("{}: truncated .npy file: {len} bytes, its header's shape {shape:?} of {descr} needs {need}", path.display());
+    }
+    f.seek(SeekFrom::Start(data_at as u64))?;
+    Ok((f, Head { data_at, shape, descr, fortran: npy.order() == npyz::Order::Fortran }))
+}
+
 /// Rows `rows` along the first axis of an f32 (or f64, converted) little-endian C-order array,
 /// read from their place in the file alone (an MPI rank's traces, or its slab of a volume);
 /// returns (shape, values of those rows). The file's length is checked against its header.
 pub fn read_rows_f32(path: &Path, rows: std::ops::Range<usize>) -> anyhow::Result<(Vec<usize>, Vec<f32>)> {
+    read_rows(path, Some(rows))
+}
+
+/// The whole of an f32 (or f64, converted) little-endian C-order array: (shape, values). Errors
+/// name the file: not a .npy file, truncated, another dtype, Fortran order.
+pub fn read_f32(path: &Path) -> anyhow::Result<(Vec<usize>, Vec<f32>)> { read_rows(path, None) }
+
+fn read_rows(path: &Path, rows: Option<std::ops::Range<usize>>) -> anyhow::Result<(Vec<usize>, Vec<f32>)> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    // The header: magic, version, header length (u16 in format 1, u32 in 2 and 3), dictionary.
-    let mut pre = [0u8; 12];
-    f.read_exact(&mut pre).with_context(|| format!("{} is not a .npy file", path.display()))?;
-    let data_at = match pre[6] {
-        1 => 10 + u16::from_le_bytes([pre[8], pre[9]]) as usize,
-        2 | 3 => 12 + u32::from_le_bytes([pre[8], pre[9], pre[10], pre[11]]) as usize,
-        v => bail!("{}: .npy format version {v}", path.display()),
-    };
-    let mut head = vec![0u8; data_at];
-    f.seek(SeekFrom::Start(0))?;
-    f.read_exact(&mut head).with_context(|| format!("{}: truncated .npy header", path.display()))?;
-    let npy = npyz::NpyFile::new(&head[..]).with_context(|| format!("{} is not a .npy file", path.display()))?;
-    if npy.order() != npyz::Order::C {
+    let (mut f, h) = head(path)?;
+    if h.fortran {
         bail!("{}: Fortran-order arrays are not supported (save with numpy's default C order)", path.display());
     }
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let Some((&n, rest)) = shape.split_first() else { bail!("{}: a 0-D array has no rows", path.display()) };
-    let width: usize = rest.iter().product();
+    let shape = h.shape;
+    let (n, width) = match shape.split_first() {
+        Some((&n, rest)) => (n, rest.iter().product::<usize>()),
+        None if rows.is_none() => (1, 1),
+        None => bail!("{}: a 0-D array has no rows", path.display()),
+    };
+    let rows = rows.unwrap_or(0..n);
     if rows.end > n {
         bail!("{}: rows {rows:?} of {n}", path.display());
     }
-    let descr = npy.dtype().descr();
-    let size = match descr.trim_matches(|c| c == '\'' || c == '"') {
+    let size = match h.descr.as_str() {
         "<f4" => 4,
         "<f8" => 8,
         d => bail!("{}: dtype {d} is not little-endian float32 or float64", path.display()),
     };
-    let len = f.metadata()?.len();
-    let need = (data_at + n * width * size) as u64;
-    if len < need {
-        bail!("{}: {len} bytes, the header's {n} x {width} values need {need}", path.display());
-    }
-    f.seek(SeekFrom::Start((data_at + rows.start * width * size) as u64))?;
+    f.seek(SeekFrom::Start((h.data_at + rows.start * width * size) as u64))?;
     let mut bytes = vec![0u8; rows.len() * width * size];
     f.read_exact(&mut bytes).with_context(|| format!("reading rows {rows:?} of {}", path.display()))?;
     let values = if size == 4 {
@@ -97,6 +135,10 @@ pub fn read_rows_f32(path: &Path, rows: std::ops::Range<usize>) -> anyhow::Resul
     };
     Ok((shape, values))
 }
+
+/// Checks that `path` is a .npy file holding every value its header announces (any dtype); the
+/// error names the file and says it is truncated.
+pub fn check_complete(path: &Path) -> anyhow::Result<()> { head(path).map(|_| ()) }
 
 /// An array read from a .npy file, in C order (the last axis fastest).
 #[derive(Debug, Clone, PartialEq)]
@@ -111,6 +153,7 @@ pub struct NpyArray {
 pub fn read_npy_f32(path: impl AsRef<Path>) -> anyhow::Result<NpyArray> {
     let path = path.as_ref();
     let what = || path.display().to_string();
+    check_complete(path)?;
     let file = std::fs::File::open(path).with_context(|| format!("{}: cannot open", what()))?;
     let npy = npyz::NpyFile::new(BufReader::new(file)).with_context(|| format!("{}: not a .npy file", what()))?;
     let shape = npy.shape().to_vec();
@@ -226,7 +269,8 @@ mod tests {
         assert!(read_rows_f32(&p, 5..7).is_err());
         let bytes = std::fs::read(&p).unwrap();
         std::fs::write(&p, &bytes[..bytes.len() - 4]).unwrap();
-        assert!(read_rows_f32(&p, 0..1).unwrap_err().to_string().contains("need"));
+        let e = read_rows_f32(&p, 0..1).unwrap_err().to_string();
+        assert!(e.contains("rows.npy") && e.contains("truncated") && e.contains("need"), "{e}");
         // A 3D array: rows along the first axis.
         write_npy(&p, &data, &[3, 2, 4]).unwrap();
         assert_eq!(read_rows_f32(&p, 1..3).unwrap(), (vec![3, 2, 4], data[8..].to_vec()));
@@ -264,7 +308,12 @@ mod tests {
         assert_eq!(a.data, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         // Truncate the data: an error, not a short array.
         std::fs::write(&p, &bytes[..bytes.len() - 4]).unwrap();
-        assert!(read_npy_f32(&p).is_err());
+        let e = read_npy_f32(&p).unwrap_err().to_string();
+        assert!(e.contains("c.npy") && e.contains("truncated"), "{e}");
+        // Cut inside the header too.
+        std::fs::write(&p, &bytes[..40]).unwrap();
+        let e = read_npy_f32(&p).unwrap_err().to_string();
+        assert!(e.contains("c.npy") && e.contains("truncated"), "{e}");
     }
 
     #[test]

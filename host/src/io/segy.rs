@@ -37,7 +37,7 @@ use std::path::Path;
 pub use ebcdic::TextEncoding;
 pub use header::BinaryHeader;
 pub use read::{read_segy, SegyReader, Trace};
-pub use write::{write_segy, CoordinateScalar, SegyWriter, TraceEncoder, WriteOptions};
+pub use write::{header_coordinates, write_segy, CoordinateScalar, SegyWriter, TraceEncoder, WriteOptions};
 
 #[allow(unused_imports)]
 use crate::traces::{TraceHeader, TraceSet};

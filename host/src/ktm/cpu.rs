@@ -39,10 +39,12 @@ fn migrate_impl<const AA: bool, const CORR: bool>(plan: &Plan, prep: &Prepared) 
     let ncols = plan.grid.ncols();
     let mut image = vec![0.0f32; plan.classes() * ncols * ntau];
     let shared = (plan.consts.vel_stride == 0).then(|| column_samples(plan, 0));
+    let bar = crate::progress::work((plan.classes() * ncols.div_ceil(GROUP)) as u64, "ktm columns");
     for (k, range) in plan.class_ranges.iter().enumerate() {
         let class_image = &mut image[k * ncols * ntau..(k + 1) * ncols * ntau];
         class_image.par_chunks_mut(GROUP * ntau).enumerate().for_each(|(g, out)| {
             migrate_group::<AA, CORR>(plan, prep, range.clone(), g * GROUP, out, shared.as_deref());
+            bar.inc(1);
         });
     }
     image

@@ -389,6 +389,11 @@ impl Plan {
         }
 
         let vel = velocity_on_grid(&params.velocity, &grid)?;
+        // An image grid away from the data is an input error, not an image of migration swings.
+        let vmax = vel.iter().fold(0.0f32, |a, &v| a.max(v)) as f64;
+        let in_class = |i: usize| skipped_traces == 0 || class_of(&headers[i]).is_some();
+        crate::grid::check_record_reaches(headers, in_class, (grid.x0, grid.x(grid.nx - 1)), (grid.y0, grid.y(grid.ny - 1)), vmax,
+            (t0 + (ns - 1) as f32 * dt) as f64, "ktm")?;
         let vel_stride = if vel.len() == grid.ntau { 0 } else { grid.ntau as u32 };
         let antialias = params.antialias.is_some();
         let pad = prep::pad_for(params);
@@ -729,9 +734,11 @@ pub fn device_images(plan: &Plan, params: &Params, backends: &[Backend], all_ite
 pub fn device_parts(plan: &Plan, params: &Params, backends: &[Backend], all_items: &[Range<usize>], items: Range<usize>,
     chunk: impl Fn(Range<usize>) -> TraceSet + Sync) -> Result<Vec<crate::multi::Part>, crate::multi::WorkError> {
     let max_item = all_items.iter().map(|r| r.len()).max().unwrap_or(1);
+    let bar = crate::progress::work(items.len() as u64, "ktm work items");
     let images = crate::multi::run_blocks(backends, items,
         |b| DeviceImage::new(b, plan, params, max_item),
         |_, img, i| {
+            bar.inc(1);
             let r = all_items[i].clone();
             img.add_item(plan, &chunk(r.clone()), r.clone(), params).with_context(|| format!("traces {r:?}"))
         },

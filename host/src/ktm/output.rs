@@ -1,6 +1,6 @@
-//! Image and trace output. The image is written as .npy (float32, shape [classes, nx, ny, ntau],
-//! tau fastest) through `AtomicFile`; the SEG-Y writer (one trace per image column and class, the
-//! grid and two-way image time in the headers) plugs in at [`write_image`] once it lands in main.
+//! Image and trace output: the image as .npy (float32, shape [classes, nx, ny, ntau], tau fastest),
+//! SEG-Y or SU (one trace per image column and class, the grid and two-way image time in the
+//! headers), through [`crate::io::output`].
 
 use std::path::Path;
 
@@ -8,6 +8,7 @@ use anyhow::Context;
 use npyz::WriterBuilder;
 
 use super::Image;
+use crate::io::output::{write_grid, Grid, GridImage, SampleAxis, TraceOrder};
 use crate::io::AtomicFile;
 use crate::traces::TraceSet;
 
@@ -23,73 +24,49 @@ pub fn write_npy(path: &Path, shape: &[u64], data: &[f32]) -> anyhow::Result<()>
     Ok(())
 }
 
-/// The migrated image, by extension: `.npy` (float32, shape [classes, nx, ny, ntau]) or SEG-Y
-/// (`.sgy`/`.segy`: one trace per offset class and image column, class-major; source = receiver =
-/// the bin centre, inline = ix + 1, crossline = iy + 1, CDP = the column's running number, offset =
-/// the class centre; the time axis is TWO-WAY vertical time, said in the textual header).
-pub fn write_image(path: &Path, img: &Image) -> anyhow::Result<()> {
+/// The image grid as the output module's [`Grid`]: class-major, then x (inline = ix + 1), then y
+/// (crossline = iy + 1), bin centres from the image grid, offset = the class centre.
+pub fn grid(img: &Image) -> Grid {
     let g = img.grid;
-    match path.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase()).as_deref() {
-        Some("npy") => write_npy(path, &[img.classes as u64, g.nx as u64, g.ny as u64, g.ntau as u64], &img.data),
-        Some("sgy") | Some("segy") => {
-            let (headers, opts) = segy_layout(img);
-            let set = TraceSet { headers, data: img.data.clone(), ns: g.ntau, dt: g.dtau, t0: g.tau0 };
-            crate::io::segy::write_segy(path, &set, &opts).with_context(|| format!("writing {}", path.display()))
-        }
-        _ => anyhow::bail!("{}: unknown image format (use .npy, .sgy or .segy)", path.display()),
+    Grid { nx: g.nx, ny: g.ny, x0: g.x0, y0: g.y0, dx: g.dx, dy: g.dy,
+        class_offsets: (0..img.classes).map(|c| img.class_offsets.get(c).copied().unwrap_or(0.0)).collect(),
+        order: TraceOrder::ClassXY, inline_along_y: false }
+}
+
+fn grid_image<'a>(img: &'a Image, grid: &'a Grid) -> GridImage<'a> {
+    let g = img.grid;
+    GridImage {
+        title: "seisgpu ktm: Kirchhoff migration image, TWO-WAY vertical time".into(),
+        grid, axis: SampleAxis::Time { n: g.ntau, step: g.dtau, first: g.tau0 }, data: &img.data,
+        npy_shape: vec![img.classes, g.nx, g.ny, g.ntau],
     }
+}
+
+/// The migrated image, by extension: `.npy` (float32, shape [classes, nx, ny, ntau]), SEG-Y
+/// (`.sgy`/`.segy`) or SU (`.su`): one trace per offset class and image column, class-major
+/// ([`grid`]; the time axis is TWO-WAY vertical time, said in the textual header).
+pub fn write_image(path: &Path, img: &Image) -> anyhow::Result<()> {
+    let grid = grid(img);
+    write_grid(path, &grid_image(img, &grid))
 }
 
 /// The SEG-Y image's trace headers (one per offset class and image column, class-major, as the
 /// image's data) and write options (IEEE floats, the textual header saying what the traces are,
 /// a coordinate scalar chosen over every header, so any block of traces encodes as in the file).
 pub fn segy_layout(img: &Image) -> (Vec<crate::traces::TraceHeader>, crate::io::segy::WriteOptions) {
-    let g = img.grid;
-    let mut headers = Vec::with_capacity(img.classes * g.ncols());
-    for c in 0..img.classes {
-        for ix in 0..g.nx {
-            for iy in 0..g.ny {
-                let (x, y) = (g.x(ix), g.y(iy));
-                headers.push(crate::traces::TraceHeader {
-                    sx: x, sy: y, gx: x, gy: y,
-                    offset: img.class_offsets.get(c).copied().unwrap_or(0.0),
-                    cdp: (ix * g.ny + iy) as i32 + 1,
-                    inline: ix as i32 + 1,
-                    crossline: iy as i32 + 1,
-                    ..Default::default()
-                });
-            }
-        }
-    }
-    let text = format!(
-        "seisgpu ktm: Kirchhoff prestack time migration image\n\
-         time axis: TWO-WAY vertical time, {} samples at {} ms from {} ms\n\
-         grid: {} inlines (x0 {} m, dx {} m) x {} crosslines (y0 {} m, dy {} m)\n\
-         {} offset class(es), class-major; bin centre in source and group X/Y",
-        g.ntau, g.dtau * 1e3, g.tau0 * 1e3, g.nx, g.x0, g.dx, g.ny, g.y0, g.dy, img.classes);
-    let scalar = crate::io::segy::header::choose_scalar(headers.iter().flat_map(|h| [h.sx, h.sy, h.gx, h.gy]));
-    let opts = crate::io::segy::WriteOptions {
-        format: crate::io::segy::SampleFormat::IeeeFloat,
-        text: Some(text),
-        coordinate_scalar: scalar.map_or(crate::io::segy::CoordinateScalar::Auto, crate::io::segy::CoordinateScalar::Fixed),
-        ..Default::default()
-    };
+    let grid = grid(img);
+    let (headers, opts, _, _) = grid_image(img, &grid).segy_layout();
     (headers, opts)
 }
 
-/// Modelled traces as .npy (shape [traces, samples]).
+/// Modelled traces in the input's geometry: SEG-Y or SU with its headers, or .npy (shape
+/// [traces, samples]).
 pub fn write_traces(path: &Path, t: &TraceSet) -> anyhow::Result<()> {
-    write_npy(path, &[t.len() as u64, t.ns as u64], &t.data)
+    crate::io::output::write_traces(path, t, "seisgpu ktm model: traces modelled from an image (Kirchhoff adjoint)")
 }
 
 /// A float32 .npy: (shape, data).
-pub fn read_npy(path: &Path) -> anyhow::Result<(Vec<usize>, Vec<f32>)> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let npy = npyz::NpyFile::new(&bytes[..]).with_context(|| format!("{}: not a .npy file", path.display()))?;
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let data: Vec<f32> = npy.into_vec().with_context(|| format!("{}: expected float32 data", path.display()))?;
-    Ok((shape, data))
-}
+pub fn read_npy(path: &Path) -> anyhow::Result<(Vec<usize>, Vec<f32>)> { crate::io::npy::read_f32(path) }
 
 #[cfg(test)]
 mod tests {

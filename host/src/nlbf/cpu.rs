@@ -31,7 +31,13 @@ pub fn estimate_subset(setup: &Setup, data: &[f32], ptraces: &[usize]) -> (Vec<u
     let ns = setup.ns;
     let mut code = vec![0u32; ptraces.len() * ns];
     let mut sem = vec![0f32; ptraces.len() * ns];
+    let bar = crate::progress::work(ptraces.len() as u64, "nlbf parameter traces");
     code.par_chunks_mut(ns).zip(sem.par_chunks_mut(ns)).zip(ptraces.par_iter()).for_each(|((code_p, sem_p), &p)| {
+        bar.inc(1);
+        // An empty aperture: nothing to search (the parameter trace is left unestimated, S = 0).
+        if (0..3).any(|phase| setup.apertures.list(phase, p).is_empty()) {
+            return;
+        }
         let kf1 = scan_shifts(setup, p, 0);
         let kf2 = scan_shifts(setup, p, 1);
         code_p.par_chunks_mut(T_CHUNK).zip(sem_p.par_chunks_mut(T_CHUNK)).enumerate().for_each(|(ch, (c, s))| {
@@ -284,7 +290,9 @@ pub fn enhance(setup: &EnhanceSetup, est: &Estimate, data: &[f32]) -> Vec<f32> {
     let ns = setup.ns;
     // The setup's outputs (every trace of a whole setup; a subset's first traces).
     let mut out = vec![0f32; setup.outputs() * ns];
+    let bar = crate::progress::work(setup.outputs() as u64, "nlbf enhance");
     out.par_chunks_mut(ns).enumerate().for_each(|(n, row)| {
+        bar.inc(1);
         let (x, y) = (setup.tx[n], setup.ty[n]);
         let nb = &setup.nb_idx[setup.nb_off[n] as usize..setup.nb_off[n + 1] as usize];
         for (t0, o) in row.iter_mut().enumerate() {
@@ -304,7 +312,9 @@ pub fn enhance(setup: &EnhanceSetup, est: &Estimate, data: &[f32]) -> Vec<f32> {
 /// NMO with a stretch mute on the CPU: parallel over traces.
 pub fn nmo(data: &[f32], ns: usize, dt: f32, t_first: f32, offsets: &[f32], vrms: &[f32], max_stretch: f32) -> Vec<f32> {
     let mut out = vec![0f32; data.len()];
+    let bar = crate::progress::work((data.len() / ns.max(1)) as u64, "nmo traces");
     out.par_chunks_mut(ns).enumerate().for_each(|(n, row)| {
+        bar.inc(1);
         let trace = &data[n * ns..(n + 1) * ns];
         for (i, o) in row.iter_mut().enumerate() {
             *o = match k::nmo_source_position(i as u32, dt, t_first, offsets[n], vrms[i], max_stretch) {

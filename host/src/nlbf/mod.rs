@@ -22,6 +22,7 @@ pub mod bench;
 pub mod cpu;
 pub mod gpu;
 pub mod output;
+pub mod slopes;
 pub mod synth;
 
 use std::fmt;
@@ -431,14 +432,13 @@ impl Setup {
         let aps = [params.aperture_ad, params.aperture_be, params.aperture_c];
         let inv_dt = 1.0 / traces.dt;
         let (fill, maxima) = aperture_sets(&tx64, &ty64, (xmin, ymin), &grid, &aps, (&tx, &ty, &px, &py), &params.search)?;
+        // Parameter traces with an empty aperture (an offset gap, the spread's edge) are left
+        // unestimated ([`Estimate::unestimated`]); only a search with nothing to estimate is an error.
         let names = ["(A, D)", "(B, E)", "C"];
-        for (phase, ap) in aps.iter().enumerate() {
-            if let Some(p) = (0..grid.len()).find(|&p| fill.len(phase, p) == 0) {
-                return invalid(format!(
-                    "the {} aperture ({} x {} m) of parameter trace {p} at ({:.1}, {:.1}) m contains no trace: \
-                     enlarge the aperture or the parameter-trace spacing",
-                    names[phase], ap.x, ap.y, xmin + px[p] as f64, ymin + py[p] as f64));
-            }
+        if let Some((phase, ap)) = aps.iter().enumerate().find(|(phase, _)| (0..grid.len()).all(|p| fill.len(*phase, p) == 0)) {
+            return invalid(format!(
+                "the {} aperture ({} x {} m) contains no trace at any of the {} parameter traces (spacing {} x {} m): \
+                 enlarge the aperture or the parameter-trace spacing", names[phase], ap.x, ap.y, grid.len(), grid.sx, grid.sy));
         }
         let tables = Tables::new(&params.search);
         let dt = traces.dt;
@@ -619,8 +619,10 @@ pub fn estimate_setup_multi_into(devices: &[NlbfDevice], setup: &Setup, data: &[
         slots.push(std::sync::Mutex::new(Some((c, s))));
         (rc, rs) = (tc, ts);
     }
+    let bar = crate::progress::work(items.len() as u64, "nlbf work items");
     crate::multi::fold_on_devices(devices, &items, (),
         |dev, i, r| {
+            bar.inc(1);
             let (c, s) = slots[i].lock().map_err(|_| anyhow::anyhow!("output slot poisoned"))?.take()
                 .ok_or_else(|| anyhow::anyhow!("work item {i} ran twice"))?;
             estimate_item_into(variant, dev, setup, data, r.clone(), c, s).map_err(|e| anyhow::anyhow!("parameter traces {r:?}: {e}"))
@@ -1139,6 +1141,9 @@ pub struct Estimate {
     pub code: Vec<u32>,
     /// `semblance[p * ns + t]`.
     pub semblance: Vec<f32>,
+    /// `[p]`: parameter trace p has an empty aperture and was not estimated (S = 0, its A..E
+    /// volumes NaN; traces whose operator would come from it are not enhanced).
+    pub unestimated: Vec<bool>,
 }
 
 /// One of the six output volumes.
@@ -1160,10 +1165,18 @@ impl Param {
 }
 
 impl Estimate {
-    pub fn from_setup(setup: &Setup, code: Vec<u32>, semblance: Vec<f32>) -> Estimate {
+    pub fn from_setup(setup: &Setup, code: Vec<u32>, mut semblance: Vec<f32>) -> Estimate {
+        let unestimated = slopes::unestimated(&setup.apertures.off, setup.np());
+        if semblance.len() == setup.estimations() {
+            for (p, _) in unestimated.iter().enumerate().filter(|(_, u)| **u) {
+                semblance[p * setup.ns..(p + 1) * setup.ns].fill(0.0);
+            }
+        }
         Estimate { grid: setup.grid, ns: setup.ns, dt: setup.dt, origin: setup.origin, tables: setup.tables.clone(), code,
-            semblance }
+            semblance, unestimated }
     }
+    /// Parameter traces left unestimated (empty aperture).
+    pub fn unestimated_count(&self) -> usize { self.unestimated.iter().filter(|u| **u).count() }
     /// {A, B, C, D, E} at parameter trace p, sample t.
     pub fn operator(&self, p: usize, t: usize) -> [f32; 5] { self.tables.decode(self.code[p * self.ns + t]) }
     /// One output volume, `[p * ns + t]`.
@@ -1172,7 +1185,10 @@ impl Estimate {
             return self.semblance.clone();
         }
         let q = which as usize;
-        self.code.par_iter().map(|&c| self.tables.decode(c)[q]).collect()
+        let ns = self.ns.max(1);
+        self.code.par_iter().enumerate()
+            .map(|(i, &c)| if self.unestimated.get(i / ns).copied().unwrap_or(false) { f32::NAN } else { self.tables.decode(c)[q] })
+            .collect()
     }
     /// Positions (x, y) of the parameter traces in the chosen coordinates (m).
     pub fn positions(&self) -> Vec<(f64, f64)> {
@@ -1362,10 +1378,11 @@ impl EnhanceSetup {
 pub fn enhance(backend: &Backend, traces: &TraceSet, coords: &Coordinates, est: &Estimate, params: &EnhanceParams)
     -> Result<TraceSet> {
     let setup = EnhanceSetup::new(traces, coords, est, params)?;
-    let data = match backend {
+    let mut data = match backend {
         Backend::Cpu => cpu::enhance(&setup, est, &traces.data),
         Backend::Gpu(g) => gpu::enhance(g, &setup, est, &traces.data)?,
     };
+    slopes::copy_unestimated(&setup, est, &traces.data, &mut data);
     Ok(TraceSet { headers: traces.headers.clone(), data, ns: traces.ns, dt: traces.dt, t0: traces.t0 })
 }
 
@@ -1383,10 +1400,12 @@ pub fn enhance_multi(backends: &[Backend], traces: &TraceSet, coords: &Coordinat
     let parts = crate::multi::map_on_devices(backends, &blocks, |b, _, r| {
         let (sub, order) = setup.subset_reading(r.clone());
         let data: Vec<f32> = order.iter().flat_map(|&k| traces.data[k * ns..(k + 1) * ns].iter().copied()).collect();
-        Ok(match b {
+        let mut out = match b {
             Backend::Cpu => cpu::enhance(&sub, est, &data),
             Backend::Gpu(g) => gpu::enhance(g, &sub, est, &data)?,
-        })
+        };
+        slopes::copy_unestimated(&sub, est, &data, &mut out);
+        Ok(out)
     })
     .map_err(|e| NlbfError::Invalid(format!("enhancing traces {:?}: {e:#}", blocks[e.item])))?;
     Ok(TraceSet { headers: traces.headers.clone(), data: parts.concat(), ns, dt: traces.dt, t0: traces.t0 })
@@ -1530,7 +1549,14 @@ mod tests {
         let mut p = params_2d();
         p.aperture_ad = Aperture { x: 10.0, y: 10.0 };
         p.spacing_x = 30.0;
-        assert!(err(p).contains("contains no trace"), "{}", err(p));
+        // Parameter traces whose aperture holds no trace are left unestimated, not an error.
+        let s = Setup::new(&tr, &p).unwrap();
+        let est = Estimate::from_setup(&s, vec![0; s.estimations()], vec![1.0; s.estimations()]);
+        assert!(est.unestimated_count() > 0 && est.unestimated_count() < s.np(), "{:?}", est.unestimated);
+        for (sem, u) in est.semblance.chunks(s.ns).zip(&est.unestimated) {
+            assert!(!u || sem.iter().all(|v| *v == 0.0));
+        }
+        assert!(est.volume(Param::A).chunks(s.ns).zip(&est.unestimated).all(|(a, u)| a[0].is_nan() == *u));
         let mut p = params_2d();
         p.spacing_y = -5.0;
         assert!(err(p).contains("spacing in y is -5"));

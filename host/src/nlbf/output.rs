@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::{Aperture, Estimate, EstimateParams, Param, Range};
+use crate::io::output::{write_grid, Grid, GridImage, OutputFormat, SampleAxis, TraceOrder};
 use crate::io::AtomicFile;
 
 /// Writes a little-endian `.npy` (format 1.0) of `descr` (`<f4`, `<f8`, `<u4`) and `shape`.
@@ -46,10 +47,21 @@ pub fn write_npy_f64(path: &Path, shape: &[usize], data: &[f64]) -> std::io::Res
     write_npy(path, "<f8", shape, &bytes)
 }
 
+/// Checks that the output folder `dir` can be one: an existing file there is an error naming it.
+pub fn check_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists,
+            format!("{} is an existing file, not a folder: the output is a folder of .npy files (give a new or folder path)",
+                dir.display())));
+    }
+    Ok(())
+}
+
 /// Writes A.npy .. E.npy and S.npy (ny x nx x ns), positions.npy (ny x nx x 2: x, y in m) and
 /// nlbf.json (grid, sampling, units, `extra` fields) into `dir`. Returns the files written.
 pub fn write_estimate(dir: &Path, est: &Estimate, extra: serde_json::Value) -> std::io::Result<Vec<std::path::PathBuf>> {
-    std::fs::create_dir_all(dir)?;
+    check_dir(dir)?;
+    std::fs::create_dir_all(dir).map_err(|e| std::io::Error::new(e.kind(), format!("creating the folder {}: {e}", dir.display())))?;
     let shape = [est.grid.ny, est.grid.nx, est.ns];
     let mut files = Vec::new();
     for p in Param::ALL {
@@ -61,9 +73,47 @@ pub fn write_estimate(dir: &Path, est: &Estimate, extra: serde_json::Value) -> s
     Ok(files)
 }
 
+/// The estimate's volumes as SEG-Y or SU files (`A.sgy` .. `S.sgy`, or `.su`; one trace per
+/// parameter trace, y-major as in the .npy volumes, its position in CDP X/Y: the search's x and y
+/// coordinates), or as [`write_estimate`] for .npy; with positions.npy and nlbf.json.
+pub fn write_estimate_as(dir: &Path, est: &Estimate, extra: serde_json::Value, format: OutputFormat)
+    -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let ext = match format {
+        OutputFormat::Npy => return Ok(write_estimate(dir, est, extra)?),
+        OutputFormat::Segy => "sgy",
+        OutputFormat::Su => "su",
+    };
+    std::fs::create_dir_all(dir)?;
+    let grid = volume_grid(est);
+    let mut files = Vec::new();
+    for p in Param::ALL {
+        let path = dir.join(format!("{}.{ext}", p.name()));
+        let data = est.volume(p);
+        let img = GridImage {
+            title: format!("seisgpu nlbf: parameter {} ({}) per parameter trace", p.name(), p.unit()),
+            grid: &grid, axis: SampleAxis::Time { n: est.ns, step: est.dt, first: 0.0 }, data: &data,
+            npy_shape: vec![est.grid.ny, est.grid.nx, est.ns],
+        };
+        write_grid(&path, &img)?;
+        files.push(path);
+    }
+    files.extend(description(dir, est, extra, ext)?);
+    Ok(files)
+}
+
+/// The parameter traces as an image grid: y-major, inline numbers along y.
+pub fn volume_grid(est: &Estimate) -> Grid {
+    Grid { nx: est.grid.nx, ny: est.grid.ny, x0: est.origin.0, y0: est.origin.1, dx: est.grid.sx, dy: est.grid.sy,
+        class_offsets: Vec::new(), order: TraceOrder::ClassYX, inline_along_y: true }
+}
+
 /// positions.npy and nlbf.json of [`write_estimate`] (from `est`'s grid and sampling alone: its
 /// picks may be a part or none).
 pub fn write_description(dir: &Path, est: &Estimate, extra: serde_json::Value) -> std::io::Result<Vec<std::path::PathBuf>> {
+    description(dir, est, extra, "npy")
+}
+
+fn description(dir: &Path, est: &Estimate, extra: serde_json::Value, ext: &str) -> std::io::Result<Vec<std::path::PathBuf>> {
     let mut files = Vec::new();
     let pos: Vec<f64> = est.positions().into_iter().flat_map(|(x, y)| [x, y]).collect();
     let path = dir.join("positions.npy");
@@ -73,7 +123,7 @@ pub fn write_description(dir: &Path, est: &Estimate, extra: serde_json::Value) -
         "grid": { "nx": est.grid.nx, "ny": est.grid.ny, "spacing_x_m": est.grid.sx, "spacing_y_m": est.grid.sy,
                   "origin_x_m": est.origin.0, "origin_y_m": est.origin.1 },
         "samples": est.ns, "sample_interval_s": est.dt,
-        "volumes": Param::ALL.iter().map(|p| serde_json::json!({"file": format!("{}.npy", p.name()), "unit": p.unit()}))
+        "volumes": Param::ALL.iter().map(|p| serde_json::json!({"file": format!("{}.{ext}", p.name()), "unit": p.unit()}))
             .collect::<Vec<_>>(),
         "layout": "volume[iy][ix][t]; parameter trace (ix, iy) at origin + (ix * spacing_x, iy * spacing_y)",
         "run": extra,

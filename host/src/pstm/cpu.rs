@@ -212,10 +212,12 @@ fn run<M: Model>(traces: &TraceSet, p: &PstmParams, plan: &Plan, mode: Traveltim
     let (nz_pad, noff, plen) = (kp.nz_pad as usize, p.noff, plan.packed_len());
     let mut data = vec![0.0f32; p.columns() * noff * nz_pad];
     let (evals, pairs) = (AtomicU64::new(0), AtomicU64::new(0));
+    let bar = crate::progress::work((plan.batches.len() * p.columns()) as u64, "pstm columns");
     for (bi, batch) in plan.batches.iter().enumerate() {
         let packed = pack_batch(traces, batch, plen);
         let fma = has_fma();
         data.par_chunks_mut(noff * nz_pad).enumerate().for_each(|(col, out)| {
+            bar.inc(1);
             let mut scratch = (Vec::new(), Vec::new());
             let (iv2, eta) = column_coefs(p, &coefs, col, &mut scratch, nz_pad);
             let args = ColumnArgs { p, kp, batch, packed: &packed, plen, mode, iv2, eta, first: bi == 0 };

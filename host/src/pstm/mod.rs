@@ -482,12 +482,48 @@ pub(crate) fn shared_coefs(p: &PstmParams, kp: &KParams) -> Option<Coefs> {
     (kp.coef_stride == 0).then(|| Coefs::new(p, kp, 1))
 }
 
+/// Errors, before any work, when no trace would add to the image: traces without coordinates,
+/// no trace in an offset class, no midpoint within the aperture of the image area, or every
+/// traveltime to the image past the record's end. The message says which, with the image's and
+/// the data's extents.
+pub fn check_reach(traces: &TraceSet, p: &PstmParams) -> anyhow::Result<()> {
+    use crate::grid::{check_record_reaches, distance_to_rect, require_coordinates};
+    use rayon::prelude::*;
+    require_coordinates(&traces.headers, "pstm")?;
+    let h = &traces.headers;
+    let in_class = |i: usize| {
+        let kf = ((h[i].distance() as f32 - p.offset0) / p.doffset).floor();
+        kf >= 0.0 && kf < p.noff as f32
+    };
+    let (x, y) = ((p.x0, p.x0 + (p.nx - 1) as f64 * p.dx), (p.y0, p.y0 + (p.ny - 1) as f64 * p.dy));
+    // The nearest midpoint of a trace in a class, in parallel (450,000 traces at paper size).
+    let nearest = (0..h.len()).into_par_iter().filter(|&i| in_class(i)).map(|i| distance_to_rect(h[i].midpoint(), x, y))
+        .reduce(|| f64::INFINITY, f64::min);
+    if nearest == f64::INFINITY {
+        let (lo, hi) = h.iter().map(|t| t.distance()).fold((f64::INFINITY, 0.0f64), |(a, b), d| (a.min(d), b.max(d)));
+        bail!("pstm: no trace falls in an offset class: {} classes of {} m from {} m, the traces' offsets are {lo:.1}..{hi:.1} m \
+               (set --offset0, --doffset, --noff)", p.noff, p.doffset, p.offset0);
+    }
+    if nearest > p.aperture as f64 {
+        let mid = (0..h.len()).filter(|&i| in_class(i)).map(|i| h[i].midpoint());
+        let (mx0, mx1, my0, my1) = mid.fold((f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY),
+            |(a, b, c, d), m| (a.min(m.0), b.max(m.0), c.min(m.1), d.max(m.1)));
+        bail!("pstm: no trace reaches the image: the nearest midpoint is {nearest:.1} m from the image area, beyond the aperture \
+               of {} m. The image spans x {:.1}..{:.1} m, y {:.1}..{:.1} m; the data's midpoints x {mx0:.1}..{mx1:.1} m, y \
+               {my0:.1}..{my1:.1} m: leave out --x0/--y0 (and --nx/--ny) to image over the data, or widen --aperture",
+            p.aperture, x.0, x.1, y.0, y.1);
+    }
+    let vmax = p.vrms.iter().fold(0.0f32, |a, &v| a.max(v)) as f64;
+    check_record_reaches(h, in_class, x, y, vmax, (traces.t0 + (traces.ns.max(1) - 1) as f32 * traces.dt) as f64, "pstm")
+}
+
 /// Migrates `traces` into the (x, y, offset class, time) image with the given traveltimes, on the
 /// CPU or the GPU. The paper-5 engine behind `seisgpu pstm` (and `ktm --traveltime static8|dynamic`).
 pub fn migrate(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel,
     backend: &Backend) -> anyhow::Result<PstmImage> {
     let t = std::time::Instant::now();
     params.validate(mode, model)?;
+    check_reach(traces, params)?;
     crate::multi::mark("parameters checked", t);
     let t = std::time::Instant::now();
     let plan = plan(traces, params, mode)?;
@@ -629,6 +665,7 @@ pub fn migrate_multi(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMod
     backends: &[Backend]) -> anyhow::Result<PstmImage> {
     ensure!(!backends.is_empty(), "pstm: no device to migrate on");
     params.validate(mode, model)?;
+    check_reach(traces, params)?;
     // The shape checks first; each work item's plan scans its own samples (on the device threads,
     // in parallel), and on a failure the whole set is scanned, so a bad sample is reported by its
     // index in the input (as by a serial scan of the whole set before the split, which it replaces).
@@ -636,9 +673,13 @@ pub fn migrate_multi(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMod
     crate::multi::validate_shape(traces, "input traces")?;
     crate::multi::mark("validate", t);
     let items = work_items(traces.len());
+    let bar = crate::progress::work(items.len() as u64, "pstm work items");
     let parts = crate::multi::run_blocks(backends, 0..items.len(),
         |b| DeviceImage::new(b, params, mode, model),
-        |_, img, i| img.add_item(&traces.slice(items[i].clone()), params).with_context(|| format!("traces {:?}", items[i])),
+        |_, img, i| {
+            bar.inc(1);
+            img.add_item(&traces.slice(items[i].clone()), params).with_context(|| format!("traces {:?}", items[i]))
+        },
         |_, img| img.finish_part());
     let parts: Vec<(crate::multi::Part, MigrationStats)> = match parts {
         Ok(p) => p.into_iter().flatten().collect(),

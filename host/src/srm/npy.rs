@@ -9,23 +9,7 @@ use npyz::WriterBuilder;
 use crate::io::AtomicFile;
 
 /// Reads an f32 (or f64, converted) C-order array; returns (shape, values).
-pub fn read_f32(path: &Path) -> anyhow::Result<(Vec<usize>, Vec<f32>)> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let npy = npyz::NpyFile::new(&bytes[..]).with_context(|| format!("{} is not a .npy file", path.display()))?;
-    if npy.order() != npyz::Order::C {
-        bail!("{}: Fortran-order arrays are not supported (save with numpy's default C order)", path.display());
-    }
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let dtype = npy.dtype();
-    let data = match npy.try_data::<f32>() {
-        Ok(r) => r.collect::<std::io::Result<Vec<f32>>>().with_context(|| format!("reading {}", path.display()))?,
-        Err(npy) => match npy.try_data::<f64>() {
-            Ok(r) => r.collect::<std::io::Result<Vec<f64>>>().with_context(|| format!("reading {}", path.display()))?.into_iter().map(|v| v as f32).collect(),
-            Err(_) => bail!("{}: dtype {dtype:?} is not float32 or float64", path.display()),
-        },
-    };
-    Ok((shape, data))
-}
+pub fn read_f32(path: &Path) -> anyhow::Result<(Vec<usize>, Vec<f32>)> { crate::io::npy::read_f32(path) }
 
 /// Writes an f32 C-order array of `shape` atomically.
 pub fn write_f32(path: &Path, shape: &[usize], data: &[f32]) -> anyhow::Result<()> {

@@ -113,18 +113,8 @@ fn open_coeffs(path: &Path) -> Result<(Header, std::io::BufReader<std::fs::File>
 
 /// Reads a 3D `.npy` volume (f32 or f64, C order); returns samples and shape (n1, n2, n3), n3 fastest.
 pub fn read_volume(path: &Path) -> Result<(Vec<f32>, [usize; 3])> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let npy = npyz::NpyFile::new(&bytes[..]).with_context(|| format!("{}: not a .npy file", path.display()))?;
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    let (shape, data) = crate::io::npy::read_f32(path)?;
     ensure!(shape.len() == 3, "{}: a {}-D array; a volume must be 3-D (n1, n2, samples)", path.display(), shape.len());
-    ensure!(npy.order() == npyz::Order::C, "{}: Fortran-ordered arrays are not supported (save with C order)", path.display());
-    let dtype = npy.dtype();
-    let descr = dtype.descr();
-    let data: Vec<f32> = match descr.trim_matches(|c| c == '\'' || c == '"') {
-        "<f4" => npy.into_vec::<f32>()?,
-        "<f8" => npy.into_vec::<f64>()?.into_iter().map(|v| v as f32).collect(),
-        other => bail!("{}: dtype {other}; volumes must be float32 or float64", path.display()),
-    };
     Ok((data, [shape[0], shape[1], shape[2]]))
 }
 

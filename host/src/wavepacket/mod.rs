@@ -93,6 +93,40 @@ impl Default for Params {
     fn default() -> Self { Self { eps: 1e-4, frame: FrameParams::default(), gather: Gather::Separable } }
 }
 
+/// Cube sides the automatic choice ([`auto_cube`]) picks from: the paper's 256 and the smaller
+/// powers of two.
+pub const CUBE_SIDES: [usize; 3] = [64, 128, 256];
+
+/// The cube side for a volume of `shape` whose cubes overlap by `overlap` samples: the one of
+/// [`CUBE_SIDES`] whose cubes hold the fewest samples in all (the transform's work and memory go
+/// with them; ties to the larger side, fewer seams). A thin volume such as 4 x 120 x 600 gets
+/// cubes of 128 (6 cubes, 12.6M samples) instead of three of 256 padded from 4 x 120 (50M samples,
+/// 2.2 GB); a large one the paper's 256. Returns the side and a line saying why.
+pub fn auto_cube(shape: [usize; 3], overlap: usize) -> Result<(usize, String)> {
+    let mut best: Option<(usize, usize, usize, usize)> = None; // (samples, side, cube, count)
+    let mut at_256 = 0;
+    for side in CUBE_SIDES {
+        if 2 * overlap > side {
+            continue;
+        }
+        // (A side whose cubes would stack three deep with this overlap is no candidate.)
+        let Ok(t) = fragments::Tiling::new(shape, side, overlap) else { continue };
+        let total = t.count() * t.cube.pow(3);
+        if side == 256 {
+            at_256 = total;
+        }
+        if best.is_none_or(|b| total <= b.0) {
+            best = Some((total, side, t.cube, t.count()));
+        }
+    }
+    let Some((total, side, cube, count)) = best else {
+        anyhow::bail!("overlap of {overlap} samples is more than half of every cube side {CUBE_SIDES:?}: give --cube")
+    };
+    Ok((side, format!("cubes of {cube}^3 for the {} x {} x {} volume: {count} cube(s), {:.1}M cube samples{}; --cube to choose",
+        shape[0], shape[1], shape[2], total as f64 / 1e6,
+        if side != 256 && at_256 > 0 { format!(" (256^3 cubes: {:.1}M)", at_256 as f64 / 1e6) } else { String::new() })))
+}
+
 /// Smallest n' >= n whose only prime factors are 2, 3, 5, 7 (fast FFT sizes).
 pub fn nice(n: usize) -> usize {
     let mut k = n.max(1);

@@ -351,3 +351,16 @@ fn kernel_bodies_match_the_reference_on_emulated_grids() {
         assert!((Complex32::new(re, im) - want).norm() <= 1e-5 * want.norm().max(1.0), "adjoint stencil at {mm:?}");
     }
 }
+
+#[test]
+fn the_cube_side_follows_the_volume() {
+    // The thin volume that took 2.2 GB at 256^3: cubes of 128.
+    let (side, line) = super::auto_cube([4, 120, 600], 32).unwrap();
+    assert_eq!(side, 128, "{line}");
+    assert!(line.contains("cubes of 128^3") && line.contains("256^3 cubes"), "{line}");
+    // Large volumes keep the paper's 256; one that fits a cube gets one cube.
+    assert_eq!(super::auto_cube([600, 600, 600], 32).unwrap().0, 256);
+    let (side, _) = super::auto_cube([100, 100, 100], 32).unwrap();
+    assert_eq!(super::fragments::Tiling::new([100, 100, 100], side, 32).unwrap().count(), 1);
+    assert!(super::auto_cube([100, 100, 100], 200).is_err());
+}

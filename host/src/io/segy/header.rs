@@ -135,16 +135,17 @@ impl BinaryHeader {
     }
 
     /// The binary header seisgpu writes: SEG-Y rev 2.0, fixed-length traces, no extended
-    /// textual headers, the byte-order constant, sample count and interval in both the classic
-    /// and the extended fields. `traces_in_file` is patched in when the writer finishes.
+    /// textual headers, the byte-order constant, sample count and interval in the extended
+    /// fields and, where they hold it exactly, the classic ones ([`classic_interval`]; else 0
+    /// there: rev 2 readers take 3273-3280). `traces_in_file` is patched in when the writer finishes.
     pub fn emit(ns: usize, dt_s: f32, format: SampleFormat, endian: Endian, out: &mut [u8]) {
         let dt_us = dt_s as f64 * 1e6;
         let mut f = FieldsMut::new(out, 3201, endian);
         f.i32(3201, 1);
         f.i32(3205, 1);
         f.i32(3209, 1);
-        f.u16(3217, classic_interval(dt_us));
-        f.u16(3219, classic_interval(dt_us));
+        f.u16(3217, classic_interval(dt_s).unwrap_or(0));
+        f.u16(3219, classic_interval(dt_s).unwrap_or(0));
         f.u16(3221, u16::try_from(ns).unwrap_or(0));
         f.u16(3223, u16::try_from(ns).unwrap_or(0));
         f.i16(3225, format.code());
@@ -160,11 +161,13 @@ impl BinaryHeader {
     }
 }
 
-/// The 16-bit sample interval in microseconds (0 when it does not fit; rev 2 readers then take
-/// the extended field).
-fn classic_interval(dt_us: f64) -> u16 {
-    let r = dt_us.round();
-    if r >= 1.0 && r <= u16::MAX as f64 { r as u16 } else { 0 }
+/// The 16-bit sample interval field's value (whole microseconds, bytes 3217-3218 and 117-118) for
+/// an interval `dt_s` (s), when it holds it exactly: 1..=65535 us, reading it back giving the same
+/// f32. `None` otherwise: a rounded value would be read as the interval by every reader that does
+/// not know the rev 2 extended field (segyio among them), silently.
+pub fn classic_interval(dt_s: f32) -> Option<u16> {
+    let r = (dt_s as f64 * 1e6).round();
+    (r >= 1.0 && r <= u16::MAX as f64 && (r * 1e-6) as f32 == dt_s).then_some(r as u16)
 }
 
 /// Applies a SEG-Y scalar (bytes 71-72 for coordinates, 215-216 for times): positive multiplies,
@@ -269,11 +272,14 @@ pub enum EmitError {
     /// A coordinate does not fit the scaled i32 field (the field's name).
     Coordinate(&'static str, f64),
     Offset(f64),
+    /// The shot point number does not fit bytes 197-200 with any scalar.
+    ShotPoint(f64),
 }
 
-/// Fills a 240-byte trace header. `index` is the trace's position in the file (0-based).
+/// Fills a 240-byte trace header. `index` is the trace's position in the file (0-based); `dt_field`
+/// the sample interval field's value (bytes 117-118, [`classic_interval`], 0 when it cannot hold it).
 #[allow(clippy::too_many_arguments)]
-pub fn emit_trace_header(h: &TraceHeader, index: u64, ns: usize, dt_s: f32, delay: (i16, i16), scalco: i16,
+pub fn emit_trace_header(h: &TraceHeader, index: u64, ns: usize, dt_field: u16, delay: (i16, i16), scalco: i16,
     endian: Endian, out: &mut [u8]) -> Result<(), EmitError> {
     out.fill(0);
     let seq = i32::try_from(index + 1).unwrap_or(i32::MAX);
@@ -301,9 +307,13 @@ pub fn emit_trace_header(h: &TraceHeader, index: u64, ns: usize, dt_s: f32, dela
     f.i16(89, 1); // coordinate units: length (metres or feet)
     f.i16(109, delay.0);
     f.u16(115, u16::try_from(ns).unwrap_or(0));
-    f.u16(117, classic_interval(dt_s as f64 * 1e6));
+    f.u16(117, dt_field);
     f.i32(189, h.inline);
     f.i32(193, h.crossline);
+    // Shot point with its own scalar (201-202): the coarsest that stores it exactly.
+    let sp_scalar = choose_scalar(std::iter::once(h.shot_point)).ok_or(EmitError::ShotPoint(h.shot_point))?;
+    f.i32(197, unapply_scalar(h.shot_point, sp_scalar).ok_or(EmitError::ShotPoint(h.shot_point))?);
+    f.i16(201, sp_scalar);
     f.i16(215, delay.1);
     Ok(())
 }
@@ -354,5 +364,34 @@ mod tests {
         assert_eq!(delay_fields(-0.05), Some((-50, 1)));
         assert_eq!(delay_fields(0.0125), Some((125, -10)));
         assert_eq!(delay_fields(40.0), None);
+    }
+    #[test]
+    fn classic_interval_only_when_exact() {
+        assert_eq!(classic_interval(0.002), Some(2000));
+        assert_eq!(classic_interval(0.000_25), Some(250));
+        assert_eq!(classic_interval(0.065_535), Some(65535));
+        assert_eq!(classic_interval(0.000_012_5), None);
+        assert_eq!(classic_interval(0.1), None);
+        assert_eq!(classic_interval(0.000_000_4), None);
+    }
+    #[test]
+    fn trace_header_round_trips_id_cdp_coordinates_and_shot_point() {
+        let h = TraceHeader { sx: 500_100.25, sy: 6_700_200.5, gx: 500_300.75, gy: 6_700_100.0, offset: -212.0, cdp: 77,
+            inline: 12, crossline: 345, ffid: 9, channel: 4, trace_id: 2, cdp_xy: Some((500_190.0, 6_700_155.5)),
+            shot_point: 1012.5, ..Default::default() };
+        for endian in [Endian::Big, Endian::Little] {
+            let mut b = [0u8; 240];
+            emit_trace_header(&h, 0, 10, 2000, (0, 1), -100, endian, &mut b).ok().unwrap();
+            let (back, timing) = parse_trace_header(&b, endian, true);
+            assert_eq!(back, h);
+            assert_eq!(timing.dt_us, 2000);
+            let f = Fields::new(&b, 1, endian);
+            assert_eq!((f.i16(29), f.i32(197), f.i16(201)), (2, 10125, -10));
+            // Without own CDP coordinates, the midpoint goes to 181-188 and reads back as `None`.
+            let m = TraceHeader { cdp_xy: None, ..h };
+            emit_trace_header(&m, 0, 10, 2000, (0, 1), -100, endian, &mut b).ok().unwrap();
+            assert_eq!(Fields::new(&b, 1, endian).i32(181), 50_020_050);
+            assert_eq!(parse_trace_header(&b, endian, true).0, m);
+        }
     }
 }

@@ -349,3 +349,52 @@ fn empty_trace_set_round_trips() {
     let (info, back) = read_segy(&p).unwrap();
     assert_eq!((info.n_traces, back.ns, back.dt), (0, 50, 0.004));
 }
+
+#[test]
+fn a_writer_that_refused_a_trace_commits_nothing() {
+    let mut set = sample_set(4, 10);
+    set.trace_mut(2)[3] = f32::INFINITY;
+    let p = tmp("poisoned.sgy");
+    std::fs::write(&p, b"old").unwrap();
+    // One trace at a time: the refused trace poisons the writer; later good traces and `finish` fail.
+    let mut w = SegyWriter::create(&p, 10, 0.002, 0.0, &WriteOptions::default()).unwrap();
+    w.write_trace(&set.headers[0], set.trace(0)).unwrap();
+    assert!(w.write_trace(&set.headers[2], set.trace(2)).is_err());
+    let e = w.write_trace(&set.headers[3], set.trace(3)).unwrap_err().to_string();
+    assert!(e.contains("earlier write failed") && e.contains("sample 3"), "{e}");
+    let e = w.finish().unwrap_err().to_string();
+    assert!(e.contains("poisoned.sgy") && e.contains("earlier write failed"), "{e}");
+    assert_eq!(std::fs::read(&p).unwrap(), b"old", "the old file stays");
+    // Sets: the same.
+    let mut w = SegyWriter::create(&p, 10, 0.002, 0.0, &WriteOptions::default()).unwrap();
+    assert!(w.write_set(&set).is_err());
+    assert!(w.write_set(&set.slice(0..1)).is_err());
+    assert!(w.finish().is_err());
+    assert_eq!(std::fs::read(&p).unwrap(), b"old");
+    let w = SegyWriter::create(&p, 10, 0.002, 0.0, &WriteOptions::default()).unwrap();
+    w.abandon();
+    assert_eq!(std::fs::read(&p).unwrap(), b"old");
+    let leftovers = std::fs::read_dir(p.parent().unwrap()).unwrap().filter(|e| {
+        e.as_ref().unwrap().file_name().to_string_lossy().starts_with(".poisoned.sgy.tmp")
+    }).count();
+    assert_eq!(leftovers, 0);
+}
+
+#[test]
+fn intervals_the_classic_field_cannot_hold_go_to_the_extended_field_only() {
+    for (dt, classic) in [(0.002f32, 2000u16), (0.000_012_5, 0), (0.1, 0)] {
+        let mut set = sample_set(3, 8);
+        set.dt = dt;
+        let p = tmp("interval.sgy");
+        write_segy(&p, &set, &WriteOptions::default()).unwrap();
+        let (info, back) = read_segy(&p).unwrap();
+        assert_eq!(back.dt, dt);
+        assert_eq!(info.binary.sample_interval, classic);
+        assert_eq!(info.binary.ext_sample_interval, dt as f64 * 1e6);
+        let b = std::fs::read(&p).unwrap();
+        assert_eq!(Fields::new(&b[3600..3840], 1, Endian::Big).u16(117), classic);
+        if classic == 0 {
+            assert!(info.text.contains("only in bytes 3273-3280"), "{}", info.text);
+        }
+    }
+}

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use super::header::{choose_scalar, delay_fields, emit_trace_header, BinaryHeader, EmitError, FieldsMut};
+use super::header::{choose_scalar, classic_interval, delay_fields, emit_trace_header, BinaryHeader, EmitError, FieldsMut};
 use super::{ebcdic, encode_samples, Endian, Result, SampleFormat, SegyError, TextEncoding};
 use crate::io::AtomicFile;
 use crate::traces::{TraceHeader, TraceSet};
@@ -35,12 +35,15 @@ pub struct WriteOptions {
     pub coordinate_scalar: CoordinateScalar,
 }
 
-/// Writes traces one at a time or in sets; `finish` makes the file appear.
+/// Writes traces one at a time or in sets; `finish` makes the file appear. After any error the
+/// writer is poisoned: later writes and `finish` fail (naming the first error) and the file is
+/// never committed, so a refused trace can never leave a file with that trace missing.
 pub struct SegyWriter {
     enc: TraceEncoder,
     out: AtomicFile,
     written: u64,
     buf: Vec<u8>,
+    poisoned: Option<String>,
 }
 
 /// The bytes of a SEG-Y file without the file: its head ([`TraceEncoder::new`]) and the bytes of
@@ -50,6 +53,8 @@ pub struct TraceEncoder {
     path: PathBuf,
     ns: usize,
     dt: f32,
+    /// Bytes 117-118: the interval in whole microseconds, 0 when that cannot hold it exactly.
+    dt_field: u16,
     delay: (i16, i16),
     opts: WriteOptions,
 }
@@ -65,9 +70,9 @@ pub fn write_segy(path: impl AsRef<Path>, set: &TraceSet, opts: &WriteOptions) -
     set.validate("trace set to write").map_err(|m| SegyError::invalid(path, m))?;
     let mut opts = opts.clone();
     if opts.coordinate_scalar == CoordinateScalar::Auto {
-        let coords = set.headers.iter().flat_map(|h| [h.sx, h.sy, h.gx, h.gy]);
+        let coords = set.headers.iter().flat_map(header_coordinates);
         let s = choose_scalar(coords).ok_or_else(|| {
-            SegyError::invalid(path, "source/group coordinates are not finite or too large for any coordinate scalar")
+            SegyError::invalid(path, "source/group/CDP coordinates are not finite or too large for any coordinate scalar")
         })?;
         opts.coordinate_scalar = CoordinateScalar::Fixed(s);
     }
@@ -77,14 +82,23 @@ pub fn write_segy(path: impl AsRef<Path>, set: &TraceSet, opts: &WriteOptions) -
     Ok(())
 }
 
+/// The coordinates a trace header stores with the coordinate scalar: source, group, CDP (m).
+pub fn header_coordinates(h: &TraceHeader) -> [f64; 6] {
+    let (cx, cy) = h.cdp_position();
+    [h.sx, h.sy, h.gx, h.gy, cx, cy]
+}
+
 fn default_text(ns: usize, dt: f32, t0: f32, opts: &WriteOptions) -> Vec<String> {
     vec![
         format!("written by seisgpu {}", env!("CARGO_PKG_VERSION")),
         format!("SEG-Y rev 2.0, sample format {} ({:?}), {:?}-endian", opts.format.code(), opts.format, opts.endian),
         format!("{ns} samples per trace, interval {} ms, first sample at {} ms", dt * 1e3, t0 * 1e3),
+        if classic_interval(dt).is_some() { "sample interval in bytes 3217, 117 (us) and 3273 (rev 2, double)".into() }
+        else { "sample interval only in bytes 3273-3280 (rev 2): 3217 and 117 cannot hold it in whole us".into() },
         "coordinates in metres with the scalar of bytes 71-72; offset (37-40) in whole metres".into(),
         "bytes: ffid 9, channel 13, energy source point 17, CDP 21, trace in ensemble 25".into(),
         "bytes: source x/y 73/77, group x/y 81/85, CDP x/y 181/185, inline 189, crossline 193".into(),
+        "bytes: trace identification code 29, shot point 197 with its scalar 201".into(),
     ]
 }
 
@@ -136,7 +150,8 @@ impl TraceEncoder {
         ebcdic::encode(&cards, opts.text_encoding, &mut head[..3200]);
         BinaryHeader::emit(ns, dt, opts.format, opts.endian, &mut head[3200..]);
         FieldsMut::new(&mut head[3512..3520], 3513, opts.endian).u64(3513, traces);
-        Ok((TraceEncoder { path, ns, dt, delay, opts: opts.clone() }, head))
+        let dt_field = classic_interval(dt).unwrap_or(0);
+        Ok((TraceEncoder { path, ns, dt, dt_field, delay, opts: opts.clone() }, head))
     }
 
     /// Bytes per trace (header and samples).
@@ -146,12 +161,13 @@ impl TraceEncoder {
     fn header(&self, h: &TraceHeader, index: u64, out: &mut [u8]) -> Result<()> {
         let scalco = match self.opts.coordinate_scalar {
             CoordinateScalar::Fixed(s) => s,
-            CoordinateScalar::Auto => choose_scalar([h.sx, h.sy, h.gx, h.gy].into_iter()).unwrap_or(1),
+            CoordinateScalar::Auto => choose_scalar(header_coordinates(h).into_iter()).unwrap_or(1),
         };
         let bad = |msg: String| SegyError::BadTrace { path: self.path.display().to_string(), trace: index, msg };
-        emit_trace_header(h, index, self.ns, self.dt, self.delay, scalco, self.opts.endian, out).map_err(|e| match e {
+        emit_trace_header(h, index, self.ns, self.dt_field, self.delay, scalco, self.opts.endian, out).map_err(|e| match e {
             EmitError::Coordinate(name, v) => bad(format!("{name} {v} m does not fit the header field with coordinate scalar {scalco}")),
             EmitError::Offset(v) => bad(format!("offset {v} m does not fit bytes 37-40")),
+            EmitError::ShotPoint(v) => bad(format!("shot point {v} does not fit bytes 197-200 with any scalar")),
         })
     }
 
@@ -183,7 +199,7 @@ impl TraceEncoder {
     /// Encodes `headers` (the file's traces `first`, `first + 1`, ...) and their samples `data`
     /// into `buf` (resized to their bytes): headers sequentially (cheap, and the first bad one is
     /// the one reported), samples in parallel.
-    fn encode_block(&self, headers: &[TraceHeader], data: &[f32], first: u64, buf: &mut Vec<u8>) -> Result<()> {
+    pub(crate) fn encode_block(&self, headers: &[TraceHeader], data: &[f32], first: u64, buf: &mut Vec<u8>) -> Result<()> {
         let tb = self.trace_bytes();
         buf.resize(headers.len() * tb, 0);
         headers.iter().enumerate().try_for_each(|(k, h)| self.header(h, first + k as u64, &mut buf[k * tb..k * tb + 240]))?;
@@ -210,13 +226,37 @@ impl SegyWriter {
         let p = enc.path.as_path();
         let mut out = AtomicFile::create(p).map_err(|e| SegyError::io(p, e))?;
         out.write_all(&head).map_err(|e| SegyError::io(p, e))?;
-        Ok(SegyWriter { enc, out, written: 0, buf: Vec::new() })
+        Ok(SegyWriter { enc, out, written: 0, buf: Vec::new(), poisoned: None })
     }
 
     pub fn traces_written(&self) -> u64 { self.written }
 
+    /// The error for a write after an earlier one failed.
+    fn check_poisoned(&self) -> Result<()> {
+        match &self.poisoned {
+            Some(first) => Err(SegyError::invalid(&self.enc.path, format!("not written: an earlier write failed ({first})"))),
+            None => Ok(()),
+        }
+    }
+
+    /// Records the first error: the writer takes no more traces and never commits.
+    fn poison<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r
+            && self.poisoned.is_none()
+        {
+            self.poisoned = Some(e.to_string());
+        }
+        r
+    }
+
     /// Appends one trace.
     pub fn write_trace(&mut self, h: &TraceHeader, samples: &[f32]) -> Result<()> {
+        self.check_poisoned()?;
+        let r = self.write_trace_inner(h, samples);
+        self.poison(r)
+    }
+
+    fn write_trace_inner(&mut self, h: &TraceHeader, samples: &[f32]) -> Result<()> {
         let index = self.written;
         let e = &self.enc;
         if samples.len() != e.ns {
@@ -239,6 +279,12 @@ impl SegyWriter {
 
     /// Appends every trace of `set` (same sample count and interval), encoding in parallel.
     pub fn write_set(&mut self, set: &TraceSet) -> Result<()> {
+        self.check_poisoned()?;
+        let r = self.write_set_inner(set);
+        self.poison(r)
+    }
+
+    fn write_set_inner(&mut self, set: &TraceSet) -> Result<()> {
         self.enc.check_set(set, self.written)?;
         let ns = self.enc.ns;
         // Blocks of about 32 MiB keep the buffer bounded for large sets.
@@ -261,8 +307,13 @@ impl SegyWriter {
         result
     }
 
-    /// Records the trace count in the binary header and moves the file into place.
+    /// Drops the temporary file, leaving any file at the path as it was.
+    pub fn abandon(self) {}
+
+    /// Records the trace count in the binary header and moves the file into place; an error
+    /// (nothing committed) when any write failed.
     pub fn finish(mut self) -> Result<u64> {
+        self.check_poisoned()?;
         let mut count = [0u8; 8];
         FieldsMut::new(&mut count, 3513, self.enc.opts.endian).u64(3513, self.written);
         let p = self.enc.path.clone();

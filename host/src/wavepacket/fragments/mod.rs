@@ -106,12 +106,13 @@ impl Fragmented {
     fn for_each_cube<F: Fn(&mut Engine, usize) -> Result<()> + Sync>(&self, work: F) -> Result<()> {
         let next = AtomicUsize::new(0);
         let count = self.tiling.count();
+        let bar = crate::progress::work(count as u64, "wave-packet cubes");
         std::thread::scope(|s| {
             let handles: Vec<_> = self
                 .engines
                 .iter()
                 .map(|eng| {
-                    let (next, work) = (&next, &work);
+                    let (next, work, bar) = (&next, &work, &bar);
                     s.spawn(move || -> Result<()> {
                         let mut e = eng.lock().unwrap();
                         loop {
@@ -120,6 +121,7 @@ impl Fragmented {
                                 return Ok(());
                             }
                             work(&mut e, t)?;
+                            bar.inc(1);
                         }
                     })
                 })
@@ -297,6 +299,8 @@ impl Fragmented {
                 *f = (what, a, b);
             }
         };
+        let bar = crate::progress::work(self.tiling.count() as u64, "wave-packet cubes");
+        let bar = &bar;
         let result = std::thread::scope(|s| -> Result<Option<u64>> {
             let (tx, rx) = std::sync::mpsc::channel::<BoxResult>();
             for (k, (eng, pool)) in self.engines.iter().zip(&self.pools).enumerate() {
@@ -384,6 +388,7 @@ impl Fragmented {
                             let (mut ev, mut kept) = (None, None);
                             for c in bx.cubes.clone() {
                                 t = c;
+                                bar.inc(1);
                                 let te = std::time::Instant::now();
                                 at("stages box, cube", b, t);
                                 if let Some(raw) = raw.as_mut() {
@@ -631,9 +636,12 @@ impl Fragmented {
                 v
             });
             let mut zeros = Some(zeros);
+            let bar = crate::progress::work(ts.len() as u64, "wave-packet cubes");
             let out = crate::multi::fold_on_devices(&self.engines, &ts, None::<Vec<f32>>, |eng, _, &t| {
                 let mut e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
-                cube(&mut e, t).map_err(|err| err.context(format!("cube {t} at {:?}", self.tiling.start(t))))
+                let c = cube(&mut e, t).map_err(|err| err.context(format!("cube {t} at {:?}", self.tiling.start(t))));
+                bar.inc(1);
+                c
             }, |out, t, c| {
                 if out.is_none() {
                     let v = zeros.take().context("the output volume")?.join().map_err(|_| anyhow::anyhow!("zeroing the volume panicked"))?;
