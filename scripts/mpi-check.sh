@@ -18,8 +18,8 @@
 # fails to write its block of the image (SEISGPU_TEST_FAIL_WRITE_RANK: the file written before
 # stays as it was, no temporary file is left). Images (.npy) are written by every rank, each its
 # block of the rank-summed image.
-# Needs a seisgpu built with `--features mpi` ($SEISGPU, default target/release/seisgpu), mpirun
-# (Open MPI) and python3 with numpy. Prints PASS/FAIL per check; exits non-zero on any FAIL.
+# Needs a seisgpu built with `--features mpi,fault-injection` (the test hooks exist only with the
+# second; $SEISGPU, default target/release/seisgpu), mpirun (Open MPI) and python3 with numpy. Prints PASS/FAIL per check; exits non-zero on any FAIL.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${SEISGPU:-target/release/seisgpu}
@@ -278,7 +278,7 @@ fi
 
 step "a failing work item: item 13 (rank 1's) fails while migrating"
 if "${MPIRUN[@]}" -x SEISGPU_TEST_FAIL_ITEM=13 "$BIN" --device cpu --threads 1 "${K[@]}" -o "$OUT/bad2.npy" >"$OUT/log" 2>&1; then
-  echo "FAIL failing item: the job exited 0"; fail=1
+  echo "FAIL failing item: the job exited 0 (a build without --features fault-injection?)"; fail=1
 elif ! grep -q "while migrating: rank 1: work item 13 on local device 0: injected failure" "$OUT/log"; then
   echo "FAIL failing item: the message does not name rank 1 and work item 13:"; cat "$OUT/log"; fail=1
 elif [ -e "$OUT/bad2.npy" ]; then
@@ -290,7 +290,7 @@ fi
 step "a failing share write: rank 1 cannot write its block of the image; the old file stays, no temporary file"
 cp "$OUT/ktm-1.npy" "$OUT/keep.npy"
 if "${MPIRUN[@]}" -x SEISGPU_TEST_FAIL_WRITE_RANK=1 "$BIN" --device cpu --threads 1 "${K[@]}" -o "$OUT/keep.npy" >"$OUT/log" 2>&1; then
-  echo "FAIL failing write: the job exited 0"; fail=1
+  echo "FAIL failing write: the job exited 0 (a build without --features fault-injection?)"; fail=1
 elif ! grep -q "rank 1: injected write failure" "$OUT/log"; then
   echo "FAIL failing write: the message does not name rank 1:"; cat "$OUT/log"; fail=1
 elif ! command cmp -s "$OUT/keep.npy" "$OUT/ktm-1.npy"; then

@@ -345,12 +345,19 @@ pub fn write_segy_sum(cluster: &Cluster, path: &Path, headers: &[TraceHeader], o
     write_shares(cluster, path, &head, tb * units as u64, tb * mine.start as u64, &bytes)
 }
 
+/// A fault-injection hook's value (the number in the environment variable `var`), for the failing-rank
+/// checks of `scripts/mpi-check.sh`: only in a build with the cargo feature `fault-injection`,
+/// `None` in every other build.
+fn injected(var: &str) -> Option<usize> {
+    if cfg!(feature = "fault-injection") { std::env::var(var).ok().and_then(|v| v.parse().ok()) } else { None }
+}
+
 /// Writes one file from every rank's bytes: rank 0 makes a temporary file beside `target` of the
 /// whole length (`head`, then `body_len` bytes) and writes `head`; each rank opens it, writes its
 /// `bytes` at `offset` into the body and syncs them; once every rank has, rank 0 renames the file
 /// over `target`. Any failure (a rank that cannot open the file: not a file system every rank sees;
 /// a short write) fails every rank naming it, and rank 0 removes the temporary file: `target` is
-/// left as it was. Collective. (Test hook: `SEISGPU_TEST_FAIL_WRITE_RANK=r` fails rank r's write.)
+/// left as it was. Collective. (Test hook, [`injected`]: `SEISGPU_TEST_FAIL_WRITE_RANK=r` fails rank r's write.)
 pub fn write_shares(cluster: &Cluster, target: &Path, head: &[u8], body_len: u64, offset: u64, bytes: &[u8]) -> anyhow::Result<()> {
     use std::os::unix::fs::FileExt;
     // Rank 0's process id names the temporary file (every rank must name the same one).
@@ -372,7 +379,7 @@ pub fn write_shares(cluster: &Cluster, target: &Path, head: &[u8], body_len: u64
         let _ = std::fs::remove_file(&tmp);
     }
     cluster.agree(&format!("creating {}", target.display()), created)?;
-    let fail_rank: Option<usize> = std::env::var("SEISGPU_TEST_FAIL_WRITE_RANK").ok().and_then(|v| v.parse().ok());
+    let fail_rank = injected("SEISGPU_TEST_FAIL_WRITE_RANK");
     let wrote = (|| -> anyhow::Result<()> {
         ensure!(offset + bytes.len() as u64 <= body_len, "bytes {offset}..{} of a body of {body_len}", offset + bytes.len() as u64);
         if fail_rank == Some(cluster.rank()) {
@@ -574,7 +581,7 @@ pub fn srm_migrate(cluster: &Cluster, source: &TraceSource, model: &crate::srm::
     let opts = cluster.agree("choosing the GPU kernel", plan.resolve_variant(&devs, model, params, opts))?;
     let n = plan.items.len();
     // Test hook (CI's failing-rank check), as in `run_share_blocks`.
-    let inject: Option<usize> = std::env::var("SEISGPU_TEST_FAIL_ITEM").ok().and_then(|v| v.parse().ok());
+    let inject = injected("SEISGPU_TEST_FAIL_ITEM");
     let local = multi::run_blocks(&devs, cluster.share(n), |_| Ok(DeviceShots::default()),
         |d, st, i| {
             if inject == Some(i) {
@@ -1102,7 +1109,7 @@ pub fn run_share<D: Sync, R: Send>(devices: &[D], mine: Range<usize>, work: impl
     -> anyhow::Result<Vec<R>> {
     let ids: Vec<usize> = mine.collect();
     // Test hook (CI's failing-rank check): the work item numbered here fails as a device would.
-    let inject: Option<usize> = std::env::var("SEISGPU_TEST_FAIL_ITEM").ok().and_then(|v| v.parse().ok());
+    let inject = injected("SEISGPU_TEST_FAIL_ITEM");
     multi::map_on_devices(devices, &ids, |d, _, &i| {
         if inject == Some(i) {
             bail!("injected failure (SEISGPU_TEST_FAIL_ITEM={i})");
@@ -1120,7 +1127,7 @@ pub fn run_share_blocks<S, R: Send>(devices: &[Backend], mine: Range<usize>,
     start: impl Fn(&Backend) -> anyhow::Result<S> + Sync, step: impl Fn(&mut S, usize) -> anyhow::Result<()> + Sync,
     finish: impl Fn(S) -> anyhow::Result<R> + Sync) -> anyhow::Result<Vec<R>> {
     // Test hook (CI's failing-rank check): the work item numbered here fails as a device would.
-    let inject: Option<usize> = std::env::var("SEISGPU_TEST_FAIL_ITEM").ok().and_then(|v| v.parse().ok());
+    let inject = injected("SEISGPU_TEST_FAIL_ITEM");
     multi::run_blocks(devices, mine, start, |_, s, i| {
         if inject == Some(i) {
             bail!("injected failure (SEISGPU_TEST_FAIL_ITEM={i})");
@@ -1135,4 +1142,16 @@ pub fn run_share_blocks<S, R: Send>(devices: &[Backend], mine: Range<usize>,
 pub fn write_on_root(cluster: &Cluster, what: &str, write: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
     let r = if cluster.is_root() { write() } else { Ok(()) };
     cluster.agree(what, r)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fault_injection_only_in_its_build() {
+        // (A variable no other test reads.)
+        unsafe { std::env::set_var("SEISGPU_TEST_FAIL_PROBE", "7") };
+        let want = if cfg!(feature = "fault-injection") { Some(7) } else { None };
+        assert_eq!(super::injected("SEISGPU_TEST_FAIL_PROBE"), want);
+        assert_eq!(super::injected("SEISGPU_TEST_FAIL_UNSET_PROBE"), None);
+    }
 }

@@ -231,18 +231,11 @@ pub const WAVEPACKET_LARGE: [usize; 3] = [928, 928, 480];
 /// its buffers: on the 4 x H200 VM, fresh pages cost the fold 44-66 ms per 126 MB box in
 /// first-touch faults (one run's output is 1.65 GB at 928 x 928 x 480), and page-locking 1.65 GB
 /// takes 139-163 ms, which every device count would pay alike and which no split can hide.
-/// `SEISGPU_WP_INPUT=pageable` / `SEISGPU_WP_OUTPUT=pageable`: ordinary memory (host copies and
-/// folds), to compare.
+/// Measured against the alternatives (docs/notes/scale.md, wave packets): ordinary memory in
+/// (2.65x against 3.18x on 4 GPUs), boxes of two cubes (3.60x against 3.67x), the identity as a
+/// host edit (the coefficients down and up: twice the one-GPU time).
 fn wavepacket_workload(shape: [usize; 3], cube: usize, overlap: usize) -> Result<Workload> {
-    // The job's volume buffer, or ordinary memory where the variable `knob` says `pageable`.
-    let buffer = move |f: &crate::wavepacket::fragments::Fragmented, knob: &str| -> Result<HostSamples> {
-        Ok(if std::env::var(knob).is_ok_and(|v| v == "pageable") {
-            HostSamples::Pageable(vec![0.0; shape.iter().product()])
-        } else {
-            f.volume_buffer()?
-        })
-    };
-    use crate::wavepacket::{apps, fragments::{Fragmented, Tiling, BOX_CUBES}, CoeffEdit, Params};
+    use crate::wavepacket::{apps, fragments::{Fragmented, Tiling}, CoeffEdit, Params};
     use rayon::prelude::*;
     let params = Params::default();
     let tiling = Tiling::new(shape, cube, overlap)?;
@@ -266,12 +259,10 @@ fn wavepacket_workload(shape: [usize; 3], cube: usize, overlap: usize) -> Result
             back.lock().map(|mut o| o.push(v)).unwrap_or(())
         })),
         run: Box::new(move |d| {
-            // `SEISGPU_WP_BOX_CUBES=k`: boxes of k cubes, to compare with the default (one).
-            let k = std::env::var("SEISGPU_WP_BOX_CUBES").ok().and_then(|v| v.parse().ok()).unwrap_or(BOX_CUBES);
-            let f = cached(&engines, d.len(), || Fragmented::on_backends(d, tiling.clone().with_box_cubes(k)?, &params))?;
+            let f = cached(&engines, d.len(), || Fragmented::on_backends(d, tiling.clone(), &params))?;
             if vol.get().is_none() {
                 // Read into the job's volume buffer, as a job of many volumes reads each one.
-                let mut buf = buffer(&f, "SEISGPU_WP_INPUT")?;
+                let mut buf = f.volume_buffer()?;
                 buf.as_mut_slice()?.par_chunks_mut(1 << 16).zip(apps::synthetic_cube(shape, 0.004, 25.0).par_chunks(1 << 16))
                     .for_each(|(d, s)| d.copy_from_slice(s));
                 let _ = vol.set(buf);
@@ -282,7 +273,7 @@ fn wavepacket_workload(shape: [usize; 3], cube: usize, overlap: usize) -> Result
                 // The 1-device reference, the check run's and two timed runs' (the harness gives
                 // each run's result back once the next one is in).
                 for _ in 0..4 {
-                    let mut v = buffer(&f, "SEISGPU_WP_OUTPUT")?;
+                    let mut v = f.volume_buffer()?;
                     v.as_mut_slice()?.par_chunks_mut(1 << 16).for_each(|c| c.fill(f32::NAN));
                     o.push(v);
                 }
@@ -290,13 +281,7 @@ fn wavepacket_workload(shape: [usize; 3], cube: usize, overlap: usize) -> Result
             let popped = outputs.lock().map_err(|_| anyhow::anyhow!("output buffers poisoned"))?.pop();
             // (Buffers come back poisoned through `recycle`.)
             let mut out = popped.unwrap_or_else(|| HostSamples::Pageable(crate::runtime::memory::zeroed_host(len)));
-            // `SEISGPU_WP_EDIT=host`: the identity as a host edit (coefficients down and up), to
-            // compare with the device path.
-            if std::env::var("SEISGPU_WP_EDIT").is_ok_and(|v| v == "host") {
-                f.process_into(vol, CoeffEdit::Host(&|_, _| {}), out.as_mut_slice()?)?;
-            } else {
-                f.process_into(vol, CoeffEdit::Identity, out.as_mut_slice()?)?;
-            }
+            f.process_into(vol, CoeffEdit::Identity, out.as_mut_slice()?)?;
             Ok(out)
         }) })
 }

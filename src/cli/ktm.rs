@@ -183,8 +183,7 @@ pub struct MigrationOptions {
     #[arg(long, default_value_t = 0.0)]
     pub eta: f32,
     /// GPU kernel: columns (default), columns-v1 (the first columns kernel), columns-fast (approximate
-    /// square roots: positions within ~1e-5 samples of the exact ones), image (image-domain) or
-    /// paper (data-domain).
+    /// square roots: positions within ~1e-5 samples of the exact ones) or paper (data-domain).
     #[arg(long, default_value = "columns")]
     pub kernel: String,
     /// Block shape of the paper kernel, `XxY` (threads per trace loop x image-time loop).

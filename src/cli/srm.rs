@@ -116,10 +116,8 @@ pub struct MigrateArgs {
     /// Depth samples to image (0: the whole model).
     #[arg(long, default_value_t = 0)]
     pub nz: usize,
-    /// GPU kernel: paper (the paper's, one Chebyshev step per launch), paperh (its loads hoisted),
-    /// paperq (hoisted, one 16-byte coefficient load per lookup), paperq56 (paperq, 56 registers), fused2..4 (2..4 Chebyshev steps per
-    /// pass over a tile), fusedb2..4 (fused, balanced, FMA), fusedc2..4 (fused, batched loads,
-    /// register-capped), cluster (all Chebyshev steps in one launch, the plane on chip in a thread-block
+    /// GPU kernel: paper (the paper's, one Chebyshev step per launch), paperq56 (loads hoisted, one
+    /// 16-byte coefficient load per lookup, 56 registers), cluster (all Chebyshev steps in one launch, the plane on chip in a thread-block
     /// cluster; compute capability 9.0+), clusterd (cluster's second generation: neighbour-only
     /// synchronisation, no spills; tables of <= 4096 rows), auto (time each on the shot's grid, keep the
     /// fastest), best (the default: clusterd where it runs, else cluster, else paperq56; the fastest

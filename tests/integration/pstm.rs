@@ -80,8 +80,7 @@ fn gpu_matches_cpu_for_every_mode_and_model() {
             // Lean per-unit work (static8 only; 8 warps): row and 2D tiles.
             let lean = GpuTuning { lean: true, batched_units: true, ..smem };
             if mode == TraveltimeMode::Static8 {
-                tunings.extend([lean, GpuTuning { tile_x: 2, ..lean }, GpuTuning { lean2: true, ..lean },
-                    GpuTuning { tile_x: 2, lean2: true, ..lean }]);
+                tunings.extend([lean, GpuTuning { tile_x: 2, ..lean }]);
             }
             for tu in tunings {
                 let mut pt = p.clone();
@@ -95,7 +94,7 @@ fn gpu_matches_cpu_for_every_mode_and_model() {
                 if tu.lean && mode == TraveltimeMode::Static8 {
                     // Same samples and arithmetic as the staged batched kernel: the same image bit for bit.
                     let mut pr = p.clone();
-                    pr.gpu = GpuTuning { lean: false, lean2: false, ..tu };
+                    pr.gpu = GpuTuning { lean: false, ..tu };
                     let r = gpu_image(&gpu, &t, &pr, mode, model);
                     let same = g.iter().zip(&r).all(|(a, b)| a.to_bits() == b.to_bits() || (*a == 0.0 && *b == 0.0));
                     assert!(same, "{model:?} {tu:?}: lean image differs from the non-lean staged kernel's");
@@ -118,14 +117,13 @@ fn gpu_handles_long_columns_and_many_batches() {
         let c = migrate(&t, &p, mode, TraveltimeModel::Vti, &Backend::Cpu).unwrap();
         // (lean: static8 only, the other modes ignore it; the first z-chunk is a full 48 layers,
         // so its last unit's 33rd point is evaluated.)
-        for (batched, lockstep, smem, tile_x, lean, lean2) in
-            [(false, false, false, 1, false, false), (true, false, false, 1, false, false), (true, true, false, 1, false, false),
-                (false, false, true, 1, false, false), (true, false, true, 2, false, false), (true, false, true, 2, true, false),
-                (true, false, true, 1, true, false), (true, false, true, 2, true, true), (true, false, true, 1, true, true)]
+        for (batched, lockstep, smem, tile_x, lean) in
+            [(false, false, false, 1, false), (true, false, false, 1, false), (true, true, false, 1, false),
+                (false, false, true, 1, false), (true, false, true, 2, false), (true, false, true, 2, true),
+                (true, false, true, 1, true)]
         {
             let mut pt = p.clone();
-            (pt.gpu.batched_units, pt.gpu.lockstep, pt.gpu.smem, pt.gpu.tile_x, pt.gpu.lean, pt.gpu.lean2) =
-                (batched, lockstep, smem, tile_x, lean, lean2);
+            (pt.gpu.batched_units, pt.gpu.lockstep, pt.gpu.smem, pt.gpu.tile_x, pt.gpu.lean) = (batched, lockstep, smem, tile_x, lean);
             if smem {
                 // (8 warps: 1536 threads-entries per unit sweep < 1669 packed entries, so the copy's
                 // remainder loop runs; the second z-chunk has 3 layers, one unit.)
@@ -134,7 +132,7 @@ fn gpu_handles_long_columns_and_many_batches() {
             let g = gpu_image(&gpu, &t, &pt, mode, TraveltimeModel::Vti);
             let e = rel_l2(&g, &c.data);
             assert!(g.iter().all(|v| v.is_finite()) && e < 1e-5,
-                "{mode:?} batched {batched} lockstep {lockstep} smem {smem} tile_x {tile_x} lean {lean} lean2 {lean2}: rel L2 {e}");
+                "{mode:?} batched {batched} lockstep {lockstep} smem {smem} tile_x {tile_x} lean {lean}: rel L2 {e}");
         }
     }
 }
@@ -183,16 +181,16 @@ fn static8_equals_exact_every_8th_sample() {
         }
         assert!(checked > 500, "{checked}");
         if let Some(gpu) = gpu_or_skip("static8_equals_exact_every_8th_sample (GPU part)") {
-            for (smem, lean, lean2) in [(false, false, false), (true, false, false), (true, true, false), (true, true, true)] {
+            for (smem, lean) in [(false, false), (true, false), (true, true)] {
                 let mut pt = p.clone();
                 if smem {
-                    pt.gpu = GpuTuning { smem: true, warps: 8, max_regs: 80, tile_x: 2, batched_units: lean, lean, lean2,
+                    pt.gpu = GpuTuning { smem: true, warps: 8, max_regs: 80, tile_x: 2, batched_units: lean, lean,
                         ..GpuTuning::default() };
                 }
                 let g = gpu_image(&gpu, &t, &pt, TraveltimeMode::Static8, model);
                 let ge = gpu_image(&gpu, &t, &pt, TraveltimeMode::Exact, model);
                 for i in (0..g.len()).step_by(8) {
-                    assert_eq!(g[i], ge[i], "GPU {model:?} smem {smem} lean {lean} lean2 {lean2} sample {}", i % ex.nz_pad);
+                    assert_eq!(g[i], ge[i], "GPU {model:?} smem {smem} lean {lean} sample {}", i % ex.nz_pad);
                 }
             }
         }

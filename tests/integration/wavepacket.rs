@@ -121,6 +121,39 @@ fn wavepacket_gpu_slabs_equal_one_pass() {
     }
 }
 
+/// The separable x1 pass by slabs (`GpuEngine::set_x1_slabs`): 1 (the default), 2, 3 and 45 slabs
+/// of a 45^3 cube with the x2 pass in 8 slabs give the same coefficients and volume bit for bit;
+/// 0 slabs is refused.
+#[test]
+fn wavepacket_gpu_x1_slabs_keep_the_bits() {
+    let Some(gpu) = gpu_or_skip("wavepacket_gpu_x1_slabs_keep_the_bits") else { return };
+    let n = 45;
+    let f = random_vec(n * n * n, "cube");
+    let fr = frame(n, 1e-6, Gather::Separable);
+    let c = random_coeffs(fr.total, "coefficients");
+    let mut g = GpuEngine::new(gpu.clone(), fr.clone()).unwrap();
+    assert!(g.set_x1_slabs(0).unwrap_err().to_string().contains("x1 pass: 0 slabs"));
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let mut one: Option<(Vec<u32>, Vec<u32>)> = None;
+    for slabs in [seisgpu_host::wavepacket::gpu::X1_SLABS, 2, 3, n] {
+        g.set_x1_slabs(slabs).unwrap();
+        g.upload_volume(&f).unwrap();
+        poison_boxes(&mut g);
+        g.forward_device().unwrap();
+        let mut got = vec![Complex32::default(); fr.total];
+        g.download_coeffs(&mut got).unwrap();
+        g.upload_coeffs(&c).unwrap();
+        gpu.stream().memcpy_htod(&vec![f32::NAN; n * n * n], g.volume_buffer_mut()).unwrap();
+        g.inverse_device().unwrap();
+        let back = g.download_volume().unwrap();
+        let (gc, gb) = (bits(&flat(&got)), bits(&back));
+        match &one {
+            None => one = Some((gc, gb)),
+            Some((c1, b1)) => assert!(&gc == c1 && &gb == b1, "{slabs} x1 slabs differ from one"),
+        }
+    }
+}
+
 #[test]
 fn wavepacket_gpu_is_a_tight_frame() {
     let Some(gpu) = gpu_or_skip("wavepacket_gpu_is_a_tight_frame") else { return };

@@ -1,5 +1,6 @@
-//! Kirchhoff time migration kernels: three migration variants and the modelling (adjoint) kernel.
-//! Each comes in three flavours: `_bare` (the paper's: traveltime and read only), `_corr`
+//! Kirchhoff time migration kernels: the paper's data-domain kernel, the columns kernels and the
+//! modelling (adjoint) kernel.
+//! Each comes in up to three flavours: `_bare` (the paper's: traveltime and read only), `_corr`
 //! (weights, aperture, mute as `KtmConsts::flags` asks) and `_aa` (corrections plus the
 //! anti-aliasing triangle filter). All call the shared math in `super`, so the positions they
 //! read agree with the CPU reference bit for bit.
@@ -7,8 +8,6 @@
 //! Launch contract (checked by the host): `image` and `vel` point at the launch's first column
 //! (image tiles are whole inline rows, so `col0` is a multiple of `ny`); `geom` and `data` at the
 //! launch's first trace; `ncols`, `ntraces >= 1`.
-
-use core::arch::asm;
 
 use super::*;
 use crate::device::*;
@@ -143,169 +142,7 @@ unsafe fn mig_paper<const AA: bool, const CORR: bool>(c: &KtmConsts, geom: *cons
     }
 }
 
-// ---- (b) image-domain kernel: one thread per image sample, traces staged in shared memory ------
-
-/// Pair geometry as stored in shared memory (8 floats, 32 bytes).
-#[derive(Clone, Copy)]
-#[repr(C, align(16))]
-struct PairSm {
-    g: PairGeom,
-    _pad: f32,
-}
-
-/// blockIdx.x = column tile (IMG_TX x IMG_TY columns of the launch's inline rows), blockIdx.y =
-/// 32 image times; warp = column of the tile, lane = image time. Per chunk of IMG_CHUNK traces:
-/// coordinates and the window of each trace's samples that the tile can reach (bounded from the
-/// tile's corners and velocity range) are copied to shared memory; every thread then sums its
-/// sample over the chunk, reading the window (or global memory when a position falls outside it).
-#[inline(always)]
-unsafe fn mig_image<const AA: bool, const CORR: bool>(c: &KtmConsts, geom: *const [f32; 4], data: *const [f32; 2],
-    vel: *const f32, image: *mut f32) {
-    let lane = thread_idx_x();
-    let warp = thread_idx_y();
-    let tid = warp * 32 + lane;
-    let nx_l = c.ncols / c.ny;
-    let tiles_y = c.ny.div_ceil(IMG_TY);
-    let (tile_x, tile_y) = (block_idx_x() / tiles_y, block_idx_x() % tiles_y);
-    let (ix_lo, iy_lo) = (tile_x * IMG_TX, tile_y * IMG_TY);
-    let (ix_hi, iy_hi) = (min_u32(ix_lo + IMG_TX, nx_l) - 1, min_u32(iy_lo + IMG_TY, c.ny) - 1);
-    let (ixl, iyl) = (ix_lo + warp / IMG_TY, iy_lo + warp % IMG_TY);
-    let active_col = ixl <= ix_hi && iyl <= iy_hi;
-    let col_l = if active_col { ixl * c.ny + iyl } else { ix_hi * c.ny + iy_hi };
-    let (x, y) = column_xy(c, col_l);
-    let it = block_idx_y() * 32 + lane;
-    let q = unsafe { sample_at(c, vel, col_l, it) };
-
-    let mut sm = SharedCarver::new();
-    let coords = sm.take::<[f32; 4]>(IMG_CHUNK as usize);
-    let windows = sm.take::<[f32; 2]>((IMG_CHUNK * IMG_WINDOW) as usize);
-    let win_lo = sm.take::<u32>(IMG_CHUNK as usize);
-    let win_len = sm.take::<u32>(IMG_CHUNK as usize);
-    let pgs = sm.take::<PairSm>((IMG_TX * IMG_TY * IMG_CHUNK) as usize);
-    let vrange = sm.take::<u32>(2);
-
-    // Range of 1/(v dt)^2 over the tile (positive floats order like their bit patterns).
-    if tid == 0 {
-        unsafe {
-            *vrange = 0;
-            *vrange.add(1) = 0;
-        }
-    }
-    sync_threads();
-    let vbits = q.ivs.to_bits();
-    unsafe {
-        atomic_max_u32(vrange, vbits);
-        atomic_max_u32(vrange.add(1), !vbits);
-    }
-    sync_threads();
-    let (ivs_max, ivs_min) = unsafe { (f32::from_bits(*vrange), f32::from_bits(!*vrange.add(1))) };
-    let it_lo = block_idx_y() * 32;
-    let it_hi = min_u32(it_lo + 31, c.ntau - 1);
-    let (h_lo, h_hi) = (
-        0.5 * (c.tau0 + it_lo as f32 * c.dtau) * c.inv_dt,
-        0.5 * (c.tau0 + it_hi as f32 * c.dtau) * c.inv_dt,
-    );
-    let (h2_lo, h2_hi) = (h_lo * h_lo, h_hi * h_hi);
-    let (rx_lo, rx_hi) = (column_xy(c, ix_lo * c.ny).0, column_xy(c, ix_hi * c.ny).0);
-    let (ry_lo, ry_hi) = (iy_lo as f32 * c.dy, iy_hi as f32 * c.dy);
-    let margin = if AA { c.aa_max + 3.0 } else { 3.0 };
-
-    let mut acc = 0.0f32;
-    let mut base = 0u32;
-    while base < c.ntraces {
-        let n = min_u32(IMG_CHUNK, c.ntraces - base);
-        // Phase 1: coordinates and the reachable window of each trace of the chunk.
-        if tid < n {
-            let g = unsafe { ldg_quad(geom.add((base + tid) as usize)) };
-            unsafe { *coords.add(tid as usize) = g };
-            // Nearest and farthest squared distances from the tile rectangle to source, receiver.
-            let near = |px: f32, py: f32| {
-                let ex = if px < rx_lo { rx_lo - px } else if px > rx_hi { px - rx_hi } else { 0.0 };
-                let ey = if py < ry_lo { ry_lo - py } else if py > ry_hi { py - ry_hi } else { 0.0 };
-                ex * ex + ey * ey
-            };
-            let far = |px: f32, py: f32| {
-                let ex = if px - rx_lo > rx_hi - px { px - rx_lo } else { rx_hi - px };
-                let ey = if py - ry_lo > ry_hi - py { py - ry_lo } else { ry_hi - py };
-                ex * ex + ey * ey
-            };
-            // Bounds of the traveltime (samples) over the tile: each DSR term grows with tau,
-            // distance and 1/v^2 separately.
-            let t_min = sqrt_amp(h2_lo + near(g[0], g[1]) * ivs_min) + sqrt_amp(h2_lo + near(g[2], g[3]) * ivs_min);
-            let t_max = sqrt_amp(h2_hi + far(g[0], g[1]) * ivs_max) + sqrt_amp(h2_hi + far(g[2], g[3]) * ivs_max);
-            let s_lo = c.sample_index(t_min) - margin;
-            let s_hi = c.sample_index(t_max) + margin;
-            let lo = split_index(s_lo, c.stride).0;
-            let hi = split_index(s_hi, c.stride).0;
-            let wl = hi - lo + 1;
-            unsafe {
-                *win_lo.add(tid as usize) = lo;
-                *win_len.add(tid as usize) = if wl <= IMG_WINDOW { wl } else { 0 };
-            }
-        }
-        sync_threads();
-        // Phase 2: pair geometries (one per thread) and the windows (one warp per trace).
-        {
-            let (pc, pj) = (tid / IMG_CHUNK, tid % IMG_CHUNK);
-            if pj < n {
-                let (pix, piy) = (ix_lo + pc / IMG_TY, iy_lo + pc % IMG_TY);
-                let pcol = min_u32(pix, ix_hi) * c.ny + min_u32(piy, iy_hi);
-                let (px, py) = column_xy(c, pcol);
-                let g = unsafe { *coords.add(pj as usize) };
-                unsafe { *pgs.add(tid as usize) = PairSm { g: pair_geom(px, py, g), _pad: 0.0 } };
-            }
-            let mut j = warp;
-            while j < n {
-                let (lo, wl) = unsafe { (*win_lo.add(j as usize), *win_len.add(j as usize)) };
-                let src = unsafe { data.add((base + j) as usize * c.stride as usize + lo as usize) };
-                let mut o = lane;
-                while o < wl {
-                    unsafe { *windows.add((j * IMG_WINDOW + o) as usize) = ldg_pair(src.add(o as usize)) };
-                    o += 32;
-                }
-                j += 8;
-            }
-        }
-        sync_threads();
-        // Phase 3: this thread's sample over the chunk.
-        for j in 0..n {
-            let pg = unsafe { (*pgs.add((warp * IMG_CHUNK + j) as usize)).g };
-            let k = contribution::<AA, CORR>(c, &pg, &q);
-            let pairs = unsafe { data.add((base + j) as usize * c.stride as usize) };
-            let (lo, wl) = unsafe { (*win_lo.add(j as usize), *win_len.add(j as usize)) };
-            let win = unsafe { windows.add((j * IMG_WINDOW) as usize) };
-            // A read from the window when the pair is in it, from global memory otherwise.
-            let read = |s: f32| -> f32 {
-                let (i, f) = split_index(s, c.stride);
-                let [a, d] = if i >= lo && i - lo < wl {
-                    unsafe { *win.add((i - lo) as usize) }
-                } else {
-                    unsafe { ldg_pair(pairs.add(i as usize)) }
-                };
-                a + f * d
-            };
-            if AA {
-                if k.w != 0.0 && antialias_valid(c, k.s) {
-                    let (c0, cm, cp) = (read(k.s), read(k.s - k.m), read(k.s + k.m));
-                    acc += k.w * ((c0 + c0 - cm - cp) * rcp_amp(k.m * k.m));
-                }
-            } else if CORR {
-                if k.w != 0.0 {
-                    acc += k.w * read(k.s);
-                }
-            } else {
-                acc += read(k.s);
-            }
-        }
-        sync_threads();
-        base += IMG_CHUNK;
-    }
-    if active_col && it < c.ntau {
-        unsafe { *image.add(col_l as usize * c.ntau as usize + it as usize) += acc };
-    }
-}
-
-// ---- (c) columns: one warp per column, K image times per lane (register tiling) -----------------
+// ---- (b) columns: one warp per column, K image times per lane (register tiling) -----------------
 
 /// blockIdx.x = group of COL_WARPS columns (one per warp), blockIdx.y = 32 K image times,
 /// blockIdx.z = segment of the traces (more than one only for small images, which would not fill
@@ -574,16 +411,11 @@ macro_rules! migration_entry {
 migration_entry!(ktm_mig_paper_bare, mig_paper::<false, false>);
 migration_entry!(ktm_mig_paper_corr, mig_paper::<false, true>);
 migration_entry!(ktm_mig_paper_aa, mig_paper::<true, true>);
-migration_entry!(ktm_mig_image_bare, mig_image::<false, false>);
-migration_entry!(ktm_mig_image_corr, mig_image::<false, true>);
-migration_entry!(ktm_mig_image_aa, mig_image::<true, true>);
 migration_entry!(ktm_mig_columns_bare, mig_columns::<COL_K_BARE, false, false>);
 migration_entry!(ktm_mig_columns_corr, mig_columns::<COL_K_CORR, false, true>);
 migration_entry!(ktm_mig_columns_aa, mig_columns::<COL_K_CORR, true, true>);
 migration_entry!(ktm_mig_columns2_bare, mig_columns2::<COL_K_BARE, false>);
 migration_entry!(ktm_mig_columns_fast_bare, mig_columns2::<COL_K_BARE, true>);
-migration_entry!(ktm_mig_columns2x16_bare, mig_columns2::<COL_K_WIDE, false>);
-migration_entry!(ktm_mig_columns_fastx16_bare, mig_columns2::<COL_K_WIDE, true>);
 
 macro_rules! model_entry {
     ($name:ident, $aa:expr, $corr:expr) => {

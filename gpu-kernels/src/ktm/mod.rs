@@ -35,21 +35,6 @@ pub const PAD_BACK: u32 = 1;
 
 // ---- kernel launch shapes (shared with the host's launch code) ----
 
-/// Columns of an image-domain tile: 2 inline x 4 crossline; 32 image times; 8 warps.
-pub const IMG_TX: u32 = 2;
-pub const IMG_TY: u32 = 4;
-/// Traces per shared-memory chunk (one pair geometry per thread: 8 columns x 32 traces).
-pub const IMG_CHUNK: u32 = 32;
-/// Pairs of one trace's time window held in shared memory; longer windows read global memory.
-pub const IMG_WINDOW: u32 = 96;
-
-/// Bytes of dynamic shared memory the image-domain kernel needs.
-pub const IMG_SHARED_BYTES: u32 = IMG_CHUNK * 16 // coordinates
-    + IMG_CHUNK * IMG_WINDOW * 8 // windows
-    + IMG_CHUNK * 4 * 2 // window start, length (0 = read global)
-    + IMG_TX * IMG_TY * IMG_CHUNK * 32 // pair geometries (8 floats)
-    + 16; // tile velocity range
-
 /// Columns per block (one warp each).
 pub const COL_WARPS: u32 = 8;
 
@@ -57,9 +42,6 @@ pub const COL_WARPS: u32 = 8;
 /// per-sample state would spill at 8).
 pub const COL_K_BARE: usize = 8;
 pub const COL_K_CORR: usize = 4;
-/// Image times per lane of the `x16` bare v2 kernels (`columns-16`, `columns-fast-16`): half the
-/// per-trace overhead of K = 8, more registers (fewer resident blocks), more independent work.
-pub const COL_K_WIDE: usize = 16;
 
 /// Everything a migration or modelling launch needs besides the arrays. Coordinates are relative
 /// to the image origin (m), times in seconds, image time tau is two-way vertical time.

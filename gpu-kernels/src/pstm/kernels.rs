@@ -1040,7 +1040,8 @@ fn fast_end(s: f32, z: u32, tau: f32, c: &Ctx) -> bool {
 /// arithmetic as [`static8_trace`], so the same image bit for bit):
 /// - the FAST mask of a unit is `B & (B >> 1 | next << 31)` from one ballot of [`fast_end`] per
 ///   grid point (each point's mute limit computed once, from the tau of its exact evaluation);
-///   `classify` runs only for units with a non-FAST step inside the chunk (for their DEAD mask);
+///   units with a non-FAST step inside the chunk take their DEAD mask from [`dead_step`] (no
+///   branches) and their layers from [`unit_layers_tested`];
 /// - the grid points of unit U + 1 are evaluated during unit U (two units' points live instead of
 ///   six: registers for the accumulators); lane 0 of "unit n_units" is the 33rd point of a full
 ///   last unit (the value `extra` is in `static8_trace`), evaluated only when the last unit is full;
@@ -1051,7 +1052,7 @@ fn fast_end(s: f32, z: u32, tau: f32, c: &Ctx) -> bool {
 /// - staging and table addresses computed once per trace.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn static8_lean_trace<M: Model, const V2: bool>(p: &KParams, col: &Column, fetch: &Smem, tbl: *mut F4, n_units: u32, last_full: bool,
+unsafe fn static8_lean_trace<M: Model>(p: &KParams, col: &Column, fetch: &Smem, tbl: *mut F4, n_units: u32, last_full: bool,
     kmax: u32, iv2_8: *const f32, eta_8: *const f32, stage: &Stage, c: &Ctx, acc: &mut [f32; 48]) {
     // Grid point of lane `lane_fresh()` in unit `u` (z = z0 + 256 u + 8 lane): position, and whether
     // it may end a FAST step.
@@ -1113,15 +1114,11 @@ unsafe fn static8_lean_trace<M: Model, const V2: bool>(p: &KParams, col: &Column
                         let valid = if full { u32::MAX } else { !(u32::MAX << (4 * (col.n_layers - 8 * U as u32))) };
                         let dm = if fm | !valid != u32::MAX {
                             let za = fresh(z0) + STEP * lane_fresh() + UNIT * U as u32;
-                            vote_ballot(if V2 { dead_step(pa, za, pb, za + STEP, c) } else { classify(pa, za, pb, za + STEP, c) == DEAD_STEP })
+                            vote_ballot(dead_step(pa, za, pb, za + STEP, c))
                         } else {
                             0
                         };
-                        if V2 {
-                            unit_layers_tested::<U>(fetch, row, tb, valid, fm, dm, z0, lane, wj, g, c, acc);
-                        } else {
-                            unit_layers::<U, Smem>(fetch, row, tb, col.n_layers, fm, dm, z0, lane, wj, g, c, acc);
-                        }
+                        unit_layers_tested::<U>(fetch, row, tb, valid, fm, dm, z0, lane, wj, g, c, acc);
                     }
                     stage.store(U as u32, stg);
                 }
@@ -1167,7 +1164,7 @@ unsafe fn unit_layers_tested<const U: usize>(fetch: &Smem, row: u32, tb: *const 
 }
 
 #[inline(always)]
-unsafe fn static8_smem_lean<M: Model, const V2: bool>(p: &KParams, traces: *const f32, headers: *const f32, bin_start: *const u32,
+unsafe fn static8_smem_lean<M: Model>(p: &KParams, traces: *const f32, headers: *const f32, bin_start: *const u32,
     iv2_8: *const f32, eta_8: *const f32, image: *mut f32, first: u32) {
     let Some(col) = column(p, true) else { return };
     // Two tables per warp (unit parity).
@@ -1181,7 +1178,7 @@ unsafe fn static8_smem_lean<M: Model, const V2: bool>(p: &KParams, traces: *cons
         while let Some((mine, c, f)) = it.next(p, &col, traces, bin_start, headers) {
             if mine {
                 let stage = f.stage_plan();
-                static8_lean_trace::<M, V2>(p, &col, &f, tbl, n_units, last_full, kmax, iv2_8, eta_8, &stage, &c, &mut acc);
+                static8_lean_trace::<M>(p, &col, &f, tbl, n_units, last_full, kmax, iv2_8, eta_8, &stage, &c, &mut acc);
                 stage.rest(n_units);
             } else {
                 f.stage_rest(0);
@@ -1219,13 +1216,6 @@ macro_rules! entry {
             unsafe { $body::<$model, Tex>(&p, Tex { handle: traces }, headers, bin_start, iv2, eta, image, first) }
         }
     };
-    ($name:ident, $body:ident, $model:ty, $v2:literal, smem) => {
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(p: KParams, traces: *const f32, headers: *const f32,
-            bin_start: *const u32, iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
-            unsafe { $body::<$model, $v2>(&p, traces, headers, bin_start, iv2, eta, image, first) }
-        }
-    };
     ($name:ident, $body:ident, $model:ty, smem) => {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: KParams, traces: *const f32, headers: *const f32,
@@ -1249,7 +1239,5 @@ entry!(pstm_static8_dsr_smem, static8_smem, Dsr, smem);
 entry!(pstm_static8_vti_smem, static8_smem, Vti, smem);
 entry!(pstm_dynamic_dsr_smem, dynamic_smem, Dsr, smem);
 entry!(pstm_dynamic_vti_smem, dynamic_smem, Vti, smem);
-entry!(pstm_static8_dsr_smem_lean, static8_smem_lean, Dsr, false, smem);
-entry!(pstm_static8_vti_smem_lean, static8_smem_lean, Vti, false, smem);
-entry!(pstm_static8_dsr_smem_lean2, static8_smem_lean, Dsr, true, smem);
-entry!(pstm_static8_vti_smem_lean2, static8_smem_lean, Vti, true, smem);
+entry!(pstm_static8_dsr_smem_lean2, static8_smem_lean, Dsr, smem);
+entry!(pstm_static8_vti_smem_lean2, static8_smem_lean, Vti, smem);

@@ -39,7 +39,7 @@ pub const UNIT: u32 = 256;
 pub const CHUNK_LAYERS: u32 = 48;
 /// Units per z-chunk.
 pub const CHUNK_UNITS: u32 = CHUNK_LAYERS / 8;
-/// Warps per block of the lean static8 kernels (`pstm_static8_*_smem_lean`): fixed, so their
+/// Warps per block of the lean static8 kernels (`pstm_static8_*_smem_lean2`): fixed, so their
 /// per-unit staging offsets are immediates (the host requires this block shape for them).
 pub const LEAN_WARPS: u32 = 8;
 /// Step classes.

@@ -72,7 +72,7 @@ macro_rules! unroll8 {
 const M: usize = CLUSTER_SEG_ROWS as usize;
 const _: () = assert!(M == 13, "unroll13! expands CLUSTER_SEG_ROWS rows");
 
-/// acc + a t, complex, with fused multiply-adds (the `fusedb` kernels' rounding; rel ~1e-7 from the CPU).
+/// acc + a t, complex, with fused multiply-adds (rel ~1e-7 from the CPU).
 #[inline(always)]
 fn cmadd_fma(acc: (f32, f32), a: (f32, f32), t: (f32, f32)) -> (f32, f32) {
     use crate::math::mul_add as fma;

@@ -32,25 +32,6 @@ pub const PAPER_RH: usize = 32;
 /// Shared bytes: 2 waves x (re, im) x 48 x 32 floats.
 pub const PAPER_SHARED_BYTES: u32 = (2 * 2 * PAPER_RW * PAPER_RH * 4) as u32;
 
-/// Fused tile edge (nodes, halo included); 32 x 8 threads, thread (tx, ty) owning the node pair
-/// columns 2tx, 2tx + 1 and the rows 8ty .. 8ty + 7.
-pub const FUSED_TILE: u32 = 64;
-/// Interior (output) edge of the fused tile for K fused steps: 64 - 8K.
-pub const fn fused_interior(k: u32) -> u32 { FUSED_TILE - 8 * k }
-/// Interior nodes per thread (256 threads) of the balanced fused kernel `fusedb` for K steps.
-pub const fn fusedb_per_thread(k: u32) -> u32 { (fused_interior(k) * fused_interior(k)).div_ceil(256) }
-/// Shared bytes of the balanced fused kernel: the two 64 x 64 complex tiles only (accumulator and
-/// table positions live in registers).
-pub const fn fusedb_shared_bytes() -> u32 { 2 * FUSED_TILE * FUSED_TILE * 8 }
-/// Shared bytes of the `fusedc` kernels: the two 64 x 64 complex tiles and the interior accumulator
-/// (as `fused`).
-pub const fn fusedc_shared_bytes(k: u32) -> u32 { fused_shared_bytes(k) }
-/// Shared bytes of the fused kernel: two 64 x 64 complex tiles and the interior accumulator.
-pub const fn fused_shared_bytes(k: u32) -> u32 {
-    let b = fused_interior(k);
-    2 * FUSED_TILE * FUSED_TILE * 8 + b * b * 8
-}
-
 /// Cluster kernel (`sm90_srm_step_cluster`): rows per thread segment. A thread owns one column pair
 /// (two complex nodes, one 16-byte shared access) and up to this many consecutive rows of its CTA's
 /// strip; its accumulators (4 floats per row) stay in registers for the whole depth step.
@@ -143,7 +124,7 @@ impl Stencil {
     }
 
     /// The same sum with fused multiply-adds (the GPU's `fma.rn`): 9 FMAs instead of 9 multiplies
-    /// and 8 adds. Used by the `fusedb` kernels only (it rounds differently from [`Stencil::apply`],
+    /// and 8 adds. Used by the cluster kernels (it rounds differently from [`Stencil::apply`],
     /// a few 1e-8 relative; the CPU keeps separate operations because the host build has no FMA
     /// instruction and `mul_add` would call libm).
     #[inline(always)]
@@ -231,7 +212,7 @@ pub unsafe fn coef_at(table: *const f32, ncoef: u32, i0: u32, f: f32, n: u32) ->
     }
 }
 
-/// The coefficient table re-laid out for one 16-byte load per lookup (`fusedc`, `paperq`): entry
+/// The coefficient table re-laid out for one 16-byte load per lookup (`paperq`, `cluster`): entry
 /// (n, i0), i0 = 0..rows - 2, at float 4 (n (rows - 1) + i0), holds (a_n[i0], a_n[i0 + 1]) as
 /// (re0, im0, re1, im1). Coefficient-major, so the two rows a lookup interpolates between sit in one
 /// aligned 16-byte word and the rows of one coefficient are contiguous (rows x 16 bytes: cache

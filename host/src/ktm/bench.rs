@@ -26,14 +26,12 @@ use crate::traces::{TraceHeader, TraceSet};
 
 /// SASS instructions per contribution of the bare columns kernels (sm_90, from the disassembly of
 /// their inner loops; docs/notes/ktm.md): v1 205 for 8 image times of one trace, v2 396 and fast
-/// 248 for 8 image times of two traces, the 16-times kernels 742 and 454 for 16 times of two.
+/// 248 for 8 image times of two traces.
 pub fn columns_instr_per_contribution(v: Variant) -> Option<f64> {
     match v {
         Variant::ColumnsV1 => Some(25.6),
         Variant::Columns => Some(24.75),
         Variant::ColumnsFast => Some(15.5),
-        Variant::Columns16 => Some(23.19),
-        Variant::ColumnsFast16 => Some(14.19),
         _ => None,
     }
 }
@@ -41,13 +39,10 @@ pub fn columns_instr_per_contribution(v: Variant) -> Option<f64> {
 /// SASS instructions per contribution of the other kernels' trace loops (sm_90, nvdisasm of the
 /// embedded PTX at the commit that added this; docs/notes/ktm.md), with `true` where the count is a
 /// lower bound: the paper's kernel runs 43 per (trace, image sample) in its stride loop, plus a
-/// block reduction per image sample that is not counted; the image-domain kernel 44 per
-/// contribution on its staged-sample path, plus the staging of coordinates and sample windows per
-/// 32 traces, not counted.
+/// block reduction per image sample that is not counted.
 pub fn other_instr_per_contribution(v: Variant) -> Option<(f64, bool)> {
     match v {
         Variant::Paper { .. } => Some((43.0, true)),
-        Variant::ImageDomain => Some((44.0, true)),
         _ => None,
     }
 }
@@ -224,8 +219,7 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
     } else if wl.name.starts_with("ktm-table2") && n > 4096 {
         vec![Variant::Columns, Variant::ColumnsFast, Variant::PAPER]
     } else {
-        vec![Variant::Columns, Variant::ColumnsV1, Variant::ColumnsFast, Variant::Columns16, Variant::ColumnsFast16,
-            Variant::ImageDomain, Variant::PAPER]
+        vec![Variant::Columns, Variant::ColumnsV1, Variant::ColumnsFast, Variant::PAPER]
     };
     if wl.name == "ktm-table1" {
         // The paper's Table 1 sweep of its kernel's block shape.

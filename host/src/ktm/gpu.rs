@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, ensure};
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr, LaunchConfig};
-use gpu_kernels::ktm::{KtmConsts, COL_K_BARE, COL_K_CORR, COL_K_WIDE, COL_WARPS, IMG_SHARED_BYTES, IMG_TX, IMG_TY};
+use gpu_kernels::ktm::{KtmConsts, COL_K_BARE, COL_K_CORR, COL_WARPS};
 
 use super::prep::Prepared;
 use super::{GpuLimits, Plan, Variant};
@@ -37,21 +37,16 @@ pub fn migration_kernel(variant: Variant, aa: bool, corr: bool, s_off: f32) -> S
     use Variant::*;
     let base = match variant {
         Paper { .. } => "ktm_mig_paper",
-        ImageDomain => "ktm_mig_image",
         ColumnsFast if fast_ok => "ktm_mig_columns_fast",
-        ColumnsFast16 if fast_ok => "ktm_mig_columns_fastx16",
         Columns | ColumnsFast if v2_ok => "ktm_mig_columns2",
-        Columns16 | ColumnsFast16 if v2_ok => "ktm_mig_columns2x16",
-        Columns | ColumnsV1 | ColumnsFast | Columns16 | ColumnsFast16 => "ktm_mig_columns",
+        Columns | ColumnsV1 | ColumnsFast => "ktm_mig_columns",
     };
     format!("{base}_{flavour}")
 }
 
 /// Image times per lane of a columns kernel (by name).
-fn columns_k(name: &str, aa: bool, corr: bool) -> usize {
-    if name.contains("x16") {
-        COL_K_WIDE
-    } else if corr || aa {
+fn columns_k(aa: bool, corr: bool) -> usize {
+    if corr || aa {
         COL_K_CORR
     } else {
         COL_K_BARE
@@ -66,8 +61,8 @@ fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool, consts: K
     let ntau = consts.ntau;
     let name = migration_kernel(variant, aa, corr, consts.s_off);
     let cfg = match variant {
-        Variant::Columns | Variant::ColumnsV1 | Variant::ColumnsFast | Variant::Columns16 | Variant::ColumnsFast16 => {
-            let k = columns_k(&name, aa, corr) as u32;
+        Variant::Columns | Variant::ColumnsV1 | Variant::ColumnsFast => {
+            let k = columns_k(aa, corr) as u32;
             let (gx, gy) = (ncols.div_ceil(COL_WARPS), ntau.div_ceil(32 * k));
             // Small images: split the traces over blockIdx.z until about 8 blocks per SM exist.
             let target = 8 * gpu.info().multiprocessors.max(1) as u32;
@@ -82,14 +77,6 @@ fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool, consts: K
             ensure!(block_x.is_power_of_two() && block_x >= 32 && block_x * block_y <= 1024 && block_y >= 1,
                 "paper kernel: block {block_x} x {block_y} must have a power-of-two x >= 32 and at most 1024 threads");
             LaunchConfig { grid_dim: (ncols, 1, 1), block_dim: (block_x, block_y, 1), shared_mem_bytes: block_x * block_y * 4 }
-        }
-        Variant::ImageDomain => {
-            let nx_l = ncols / consts.ny;
-            LaunchConfig {
-                grid_dim: (nx_l.div_ceil(IMG_TX) * consts.ny.div_ceil(IMG_TY), ntau.div_ceil(32), 1),
-                block_dim: (32, IMG_TX * IMG_TY, 1),
-                shared_mem_bytes: IMG_SHARED_BYTES,
-            }
         }
     };
     ensure!(cfg.grid_dim.1 <= 65535, "{} image times exceed the kernel's grid limit", ntau);

@@ -132,51 +132,42 @@ pub struct OffsetClasses {
     pub count: usize,
 }
 
-/// Which GPU kernel migrates (all are kept for the benchmark; see docs/notes/ktm.md).
+/// Which GPU kernel migrates (see docs/notes/ktm.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Variant {
     /// The paper's data-domain kernel: one block per image column, one thread per input trace,
     /// shared-memory tree reduction (warp shuffles for the last 32), one write per image sample.
     Paper { block_x: u32, block_y: u32 },
-    /// Image-domain: one thread per image sample, a block per tile of columns, trace coordinates
-    /// and the trace samples the tile needs staged through shared memory in chunks.
-    ImageDomain,
     /// One warp per image column, each lane owning several image times (register tiling), traces'
     /// coordinates staged in shared memory, samples read through L1. The default: the v2 inner loop
     /// (magic-number floor instead of F2I/I2F, two traces per iteration) without corrections,
     /// positions bit-identical to the CPU's; with corrections the v1 kernels.
     #[default]
     Columns,
-    /// The first columns kernel (F2I/I2F index, one trace per iteration), kept for comparison.
+    /// The first columns kernel (F2I/I2F index, one trace per iteration): what `Columns` runs where
+    /// the v2 kernel cannot (a negative read offset, corrections), selectable to test and time it.
     ColumnsV1,
     /// Columns v2 with `sqrt.approx` traveltimes (one MUFU per leg instead of six instructions):
     /// positions within an ulp or two of the CPU's (rel L2 ~1e-5 on white-noise traces). Bare
     /// migration only; with corrections it runs the `Columns` kernels.
     ColumnsFast,
-    /// `Columns` with 16 image times per lane (bare only): less per-trace overhead, more registers.
-    Columns16,
-    /// `ColumnsFast` with 16 image times per lane (bare only).
-    ColumnsFast16,
 }
 
 impl Variant {
     pub const PAPER: Variant = Variant::Paper { block_x: 128, block_y: 1 };
     /// Whether this is one of the columns kernels (same launch shape).
     pub fn is_columns(&self) -> bool {
-        matches!(self, Variant::Columns | Variant::ColumnsV1 | Variant::ColumnsFast | Variant::Columns16 | Variant::ColumnsFast16)
+        matches!(self, Variant::Columns | Variant::ColumnsV1 | Variant::ColumnsFast)
     }
     /// Largest rel L2 difference from the CPU reference the tests and the benchmark accept: 1e-5,
     /// 1e-4 for `ColumnsFast`, whose positions are an ulp or two off the CPU's (~1e-5 samples).
-    pub fn tolerance(&self) -> f64 { if matches!(self, Variant::ColumnsFast | Variant::ColumnsFast16) { 1e-4 } else { 1e-5 } }
+    pub fn tolerance(&self) -> f64 { if matches!(self, Variant::ColumnsFast) { 1e-4 } else { 1e-5 } }
     pub fn name(&self) -> String {
         match self {
             Variant::Paper { block_x, block_y } => format!("gpu-paper-{block_x}x{block_y}"),
-            Variant::ImageDomain => "gpu-image-domain".into(),
             Variant::Columns => "gpu-columns".into(),
             Variant::ColumnsV1 => "gpu-columns-v1".into(),
             Variant::ColumnsFast => "gpu-columns-fast".into(),
-            Variant::Columns16 => "gpu-columns-16".into(),
-            Variant::ColumnsFast16 => "gpu-columns-fast-16".into(),
         }
     }
 }
@@ -186,14 +177,11 @@ impl std::str::FromStr for Variant {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "paper" => Ok(Variant::PAPER),
-            "image" | "image-domain" => Ok(Variant::ImageDomain),
             "columns" => Ok(Variant::Columns),
             "columns-v1" => Ok(Variant::ColumnsV1),
             "columns-fast" => Ok(Variant::ColumnsFast),
-            "columns-16" => Ok(Variant::Columns16),
-            "columns-fast-16" => Ok(Variant::ColumnsFast16),
             o => Err(format!(
-                "unknown kernel `{o}` (expected columns, columns-v1, columns-fast, columns-16, columns-fast-16, image or paper)"
+                "unknown kernel `{o}` (expected columns, columns-v1, columns-fast or paper)"
             )),
         }
     }

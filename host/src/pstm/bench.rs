@@ -162,13 +162,11 @@ pub fn instr_per_contribution(mode: TraveltimeMode, model: TraveltimeModel, t: &
     // without the 33rd-point evaluation, the VTI one with it, as the rows below).
     let lean = smem && t.lean && mode == TraveltimeMode::Static8;
     if lean {
-        // (lean2: more instructions on this all-FAST path, fewer in the units that are not all FAST,
-        // which the count does not walk; docs/notes/pstm.md, "Lean2".)
-        let per_trace = match (model, t.lean2) {
-            (TraveltimeModel::Dsr, false) => 1041.0,
-            (TraveltimeModel::Vti, false) => 1498.0,
-            (TraveltimeModel::Dsr, true) => 1069.0,
-            (TraveltimeModel::Vti, true) => 1477.0,
+        // (More instructions on this all-FAST path than the first lean kernels had, fewer in the
+        // units that are not all FAST, which the count does not walk; docs/notes/pstm.md, "Lean2".)
+        let per_trace = match model {
+            TraveltimeModel::Dsr => 1069.0,
+            TraveltimeModel::Vti => 1477.0,
         };
         return ((per_trace / 48.0f64 * 10.0).round() / 10.0, true);
     }
@@ -219,8 +217,8 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
 /// The launch shapes `seisgpu bench` (the whole suite) measures, so it fits its ten minutes: the
 /// paper's, the old default, the best read-only-cache shape and the shared-memory shapes that
 /// led the full sweep (`seisgpu pstm bench` runs every shape). `=` means the exact name.
-const SUITE_VARIANTS: [&str; 7] = ["=gpu-w10-r96", "=gpu-w8-r80-lockstep-batched", "=gpu-w8-r80-smem-batched",
-    "=gpu-w8-r80-smem-batched-t2x4", "=gpu-w8-r80-smem-batched-t2x4-lean", "=gpu-w8-r80-smem-batched-t2x4-lean2",
+const SUITE_VARIANTS: [&str; 6] = ["=gpu-w10-r96", "=gpu-w8-r80-lockstep-batched", "=gpu-w8-r80-smem-batched",
+    "=gpu-w8-r80-smem-batched-t2x4", "=gpu-w8-r80-smem-batched-t2x4-lean2",
     "=gpu-paper (block 32x10, textures)"];
 
 /// [`bench`] with the GPU trace count overridden (the paper's is 450,000) and an optional time
@@ -298,9 +296,8 @@ fn bench_impl(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budge
             let lockstep = |t: GpuTuning| GpuTuning { lockstep: true, ..t };
             // Traces staged in shared memory per block (`*_smem` kernels); `tile_x` columns along x.
             let smem = |t: GpuTuning, tile_x: u32| GpuTuning { smem: true, tile_x, ..t };
-            // Lean per-unit work (`*_smem_lean` kernels; static8 only, the other modes ignore it).
-            let lean = |t: GpuTuning| GpuTuning { lean: true, ..t };
-            let lean2 = |t: GpuTuning| GpuTuning { lean: true, lean2: true, ..t };
+            // Lean per-unit work (`*_smem_lean2` kernels; static8 only, the other modes ignore it).
+            let lean2 = |t: GpuTuning| GpuTuning { lean: true, ..t };
             let mut variants: Vec<(String, GpuTuning)> = if mode == TraveltimeMode::Static8 && model == TraveltimeModel::Dsr {
                 vec![("gpu-w10-r96".into(), tune(10, 96)), ("gpu-w8-r80".into(), tune(8, 80)), ("gpu-w4-r128".into(), tune(4, 128)),
                     ("gpu-w8-r80-batched".into(), batched(tune(8, 80))), ("gpu-w8-r80-lockstep".into(), lockstep(tune(8, 80))),
@@ -315,12 +312,10 @@ fn bench_impl(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budge
                     ("gpu-w16-r80-smem-batched-t4x4".into(), smem(batched(tune(16, 80)), 4)),
                     ("gpu-w10-r96-smem-batched".into(), smem(batched(tune(10, 96)), 1)),
                     ("gpu-w8-r96-smem-batched-t2x4".into(), smem(batched(tune(8, 96)), 2)),
-                    ("gpu-w8-r80-smem-batched-t2x4-lean".into(), lean(smem(batched(tune(8, 80)), 2))),
                     ("gpu-w8-r80-smem-batched-t2x4-lean2".into(), lean2(smem(batched(tune(8, 80)), 2))),
                     ("gpu-paper (block 32x10, textures)".into(), GpuTuning::paper())]
             } else if mode == TraveltimeMode::Static8 {
                 vec![("gpu-best".into(), best.0), ("gpu-w8-r80-smem-batched-t2x4".into(), smem(batched(tune(8, 80)), 2)),
-                    ("gpu-w8-r80-smem-batched-t2x4-lean".into(), lean(smem(batched(tune(8, 80)), 2))),
                     ("gpu-w8-r80-smem-batched-t2x4-lean2".into(), lean2(smem(batched(tune(8, 80)), 2))),
                     ("gpu-paper (block 32x10, textures)".into(), GpuTuning::paper())]
             } else if model == TraveltimeModel::Dsr {
@@ -330,7 +325,7 @@ fn bench_impl(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budge
                     ("gpu-w8-r80-smem".into(), smem(tune(8, 80), 1)), ("gpu-w8-r80-smem-t2x4".into(), smem(tune(8, 80), 2)),
                     ("gpu-w8-r80-smem-batched-t2x4".into(), smem(batched(tune(8, 80)), 2))]
             } else {
-                // (No `-lean` row here: exact and dynamic ignore it, so it would time the same kernel.)
+                // (No `-lean2` row here: exact and dynamic ignore it, so it would time the same kernel.)
                 vec![("gpu-best".into(), best.0), ("gpu-w8-r80-smem-batched-t2x4".into(), smem(batched(tune(8, 80)), 2))]
             };
             variants.retain(|(n, _)| filter.is_empty() || n.starts_with("gpu-best")

@@ -86,11 +86,10 @@ struct KpArg(KParams);
 unsafe impl cudarc::driver::DeviceRepr for KpArg {}
 
 /// Kernel name for a mode, model and trace path (`smem`: traces staged in shared memory; `lean`:
-/// static8's lean per-unit variant of the staged kernel, see `GpuTuning::lean`; `lean2`: its
-/// variant with the leaner non-FAST units, see `GpuTuning::lean2`).
-pub fn kernel_name(mode: TraveltimeMode, model: TraveltimeModel, texture: bool, smem: bool, lean: bool, lean2: bool) -> String {
+/// static8's lean variant of the staged kernel, `*_smem_lean2`, see `GpuTuning::lean`).
+pub fn kernel_name(mode: TraveltimeMode, model: TraveltimeModel, texture: bool, smem: bool, lean: bool) -> String {
     let path = if smem && lean && mode == TraveltimeMode::Static8 {
-        if lean2 { "_smem_lean2" } else { "_smem_lean" }
+        "_smem_lean2"
     } else if smem {
         "_smem"
     } else if texture && mode == TraveltimeMode::Static8 {
@@ -451,7 +450,7 @@ fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, packed_len: u32, mo
     // (`PstmParams::validate` says so first; the staging offsets of the lean kernels assume it.)
     ensure!(!(t.smem && t.lean && mode == TraveltimeMode::Static8) || t.warps == gpu_kernels::pstm::LEAN_WARPS,
         "GPU tuning `lean` needs {} warps per block (got {})", gpu_kernels::pstm::LEAN_WARPS, t.warps);
-    let name = kernel_name(mode, model, t.texture, t.smem, t.lean, t.lean2);
+    let name = kernel_name(mode, model, t.texture, t.smem, t.lean);
     let func = kernel(gpu, &name, t.max_regs)?;
     let tile_x = t.tile_x.max(1);
     ensure!(t.warps.is_multiple_of(tile_x), "GPU tile of {tile_x} columns along x does not divide the {} warps per block", t.warps);
@@ -519,7 +518,7 @@ mod tests {
         }
         let m = pstm_ptx(crate::runtime::PTX, None, 80).unwrap();
         if let Ok(path) = std::env::var("SEISGPU_PSTM_DUMP_PTX") {
-            std::fs::write(path, &m).unwrap(); // for `ptxas -v` by hand
+            std::fs::write(path, &m).unwrap(); // for `ptxas -v` by hand (a diagnostic, docs/DEVELOPING.md)
         }
         for k in ["pstm_exact_dsr", "pstm_static8_vti", "pstm_static8_dsr_tex", "pstm_dynamic_vti"] {
             assert!(m.contains(&format!(".visible .entry {k}(")), "{k}");

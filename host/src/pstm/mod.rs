@@ -112,22 +112,18 @@ pub struct GpuTuning {
     /// Columns per block along x (block = tile_x x warps/tile_x columns); must divide `warps`.
     /// 1 = the paper's row of columns along y.
     pub tile_x: u32,
-    /// static8 with `smem` (`*_smem_lean` kernels): lean per-unit work (FAST masks from one ballot
-    /// per grid point, `classify` only for units that are not all FAST, staging and table addresses
-    /// once per trace). Same samples and arithmetic, so the same image; ignored by the other modes
-    /// and trace paths (docs/notes/pstm.md, "Lean per-unit work").
+    /// static8 with `smem` (`*_smem_lean2` kernels): lean per-unit work (FAST masks from one ballot
+    /// per grid point, staging and table addresses once per trace), and units that are not all
+    /// FAST (the unit where the stretch mute ends and the one at the record end: a third of the
+    /// units of `pstm-table2`) tested with selects instead of per-lane branches, their DEAD steps
+    /// found without branches. Same samples and arithmetic, so the same image bit for bit; ignored
+    /// by the other modes and trace paths (docs/notes/pstm.md, "Lean per-unit work", "Lean2").
     pub lean: bool,
-    /// With `lean` (static8, staged traces): the `*_smem_lean2` kernels, whose units that are not
-    /// all FAST (the unit where the stretch mute ends and the one at the record end: a third of
-    /// the units of `pstm-table2`) test with selects instead of per-lane branches and find their
-    /// DEAD steps without branches. Same positions, so the same image bit for bit; off until
-    /// timed against `lean` (docs/notes/pstm.md, "Lean2").
-    pub lean2: bool,
 }
 
 impl Default for GpuTuning {
     fn default() -> Self { Self { warps: 10, max_regs: 96, texture: false, batch_traces: 65536, batched_units: false, lockstep: false,
-        smem: false, tile_x: 1, lean: false, lean2: false } }
+        smem: false, tile_x: 1, lean: false } }
 }
 
 impl GpuTuning {
@@ -142,7 +138,7 @@ impl GpuTuning {
     /// to stage fall back to the read-only-cache kernels (see `gpu::launch_shape`).
     pub fn fastest() -> Self {
         Self { warps: gpu_kernels::pstm::LEAN_WARPS, max_regs: 80, batched_units: true, smem: true, tile_x: 2, lean: true,
-            lean2: true, ..Self::default() }
+            ..Self::default() }
     }
 }
 
@@ -784,18 +780,13 @@ mod tests {
     fn lean_selects_its_kernels() {
         use super::gpu::kernel_name;
         let (s8, ex, d) = (TraveltimeMode::Static8, TraveltimeMode::Exact, TraveltimeModel::Dsr);
-        assert_eq!(kernel_name(s8, d, false, true, true, false), "pstm_static8_dsr_smem_lean");
-        assert_eq!(kernel_name(s8, TraveltimeModel::Vti, false, true, true, false), "pstm_static8_vti_smem_lean");
-        assert_eq!(kernel_name(s8, d, false, true, false, false), "pstm_static8_dsr_smem");
-        assert_eq!(kernel_name(s8, d, false, false, true, false), "pstm_static8_dsr"); // (lean needs the staged path)
-        assert_eq!(kernel_name(ex, d, false, true, true, false), "pstm_exact_dsr_smem"); // (static8 only)
-        assert_eq!(kernel_name(s8, d, false, true, true, true), "pstm_static8_dsr_smem_lean2");
-        assert_eq!(kernel_name(s8, TraveltimeModel::Vti, false, true, true, true), "pstm_static8_vti_smem_lean2");
-        assert_eq!(kernel_name(s8, d, false, true, false, true), "pstm_static8_dsr_smem"); // (lean2 refines lean)
-        assert_eq!(kernel_name(ex, d, false, true, true, true), "pstm_exact_dsr_smem");
+        assert_eq!(kernel_name(s8, d, false, true, true), "pstm_static8_dsr_smem_lean2");
+        assert_eq!(kernel_name(s8, TraveltimeModel::Vti, false, true, true), "pstm_static8_vti_smem_lean2");
+        assert_eq!(kernel_name(s8, d, false, true, false), "pstm_static8_dsr_smem");
+        assert_eq!(kernel_name(s8, d, false, false, true), "pstm_static8_dsr"); // (lean needs the staged path)
+        assert_eq!(kernel_name(ex, d, false, true, true), "pstm_exact_dsr_smem"); // (static8 only)
         if !crate::runtime::PTX.trim().is_empty() {
-            for k in ["pstm_static8_dsr_smem_lean", "pstm_static8_vti_smem_lean", "pstm_static8_dsr_smem_lean2",
-                "pstm_static8_vti_smem_lean2"] {
+            for k in ["pstm_static8_dsr_smem_lean2", "pstm_static8_vti_smem_lean2"] {
                 assert!(super::gpu::pstm_ptx(crate::runtime::PTX, Some(k), 80).is_ok(), "{k}");
             }
         }

@@ -2,7 +2,7 @@
 //!
 //! - `srm-step`: one depth step of 16 frequency planes of both waves on a 400 x 400 grid (96 x 96
 //!   for `small`), degree 15: CPU reference (all cores) and every GPU variant (the paper's kernel
-//!   with 1 and with 16 planes per launch, the fused kernels with 2, 3 and 4 steps per pass).
+//!   with 1 and with 16 planes per launch, `paperq56`, and the whole-plane cluster kernels).
 //!   Reported per depth step per plane (both waves), with the effective device-memory bandwidth
 //!   (the bytes each design must move, `Planes::bytes_per_step`) against the measured peak.
 //! - `srm-shot`: one synthetic 3D shot, 400 x 400 x 500 depth samples and 256 frequencies (64 x 64
@@ -111,17 +111,14 @@ pub fn bench_with(backend: &Backend, size: BenchSize, ceilings: &Ceilings, step_
     eprintln!("srm bench: {} {} {:.2} ms: {}", rows[0].workload, rows[0].variant, cpu_stats.median_ms, rows[0].note);
     let cpu_plane_ms = cpu_stats.median_ms / np as f64;
     let mut best = (f64::INFINITY, GpuVariant::Paper);
-    let mut best_fused = (f64::INFINITY, GpuVariant::Fused(4));
+    let mut best_cluster: Option<(f64, GpuVariant)> = None;
     if let Backend::Gpu(g) = backend {
         let bw = if ceilings.bandwidth > 0.0 { ceilings.bandwidth } else { measure_bandwidth(g)? };
         let dop = DeviceOperator::new(g, &case.op)?;
         let dslow = g.upload(&case.slow)?;
         let timer = GpuTimer::new(g.stream())?;
-        let variants = [(GpuVariant::Paper, 1usize), (GpuVariant::Paper, 16), (GpuVariant::PaperHoisted, 1),
-            (GpuVariant::PaperHoisted, 16), (GpuVariant::Fused(2), 16), (GpuVariant::Fused(3), 16), (GpuVariant::Fused(4), 16),
-            (GpuVariant::FusedB(2), 16), (GpuVariant::FusedB(3), 16), (GpuVariant::FusedB(4), 16),
-            (GpuVariant::PaperPair, 16), (GpuVariant::PaperPairCapped, 16), (GpuVariant::FusedC(2), 16), (GpuVariant::FusedC(3), 16),
-            (GpuVariant::FusedC(4), 16), (GpuVariant::Cluster, 16), (GpuVariant::ClusterD, 16)];
+        let variants = [(GpuVariant::Paper, 1usize), (GpuVariant::Paper, 16), (GpuVariant::PaperPairCapped, 16),
+            (GpuVariant::Cluster, 16), (GpuVariant::ClusterD, 16)];
         // SEISGPU_SRM_BENCH_KERNELS=cluster,clusterd: time only these (comparisons on the device machine).
         let only: Option<Vec<GpuVariant>> = std::env::var("SEISGPU_SRM_BENCH_KERNELS").ok()
             .map(|v| v.split(',').map(|k| k.trim().parse::<GpuVariant>().map_err(anyhow::Error::msg)).collect::<anyhow::Result<_>>())
@@ -196,17 +193,18 @@ pub fn bench_with(backend: &Backend, size: BenchSize, ceilings: &Ceilings, step_
             if count == np && per_plane < best.0 {
                 best = (per_plane, variant);
             }
-            if count == np && matches!(variant, GpuVariant::Fused(_) | GpuVariant::FusedB(_) | GpuVariant::FusedC(_) | GpuVariant::Cluster | GpuVariant::ClusterD) && per_plane < best_fused.0 {
-                best_fused = (per_plane, variant);
+            if count == np && matches!(variant, GpuVariant::Cluster | GpuVariant::ClusterD)
+                && best_cluster.is_none_or(|(ms, _)| per_plane < ms) {
+                best_cluster = Some((per_plane, variant));
             }
         }
     }
     if step_only {
         return Ok(rows);
     }
-    // ---- srm-shot: the fastest srm-step kernel, the fastest fused one and the paper's ----
+    // ---- srm-shot: the fastest srm-step kernel, the fastest cluster one and the paper's ----
     let mut shot_variants = vec![best.1];
-    for v in [best_fused.1, GpuVariant::Paper] {
+    for v in best_cluster.map(|(_, v)| v).into_iter().chain([GpuVariant::Paper]) {
         if !shot_variants.contains(&v) {
             shot_variants.push(v);
         }

@@ -8,8 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use anyhow::Context;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg};
 
-use gpu_kernels::srm::{cluster_shared_bytes, cluster_threads, clusterd_shared_bytes, CLUSTERD_MAX_ROWS, fused_interior, fused_shared_bytes, fusedb_shared_bytes, offset_entry,
-    fusedc_shared_bytes, pair_entry, RowMap, Stencil, CLUSTER_MAX, PAPER_SHARED_BYTES, PAPER_TH, PAPER_TW, RADIUS};
+use gpu_kernels::srm::{cluster_shared_bytes, cluster_threads, clusterd_shared_bytes, CLUSTERD_MAX_ROWS, offset_entry, pair_entry, RowMap, Stencil, CLUSTER_MAX, PAPER_SHARED_BYTES, PAPER_TH, PAPER_TW, RADIUS};
 
 use super::design::Operator;
 use super::{cpu, FreqPlan, GpuOptions, GpuVariant, Image, Shot, ShotGrid, SrmParams, Taper, VelocityModel};
@@ -37,7 +36,7 @@ fn drv(what: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> GpuErr
 pub struct DeviceOperator {
     pub table: CudaSlice<f32>,
     /// The table as (a_n[i], a_n[i + 1]) pairs, coefficient-major (`gpu_kernels::srm::pair_entry`):
-    /// one 16-byte load per lookup for `paperq` and `fusedc`.
+    /// one 16-byte load per lookup for `paperq56` and `cluster`.
     pub pairs: CudaSlice<f32>,
     /// The table as (a_n[i] - d, d) offsets, d = a_n[i + 1] - a_n[i], coefficient-major
     /// (`gpu_kernels::srm::offset_entry`): one fused multiply-add per component for `clusterd`.
@@ -73,8 +72,6 @@ pub struct Planes {
     pub stride: usize,
     pub x: CudaSlice<f32>,
     pub y: CudaSlice<f32>,
-    pub x2: CudaSlice<f32>,
-    pub y2: CudaSlice<f32>,
     pub acc: CudaSlice<f32>,
     pub maps: CudaSlice<f32>,
     pub taper_x: CudaSlice<f32>,
@@ -87,10 +84,10 @@ pub struct Planes {
 impl Planes {
     pub fn new(gpu: &Gpu, nx: usize, ny: usize, stride: usize, taper: &Taper) -> GpuResult<Self> {
         let len = 2 * 2 * stride * nx * ny;
-        gpu.ensure_fits("srm wavefield buffers", 5 * len * 4)?;
+        gpu.ensure_fits("srm wavefield buffers", 3 * len * 4)?;
         Ok(Planes {
             nx, ny, stride,
-            x: gpu.zeros(len)?, y: gpu.zeros(len)?, x2: gpu.zeros(len)?, y2: gpu.zeros(len)?, acc: gpu.zeros(len)?,
+            x: gpu.zeros(len)?, y: gpu.zeros(len)?, acc: gpu.zeros(len)?,
             maps: gpu.zeros(2 * stride)?,
             taper_x: gpu.upload(&taper.x)?, taper_y: gpu.upload(&taper.y)?,
             cluster_ctas: 0, table_rows: 0,
@@ -116,8 +113,8 @@ impl Planes {
                 return Err(GpuError::BadLaunch { kernel: "srm_step".into(),
                     why: format!("resolve `{variant}` first (`autotune`, `resolve_best`)") });
             }
-            GpuVariant::Paper | GpuVariant::PaperHoisted => {
-                let name = if variant == GpuVariant::Paper { "srm_step_paper" } else { "srm_step_paperh" };
+            GpuVariant::Paper => {
+                let name = "srm_step_paper";
                 let cfg = LaunchConfig {
                     grid_dim: (nx.div_ceil(PAPER_TW), ny.div_ceil(PAPER_TH), cnt),
                     block_dim: (48, 8, 1),
@@ -133,18 +130,14 @@ impl Planes {
                     std::mem::swap(&mut self.x, &mut self.y);
                 }
             }
-            GpuVariant::PaperPair | GpuVariant::PaperPairCapped => {
+            GpuVariant::PaperPairCapped => {
                 let name = "srm_step_paperq";
                 let cfg = LaunchConfig {
                     grid_dim: (nx.div_ceil(PAPER_TW), ny.div_ceil(PAPER_TH), cnt),
                     block_dim: (48, 8, 1),
                     shared_mem_bytes: PAPER_SHARED_BYTES,
                 };
-                let func = if variant == GpuVariant::PaperPairCapped {
-                    capped_kernel(gpu, name, PAPERQ_MAX_REGS, &cfg)?
-                } else {
-                    gpu.prepare_launch(name, &cfg)?
-                };
+                let func = capped_kernel(gpu, name, PAPERQ_MAX_REGS, &cfg)?;
                 for n in 1..=degree {
                     let Planes { x, y, acc, maps, taper_x, taper_y, .. } = self;
                     let (tin, tio) = if n % 2 == 1 { (&*x, y) } else { (&*y, x) };
@@ -156,34 +149,6 @@ impl Planes {
                 }
                 if degree % 2 == 1 {
                     std::mem::swap(&mut self.x, &mut self.y);
-                }
-            }
-            GpuVariant::FusedC(k) => {
-                let name = match k {
-                    2 => "srm_step_fusedc2",
-                    3 => "srm_step_fusedc3",
-                    4 => "srm_step_fusedc4",
-                    _ => return Err(GpuError::BadLaunch { kernel: "srm_step_fusedc".into(), why: format!("{k} fused steps (2..=4)") }),
-                };
-                let bi = fused_interior(k);
-                let cfg = LaunchConfig {
-                    grid_dim: (nx.div_ceil(bi), ny.div_ceil(bi), 2 * cnt),
-                    block_dim: (32, 8, 1),
-                    shared_mem_bytes: fusedc_shared_bytes(k),
-                };
-                let func = capped_kernel(gpu, name, FUSEDC_MAX_REGS, &cfg)?;
-                let mut n0 = 1u32;
-                while n0 <= degree {
-                    let steps = k.min(degree - n0 + 1);
-                    let Planes { x, y, x2, y2, acc, maps, taper_x, taper_y, .. } = self;
-                    let mut l = gpu.stream().launch_builder(&func);
-                    l.arg(&st).arg(&nx).arg(&ny).arg(&stride).arg(&cnt).arg(&n0).arg(&steps).arg(&degree).arg(&*x).arg(&*y);
-                    l.arg(x2).arg(y2).arg(acc).arg(slow).arg(&dop.pairs).arg(&rows).arg(&*maps).arg(&*taper_x).arg(&*taper_y);
-                    let r = unsafe { l.launch(cfg) };
-                    gpu.finish_launch(name, &cfg, r.map(|_| ()))?;
-                    std::mem::swap(&mut self.x, &mut self.x2);
-                    std::mem::swap(&mut self.y, &mut self.y2);
-                    n0 += steps;
                 }
             }
             GpuVariant::Cluster | GpuVariant::ClusterD => {
@@ -208,34 +173,6 @@ impl Planes {
                 };
                 launch_cluster(gpu, kernel.name(), &func, &cfg, a)?;
             }
-            GpuVariant::Fused(k) | GpuVariant::FusedB(k) => {
-                let balanced = matches!(variant, GpuVariant::FusedB(_));
-                let name = match (k, balanced) {
-                    (2, false) => "srm_step_fused2",
-                    (3, false) => "srm_step_fused3",
-                    (4, false) => "srm_step_fused4",
-                    (2, true) => "srm_step_fusedb2",
-                    (3, true) => "srm_step_fusedb3",
-                    (4, true) => "srm_step_fusedb4",
-                    _ => return Err(GpuError::BadLaunch { kernel: "srm_step_fused".into(), why: format!("{k} fused steps (2..=4)") }),
-                };
-                let bi = fused_interior(k);
-                let cfg = LaunchConfig {
-                    grid_dim: (nx.div_ceil(bi), ny.div_ceil(bi), 2 * cnt),
-                    block_dim: (32, 8, 1),
-                    shared_mem_bytes: if balanced { fusedb_shared_bytes() } else { fused_shared_bytes(k) },
-                };
-                let mut n0 = 1u32;
-                while n0 <= degree {
-                    let steps = k.min(degree - n0 + 1);
-                    let Planes { x, y, x2, y2, acc, maps, taper_x, taper_y, .. } = self;
-                    launch!(gpu, name, cfg, &st, &nx, &ny, &stride, &cnt, &n0, &steps, &degree, &*x, &*y, x2, y2, acc,
-                        slow, &dop.table, &ncoef, &rows, &*maps, &*taper_x, &*taper_y)?;
-                    std::mem::swap(&mut self.x, &mut self.x2);
-                    std::mem::swap(&mut self.y, &mut self.y2);
-                    n0 += steps;
-                }
-            }
         }
         Ok(())
     }
@@ -250,27 +187,17 @@ impl Planes {
             GpuVariant::Auto | GpuVariant::Best => f64::NAN,
             // n = 1: read T0, write T1 + acc; 2..N-1: read T_{n-1}, T_{n-2}, acc, write T_n, acc;
             // N: read T_{N-1}, T_{N-2}, acc, write W. Both waves share the slowness read.
-            GpuVariant::Paper | GpuVariant::PaperHoisted | GpuVariant::PaperPair | GpuVariant::PaperPairCapped => {
+            GpuVariant::Paper | GpuVariant::PaperPairCapped => {
                 let per_wave = 3.0 * c + (degree as f64 - 2.0) * 5.0 * c + 4.0 * c;
                 pts * (2.0 * per_wave + degree as f64 * s)
             }
             GpuVariant::Cluster | GpuVariant::ClusterD => cluster_bytes(self.nxy(), count, degree, self.cluster_ctas, self.table_rows),
-            GpuVariant::Fused(k) | GpuVariant::FusedB(k) | GpuVariant::FusedC(k) => {
-                let passes = degree.div_ceil(k as usize);
-                // First pass: read T0, write 2 terms + acc; middle: read 2 + acc, write 2 + acc;
-                // last: read 2 + acc, write W. Each wave-block reads the slowness itself.
-                let per_wave = 4.0 * c + (passes as f64 - 2.0).max(0.0) * 6.0 * c + 4.0 * c + passes as f64 * s;
-                pts * 2.0 * per_wave
-            }
         }
     }
 }
 
 /// Every kernel variant `auto` chooses from (`cluster` only where [`cluster_plan`] finds a shape).
-pub const CANDIDATES: [GpuVariant; 15] = [GpuVariant::Paper, GpuVariant::PaperHoisted, GpuVariant::Fused(2),
-    GpuVariant::Fused(3), GpuVariant::Fused(4), GpuVariant::FusedB(2), GpuVariant::FusedB(3), GpuVariant::FusedB(4),
-    GpuVariant::PaperPair, GpuVariant::PaperPairCapped, GpuVariant::FusedC(2), GpuVariant::FusedC(3), GpuVariant::FusedC(4),
-    GpuVariant::Cluster, GpuVariant::ClusterD];
+pub const CANDIDATES: [GpuVariant; 4] = [GpuVariant::Paper, GpuVariant::PaperPairCapped, GpuVariant::Cluster, GpuVariant::ClusterD];
 
 /// The cluster kernel (sm_90 module).
 pub const CLUSTER_KERNEL: &str = "sm90_srm_step_cluster";
@@ -449,12 +376,7 @@ pub fn cluster_plan_for(gpu: &Gpu, kernel: ClusterKernel, nx: u32, ny: u32, coun
     Ok(plan)
 }
 
-/// Register cap of the `fusedc` kernels: 80 x 256 threads lets three blocks (3 x 72..77 KB of shared
-/// memory) share an SM. Unconstrained, ptxas gives them 94..100 registers (two blocks per SM); at 80
-/// fusedc2/3 need no spills and fusedc4 12 bytes (ptxas sm_90).
-pub const FUSEDC_MAX_REGS: u32 = 80;
-
-/// Register cap of `paperq56`: 56 x 384 threads lets three blocks share an SM (66 registers
+/// Register cap of `paperq56` (`srm_step_paperq`): 56 x 384 threads lets three blocks share an SM (66 registers
 /// unconstrained: two); ptxas sm_90 needs no spills at 56 (48: 68 bytes).
 pub const PAPERQ_MAX_REGS: u32 = 56;
 

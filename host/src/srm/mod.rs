@@ -347,21 +347,10 @@ pub enum GpuVariant {
     Auto,
     /// The paper's kernel: one Chebyshev step per launch, radius-4 halo tile, both waves.
     Paper,
-    /// The paper's kernel with each thread's global loads issued before its stores.
-    PaperHoisted,
-    /// `k` Chebyshev steps fused per pass over a tile with a 4k halo (k = 2, 3 or 4).
-    Fused(u32),
-    /// As `Fused`, with the coefficient work balanced over all threads (table positions and
-    /// accumulators in registers) and an FMA stencil.
-    FusedB(u32),
-    /// `PaperHoisted` with one 16-byte pair-table load per coefficient lookup (`paperq`).
-    PaperPair,
-    /// `PaperPair` JIT-compiled with a cap of 56 registers: three 384-thread blocks per SM instead
-    /// of two (ptxas sm_90: no spills at 56) (`paperq56`).
+    /// The paper's kernel with each thread's global loads issued before its stores and one 16-byte
+    /// pair-table load per coefficient lookup, JIT-compiled with a cap of 56 registers: three
+    /// 384-thread blocks per SM instead of two (ptxas sm_90: no spills at 56) (`paperq56`).
     PaperPairCapped,
-    /// As `FusedB` with batched tile loads, the pair table, the accumulator in shared memory and a
-    /// register cap of 80 for three blocks per SM (`fusedc2..4`).
-    FusedC(u32),
     /// All `degree` Chebyshev steps of a depth step in one launch, the whole plane on chip: one
     /// thread-block cluster per (plane, wave) holds the plane as strips in its CTAs' shared memory,
     /// the stencil's y arm reads the neighbour strips through distributed shared memory (compute
@@ -381,22 +370,10 @@ impl std::str::FromStr for GpuVariant {
             "best" => Ok(Self::Best),
             "auto" => Ok(Self::Auto),
             "paper" => Ok(Self::Paper),
-            "paperh" => Ok(Self::PaperHoisted),
-            "fused2" => Ok(Self::Fused(2)),
-            "fused3" => Ok(Self::Fused(3)),
-            "fused4" => Ok(Self::Fused(4)),
-            "fusedb2" => Ok(Self::FusedB(2)),
-            "fusedb3" => Ok(Self::FusedB(3)),
-            "fusedb4" => Ok(Self::FusedB(4)),
-            "paperq" => Ok(Self::PaperPair),
             "paperq56" => Ok(Self::PaperPairCapped),
-            "fusedc2" => Ok(Self::FusedC(2)),
-            "fusedc3" => Ok(Self::FusedC(3)),
-            "fusedc4" => Ok(Self::FusedC(4)),
             "cluster" => Ok(Self::Cluster),
             "clusterd" => Ok(Self::ClusterD),
-            o => Err(format!("unknown kernel `{o}` (expected best, auto, paper, paperh, paperq, paperq56, fused2..4, fusedb2..4, fusedc2..4, \
-                cluster or clusterd)")),
+            o => Err(format!("unknown kernel `{o}` (expected best, auto, paper, paperq56, cluster or clusterd)")),
         }
     }
 }
@@ -407,12 +384,7 @@ impl std::fmt::Display for GpuVariant {
             GpuVariant::Best => write!(f, "best"),
             GpuVariant::Auto => write!(f, "auto"),
             GpuVariant::Paper => write!(f, "paper"),
-            GpuVariant::PaperHoisted => write!(f, "paperh"),
-            GpuVariant::Fused(k) => write!(f, "fused{k}"),
-            GpuVariant::FusedB(k) => write!(f, "fusedb{k}"),
-            GpuVariant::PaperPair => write!(f, "paperq"),
             GpuVariant::PaperPairCapped => write!(f, "paperq56"),
-            GpuVariant::FusedC(k) => write!(f, "fusedc{k}"),
             GpuVariant::Cluster => write!(f, "cluster"),
             GpuVariant::ClusterD => write!(f, "clusterd"),
         }

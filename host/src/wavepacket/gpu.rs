@@ -90,27 +90,25 @@ pub(super) fn lines_x1(m: u32, x0s: &std::ops::Range<usize>) -> Lines {
 /// each slab to the fold and the download as soon as it is done, so a cube's own DMA in and out
 /// overlaps its compute (at 480^3 on 4 GPUs, 2 cubes each, the first cube's upload and the last
 /// box's download were serial, ~1/10 of the time). Every transform runs the pass by slabs, whatever
-/// its path, so the coefficients never depend on it. `SEISGPU_WP_SLABS` sets another count for A/B
-/// runs (1: the whole cube at once, as before).
+/// its path, so the coefficients never depend on it (measured against the whole cube at once:
+/// docs/notes/scale.md, wave packets step 4).
 pub const SLABS: usize = 8;
 
-/// x0 planes per slab for a cube of side `n`: `n / SLABS` rounded up ([`SLABS`], or
-/// `SEISGPU_WP_SLABS`), or `n / slabs` with `slabs` given.
-fn slab_planes(n: usize, slabs: Option<usize>) -> usize {
-    let env = || std::env::var("SEISGPU_WP_SLABS").ok().and_then(|v| v.parse::<usize>().ok());
-    n.div_ceil(slabs.or_else(env).unwrap_or(SLABS).clamp(1, n.max(1))).max(1)
-}
+/// Slabs of the separable x1 pass per cube by default: one, the whole cube
+/// ([`GpuEngine::set_x1_slabs`]). The x1 pass by slabs lets the first cube's upload and the last
+/// box's download overlap two passes instead of one, but costs ~0.3 ms a 256^3 cube on one GPU
+/// (smaller batched FFTs, a fifth more time in `adjoint-x1`, measured on 2 x H200). On 4 x H200:
+/// 480^3 3.78x, 3.85x and 3.87x with 8 slabs against 3.61x and 3.70x with 1; 928 x 928 x 480
+/// 3.84-3.94x either way. The default awaits a 4-GPU re-measurement (docs/notes/wavepacket.md).
+pub const X1_SLABS: usize = 1;
 
-/// x0 planes per slab of the separable x1 pass, a multiple of the x2 pass's `planes` (each x1 slab
-/// runs after its x2 slabs in the forward, before them in the inverse). By default the whole cube:
-/// the x1 pass by slabs lets the first cube's upload and the last box's download overlap two
-/// passes instead of one, but costs ~0.3 ms a 256^3 cube on one GPU (smaller batched FFTs, a
-/// fifth more time in `adjoint-x1`, measured on 2 x H200), and what it buys on 4 GPUs is not
-/// measured yet. `SEISGPU_WP_X1_SLABS=k` runs it in k slabs (the same coefficients and volumes, bit
-/// for bit) for that A/B.
-fn x1_planes(n: usize, planes: usize) -> usize {
-    let k = std::env::var("SEISGPU_WP_X1_SLABS").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1).clamp(1, n.max(1));
-    n.div_ceil(k).div_ceil(planes.max(1)).max(1) * planes.max(1)
+/// x0 planes per slab for a cube of side `n` in `slabs` slabs: `n / slabs` rounded up.
+fn slab_planes(n: usize, slabs: usize) -> usize { n.div_ceil(slabs.clamp(1, n.max(1))).max(1) }
+
+/// x0 planes per slab of the separable x1 pass in `slabs` slabs, a multiple of the x2 pass's
+/// `planes` (each x1 slab runs after its x2 slabs in the forward, before them in the inverse).
+fn x1_planes(n: usize, planes: usize, slabs: usize) -> usize {
+    n.div_ceil(slabs.clamp(1, n.max(1))).div_ceil(planes.max(1)).max(1) * planes.max(1)
 }
 
 /// The x0 slabs of `n` planes, `planes` each (the last one shorter where `planes` does not divide `n`).
@@ -197,9 +195,10 @@ pub struct GpuEngine {
     boxed: Option<Boxed>,
     /// The face pre-add ([`GpuEngine::face_flag`]): made on first use.
     face: Option<FaceState>,
-    /// x0 planes per slab of the separable x2 pass and of a cube's upload ([`SLABS`]), and of its
-    /// x1 pass ([`x1_planes`]).
+    /// x0 planes per slab of the separable x2 pass and of a cube's upload ([`SLABS`]), the x1
+    /// pass's slab count ([`X1_SLABS`]) and its x0 planes per slab ([`x1_planes`]).
     slab_planes: usize,
+    x1_slabs: usize,
     x1_planes: usize,
 }
 
@@ -223,8 +222,8 @@ struct Boxed {
     /// The job's first queued step on the compute stream (the wait for the first slab is from
     /// there to the first cube's start).
     lead: Option<CudaEvent>,
-    /// `SEISGPU_WP_TRACE` (a diagnostic for scaling runs; `=fold` logs only the host fold): each
-    /// cube's number and its forward's and inverse's stage events, printed by
+    /// `SEISGPU_WP_TRACE` (a diagnostic for scaling runs, docs/DEVELOPING.md; `=fold` logs only
+    /// the host fold): each cube's number and its forward's and inverse's stage events, printed by
     /// [`GpuEngine::take_device_times`].
     trace: Option<Vec<(usize, Marks, Marks)>>,
 }
@@ -325,8 +324,9 @@ impl GpuEngine {
             staging: None,
             boxed: None,
             face: None,
-            slab_planes: slab_planes(n, None),
-            x1_planes: x1_planes(n, slab_planes(n, None)),
+            slab_planes: slab_planes(n, SLABS),
+            x1_slabs: X1_SLABS,
+            x1_planes: x1_planes(n, slab_planes(n, SLABS), X1_SLABS),
             g: GeomArg(g),
             gather: frame.params.gather,
             frame,
@@ -342,8 +342,24 @@ impl GpuEngine {
 
     /// Runs the separable x2 pass in `slabs` slabs from now on ([`SLABS`]; tests compare counts).
     pub fn set_slabs(&mut self, slabs: usize) -> Result<()> {
-        self.slab_planes = slab_planes(self.frame.n(), Some(slabs));
-        self.x1_planes = x1_planes(self.frame.n(), self.slab_planes);
+        ensure!(slabs >= 1, "wave-packet x2 pass: {slabs} slabs per cube (at least 1)");
+        self.slab_planes = slab_planes(self.frame.n(), slabs);
+        self.x1_planes = x1_planes(self.frame.n(), self.slab_planes, self.x1_slabs);
+        self.rebuild_separable()
+    }
+
+    /// Runs the separable x1 pass in `slabs` slabs per cube from now on ([`X1_SLABS`]: 1, the
+    /// whole cube). The coefficients and volumes are the same bit for bit; only the overlap of a
+    /// job's first upload and last download with the transform changes, at some device time.
+    pub fn set_x1_slabs(&mut self, slabs: usize) -> Result<()> {
+        ensure!(slabs >= 1, "wave-packet x1 pass: {slabs} slabs per cube (at least 1)");
+        self.x1_slabs = slabs;
+        self.x1_planes = x1_planes(self.frame.n(), self.slab_planes, slabs);
+        self.rebuild_separable()
+    }
+
+    /// Remakes the separable transform's buffers and plans for the current slab sizes, where made.
+    fn rebuild_separable(&mut self) -> Result<()> {
         if self.sep.take().is_some() {
             let gather = self.gather;
             self.set_gather(Gather::Separable)?;
@@ -557,12 +573,8 @@ impl GpuEngine {
     /// The page-locked counter that lets this engine add box faces itself
     /// ([`super::fragments::CubeBox::face`]), reset to 0: the folding thread writes into it how many
     /// boxes are folded (every one before that number), and a face's copy waits until it reaches
-    /// the face's [`super::fragments::Face::after`]. `None` with `SEISGPU_WP_FACE=host` (the A/B
-    /// knob: the host folds the faces).
+    /// the face's [`super::fragments::Face::after`].
     pub(crate) fn face_flag(&mut self) -> Result<Option<*mut u32>> {
-        if std::env::var("SEISGPU_WP_FACE").is_ok_and(|v| v == "host") {
-            return Ok(None);
-        }
         if self.face.is_none() {
             use cudarc::driver::sys;
             // (Stream memory operations, `cuStreamWaitValue32_v2`, are always there since CUDA 12.)
@@ -1281,4 +1293,26 @@ fn adjoint_cfg(a: u32, b: u32, p: u32) -> LaunchConfig {
 pub fn as_f32(c: &[Complex32]) -> &[f32] { unsafe { std::slice::from_raw_parts(c.as_ptr() as *const f32, 2 * c.len()) } }
 pub fn as_f32_mut(c: &mut [Complex32]) -> &mut [f32] {
     unsafe { std::slice::from_raw_parts_mut(c.as_mut_ptr() as *mut f32, 2 * c.len()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slab_sizes_cover_the_cube() {
+        // x2 pass: 45 planes in 8 slabs of 6 (the last 3); 1 slab the whole cube; more slabs than planes: 1 each.
+        assert_eq!(slab_planes(45, SLABS), 6);
+        assert_eq!(slab_planes(45, 1), 45);
+        assert_eq!(slab_planes(45, 100), 1);
+        // x1 pass: by default the whole cube (whole x2 slabs: 48 planes cover 45); else multiples of
+        // the x2 slab, as many slabs as asked where the x2 slabs allow.
+        assert_eq!(X1_SLABS, 1);
+        assert!(x1_planes(45, 6, X1_SLABS) >= 45 && x1_planes(45, 6, X1_SLABS) % 6 == 0);
+        assert_eq!(slabs(45, x1_planes(45, 6, X1_SLABS)).count(), 1);
+        assert_eq!(x1_planes(45, 6, 3), 18);
+        assert_eq!(slabs(45, x1_planes(45, 6, 3)).collect::<Vec<_>>(), [0..18, 18..36, 36..45]);
+        assert_eq!(x1_planes(45, 6, 45), 6);
+        assert_eq!(x1_planes(256, 32, 8), 32);
+    }
 }

@@ -484,9 +484,7 @@ impl Engine {
             // Write-combined page-locked memory, although the fold reads every box back: measured
             // on 4 x H200 (per cube), the folds took 22-32 ms for 8 cubes of 256^3 from
             // write-combined buffers against 34-78 ms from cached ones (the GPU writes the results;
-            // cached lines must be snooped). `SEISGPU_WP_PINNED=cached` to compare on a machine.
-            Engine::Gpu(e) if std::env::var("SEISGPU_WP_PINNED").is_ok_and(|v| v == "cached") =>
-                HostSamples::PageLocked(crate::runtime::memory::PinnedBuf::new(e.gpu(), len)?),
+            // cached lines must be snooped).
             Engine::Gpu(e) => HostSamples::PageLocked(crate::runtime::memory::PinnedBuf::write_combined(e.gpu(), len)?),
         })
     }
