@@ -133,7 +133,11 @@ fn nmo_velocity_in_every_form() {
 /// CMPs all carry one function equals that function's NMO).
 #[test]
 fn nmo_model_per_cmp_equals_one_function_per_gather() {
-    let t = known_gathers(3, 12);
+    let mut t = known_gathers(3, 12);
+    // Midpoints scattered within each CMP (the functions are found by CDP number).
+    for (i, h) in t.headers.iter_mut().enumerate() {
+        (h.sx, h.gx) = (h.sx + 0.7 * i as f64, h.gx + 0.7 * i as f64);
+    }
     let f = |v: f32| VelocityFunction::new(Domain::Time, vec![(0.0, v), (1.6, v + 800.0)], "test").unwrap();
     let set = seisgpu_host::velocity::CmpFunctions::new(Domain::Time, (0..3).map(|c| seisgpu_host::velocity::CmpFunction {
         cdp: Some(100 + c), x: 0.0, y: 0.0, function: f(1500.0 + 200.0 * c as f32) }).collect(), "test".into()).unwrap();
@@ -307,4 +311,18 @@ fn srm_velocity_in_every_form() {
     fails(&[&base[..], &["--velocity", "depth:0:2000,300:-5"]].concat(), &["-5"]);
     assert!(!dir.join("bad.npy").exists());
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Per-CMP NMO on the GPU (one launch per CMP) against the CPU.
+#[test]
+fn gpu_nmo_model_per_cmp_equals_cpu() {
+    let Some(gpu) = gpu_or_skip("gpu_nmo_model_per_cmp_equals_cpu") else { return };
+    let t = known_gathers(4, 24);
+    let ep = examples::ExampleParams { cmps: 4, cmp_spacing: 25.0, first_cdp: 100, ns: 550, dt: 0.004, v0: 1500.0 };
+    let model = VelocityModel::PerCmp(examples::functions(examples::Example::Lateral, &ep, 0.1));
+    let cpu = nlbf::nmo_model(&Backend::Cpu, &t, &model, 0.5).unwrap();
+    let g = nlbf::nmo_model(&Backend::Gpu(gpu), &t, &model, 0.5).unwrap();
+    let worst = g.data.iter().zip(&cpu.data).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    assert!(worst <= 1e-5, "per-CMP NMO: GPU and CPU differ by {worst}");
+    assert!(cpu.data.iter().any(|&v| v != 0.0));
 }

@@ -23,16 +23,17 @@ pub fn nmo_model(backend: &Backend, traces: &TraceSet, model: &VelocityModel, ma
     }
     validate_traces(traces)?;
     let (ns, dt, t_first) = (traces.ns, traces.dt, traces.t0);
-    // Traces of one CMP share a table; the key is exact (same CDP number and position bits).
-    let mut groups: BTreeMap<(Option<i32>, u64, u64), Vec<usize>> = BTreeMap::new();
+    // Traces at one location share a table. Per-CMP functions that all have CDP numbers are
+    // interpolated by CDP number alone, so there the CDP is the key (midpoints scatter within a
+    // CMP); otherwise the exact CDP number and position.
+    let by_cdp = matches!(model, VelocityModel::PerCmp(c) if c.functions.iter().all(|f| f.cdp.is_some()));
+    let mut groups: BTreeMap<(Option<i32>, u64, u64), (Location, Vec<usize>)> = BTreeMap::new();
     for (i, h) in traces.headers.iter().enumerate() {
         let l = Location::of_header(h);
-        groups.entry((l.cdp, l.x.to_bits(), l.y.to_bits())).or_default().push(i);
+        let key = if by_cdp && l.cdp.is_some() { (l.cdp, 0, 0) } else { (l.cdp, l.x.to_bits(), l.y.to_bits()) };
+        groups.entry(key).or_insert_with(|| (l, Vec::new())).1.push(i);
     }
-    let groups: Vec<(Location, Vec<usize>)> = groups
-        .into_iter()
-        .map(|((cdp, x, y), idx)| (Location { cdp, x: f64::from_bits(x), y: f64::from_bits(y) }, idx))
-        .collect();
+    let groups: Vec<(Location, Vec<usize>)> = groups.into_values().collect();
     let offsets = nmo_offsets(&traces.headers);
     let one = |loc: &Location, idx: &[usize]| -> Result<Vec<f32>> {
         let f = model.function_at(loc);
