@@ -75,7 +75,8 @@ pub struct MigrateArgs {
     pub dy: f64,
     #[arg(long, default_value_t = 10.0)]
     pub dz: f64,
-    /// Position of the model's first node in the traces' coordinates (m).
+    /// Position of the model's first node in the traces' coordinates (m), for a model grid file
+    /// (other forms are laid over the traces).
     #[arg(long, default_value_t = 0.0)]
     pub x0: f64,
     #[arg(long, default_value_t = 0.0)]
@@ -349,7 +350,8 @@ fn sample_model(a: &MigrateArgs, model: &seisgpu_host::velocity::VelocityModel, 
     if nz < 2 {
         bail!("{what} reaches no depth: give --nz (depth samples at --dz {} m)", a.dz);
     }
-    let t = traces.with_context(|| format!("{what}: the velocity is laid on the traces' extent; give the traces"))?;
+    let t = traces.with_context(|| format!("{what}: a velocity function is laid over the traces' extent, unknown before the ranks \
+        read the SEG-Y traces; give a model grid file (.npy of shape (nz, ny, nx) without sidecar, or SEG-Y)"))?;
     let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
     for h in &t.headers {
         for (x, y) in [(h.sx, h.sy), (h.gx, h.gy)] {
@@ -362,7 +364,7 @@ fn sample_model(a: &MigrateArgs, model: &seisgpu_host::velocity::VelocityModel, 
     }
     let axis = |lo: f64, hi: f64, d: f64| -> (f64, usize) {
         let o = ((lo - a.aperture) / d).floor() * d;
-        (o, ((hi + a.aperture - o) / d - 1e-9).ceil() as usize + 1)
+        (o, (((hi + a.aperture - o) / d - 1e-9).ceil() as usize).saturating_add(1))
     };
     let (x0, nx) = axis(lo[0], hi[0], a.dx);
     // A line along x stays a 2D model (one row).

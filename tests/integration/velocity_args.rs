@@ -299,6 +299,8 @@ fn srm_velocity_in_every_form() {
     same(run(&["--velocity", s(&g)], "grid.npy"), "a depth grid with its sidecar");
     // A library check of the sampling: a v(z) profile equals the lateral repeat of its samples.
     let pm = VelocityModel::parse("depth:0:1500,200:2500").unwrap();
+    let e = commands::srm_model(&pm, 1 << 20, 1 << 20, 30, 20.0, 20.0, 10.0, 0.0, 0.0, "--velocity x").unwrap_err().to_string();
+    assert!(e.contains("--velocity x") && e.contains("too large"), "{e}");
     let m = commands::srm_model(&pm, 5, 2, 30, 20.0, 20.0, 10.0, 0.0, 0.0, "test").unwrap();
     let vz: Vec<f32> = VelocityFunction::parse_pairs(Domain::Depth, "0:1500,200:2500", "t").unwrap().sample(0.0, 10.0, 30);
     let want_m = seisgpu_host::srm::VelocityModel::from_profile(&vz, 5, 2, 20.0, 20.0, 10.0, 0.0, 0.0);

@@ -69,7 +69,12 @@ pub fn srm_model(model: &VelocityModel, nx: usize, ny: usize, nz: usize, dx: f64
     if nx == 0 || ny == 0 || nz < 2 {
         bail!("{what}: a velocity grid of {nx} x {ny} x {nz} nodes (x, y, depth): at least 1 x 1 x 2 are needed");
     }
-    let mut v = vec![0f32; nx * ny * nz];
+    // Coordinates in the wrong unit would ask for an absurd grid: an error, not an abort.
+    let len = nx.checked_mul(ny).and_then(|n| n.checked_mul(nz)).filter(|&n| n <= 1 << 31);
+    let Some(len) = len else {
+        bail!("{what}: a velocity grid of {nx} x {ny} x {nz} nodes (x, y, depth) is too large; check the traces' coordinates, --dx, --dy and --aperture");
+    };
+    let mut v = vec![0f32; len];
     for iy in 0..ny {
         for ix in 0..nx {
             let col = model.sample_at(&Location::at(x0 + ix as f64 * dx, y0 + iy as f64 * dy), 0.0, dz as f32, nz);
