@@ -11,6 +11,7 @@ use seisgpu_host::ktm::{
 use seisgpu_host::pstm::{TraveltimeMode, TraveltimeModel};
 use seisgpu_host::grid::{DataGrid, GridRequest};
 use seisgpu_host::traces::{TraceHeader, TraceSet};
+use seisgpu_host::velocity::VelocityModel;
 
 use super::Global;
 
@@ -123,19 +124,18 @@ pub fn params_and_input(o: &MigrationOptions, i: &InputArgs) -> anyhow::Result<(
 pub struct MigrationOptions {
     #[command(flatten)]
     pub grid: GridArgs,
-    /// Constant RMS velocity (m/s); ignored when --vrms or --velocity-npy is given.
-    #[arg(long, default_value_t = 2000.0)]
-    pub velocity: f32,
-    /// RMS velocity function v_rms(tau) as `t:v,t:v,...` (s two-way : m/s), equally spaced times,
-    /// linearly interpolated; it must cover the image times.
-    #[arg(long)]
-    pub vrms: Option<String>,
+    /// RMS velocity v_rms (m/s): a constant; t:v pairs (s two-way : m/s, any spacing, linear in
+    /// between, constant beyond the ends); a text file of per-CMP functions (what `velan -o`
+    /// writes) or a .npy grid with its JSON sidecar or a SEG-Y velocity volume, sampled on every
+    /// image column (laterally varying v_rms(x, y, tau)).
+    #[arg(long, value_name = "VELOCITY", alias = "vrms", default_value = "2000")]
+    pub velocity: String,
     /// Laterally varying RMS velocity: .npy of shape [nx, ny, nt] (m/s, t fastest), on the grid
     /// given by --velocity-grid; trilinearly interpolated onto the image, which it must cover.
-    #[arg(long)]
+    #[arg(long, hide = true)]
     pub velocity_npy: Option<PathBuf>,
     /// Grid of --velocity-npy: `x0,dx,y0,dy,t0,dt` (m, m, m, m, s, s).
-    #[arg(long)]
+    #[arg(long, hide = true)]
     pub velocity_grid: Option<String>,
     /// Maximum distance from the image point to a trace midpoint (m); default: no limit.
     #[arg(long)]
@@ -294,23 +294,10 @@ pub fn params_on(o: &MigrationOptions, grid: ImageGrid) -> anyhow::Result<Params
         }
         Velocity::Volume(VelocityVolume { x0: vg[0], dx: vg[1], nx: shape[0], y0: vg[2], dy: vg[3], ny: shape[1], t0: vg[4] as f32,
             dt: vg[5] as f32, nt: shape[2], v })
-    } else if let Some(s) = &o.vrms {
-        let mut t = Vec::new();
-        let mut v = Vec::new();
-        for pair in s.split(',') {
-            let (a, b) = pair.split_once(':').with_context(|| format!("--vrms: `{pair}` is not `time:velocity`"))?;
-            t.push(a.trim().parse::<f32>().with_context(|| format!("--vrms: time `{a}`"))?);
-            v.push(b.trim().parse::<f32>().with_context(|| format!("--vrms: velocity `{b}`"))?);
-        }
-        let dt = if t.len() > 1 { t[1] - t[0] } else { 1.0 };
-        for k in 1..t.len() {
-            if ((t[k] - t[k - 1]) - dt).abs() > 1e-4 * dt.abs().max(1e-6) || dt <= 0.0 {
-                bail!("--vrms: times must be increasing and equally spaced ({} then {})", t[k - 1], t[k]);
-            }
-        }
-        Velocity::Function { t0: t[0], dt, v }
     } else {
-        Velocity::Constant(o.velocity)
+        let what = format!("--velocity {}", o.velocity);
+        let model = VelocityModel::parse(&o.velocity).with_context(|| what.clone())?;
+        seisgpu_host::velocity::commands::ktm_velocity(&model, g, &what)?
     };
     let mut p = Params::full(grid, velocity);
     p.rho_filter = !o.no_rho;

@@ -6,7 +6,8 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use seisgpu_host::bench::BenchSize;
 use seisgpu_host::io::output::{self, OutputFormat};
-use seisgpu_host::nlbf::{self, Aperture, CoordKey, EnhanceParams, EstimateParams, NmoParams, Range, Setup};
+use seisgpu_host::nlbf::{self, Aperture, CoordKey, EnhanceParams, EstimateParams, Range, Setup};
+use seisgpu_host::velocity::{Domain, VelocityModel};
 use seisgpu_host::{Backend, TraceSet};
 
 use super::Global;
@@ -219,9 +220,11 @@ fn estimate_output(a: &EstimateArgs) -> anyhow::Result<()> {
 pub struct NmoArgs {
     #[command(flatten)]
     pub input: InputArgs,
-    /// RMS velocity function as time:velocity pairs (s:m/s), comma-separated, times increasing,
-    /// e.g. `0:1500,1.0:2200,2.5:3000`; linear in between, constant beyond the ends.
-    #[arg(long)]
+    /// RMS velocity v_rms(t) (m/s): a constant; time:velocity pairs (s:m/s), comma-separated,
+    /// times increasing, e.g. `0:1500,1.0:2200,2.5:3000` (linear in between, constant beyond the
+    /// ends); a text file of per-CMP functions (what `velan -o` writes); a .npy grid with its JSON
+    /// sidecar; or a SEG-Y velocity volume. Per-CMP models are interpolated to each trace's CDP.
+    #[arg(long, value_name = "VELOCITY")]
     pub velocity: String,
     /// Stretch mute: samples whose stretch (t - t0) / t0 exceeds this are zeroed (0.5 = 50 %).
     #[arg(long, default_value_t = 0.5)]
@@ -496,24 +499,14 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Parses `t:v,t:v,...`.
-fn parse_velocity(s: &str) -> anyhow::Result<Vec<(f32, f32)>> {
-    s.split(',')
-        .map(|pair| {
-            let (t, v) = pair.split_once(':').with_context(|| format!("velocity pair `{pair}` is not time:velocity"))?;
-            Ok((t.trim().parse().with_context(|| format!("time in `{pair}`"))?,
-                v.trim().parse().with_context(|| format!("velocity in `{pair}`"))?))
-        })
-        .collect()
-}
-
 pub fn run_nmo(args: &NmoArgs, global: &Global) -> anyhow::Result<()> {
     output::prepare(&args.out)?;
     let backend = global.backend()?;
     let (t, _) = read_input(&args.input)?;
-    let p = NmoParams { velocity: parse_velocity(&args.velocity)?, max_stretch: args.max_stretch };
+    let model = VelocityModel::parse(&args.velocity).with_context(|| format!("--velocity {}", args.velocity))?;
+    model.expect_domain(Domain::Time, &format!("nmo --velocity {}", args.velocity))?;
     let t0 = Instant::now();
-    let out = nlbf::nmo(&backend, &t, &p)?;
+    let out = nlbf::nmo_model(&backend, &t, &model, args.max_stretch).with_context(|| format!("--velocity {}", args.velocity))?;
     let secs = t0.elapsed().as_secs_f64();
     output::write_traces(&args.out, &out, "seisgpu nmo: NMO-corrected traces (stretch mute applied)")?;
     let muted = out.data.iter().filter(|&&v| v == 0.0).count();

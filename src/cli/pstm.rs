@@ -3,10 +3,13 @@
 
 use std::path::PathBuf;
 
+use anyhow::{bail, Context};
+
 use seisgpu_host::bench::BenchSize;
 use seisgpu_host::grid::{DataGrid, GridRequest};
 use seisgpu_host::io::output::{self, Grid, GridImage, SampleAxis, TraceOrder};
 use seisgpu_host::pstm::bench::{self as pb, AccuracyConfig};
+use seisgpu_host::velocity::{commands, Domain, VelocityModel};
 use seisgpu_host::pstm::{migrate, GpuTuning, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel, DEFAULT_DYNAMIC_TOLERANCE};
 
 use super::Global;
@@ -73,9 +76,13 @@ pub struct MigrateArgs {
     pub offset0: f32,
     #[arg(long, default_value_t = 1.0e6)]
     pub doffset: f32,
-    /// RMS velocity at tau = 0 (m/s) and its increase per second of image time (m/s/s).
-    #[arg(long, default_value_t = 2000.0)]
-    pub velocity: f32,
+    /// RMS velocity v_rms (m/s): a constant (v_rms at tau = 0 with --velocity-gradient); t:v pairs
+    /// (s two-way : m/s, any spacing, linear in between, constant beyond the ends); a text file of
+    /// per-CMP functions (what `velan -o` writes), a .npy grid with its JSON sidecar or a SEG-Y
+    /// velocity volume, sampled on every image column (laterally varying v_rms(x, y, tau)).
+    #[arg(long, value_name = "VELOCITY", default_value = "2000")]
+    pub velocity: String,
+    /// Increase of a constant --velocity per second of image time (m/s/s); only with a constant.
     #[arg(long, default_value_t = 0.0)]
     pub velocity_gradient: f32,
     /// Effective eta for the VTI traveltime (dimensionless, >= 0).
@@ -223,7 +230,7 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
             }
             None => a.grid().or(&SYNTHETIC_GRID),
         };
-        return migrate_distributed(a, global, &cluster, &pstm_params(a, &g), mode);
+        return migrate_distributed(a, global, &cluster, &pstm_params(a, &g)?, mode);
     }
     let (p, traces) = match &a.input {
         Some(path) => {
@@ -232,12 +239,12 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
             if let Some(line) = line {
                 eprintln!("pstm: {line}");
             }
-            let p = pstm_params(a, &g);
+            let p = pstm_params(a, &g)?;
             p.validate(mode, a.tt.model)?;
             (p, traces)
         }
         None => {
-            let p = pstm_params(a, &a.grid().or(&SYNTHETIC_GRID));
+            let p = pstm_params(a, &a.grid().or(&SYNTHETIC_GRID))?;
             p.validate(mode, a.tt.model)?;
             let h = pb::survey(a.traces, &p, a.aperture as f64 * 0.5, 2000.0, 41);
             let traces = pb::band_limited(h, a.ns, 0.004, 25.0, &p);
@@ -258,10 +265,26 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     output::write_grid(&a.output, &grid_image(&img, &p, &grid, &data))
 }
 
+/// v_rms per image sample of `--velocity` (and `--velocity-gradient`) on the image grid `g`.
+fn vrms(a: &MigrateArgs, g: &DataGrid) -> anyhow::Result<Vec<f32>> {
+    let what = format!("--velocity {}", a.velocity);
+    let model = VelocityModel::parse(&a.velocity).with_context(|| what.clone())?;
+    match &model {
+        VelocityModel::Function(f) if f.knots.len() == 1 && f.domain == Domain::Time => {
+            let v0 = f.knots[0].1;
+            Ok((0..g.ntau).map(|z| v0 + a.velocity_gradient * (g.tau0 + z as f32 * g.dtau)).collect())
+        }
+        _ if a.velocity_gradient != 0.0 => {
+            bail!("--velocity-gradient {} applies to a constant --velocity only; {what} is a velocity function", a.velocity_gradient)
+        }
+        _ => commands::pstm_vrms(&model, g.nx, g.ny, g.x0, g.y0, g.dx, g.dy, g.tau0, g.dtau, g.ntau, &what),
+    }
+}
+
 /// The parameters of the options on the image grid `g`.
-fn pstm_params(a: &MigrateArgs, g: &DataGrid) -> PstmParams {
+fn pstm_params(a: &MigrateArgs, g: &DataGrid) -> anyhow::Result<PstmParams> {
     let model = a.tt.model;
-    PstmParams {
+    Ok(PstmParams {
         nx: g.nx,
         ny: g.ny,
         x0: g.x0,
@@ -274,7 +297,7 @@ fn pstm_params(a: &MigrateArgs, g: &DataGrid) -> PstmParams {
         noff: a.noff,
         offset0: a.offset0,
         doffset: a.doffset,
-        vrms: (0..g.ntau).map(|z| a.velocity + a.velocity_gradient * (g.tau0 + z as f32 * g.dtau)).collect(),
+        vrms: vrms(a, g)?,
         eta: if model == TraveltimeModel::Vti { vec![a.eta; g.ntau] } else { vec![] },
         aperture: a.aperture,
         stretch: a.stretch,
@@ -287,7 +310,7 @@ fn pstm_params(a: &MigrateArgs, g: &DataGrid) -> PstmParams {
             GpuTuning { warps: a.warps, max_regs: a.max_regs, tile_x: if a.warps % 2 == 0 { 2 } else { 1 },
                 lean: a.warps == GpuTuning::fastest().warps, ..GpuTuning::fastest() }
         },
-    }
+    })
 }
 
 /// `pstm migrate` as one rank of an MPI job on the parameters `p`.

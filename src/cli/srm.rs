@@ -57,12 +57,18 @@ pub enum SrmCommand {
 /// Migration: shots and a velocity model in, a depth image out.
 #[derive(clap::Args, Debug)]
 pub struct MigrateArgs {
-    /// Interval velocity (m/s): .npy float32/64 of shape (nz, ny, nx), or (nz, nx) for a 2D line;
-    /// or SEG-Y (.sgy/.segy), one trace per (inline, crossline) node with depth samples down the
-    /// trace: crossline numbers run along x, inline numbers along y, the samples along depth at
-    /// --dz (the file's sample interval is not used for depth).
-    #[arg(long, required_unless_present = "synthetic")]
-    pub velocity: Option<PathBuf>,
+    /// Interval velocity v(z) or v(x, y, z) (m/s), depth-domain: a constant with --nz; depth:velocity
+    /// pairs (`depth:0:1500,800:2500`, m:m/s, linear in between, constant below the last); a text
+    /// file of per-CMP functions in depth; a .npy grid with a JSON sidecar of x, y, z axes; these are
+    /// sampled on a grid of --dx, --dy over the traces' extent plus --aperture, at --dz to --nz
+    /// depths (default: the deepest knot). Or a model grid as it is: .npy float32/64 of shape
+    /// (nz, ny, nx), or (nz, nx) for a 2D line, without sidecar (at --dx, --dy, --dz from --x0,
+    /// --y0); or SEG-Y (.sgy/.segy), one trace per (inline, crossline) node with depth samples
+    /// down the trace: crossline numbers run along x, inline numbers along y, the samples along
+    /// depth at --dz (the file's sample interval is not used for depth). A time-domain model is an
+    /// error.
+    #[arg(long, value_name = "VELOCITY", required_unless_present = "synthetic")]
+    pub velocity: Option<String>,
     /// Lateral grid spacings and depth step of the velocity model (m).
     #[arg(long, default_value_t = 25.0)]
     pub dx: f64,
@@ -70,7 +76,8 @@ pub struct MigrateArgs {
     pub dy: f64,
     #[arg(long, default_value_t = 10.0)]
     pub dz: f64,
-    /// Position of the model's first node in the traces' coordinates (m).
+    /// Position of the model's first node in the traces' coordinates (m), for a model grid file
+    /// (other forms are laid over the traces).
     #[arg(long, default_value_t = 0.0)]
     pub x0: f64,
     #[arg(long, default_value_t = 0.0)]
@@ -229,7 +236,11 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     }
     let by_ranks = global.mpi_ranks() && a.synthetic.is_none();
     let (traces, model): (Option<TraceSet>, VelocityModel) = match a.synthetic.as_deref() {
-        None if by_ranks => (npy_layout(a)?, read_model(a)?),
+        None if by_ranks => {
+            let layout = npy_layout(a)?;
+            let m = read_model(a, layout.as_ref())?;
+            (layout, m)
+        }
         Some("flat") => {
             let (t, m) = synthetic::flat_reflector(61, 61, 70, 20.0, 10.0, &[0.0, 300.0], &[1800.0, 2400.0], 500.0, 512,
                 (a.dt_ms() * 1e-3) as f32, a.ricker as f32, 1);
@@ -241,7 +252,11 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
             (Some(t), m)
         }
         Some(o) => bail!("unknown synthetic data set `{o}` (expected flat or scatterer)"),
-        None => (Some(read_traces(a)?), read_model(a)?),
+        None => {
+            let t = read_traces(a)?;
+            let m = read_model(a, Some(&t))?;
+            (Some(t), m)
+        }
     };
     let params = SrmParams {
         design: a.operator.params(), fmin: a.fmin, fmax: a.fmax, ricker_peak: a.ricker, taper_width: a.taper_width,
@@ -318,8 +333,58 @@ impl MigrateArgs {
     fn dt_ms(&self) -> f64 { self.read.dt_ms.map_or(4.0, f64::from) }
 }
 
-fn read_model(a: &MigrateArgs) -> anyhow::Result<VelocityModel> {
-    let path = a.velocity.as_ref().context("--velocity is required")?;
+/// The interval-velocity grid of `--velocity`: a SEG-Y cube or a sidecar-less .npy as they are
+/// ([`read_model_file`]), any other form sampled on a grid over `traces` ([`sample_model`]).
+fn read_model(a: &MigrateArgs, traces: Option<&TraceSet>) -> anyhow::Result<VelocityModel> {
+    let spec = a.velocity.as_deref().context("--velocity is required")?;
+    let path = std::path::Path::new(spec.trim());
+    let npy_as_is = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+        && seisgpu_host::velocity::grid::sidecar_path(path).is_none();
+    if path.is_file() && (is_segy(path) || npy_as_is) {
+        return read_model_file(a, path);
+    }
+    let what = format!("--velocity {spec}");
+    let model = seisgpu_host::velocity::VelocityModel::parse(spec).with_context(|| what.clone())?;
+    sample_model(a, &model, traces, &what)
+}
+
+/// `model` sampled at --dz down to --nz depths (default: its deepest knot) and every --dx, --dy
+/// over the sources and receivers plus --aperture (one row for a line along x).
+fn sample_model(a: &MigrateArgs, model: &seisgpu_host::velocity::VelocityModel, traces: Option<&TraceSet>, what: &str)
+    -> anyhow::Result<VelocityModel> {
+    use seisgpu_host::velocity::commands;
+    if !(a.dx > 0.0 && a.dy > 0.0 && a.dz > 0.0) {
+        bail!("--dx {}, --dy {}, --dz {} m must be positive", a.dx, a.dy, a.dz);
+    }
+    let nz = if a.nz > 0 { a.nz } else { (commands::deepest(model) / a.dz).ceil() as usize + 1 };
+    if nz < 2 {
+        bail!("{what} reaches no depth: give --nz (depth samples at --dz {} m)", a.dz);
+    }
+    let t = traces.with_context(|| format!("{what}: a velocity function is laid over the traces' extent, unknown before the ranks \
+        read the SEG-Y traces; give a model grid file (.npy of shape (nz, ny, nx) without sidecar, or SEG-Y)"))?;
+    let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
+    for h in &t.headers {
+        for (x, y) in [(h.sx, h.sy), (h.gx, h.gy)] {
+            lo = [lo[0].min(x), lo[1].min(y)];
+            hi = [hi[0].max(x), hi[1].max(y)];
+        }
+    }
+    if !(lo[0].is_finite() && hi[0].is_finite() && lo[1].is_finite() && hi[1].is_finite()) {
+        bail!("{what}: the traces have no coordinates to lay the velocity on");
+    }
+    let axis = |lo: f64, hi: f64, d: f64| -> (f64, usize) {
+        let o = ((lo - a.aperture) / d).floor() * d;
+        (o, (((hi + a.aperture - o) / d - 1e-9).ceil() as usize).saturating_add(1))
+    };
+    let (x0, nx) = axis(lo[0], hi[0], a.dx);
+    // A line along x stays a 2D model (one row).
+    let (y0, ny) = if hi[1] - lo[1] < 0.5 * a.dy { (lo[1], 1) } else { axis(lo[1], hi[1], a.dy) };
+    commands::srm_model(model, nx, ny, nz, a.dx, a.dy, a.dz, x0, y0, what)
+}
+
+/// A model grid file as it is: SEG-Y (one trace per inline, crossline node) or a .npy of shape
+/// (nz, ny, nx) or (nz, nx), at --dx, --dy, --dz from --x0, --y0.
+fn read_model_file(a: &MigrateArgs, path: &std::path::Path) -> anyhow::Result<VelocityModel> {
     let (nz, ny, nx, v) = if is_segy(path) {
         // One trace per (inline, crossline) node; a missing node would be a hole of zero
         // velocity, so it is an error here rather than a silent zero.

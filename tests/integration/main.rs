@@ -17,4 +17,5 @@ mod segy;
 mod srm;
 mod srm_cluster;
 mod velan;
+mod velocity_args;
 mod wavepacket;

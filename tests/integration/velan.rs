@@ -11,11 +11,11 @@ use crate::common::random_vec;
 
 /// The reflectors of the known model: (t0 s, v_rms m/s), v_rms increasing with plausible Dix
 /// interval velocities (2400 and 3400 m/s).
-const TRUTH: [(f32, f32); 3] = [(0.5, 1800.0), (1.0, 2150.0), (1.6, 2600.0)];
+pub(crate) const TRUTH: [(f32, f32); 3] = [(0.5, 1800.0), (1.0, 2150.0), (1.6, 2600.0)];
 
 /// `cmps` CMP gathers of `fold` traces, offsets 50..2450 m, the three reflections (25 Hz Ricker)
 /// and a little noise.
-fn known_gathers(cmps: usize, fold: usize) -> TraceSet {
+pub(crate) fn known_gathers(cmps: usize, fold: usize) -> TraceSet {
     let mut headers = Vec::new();
     for c in 0..cmps {
         let xc = 1000.0 + 25.0 * c as f64;

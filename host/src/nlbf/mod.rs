@@ -21,6 +21,7 @@
 pub mod bench;
 pub mod cpu;
 pub mod gpu;
+pub mod nmo_cmp;
 pub mod output;
 pub mod slopes;
 pub mod synth;
@@ -33,6 +34,7 @@ use rayon::prelude::*;
 use crate::backend::Backend;
 use crate::traces::{TraceHeader, TraceSet};
 use gpu_kernels::nlbf as k;
+pub use nmo_cmp::nmo_model;
 
 /// Errors with a message that names the parameter, trace or parameter trace at fault.
 #[derive(Debug, thiserror::Error)]

@@ -1,7 +1,7 @@
 //! Velocity grids (.npy with their axes) and SEG-Y velocity volumes.
 //!
 //! A .npy grid of 2 or 3 axes, each `x`, `y` (m), `t` (two-way s) or `z` (m), in any order: the
-//! `ktm --vrms` cubes are [x, y, t], the `srm` models [z, y, x]. The axes come from a JSON sidecar
+//! `ktm` cubes are [x, y, t], the `srm` models [z, y, x]. The axes come from a JSON sidecar
 //! `<file>.json` (`<file>.npy.json` also works) in the array's axis order:
 //!
 //! ```json

@@ -22,6 +22,7 @@
 //! grid nodes: bilinear in (x, y), nearest beyond the grid. Velocities are used as given (RMS or
 //! interval is the command's business).
 
+pub mod commands;
 pub mod examples;
 pub mod grid;
 pub mod text;
