@@ -3,6 +3,17 @@
 
 use rand::{RngExt, SeedableRng};
 
+/// The `seisgpu` CLI: cargo's build, or the one beside the test binary (a GPU bundle copies the
+/// tests and the CLI into one folder, where cargo's path does not exist).
+pub fn seisgpu_bin() -> std::path::PathBuf {
+    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_seisgpu"));
+    if built.exists() {
+        return built;
+    }
+    let beside = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join("seisgpu")));
+    beside.filter(|p| p.exists()).unwrap_or(built)
+}
+
 /// Fresh random values in [-1, 1) (never zeros), seeded from the clock unless `SEISGPU_TEST_SEED` is set;
 /// the seed is printed so a failure can be replayed (`SEISGPU_TEST_SEED_<WHAT>`, e.g.
 /// `SEISGPU_TEST_SEED_VELOCITY`, sets one vector's seed alone, for tests that draw several).

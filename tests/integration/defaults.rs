@@ -23,9 +23,7 @@ fn tmp_dir(name: &str) -> PathBuf {
 }
 
 fn seisgpu(args: &[&str]) -> Output {
-    let built = PathBuf::from(env!("CARGO_BIN_EXE_seisgpu"));
-    let beside = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join("seisgpu")));
-    let bin = if built.exists() { built } else { beside.filter(|p| p.exists()).expect("the seisgpu binary") };
+    let bin = crate::common::seisgpu_bin();
     Command::new(&bin).args(args).output().unwrap_or_else(|e| panic!("{} does not run: {e}", bin.display()))
 }
 

@@ -21,7 +21,7 @@ fn tmp_dir(name: &str) -> PathBuf {
 fn seisgpu(args: &[&str]) -> std::process::Output {
     let mut a = vec!["--device", "cpu", "--threads", "1"];
     a.extend(args);
-    Command::new(env!("CARGO_BIN_EXE_seisgpu")).args(&a).output().expect("seisgpu runs")
+    Command::new(crate::common::seisgpu_bin()).args(&a).output().expect("seisgpu runs")
 }
 
 fn ok(args: &[&str]) {

@@ -22,7 +22,7 @@ fn tmp_dir(name: &str) -> PathBuf {
 
 /// Runs the CLI with a deadline: a plot that does not finish in 60 s is a hang, a test failure.
 fn seisgpu(args: &[&str]) -> (bool, String) {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_seisgpu"));
+    let bin = crate::common::seisgpu_bin();
     let mut child = Command::new(&bin).args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()
         .unwrap_or_else(|e| panic!("{} does not run: {e}", bin.display()));
     let start = Instant::now();

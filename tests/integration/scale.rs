@@ -393,12 +393,7 @@ fn scale_bench_rows_on_gpus() {
 
 /// Runs the CLI (cargo's build, or the one beside the test binary in a GPU bundle).
 fn seisgpu(args: &[&str]) {
-    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_seisgpu"));
-    let bin = if built.exists() {
-        built
-    } else {
-        std::env::current_exe().unwrap().parent().unwrap().join("seisgpu")
-    };
+    let bin = crate::common::seisgpu_bin();
     let out = std::process::Command::new(&bin).args(args).output().unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
     assert!(out.status.success(), "seisgpu {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
 }

@@ -289,17 +289,8 @@ fn segy_bad_input_names_file_and_trace() {
 
 /// The CLI under test: cargo's build of it, or (in a GPU bundle, where the build tree is absent) the
 /// `seisgpu` beside the test executable.
-fn seisgpu_bin() -> std::path::PathBuf {
-    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_seisgpu"));
-    if built.exists() {
-        return built;
-    }
-    let beside = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join("seisgpu")));
-    beside.filter(|p| p.exists()).unwrap_or(built)
-}
-
 fn seisgpu(args: &[&str]) -> std::process::Output {
-    let bin = seisgpu_bin();
+    let bin = crate::common::seisgpu_bin();
     Command::new(&bin).args(args).output().unwrap_or_else(|e| panic!("{} does not run: {e}", bin.display()))
 }
 

@@ -349,10 +349,7 @@ fn cli_reads_segy_shots_and_velocity() {
     }
     write_segy(p("v.sgy"), &vset, &opts).unwrap();
     let run = |t: &str, v: &str, extra: &[&str], out: &str| {
-        let bin = {
-            let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_seisgpu"));
-            if built.exists() { built } else { std::env::current_exe().unwrap().parent().unwrap().join("seisgpu") }
-        };
+        let bin = crate::common::seisgpu_bin();
         let (dxs, dzs) = (d.to_string(), dz.to_string());
         let mut args = vec!["--device", "cpu", "srm", "--traces", t, "--velocity", v, "--dx", &dxs, "--dy", &dxs, "--dz", &dzs,
             "--fmin", "5", "--fmax", "30", "-o", out];

@@ -177,17 +177,8 @@ fn gpu_equals_cpu_on_random_gathers() {
 
 // ---- The CLI ----
 
-fn seisgpu_bin() -> std::path::PathBuf {
-    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_seisgpu"));
-    if built.exists() {
-        return built;
-    }
-    let beside = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join("seisgpu")));
-    beside.filter(|p| p.exists()).unwrap_or(built)
-}
-
 fn seisgpu(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(seisgpu_bin()).args(args).output().expect("seisgpu runs")
+    std::process::Command::new(crate::common::seisgpu_bin()).args(args).output().expect("seisgpu runs")
 }
 
 fn tmp_dir(name: &str) -> std::path::PathBuf {
