@@ -7,9 +7,11 @@ use anyhow::{bail, ensure};
 
 use crate::traces::TraceHeader;
 
-/// An axis-aligned image grid: columns at (x0 + ix dx, y0 + iy dy), times tau0 + it dtau (two-way).
+/// The image grid of the migrations (KTM, PSTM): inline x, crossline y (m, in the trace
+/// coordinates' frame, axis-aligned), columns at (x0 + ix dx, y0 + iy dy), two-way vertical times
+/// tau0 + it dtau (s).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DataGrid {
+pub struct ImageGrid {
     pub x0: f64,
     pub dx: f64,
     pub nx: usize,
@@ -42,8 +44,8 @@ impl GridRequest {
             && self.tau0.is_some() && self.dtau.is_some() && self.ntau.is_some()
     }
     /// The request with every missing field from `d`.
-    pub fn or(&self, d: &DataGrid) -> DataGrid {
-        DataGrid { x0: self.x0.unwrap_or(d.x0), dx: self.dx.unwrap_or(d.dx), nx: self.nx.unwrap_or(d.nx), y0: self.y0.unwrap_or(d.y0),
+    pub fn or(&self, d: &ImageGrid) -> ImageGrid {
+        ImageGrid { x0: self.x0.unwrap_or(d.x0), dx: self.dx.unwrap_or(d.dx), nx: self.nx.unwrap_or(d.nx), y0: self.y0.unwrap_or(d.y0),
             dy: self.dy.unwrap_or(d.dy), ny: self.ny.unwrap_or(d.ny), tau0: self.tau0.unwrap_or(d.tau0),
             dtau: self.dtau.unwrap_or(d.dtau), ntau: self.ntau.unwrap_or(d.ntau) }
     }
@@ -53,7 +55,7 @@ impl GridRequest {
 /// extents get coarser bins, and the printed grid says so.
 pub const MAX_DEFAULT_COLUMNS: usize = 1 << 22;
 
-impl DataGrid {
+impl ImageGrid {
     /// One line for the user: the grid and where it came from.
     pub fn describe(&self, how: &str) -> String {
         format!("image grid from the data ({how}): x {:.1}..{:.1} m every {:.2} m ({} columns), y {:.1}..{:.1} m every {:.2} m ({}), \
@@ -80,7 +82,7 @@ pub fn require_coordinates(headers: &[TraceHeader], who: &str) -> anyhow::Result
 /// The grid over the data: the CDP positions' extent binned at their spacing (see
 /// [`bin_size`]), the traces' times (`ns` samples of `dt` from `t0`, from time 0 at the
 /// earliest). Returns the grid and how the bin size was found (for the printed line).
-pub fn from_data(headers: &[TraceHeader], ns: usize, dt: f32, t0: f32) -> anyhow::Result<(DataGrid, String)> {
+pub fn from_data(headers: &[TraceHeader], ns: usize, dt: f32, t0: f32) -> anyhow::Result<(ImageGrid, String)> {
     require_coordinates(headers, "image grid")?;
     ensure!(ns >= 1 && dt > 0.0 && dt.is_finite(), "image grid: traces of {ns} samples at {dt} s have no time axis");
     let pos: Vec<(f64, f64)> = headers.iter().map(|h| h.cdp_position()).collect();
@@ -96,21 +98,21 @@ pub fn from_data(headers: &[TraceHeader], ns: usize, dt: f32, t0: f32) -> anyhow
     let tau0 = t0.max(0.0);
     let t_end = t0 + (ns - 1) as f32 * dt;
     let ntau = (((t_end - tau0) / dt).floor() as usize + 1).max(1);
-    let g = DataGrid { x0: xmin, dx: bin, nx: count(xmax - xmin, bin), y0: ymin, dy: bin, ny: count(ymax - ymin, bin), tau0, dtau: dt, ntau };
+    let g = ImageGrid { x0: xmin, dx: bin, nx: count(xmax - xmin, bin), y0: ymin, dy: bin, ny: count(ymax - ymin, bin), tau0, dtau: dt, ntau };
     Ok((g, how))
 }
 
 /// The grid of `req` with every missing field from the data ([`from_data`]), and the line to
 /// print when any was missing (`None` when the user gave the whole grid).
-pub fn complete(req: &GridRequest, traces: &crate::traces::TraceSet) -> anyhow::Result<(DataGrid, Option<String>)> {
+pub fn complete(req: &GridRequest, traces: &crate::traces::TraceSet) -> anyhow::Result<(ImageGrid, Option<String>)> {
     complete_from_headers(req, &traces.headers, traces.ns, traces.dt, traces.t0)
 }
 
 /// [`complete`] from the headers and the sampling alone (an MPI rank before it reads its traces).
 pub fn complete_from_headers(req: &GridRequest, headers: &[TraceHeader], ns: usize, dt: f32, t0: f32)
-    -> anyhow::Result<(DataGrid, Option<String>)> {
+    -> anyhow::Result<(ImageGrid, Option<String>)> {
     if req.is_complete() {
-        return Ok((req.or(&DataGrid { x0: 0.0, dx: 1.0, nx: 1, y0: 0.0, dy: 1.0, ny: 1, tau0: 0.0, dtau: 1.0, ntau: 1 }), None));
+        return Ok((req.or(&ImageGrid { x0: 0.0, dx: 1.0, nx: 1, y0: 0.0, dy: 1.0, ny: 1, tau0: 0.0, dtau: 1.0, ntau: 1 }), None));
     }
     let (d, how) = from_data(headers, ns, dt, t0)?;
     let mut g = req.or(&d);

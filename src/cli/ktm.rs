@@ -9,7 +9,7 @@ use seisgpu_host::ktm::{
     self, AntiAlias, Aperture, GpuLimits, Image, ImageGrid, OffsetClasses, Params, Variant, Velocity, VelocityVolume,
 };
 use seisgpu_host::pstm::{TraveltimeMode, TraveltimeModel};
-use seisgpu_host::grid::{DataGrid, GridRequest};
+use seisgpu_host::grid::GridRequest;
 use seisgpu_host::traces::{TraceHeader, TraceSet};
 use seisgpu_host::velocity::VelocityModel;
 
@@ -95,14 +95,11 @@ impl GridArgs {
     }
     /// The grid of the built-in synthetics (they are made on it): the options, else fixed values.
     fn synthetic(&self) -> ImageGrid {
-        let d = DataGrid { x0: 0.0, dx: 20.0, nx: 21, y0: 0.0, dy: 20.0, ny: 21, tau0: 0.0, dtau: 0.004, ntau: 150 };
-        image_grid(&self.request().or(&d))
+        let d = ImageGrid { x0: 0.0, dx: 20.0, nx: 21, y0: 0.0, dy: 20.0, ny: 21, tau0: 0.0, dtau: 0.004, ntau: 150 };
+        self.request().or(&d)
     }
 }
 
-fn image_grid(g: &DataGrid) -> ImageGrid {
-    ImageGrid { x0: g.x0, dx: g.dx, nx: g.nx, y0: g.y0, dy: g.dy, ny: g.ny, tau0: g.tau0, dtau: g.dtau, ntau: g.ntau }
-}
 
 /// The parameters and the input: with a SEG-Y input the grid's missing options come from its
 /// headers (the chosen grid printed on stderr); a synthetic input is made on the options' grid.
@@ -113,7 +110,7 @@ pub fn params_and_input(o: &MigrationOptions, i: &InputArgs) -> anyhow::Result<(
         if let Some(line) = line {
             eprintln!("ktm: {line}");
         }
-        return Ok((params_on(o, image_grid(&grid))?, traces));
+        return Ok((params_on(o, grid)?, traces));
     }
     let p = params(o)?;
     let traces = input(i, &p.grid)?;
@@ -416,7 +413,7 @@ fn rank_params(o: &MigrationOptions, i: &InputArgs) -> anyhow::Result<Params> {
     let headers = r.read_headers().with_context(|| format!("reading the trace headers of {}", path.display()))?;
     let info = r.info();
     let (grid, _) = seisgpu_host::grid::complete_from_headers(&o.grid.request(), &headers, info.ns, info.dt, info.t0)?;
-    params_on(o, image_grid(&grid))
+    params_on(o, grid)
 }
 
 /// `ktm migrate` as one rank of an MPI job: each rank reads only its share of a SEG-Y input

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 
 use seisgpu_host::bench::BenchSize;
-use seisgpu_host::grid::{DataGrid, GridRequest};
+use seisgpu_host::grid::{ImageGrid, GridRequest};
 use seisgpu_host::io::output::{self, Grid, GridImage, SampleAxis, TraceOrder};
 use seisgpu_host::pstm::bench::{self as pb, AccuracyConfig};
 use seisgpu_host::velocity::{commands, Domain, VelocityModel};
@@ -213,7 +213,7 @@ impl MigrateArgs {
 }
 
 /// The built-in synthetic survey's image grid (it is made over it) where the options leave it open.
-const SYNTHETIC_GRID: DataGrid = DataGrid { x0: 0.0, dx: 25.0, nx: 40, y0: 0.0, dy: 25.0, ny: 40, tau0: 0.0, dtau: 0.004, ntau: 500 };
+const SYNTHETIC_GRID: ImageGrid = ImageGrid { x0: 0.0, dx: 25.0, nx: 40, y0: 0.0, dy: 25.0, ny: 40, tau0: 0.0, dtau: 0.004, ntau: 500 };
 
 fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     global.prepare_output(&a.output)?;
@@ -266,7 +266,7 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
 }
 
 /// v_rms per image sample of `--velocity` (and `--velocity-gradient`) on the image grid `g`.
-fn vrms(a: &MigrateArgs, g: &DataGrid) -> anyhow::Result<Vec<f32>> {
+fn vrms(a: &MigrateArgs, g: &ImageGrid) -> anyhow::Result<Vec<f32>> {
     let what = format!("--velocity {}", a.velocity);
     let model = VelocityModel::parse(&a.velocity).with_context(|| what.clone())?;
     match &model {
@@ -282,7 +282,7 @@ fn vrms(a: &MigrateArgs, g: &DataGrid) -> anyhow::Result<Vec<f32>> {
 }
 
 /// The parameters of the options on the image grid `g`.
-fn pstm_params(a: &MigrateArgs, g: &DataGrid) -> anyhow::Result<PstmParams> {
+fn pstm_params(a: &MigrateArgs, g: &ImageGrid) -> anyhow::Result<PstmParams> {
     let model = a.tt.model;
     Ok(PstmParams {
         nx: g.nx,

@@ -63,7 +63,7 @@ fn ktm_and_pstm_image_a_utm_survey_over_its_midpoints_by_default() {
     let (g, line) = grid::complete(&GridRequest::default(), &t).unwrap();
     assert!(line.unwrap().contains("image grid from the data"));
     assert!((g.dx - 12.5).abs() < 1e-9 && g.ny == 1 && g.x0 > X0 && g.x0 < X0 + 100.0 && g.ntau == 250, "{g:?}");
-    let ig = ktm::ImageGrid { x0: g.x0, dx: g.dx, nx: g.nx, y0: g.y0, dy: g.dy, ny: g.ny, tau0: g.tau0, dtau: g.dtau, ntau: g.ntau };
+    let ig = g;
     let img = ktm::migrate(&t, &ktm::Params::full(ig, ktm::Velocity::Constant(2000.0)), &Backend::Cpu).unwrap();
     assert!((focus_x(&ig, &img.data) - xd).abs() <= 2.0 * g.dx, "ktm focus at {} m, diffractor at {xd} m", focus_x(&ig, &img.data));
 
@@ -117,7 +117,7 @@ fn a_grid_no_trace_reaches_and_traces_without_coordinates_fail_without_output() 
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-fn pstm_params(g: &grid::DataGrid) -> pstm::PstmParams {
+fn pstm_params(g: &grid::ImageGrid) -> pstm::PstmParams {
     pstm::PstmParams { nx: g.nx, ny: g.ny, x0: g.x0, y0: g.y0, dx: g.dx, dy: g.dy, nz: g.ntau, tau0: g.tau0, dtau: g.dtau, noff: 1,
         offset0: 0.0, doffset: 1e6, vrms: vec![2000.0; g.ntau], eta: vec![], aperture: 800.0, stretch: 0.5, dynamic_max_step: 32,
         gpu: pstm::GpuTuning::default() }
@@ -128,7 +128,7 @@ fn gpu_migrations_image_a_utm_survey_over_its_midpoints() {
     let Some(gpu) = gpu_or_skip("gpu_migrations_image_a_utm_survey_over_its_midpoints") else { return };
     let (t, (xd, _)) = utm_line();
     let g = grid::complete(&GridRequest::default(), &t).unwrap().0;
-    let ig = ktm::ImageGrid { x0: g.x0, dx: g.dx, nx: g.nx, y0: g.y0, dy: g.dy, ny: g.ny, tau0: g.tau0, dtau: g.dtau, ntau: g.ntau };
+    let ig = g;
     let p = ktm::Params::full(ig, ktm::Velocity::Constant(2000.0));
     let cpu = ktm::migrate(&t, &p, &Backend::Cpu).unwrap();
     let on_gpu = ktm::migrate(&t, &p, &Backend::Gpu(gpu.clone())).unwrap();

@@ -311,7 +311,7 @@ fn plot_reads_the_sidecars_the_commands_write() {
     for args in [
         vec!["synth".to_string(), "diffractor".into(), "-o".into(), s(&diff), "--ns".into(), "150".into(), "--sources".into(), "3".into(),
             "--receivers".into(), "31".into()],
-        ["ktm", "migrate", "--input", &s(&diff), "--nx", "21", "--ny", "2", "--ntau", "80", "--dx", "20", "-o", &s(&ktm)].map(String::from).to_vec(),
+        ["ktm", "migrate", "--input", &s(&diff), "--nx", "21", "--ny", "2", "--ntau", "80", "--dx", "20", "--dy", "20", "-o", &s(&ktm)].map(String::from).to_vec(),
         ["srm", "--synthetic", "scatterer", "--fmax", "12", "--nz", "8", "--table-rows", "48", "--planes", "3", "-o", &s(&srm)].map(String::from).to_vec(),
     ] {
         let a: Vec<&str> = args.iter().map(|x| x.as_str()).collect();

@@ -28,20 +28,7 @@ use crate::backend::Backend;
 use crate::pstm::{TraveltimeMode, TraveltimeModel};
 use crate::traces::{TraceHeader, TraceSet};
 
-/// The output grid: inline x, crossline y (m, in the trace coordinates' frame, axis-aligned) and
-/// two-way vertical time tau (s).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ImageGrid {
-    pub x0: f64,
-    pub dx: f64,
-    pub nx: usize,
-    pub y0: f64,
-    pub dy: f64,
-    pub ny: usize,
-    pub tau0: f32,
-    pub dtau: f32,
-    pub ntau: usize,
-}
+pub use crate::grid::ImageGrid;
 
 impl ImageGrid {
     /// Image columns (x, y bins); column `ix * ny + iy`.
