@@ -7,7 +7,9 @@
 //! mute ([`is_live`]) contributes zero. Per t0 the scan forms the stack s = sum_k a_k and the
 //! energy e = sum_k a_k^2; the semblance over a window of 2h + 1 output samples is
 //!
-//!     S(t0, v) = sum_w s^2 / (N sum_w e)          (0 where the denominator is 0)
+//! ```text
+//! S(t0, v) = sum_w s^2 / (N sum_w e)          (0 where the denominator is 0)
+//! ```
 //!
 //! with N the gather's traces, muted ones included (few live traces mean little evidence, so a
 //! shallow time seen by one near trace does not score 1). Sums run in one
