@@ -304,7 +304,7 @@ fi
 step "an output folder that does not exist: the job fails naming the file"
 if "${MPIRUN[@]}" "$BIN" --device cpu --threads 1 "${K[@]}" -o "$OUT/missing/image.npy" >"$OUT/log" 2>&1; then
   echo "FAIL missing folder: the job exited 0"; fail=1
-elif ! grep -q "while creating $OUT/missing/image.npy: rank 0" "$OUT/log"; then
+elif ! grep -q "rank 0: $OUT/missing/image.npy: folder $OUT/missing does not exist" "$OUT/log"; then
   echo "FAIL missing folder: the message does not name the file:"; cat "$OUT/log"; fail=1
 else
   echo "PASS missing folder: $(grep -m1 '^error' "$OUT/log")"

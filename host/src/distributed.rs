@@ -806,7 +806,8 @@ pub fn nlbf_enhance(cluster: &Cluster, source: &TraceSource, params: &crate::nlb
 /// block of traces; one process's files byte for byte). Collective.
 pub fn write_enhanced_shares(cluster: &Cluster, dir: &Path, part: &NlbfEnhanced, extra: serde_json::Value) -> anyhow::Result<()> {
     write_estimate_shares(cluster, dir, &part.search, extra)?;
-    let head = crate::nlbf::output::npy_header("<f4", &[part.ntr, part.ns]);
+    // The header of the single process's trace files (`io::output::write_traces`), so the bytes agree.
+    let head = crate::io::npy::header_f32(&[part.ntr, part.ns]);
     let (body, at) = ((part.ntr * part.ns * 4) as u64, (part.traces.start * part.ns * 4) as u64);
     for (name, v) in [("enhanced.npy", &part.enhanced), ("input.npy", &part.input)] {
         let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
