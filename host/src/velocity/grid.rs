@@ -1,12 +1,13 @@
 //! Velocity grids (.npy with their axes) and SEG-Y velocity volumes.
 //!
 //! A .npy grid of 2 or 3 axes, each `x`, `y` (m), `t` (two-way s) or `z` (m), in any order: the
-//! `ktm` cubes are [x, y, t], the `srm` models [z, y, x]. The axes come from a JSON sidecar
-//! `<file>.json` (`<file>.npy.json` also works) in the array's axis order:
+//! `ktm` cubes are [x, y, t], the `srm` models [z, y, x]. The axes come from the .npy's JSON
+//! sidecar (`crate::io::sidecar`: `<file>.npy.json`, the one every .npy output of seisgpu has;
+//! `<stem>.json` also works) in the array's axis order, times in the unit the axis gives (s or ms):
 //!
 //! ```json
-//! {"axes": [{"name": "x", "origin": 0, "step": 25}, {"name": "y", "origin": 0, "step": 25},
-//!           {"name": "t", "origin": 0, "step": 0.004}]}
+//! {"axes": [{"name": "x", "unit": "m", "origin": 0, "step": 25}, {"name": "y", "unit": "m", "origin": 0, "step": 25},
+//!           {"name": "time", "unit": "s", "origin": 0, "step": 0.004}]}
 //! ```
 //!
 //! or from the command when it knows them. Every grid goes through [`VelocityGrid::from_array`]
@@ -18,6 +19,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::text::{CmpFunction, CmpFunctions};
+use crate::io::sidecar::{ArrayMeta, AxisMeta};
 use super::{check_velocity, Domain, VelocityFunction};
 
 /// One axis of a grid: `name` (x, y, t or z), first node and spacing (m, or s for t).
@@ -26,11 +28,6 @@ pub struct GridAxis {
     pub name: String,
     pub origin: f64,
     pub step: f64,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct Sidecar {
-    axes: Vec<GridAxis>,
 }
 
 /// A regular grid, stored [x][y][vertical] (vertical fastest).
@@ -144,11 +141,22 @@ impl VelocityGrid {
     }
 }
 
-/// The sidecar of `path`: `<stem>.json` beside it, or `<file>.npy.json`.
+/// The sidecar of `path`: `<file>.npy.json` (what seisgpu writes), or `<stem>.json` beside it.
 pub fn sidecar_path(path: &Path) -> Option<PathBuf> {
-    let a = path.with_extension("json");
-    let b = PathBuf::from(format!("{}.json", path.display()));
-    [a, b].into_iter().find(|p| p.exists())
+    [crate::io::sidecar::sidecar_path(path), path.with_extension("json")].into_iter().find(|p| p.exists())
+}
+
+/// A sidecar axis as a grid axis: `time`/`tau`/`t` in s (converted from ms where the unit says
+/// so) becomes `t`, `depth`/`z` becomes `z`; other names pass through for the grid to judge.
+fn grid_axis(a: &AxisMeta) -> GridAxis {
+    let name = a.name.trim().to_ascii_lowercase();
+    let ms = a.unit.as_deref().is_some_and(|u| u.trim().eq_ignore_ascii_case("ms"));
+    let (name, scale) = match name.as_str() {
+        "t" | "time" | "tau" | "twt" => ("t".to_string(), if ms { 1e-3 } else { 1.0 }),
+        "z" | "depth" => ("z".to_string(), 1.0),
+        _ => (name, 1.0),
+    };
+    GridAxis { name, origin: a.origin * scale, step: a.step * scale }
 }
 
 /// Reads a .npy grid: axes from its sidecar, else `axes` from the command, else an error that
@@ -160,14 +168,14 @@ pub fn read_npy_grid(path: &Path, axes: Option<&[GridAxis]>, domain: Option<Doma
     let axes: Vec<GridAxis> = match (sidecar_path(path), axes) {
         (Some(sc), _) => {
             let text = std::fs::read_to_string(&sc).with_context(|| format!("cannot read {}", sc.display()))?;
-            let s: Sidecar = serde_json::from_str(&text).with_context(|| format!("{}: not a grid description", sc.display()))?;
-            s.axes
+            let s: ArrayMeta = serde_json::from_str(&text).with_context(|| format!("{}: not a grid description", sc.display()))?;
+            s.axes.iter().map(grid_axis).collect()
         }
         (None, Some(a)) => a.to_vec(),
         (None, None) => bail!(
             "{source}: a velocity grid of shape {shape:?} needs its axes: write {} with {{\"axes\": [{{\"name\": \"x\", \"origin\": 0, \"step\": 25}}, ...]}} \
              (one entry per array axis, in order; names x, y (m), t (s) or z (m))",
-            path.with_extension("json").display()
+            crate::io::sidecar::sidecar_path(path).display()
         ),
     };
     let g = VelocityGrid::from_array(&shape, &arr.data, &axes, &source)?;
@@ -179,23 +187,21 @@ pub fn read_npy_grid(path: &Path, axes: Option<&[GridAxis]>, domain: Option<Doma
     Ok(g)
 }
 
-/// Writes a grid as .npy ([x][y][vertical], or [x][vertical] for a single y) with its sidecar.
+/// Writes a grid as .npy ([x][y][vertical], or [x][vertical] for a single y) with its sidecar
+/// (`<file>.npy.json`: read back here, and by `seisgpu plot` for its axes).
 pub fn write_npy_grid(path: &Path, g: &VelocityGrid) -> Result<()> {
-    let vname = if g.domain == Domain::Time { "t" } else { "z" };
-    let mut axes = vec![GridAxis { name: "x".into(), origin: g.origin[0], step: g.step[0] }];
+    let vertical = if g.domain == Domain::Time { AxisMeta::new("time", "s", g.origin[2], g.step[2]) }
+        else { AxisMeta::new("depth", "m", g.origin[2], g.step[2]) };
+    let mut axes = vec![AxisMeta::new("x", "m", g.origin[0], g.step[0])];
     let mut shape = vec![g.n[0] as u64];
     if g.n[1] > 1 {
-        axes.push(GridAxis { name: "y".into(), origin: g.origin[1], step: g.step[1] });
+        axes.push(AxisMeta::new("y", "m", g.origin[1], g.step[1]));
         shape.push(g.n[1] as u64);
     }
-    axes.push(GridAxis { name: vname.into(), origin: g.origin[2], step: g.step[2] });
+    axes.push(vertical);
     shape.push(g.n[2] as u64);
     crate::io::npy::write_npy(path, &g.v, &shape)?;
-    let side = path.with_extension("json");
-    let mut f = crate::io::AtomicFile::create(&side)?;
-    serde_json::to_writer_pretty(&mut f, &Sidecar { axes })?;
-    f.commit().with_context(|| format!("cannot finish {}", side.display()))?;
-    Ok(())
+    ArrayMeta { description: Some("velocity (m/s)".into()), axes }.write(path)
 }
 
 /// A SEG-Y velocity volume as per-CMP functions: one trace per CDP (or bin), samples =

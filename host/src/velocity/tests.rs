@@ -103,7 +103,7 @@ fn npy_grids_in_either_axis_order_read_alike() {
     let p = tmp("grid.npy");
     crate::io::npy::write_npy(&p, &xyt, &[nx as u64, ny as u64, nt as u64]).unwrap();
     let e = format!("{:#}", VelocityModel::parse(p.to_str().unwrap()).unwrap_err());
-    assert!(e.contains("needs its axes") && e.contains("grid.json"), "{e}");
+    assert!(e.contains("needs its axes") && e.contains("grid.npy.json"), "{e}");
     let axes = [ax("x", 100.0, 25.0), ax("y", 0.0, 50.0), ax("t", 0.0, 0.004)];
     assert_eq!(VelocityModel::open(p.to_str().unwrap(), Some(&axes)).unwrap(), VelocityModel::Grid(a.clone()));
     grid::write_npy_grid(&p, &a).unwrap();
