@@ -60,7 +60,7 @@ impl std::str::FromStr for DemoSize {
 /// One measured line: a workload run by one variant in one scope.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchRow {
-    /// Workload name from the issue, e.g. `nlbf-crossspread-3d`.
+    /// Workload name, e.g. `nlbf-crossspread-3d`.
     pub workload: String,
     /// `cpu-reference`, `gpu-paper`, `gpu-best`, ...
     pub variant: String,

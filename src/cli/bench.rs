@@ -1,4 +1,4 @@
-//! `seisgpu bench`: every workload of the algorithm issues, GPU against the CPU reference in one
+//! `seisgpu bench`: every algorithm's workloads, GPU against the CPU reference in one
 //! process, with the device's ceilings measured in the same run.
 
 use std::path::PathBuf;

@@ -43,7 +43,7 @@ pub struct InputArgs {
     /// known clean events). Its preset search parameters apply unless given below.
     #[arg(long)]
     pub synthetic: Option<String>,
-    /// Size of the synthetic gather: `small` (seconds on a laptop) or `paper` (the size).
+    /// Size of the synthetic gather: `small` (seconds on a laptop) or `paper` (the benchmark's full size).
     #[arg(long, default_value = "small")]
     pub size: BenchSize,
     /// How the input file is read.

@@ -1,5 +1,5 @@
 //! PSTM traveltimes (paper 5): the traveltime math every migration kernel uses, and the static
-//! 8-point / dynamic interpolation kernels. Owned by the PSTM traveltime issue; the Kirchhoff
+//! 8-point / dynamic interpolation kernels. Shared by the PSTM engine's kernels; the Kirchhoff
 //! engine (`ktm`) calls [`traveltime::dsr_two_way`] for exact traveltimes.
 //!
 //! Everything here is shared by the CPU reference (`seisgpu_host::pstm::cpu`) and the kernels

@@ -96,7 +96,7 @@ fn table2_grid(size: BenchSize) -> ImageGrid {
 
 fn vrms() -> Velocity { Velocity::Function { t0: 0.0, dt: 0.5, v: (0..12).map(|k| 1500.0 + 250.0 * k as f32).collect() } }
 
-/// The workloads of the issue at `size`.
+/// The benchmark workloads at `size`.
 pub fn workloads(size: BenchSize) -> Vec<Workload> {
     let mut w = Vec::new();
     let g2 = table2_grid(size);

@@ -19,7 +19,7 @@ use crate::runtime::timing::{measure_cpu, GpuTimer, Stats};
 use crate::runtime::Gpu;
 use crate::traces::TraceSet;
 
-/// Largest |S difference| that counts as a near-tie or as agreement (the 1e-5).
+/// Largest |S difference| that counts as a near-tie or as agreement (the agreement bound, 1e-5).
 pub const TIE_TOL: f32 = 1e-5;
 
 /// How two backends' picks compare on a set of parameter traces.
@@ -40,7 +40,7 @@ pub struct Agreement {
 
 impl Agreement {
     pub fn identical_fraction(&self) -> f64 { self.identical as f64 / self.estimations.max(1) as f64 }
-    /// The criterion: >= 99.9 % identical, every difference a near-tie, S within 1e-5.
+    /// The agreement rule: >= 99.9 % identical, every difference a near-tie, S within 1e-5.
     pub fn passes(&self) -> bool { self.identical_fraction() >= 0.999 && self.bad == 0 && self.s_mismatch == 0 }
 }
 

@@ -668,7 +668,7 @@ impl FastEngine {
         Ok(Estimate::from_setup(&setup, code, s))
     }
 
-    /// The whole search for one gather, end to end, pipelined (the stream pool that uploads
+    /// The whole search for one gather, end to end, pipelined (the stream pool that uploads
     /// the next chunk while the current one computes): the setup's cheap first pass (headers only:
     /// offsets, bounds, the plan) and band 0's aperture lists come first, then the samples are
     /// staged (and checked for finiteness) chunk by chunk on all cores and uploaded on a copy

@@ -1,4 +1,4 @@
-//! Synthetic NLBF workloads with fixed seeds: the two benchmark gathers of the issue (full size
+//! Synthetic NLBF workloads with fixed seeds: the two benchmark gathers (full size
 //! and a small version for CPU-only machines) and gathers with events of known local operators.
 
 use rand::RngExt;

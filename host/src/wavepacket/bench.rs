@@ -959,7 +959,7 @@ mod tests {
         }
     }
 
-    /// The paper-size plan builds (every frame and tiling), holds what issues 6 and 8 ask for, and
+    /// The paper-size plan builds (every frame and tiling), holds what the multi-device pipeline needs, and
     /// is estimated within the wave-packet share (about 150 s) of `bench all --size paper`'s ten
     /// minutes on the H100 machine. Nothing is run.
     #[test]
