@@ -98,3 +98,24 @@ pub fn read_traces(path: impl AsRef<Path>, opts: &ReadOptions) -> anyhow::Result
         non_seismic: choice.non_seismic, read: set.len(), warnings: info.warnings.clone() };
     Ok((info, set, report))
 }
+
+/// Everything a command does with an input file, every error ignored: open, every header, the
+/// cube grid, ranges and chunks of traces, the tail check, [`read_traces`]. The entry of the
+/// reader's fuzz target (`fuzz/`) and of its mutation test: what they look for is a panic, a hang
+/// or a runaway allocation in here; errors are the expected outcome.
+#[doc(hidden)]
+pub fn exercise_reader(p: &Path, format: Option<FileFormat>) {
+    let o = ReaderOptions { format, ..Default::default() };
+    if let Ok(mut r) = SegyReader::open_with(p, &o) {
+        let n = r.info().n_traces;
+        if let Ok(h) = r.read_headers() {
+            let _ = super::cube::CubeGrid::from_headers(&h, "exercise");
+        }
+        let _ = r.read_range(0, n.min(64));
+        let _ = r.read_range(n.saturating_sub(3), 3.min(n));
+        let _ = r.seek_trace(0);
+        while let Ok(Some(_)) = r.read_chunk(7) {}
+        let _ = r.check_tail();
+    }
+    let _ = read_traces(p, &ReadOptions { reader: o, ..Default::default() });
+}

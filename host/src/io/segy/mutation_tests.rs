@@ -7,25 +7,7 @@ use std::time::{Duration, Instant};
 use super::field_tests::{text_record, Fixture};
 use super::header::FieldsMut;
 use super::*;
-use crate::io::cube::CubeGrid;
-use crate::io::input::{read_traces, ReadOptions};
-
-/// Everything a command does with an input file, errors ignored.
-pub(super) fn exercise(p: &Path, format: Option<FileFormat>) {
-    let o = ReaderOptions { format, ..Default::default() };
-    if let Ok(mut r) = SegyReader::open_with(p, &o) {
-        let n = r.info().n_traces;
-        if let Ok(h) = r.read_headers() {
-            let _ = CubeGrid::from_headers(&h, "mutated");
-        }
-        let _ = r.read_range(0, n.min(64));
-        let _ = r.read_range(n.saturating_sub(3), 3.min(n));
-        let _ = r.seek_trace(0);
-        while let Ok(Some(_)) = r.read_chunk(7) {}
-        let _ = r.check_tail();
-    }
-    let _ = read_traces(p, &ReadOptions { reader: o, ..Default::default() });
-}
+use crate::io::input::exercise_reader;
 
 /// The seed files: SEG-Y rev 1 and 2 in every layout the reader takes, SU in both byte orders.
 pub(super) fn seeds() -> Vec<(Vec<u8>, &'static str)> {
@@ -131,8 +113,8 @@ fn random_mutations_of_the_fixtures_never_panic_or_hang() {
         std::fs::write(&p, &b).unwrap();
         let t = Instant::now();
         let r = std::panic::catch_unwind(|| {
-            exercise(&p, None);
-            exercise(&p, Some(FileFormat::Su));
+            exercise_reader(&p, None);
+            exercise_reader(&p, Some(FileFormat::Su));
         });
         if r.is_err() {
             let keep = dir.join(format!("panic-{k}.{ext}"));
