@@ -277,7 +277,7 @@ fn vrms(a: &MigrateArgs, g: &ImageGrid) -> anyhow::Result<Vec<f32>> {
         _ if a.velocity_gradient != 0.0 => {
             bail!("--velocity-gradient {} applies to a constant --velocity only; {what} is a velocity function", a.velocity_gradient)
         }
-        _ => commands::pstm_vrms(&model, g.nx, g.ny, g.x0, g.y0, g.dx, g.dy, g.tau0, g.dtau, g.ntau, &what),
+        _ => commands::pstm_vrms(&model, g, &what),
     }
 }
 

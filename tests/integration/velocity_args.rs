@@ -4,7 +4,7 @@
 //! laterally varying PSTM on the GPU against the CPU, and errors naming the argument.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use seisgpu_host::backend::gpu_or_skip;
 use seisgpu_host::io::npy::{read_f32, write_npy};
@@ -12,24 +12,15 @@ use seisgpu_host::io::segy::{read_segy, write_segy, WriteOptions};
 use seisgpu_host::nlbf::{self, NmoParams};
 use seisgpu_host::velocity::grid::write_npy_grid;
 use seisgpu_host::velocity::{commands, examples, Domain, VelocityFunction, VelocityGrid, VelocityModel};
+use seisgpu_host::grid::ImageGrid;
 use seisgpu_host::{pstm, Backend, TraceHeader, TraceSet};
 
 use crate::common::rel_l2;
 use crate::velan::{known_gathers, TRUTH};
 
-fn tmp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("seisgpu-velocity-args-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+fn tmp_dir(name: &str) -> PathBuf { crate::common::fresh_dir("velocity-args", name) }
 
-fn seisgpu(args: &[&str]) -> Output {
-    let bin = crate::common::seisgpu_bin();
-    Command::new(&bin).args(args).output().unwrap_or_else(|e| panic!("{} does not run: {e}", bin.display()))
-}
-
-fn text(o: &Output) -> String { format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)) }
+use crate::common::{printed as text, run_cli as seisgpu};
 
 fn s(p: &Path) -> &str { p.to_str().unwrap() }
 
@@ -246,7 +237,7 @@ fn gpu_pstm_lateral_velocity_equals_cpu() {
     }
     let model = VelocityModel::PerCmp(funcs);
     let (nx, ny, nz) = (40, 1, 250);
-    let vrms = commands::pstm_vrms(&model, nx, ny, 1000.0, 500.0, 12.5, 12.5, 0.0, 0.004, nz, "test").unwrap();
+    let vrms = commands::pstm_vrms(&model, &ImageGrid { x0: 1000.0, dx: 12.5, nx, y0: 500.0, dy: 12.5, ny, tau0: 0.0, dtau: 0.004, ntau: nz }, "test").unwrap();
     assert_eq!(vrms.len(), nx * ny * nz);
     assert!(vrms[..nz] != vrms[(nx - 1) * nz..], "the model does not vary laterally");
     let p = pstm::PstmParams { nx, ny, x0: 1000.0, y0: 500.0, dx: 12.5, dy: 12.5, nz, tau0: 0.0, dtau: 0.004, noff: 1, offset0: 0.0,

@@ -38,21 +38,18 @@ pub fn ktm_velocity(model: &VelocityModel, g: &ktm::ImageGrid, what: &str) -> Re
     }
 }
 
-/// `pstm`'s v_rms per image sample ([`crate::pstm::PstmParams::vrms`]): `nz` values (image
-/// times `tau0 + z dtau`) for a model that is the same everywhere, else `nx*ny*nz` values, the
-/// model's function at every image column `(x0 + ix dx, y0 + iy dy)` (column `ix*ny + iy`, time
-/// fastest).
-#[allow(clippy::too_many_arguments)]
-pub fn pstm_vrms(model: &VelocityModel, nx: usize, ny: usize, x0: f64, y0: f64, dx: f64, dy: f64, tau0: f32, dtau: f32, nz: usize,
-    what: &str) -> Result<Vec<f32>> {
+/// `pstm`'s v_rms per image sample ([`crate::pstm::PstmParams::vrms`]) on the image grid `g`:
+/// `g.ntau` values (image times) for a model that is the same everywhere, else `nx*ny*ntau`
+/// values, the model's function at every image column (column `ix*ny + iy`, time fastest).
+pub fn pstm_vrms(model: &VelocityModel, g: &ktm::ImageGrid, what: &str) -> Result<Vec<f32>> {
     model.expect_domain(Domain::Time, what)?;
     if let VelocityModel::Function(f) = model {
-        return Ok(f.sample(tau0, dtau, nz));
+        return Ok(f.sample(g.tau0, g.dtau, g.ntau));
     }
-    let mut v = Vec::with_capacity(nx * ny * nz);
-    for ix in 0..nx {
-        for iy in 0..ny {
-            v.extend(model.sample_at(&Location::at(x0 + ix as f64 * dx, y0 + iy as f64 * dy), tau0, dtau, nz));
+    let mut v = Vec::with_capacity(g.nx * g.ny * g.ntau);
+    for ix in 0..g.nx {
+        for iy in 0..g.ny {
+            v.extend(model.sample_at(&Location::at(g.x(ix), g.y(iy)), g.tau0, g.dtau, g.ntau));
         }
     }
     Ok(v)
