@@ -14,6 +14,25 @@ pub fn seisgpu_bin() -> std::path::PathBuf {
     beside.filter(|p| p.exists()).unwrap_or(built)
 }
 
+/// A fresh folder for one test's files: `seisgpu-<area>-<name>-<pid>` in the temporary folder.
+pub fn fresh_dir(area: &str, name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("seisgpu-{area}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs the CLI with `args`.
+pub fn run_cli(args: &[&str]) -> std::process::Output {
+    let bin = seisgpu_bin();
+    std::process::Command::new(&bin).args(args).output().unwrap_or_else(|e| panic!("{} does not run: {e}", bin.display()))
+}
+
+/// What a run printed, standard output then standard error.
+pub fn printed(o: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
 /// Fresh random values in [-1, 1) (never zeros), seeded from the clock unless `SEISGPU_TEST_SEED` is set;
 /// the seed is printed so a failure can be replayed (`SEISGPU_TEST_SEED_<WHAT>`, e.g.
 /// `SEISGPU_TEST_SEED_VELOCITY`, sets one vector's seed alone, for tests that draw several).

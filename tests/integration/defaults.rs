@@ -4,7 +4,6 @@
 //! negative option values.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use seisgpu_host::backend::gpu_or_skip;
 use seisgpu_host::grid::{self, GridRequest};
@@ -15,19 +14,9 @@ use seisgpu_host::{ktm, pstm, Backend, TraceHeader, TraceSet};
 const X0: f64 = 451_000.0;
 const Y0: f64 = 6_780_000.0;
 
-fn tmp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("seisgpu-defaults-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+fn tmp_dir(name: &str) -> PathBuf { crate::common::fresh_dir("defaults", name) }
 
-fn seisgpu(args: &[&str]) -> Output {
-    let bin = crate::common::seisgpu_bin();
-    Command::new(&bin).args(args).output().unwrap_or_else(|e| panic!("{} does not run: {e}", bin.display()))
-}
-
-fn text(o: &Output) -> String { format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)) }
+use crate::common::{printed as text, run_cli as seisgpu};
 
 /// A 2-D line at UTM coordinates: 9 shots every 50 m, 24 receivers every 25 m behind each, over a
 /// point diffractor under the middle of the midpoints (two-way time 0.4 s at 2000 m/s).
