@@ -105,6 +105,13 @@ pub fn run(a: &Args, global: &Global) -> anyhow::Result<()> {
     let backend = global.backend()?;
     let g = Gathers::new(&traces, a.bin).with_context(|| format!("grouping the traces of {}", a.input.display()))?;
     let scan = Scan::new(&p, &g)?;
+    // Picks need --min-fold traces in a CMP: say so before the scan rather than after it.
+    let largest = (0..g.len()).map(|i| g.traces(i).len()).max().unwrap_or(0);
+    if largest < a.min_fold {
+        bail!("{}: the fullest of its {} CMPs has {largest} traces, fewer than --min-fold {}: no CMP can be picked; \
+            lower --min-fold, or check the CMP grouping (CDP numbers in bytes 21-24, else midpoints in --bin {} m bins)",
+            a.input.display(), g.len(), a.min_fold, a.bin);
+    }
     let t = Instant::now();
     let panels = velan::semblance(&backend, &g, &p)?;
     let scan_s = t.elapsed().as_secs_f64();
@@ -128,8 +135,11 @@ pub fn run(a: &Args, global: &Global) -> anyhow::Result<()> {
         eprintln!("wrote {} PNG panels into {}", g.len().div_ceil(a.png_every), dir.display());
     }
     let Some(funcs) = funcs else {
-        bail!("no CMP has a semblance peak of at least --threshold {} (highest {:.3}); lower it or check --vmin/--vmax",
-            a.threshold, panels.values.iter().cloned().fold(0.0f32, f32::max));
+        // The highest semblance of the CMPs that could be picked (a CMP of one trace is coherent by itself).
+        let highest = (0..g.len()).filter(|&i| g.traces(i).len() >= a.min_fold)
+            .flat_map(|i| panels.panel(i).iter().copied()).fold(0.0f32, f32::max);
+        bail!("no CMP of at least --min-fold {} traces has a semblance peak of at least --threshold {} (highest {highest:.3}); lower it or check --vmin/--vmax",
+            a.min_fold, a.threshold);
     };
     let missing: Vec<String> = (0..g.len()).filter(|&i| picks[i].is_empty()).map(|i| match g.location[i].cdp {
         Some(c) => format!("cdp {c}"),

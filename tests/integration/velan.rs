@@ -217,6 +217,14 @@ fn cli_velan_writes_picks_panels_and_nmo() {
     assert!(!e.status.success() && msg.contains("--nv -5 must be"), "{msg}");
     let e = seisgpu(&["--device", "cpu", "velan", dir.join("none.sgy").to_str().unwrap(), "-o", picks.to_str().unwrap()]);
     assert!(!e.status.success() && String::from_utf8_lossy(&e.stderr).contains("none.sgy"));
+    // CMPs thinner than --min-fold: the error says so (not "lower the threshold") and no file is written.
+    let thin = dir.join("thin.sgy");
+    seisgpu_host::io::segy::write_segy(&thin, &known_gathers(3, 5), &Default::default()).unwrap();
+    let out = dir.join("thin-picks.txt");
+    let e = seisgpu(&["--device", "cpu", "velan", thin.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let msg = String::from_utf8_lossy(&e.stderr);
+    assert!(!e.status.success() && msg.contains("has 5 traces, fewer than --min-fold 6"), "{msg}");
+    assert!(!out.exists());
 }
 
 #[test]
