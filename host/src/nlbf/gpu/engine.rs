@@ -108,14 +108,12 @@ impl FastEngine {
     /// compute. Every parameter trace runs through the same kernels with the same bounds as in
     /// [`FastEngine::estimate_serial`], so the results are identical.
     pub fn estimate(&mut self, gpu: &Gpu, traces: &TraceSet, params: &EstimateParams) -> Result<Estimate> {
-        match band_ends_from_env()? {
-            Some(ends) => self.estimate_bands(gpu, traces, params, &ends),
-            None => self.estimate_bands(gpu, traces, params, &BAND_ENDS),
-        }
+        self.estimate_bands(gpu, traces, params, &BAND_ENDS)
     }
 
     /// [`FastEngine::estimate`] with the bands ending at the cumulative fractions `ends` of the
-    /// parameter traces (tests, tuning); at most [`MAX_BANDS`] bands.
+    /// parameter traces (tests; the benchmark harness times other layouts through it); at most
+    /// [`MAX_BANDS`] bands. The results do not depend on the bands.
     pub fn estimate_bands(&mut self, gpu: &Gpu, traces: &TraceSet, params: &EstimateParams, ends: &[f64])
         -> Result<Estimate> {
         let wall = Instant::now();

@@ -96,13 +96,9 @@ impl FastPlan {
             None => CSCAN_PREFERENCE.iter().copied().filter(|&g| k::cscan_kernel_name(h, g).is_some() && span_of(g) < 0.99)
                 .next().ok_or_else(|| format!("no C-scan kernel for half window {h}"))?,
         };
-        let asked = match tune.cscan {
-            Some(v) => Some(v),
-            None => cscan_variant_from_env().map_err(|e| e.to_string())?,
-        };
         // The default's deep kernels exist for the paper's 11-sample window (H = 5) only; other
         // windows take the base kernel unless a variant was asked for (then: an error below).
-        let cscan_variant = match asked {
+        let cscan_variant = match tune.cscan {
             Some(v) => v,
             None if CSCAN_DEFAULT.deep && k::cscan_deep_kernel_name(h, group).is_none() => CscanVariant { deep: false, max_regs: 0 },
             None => CSCAN_DEFAULT,
@@ -305,7 +301,8 @@ pub struct Tuning {
     pub slide: Option<(u32, u32)>,
     /// C values per thread of the C-scan kernel.
     pub cscan_group: Option<u32>,
-    /// Staging and register cap of the C-scan kernel; `None` = [`CSCAN_ENV`] if set, else [`CSCAN_DEFAULT`].
+    /// Staging and register cap of the C-scan kernel (every variant computes the same bits); `None` =
+    /// [`CSCAN_DEFAULT`], or the base kernel for windows without a deep kernel.
     pub cscan: Option<CscanVariant>,
 }
 
@@ -364,15 +361,6 @@ pub const CSCAN_DEFAULT: CscanVariant = CscanVariant { deep: true, max_regs: 80 
 /// blocks); `deep-r64` 4 blocks, 16 spill instructions in the trace loop (224 SASS per trace).
 pub const CSCAN_VARIANTS: [CscanVariant; 4] = [CscanVariant { deep: false, max_regs: 0 }, CscanVariant { deep: false, max_regs: 64 },
     CscanVariant { deep: true, max_regs: 80 }, CscanVariant { deep: true, max_regs: 64 }];
-/// Tuning knob: `SEISGPU_NLBF_CSCAN` (`base`, `r64`, `deep`, `deep-r72`, ...) replaces
-/// [`CSCAN_DEFAULT`] where no variant is forced; results do not depend on it.
-pub const CSCAN_ENV: &str = "SEISGPU_NLBF_CSCAN";
-
-pub(super) fn cscan_variant_from_env() -> Result<Option<CscanVariant>> {
-    let Ok(v) = std::env::var(CSCAN_ENV) else { return Ok(None) };
-    v.parse().map(Some).map_err(|e| NlbfError::Invalid(format!("{CSCAN_ENV}={v}: {e}")))
-}
-
 
 /// Relative cost per computed evaluation of the sliding variants (L, G, cost); the planner
 /// multiplies it by the padded number of evaluations. H100 measurements at paper size

@@ -8,24 +8,10 @@ use super::*;
 /// traces are on the device, and a small last band, so that little is left to copy back after the
 /// last kernel. Traces in gather order follow the parameter-trace rows on sorted surveys (the
 /// cross-spread: source-major, y = source); on other orders the first band simply waits longer.
-/// Measured on the H100 (crossspread-3d, one run, `SEISGPU_NLBF_BANDS` sweep of seven layouts): these four bands
+/// Measured on the H100 (crossspread-3d, one run, seven layouts through [`FastEngine::estimate_bands`]): these four bands
 /// 151.8 ms end to end against 154.5 ms for the seven bands used before (1/32, 1/8, 1/4, 1/2, 3/4, 15/16, 1):
 /// fewer band boundaries, fewer partly filled waves of the sliding scan.
 pub const BAND_ENDS: [f64; 4] = [1.0 / 32.0, 1.0 / 8.0, 1.0 / 2.0, 1.0];
-/// Tuning knob: `SEISGPU_NLBF_BANDS` (comma-separated cumulative fractions, e.g. `0.0625,0.5,1`)
-/// replaces [`BAND_ENDS`] in [`FastEngine::estimate`]; results do not depend on it.
-pub const BANDS_ENV: &str = "SEISGPU_NLBF_BANDS";
-
-pub(super) fn band_ends_from_env() -> Result<Option<Vec<f64>>> {
-    let Ok(v) = std::env::var(BANDS_ENV) else { return Ok(None) };
-    let ends = v.split(',').map(|f| f.trim().parse::<f64>()).collect::<std::result::Result<Vec<f64>, _>>()
-        .map_err(|e| NlbfError::Invalid(format!("{BANDS_ENV}={v}: {e}")))?;
-    let ok = !ends.is_empty() && ends.windows(2).all(|w| w[0] < w[1]) && ends[0] > 0.0 && ends[ends.len() - 1] == 1.0;
-    if !ok {
-        return Err(NlbfError::Invalid(format!("{BANDS_ENV}={v}: expected increasing fractions in (0, 1] ending at 1")));
-    }
-    Ok(Some(ends))
-}
 /// Most bands the engine has events for.
 pub const MAX_BANDS: usize = 16;
 /// Chunks (of whole traces) the pipelined upload is split into.
