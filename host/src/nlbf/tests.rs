@@ -1,3 +1,5 @@
+//! Tests of the NLBF setup, apertures and search on generated gathers.
+
 use super::*;
 use super::apertures::{build_apertures, shift_bounds};
 use super::setup::min_max;
