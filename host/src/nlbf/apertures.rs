@@ -20,7 +20,7 @@ impl Apertures {
         &self.idx[self.off[o] as usize..self.off[o + 1] as usize]
     }
     /// Longest list of one phase, from the offsets alone (also before the lists are filled:
-    /// [`Setup::from_headers_deferred`]).
+    /// [`Setup::from_headers_deferred`](super::Setup::from_headers_deferred)).
     pub fn max_len(&self, phase: usize) -> usize {
         let o = &self.off[phase * (self.np + 1)..(phase + 1) * (self.np + 1)];
         o.windows(2).map(|w| (w[1] - w[0]) as usize).max().unwrap_or(0)

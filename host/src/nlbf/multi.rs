@@ -128,7 +128,7 @@ pub fn estimate_setup_multi_into(devices: &[NlbfDevice], setup: &Setup, data: &[
         .map_err(|e| NlbfError::Invalid(format!("{e:#}")))
 }
 
-/// [`estimate`] over several devices (`--gpus`): the parameter traces are cut into
+/// [`estimate`](super::estimate) over several devices (`--gpus`): the parameter traces are cut into
 /// [`work_items`] that go to the devices as they free up (one host thread per device); every
 /// parameter trace's picks and semblance are those of the single-device search, bit for bit.
 /// `variant` forces a GPU variant on the GPUs (`None`: [`variant_for`]); CPU devices run the

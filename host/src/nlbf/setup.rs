@@ -164,7 +164,7 @@ impl Setup {
     /// their positions and aperture lists, with every bound of the whole setup (shift bounds,
     /// largest offsets), so each parameter trace is searched exactly as in the whole run. The
     /// grid becomes one row of `ptraces.len()` parameter traces (only its length is used by the
-    /// search; the result goes back into the whole setup's [`Estimate`]).
+    /// search; the result goes back into the whole setup's [`Estimate`](super::Estimate)).
     pub fn subset(&self, ptraces: std::ops::Range<usize>) -> Setup {
         let ap = &self.apertures;
         let (mut off, mut idx) = (Vec::with_capacity(3 * (ptraces.len() + 1)), Vec::new());
