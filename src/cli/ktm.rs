@@ -285,7 +285,7 @@ pub fn params_on(o: &MigrationOptions, grid: ImageGrid) -> anyhow::Result<Params
     let velocity = if let Some(path) = &o.velocity_npy {
         let vg = parse_list(o.velocity_grid.as_deref().context("--velocity-npy needs --velocity-grid x0,dx,y0,dy,t0,dt")?, 6,
             "--velocity-grid")?;
-        let (shape, v) = ktm::output::read_npy(path)?;
+        let (shape, v) = seisgpu_host::io::npy::read_f32(path)?;
         if shape.len() != 3 {
             bail!("--velocity-npy {}: shape {shape:?}, expected [nx, ny, nt]", path.display());
         }
@@ -465,7 +465,7 @@ fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &s
 fn run_model(a: &ModelArgs, global: &Global) -> anyhow::Result<()> {
     global.prepare_output(&a.output)?;
     let (p, geometry) = params_and_input(&a.opts, &a.input)?;
-    let (shape, data) = ktm::output::read_npy(&a.image)?;
+    let (shape, data) = seisgpu_host::io::npy::read_f32(&a.image)?;
     let g = p.grid;
     let classes = match shape.as_slice() {
         [nx, ny, nt] if (*nx, *ny, *nt) == (g.nx, g.ny, g.ntau) => 1,

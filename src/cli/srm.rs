@@ -9,7 +9,8 @@ use seisgpu_host::bench::{BenchSize, Ceilings};
 use seisgpu_host::srm::design::{DesignParams, FilterKind, Operator, Spacing};
 use seisgpu_host::srm::impulse::compare_with_phase_shift;
 use seisgpu_host::io::sidecar::{ArrayMeta, AxisMeta};
-use seisgpu_host::srm::{self, cpu, npy, synthetic, GpuOptions, GpuVariant, SrmParams, Taper, VelocityModel};
+use seisgpu_host::io::npy;
+use seisgpu_host::srm::{self, cpu, synthetic, GpuOptions, GpuVariant, SrmParams, Taper, VelocityModel};
 use seisgpu_host::io::output::{self, Grid, GridImage, OutputFormat, SampleAxis, TraceOrder};
 use seisgpu_host::traces::{TraceHeader, TraceSet};
 
@@ -307,7 +308,7 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
 /// y) node, y-major, inline = iy + 1 and crossline = ix + 1 (the layout a SEG-Y velocity is read in).
 fn write_image(out: &std::path::Path, format: OutputFormat, img: &srm::Image, model: &VelocityModel) -> anyhow::Result<()> {
     if format == OutputFormat::Npy {
-        npy::write_f32(out, &[img.nz, img.ny, img.nx], &img.data)?;
+        npy::write_npy(out, &img.data, &[img.nz, img.ny, img.nx].map(|d| d as u64))?;
         // Depth first: the sidecar says so, so plots put depth down without a --layout.
         let metres = |name: &str, origin: f64, step: f64| if step > 0.0 { AxisMeta::new(name, "m", origin, step) } else { AxisMeta::index(name) };
         return ArrayMeta { description: Some("srm: shot-record depth migration image".into()),
@@ -432,7 +433,7 @@ fn npy_layout(a: &MigrateArgs) -> anyhow::Result<Option<TraceSet>> {
         }
         return Ok(None);
     }
-    let (shape, _) = seisgpu_host::io::npy::read_rows_f32(tp, 0..0)?;
+    let (shape, _) = npy::read_rows_f32(tp, 0..0)?;
     let [ntr, ns] = shape[..] else { bail!("{}: traces must have shape (traces, samples), got {shape:?}", tp.display()) };
     Ok(Some(TraceSet { headers: npy_headers(a, ntr)?, data: Vec::new(), ns, dt: (a.dt_ms() * 1e-3) as f32, t0: 0.0 }))
 }
@@ -575,7 +576,7 @@ pub fn run_extrapolate(a: &ExtrapolateArgs, _global: &Global) -> anyhow::Result<
         }
     }
     if let Some(out) = &a.output {
-        npy::write_f32(out, &[ny, nx, 2], &plane)?;
+        npy::write_npy(out, &plane, &[ny as u64, nx as u64, 2])?;
         println!("wrote {}", out.display());
     }
     Ok(())

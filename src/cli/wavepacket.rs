@@ -357,9 +357,7 @@ impl AppJob {
 
 /// A trace mask (.npy of n1 x n2 entries, non-zero = live trace).
 fn read_mask(p: &Path, [n1, n2]: [usize; 2]) -> Result<Vec<bool>> {
-    seisgpu_host::io::npy::check_complete(p)?;
-    let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
-    let npy = coeffs_io::read_array(&bytes).with_context(|| format!("{}: not a usable .npy mask", p.display()))?;
+    let npy = seisgpu_host::io::npy::read_any_f32(p).with_context(|| format!("{}: not a usable .npy mask", p.display()))?;
     if npy.len() != n1 * n2 {
         bail!("{}: mask of {} entries for {n1} x {n2} traces", p.display(), npy.len());
     }

@@ -398,7 +398,7 @@ fn seisgpu(args: &[&str]) {
     assert!(out.status.success(), "seisgpu {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
 }
 
-fn npy(path: &std::path::Path) -> Vec<f32> { seisgpu_host::ktm::output::read_npy(path).unwrap().1 }
+fn npy(path: &std::path::Path) -> Vec<f32> { seisgpu_host::io::npy::read_f32(path).unwrap().1 }
 
 #[test]
 fn scale_cli_gpus_flag_on_every_pipeline() {

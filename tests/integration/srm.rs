@@ -331,11 +331,11 @@ fn cli_reads_segy_shots_and_velocity() {
     let p = |n: &str| dir.join(n);
     // Shots: SEG-Y and .npy (traces + geometry).
     write_segy(p("shots.sgy"), &traces, &opts).unwrap();
-    seisgpu_host::srm::npy::write_f32(&p("shots.npy"), &[traces.len(), traces.ns], &traces.data).unwrap();
+    seisgpu_host::io::npy::write_npy(p("shots.npy"), &traces.data, &[traces.len() as u64, traces.ns as u64]).unwrap();
     let geom: Vec<f32> = traces.headers.iter().flat_map(|h| [h.sx as f32, h.sy as f32, h.gx as f32, h.gy as f32]).collect();
-    seisgpu_host::srm::npy::write_f32(&p("geom.npy"), &[traces.len(), 4], &geom).unwrap();
+    seisgpu_host::io::npy::write_npy(p("geom.npy"), &geom, &[traces.len() as u64, 4]).unwrap();
     // Velocity: .npy (nz, ny, nx) and SEG-Y, one trace per node (inline = y, crossline = x).
-    seisgpu_host::srm::npy::write_f32(&p("v.npy"), &[nz, ny, nx], &model.v).unwrap();
+    seisgpu_host::io::npy::write_npy(p("v.npy"), &model.v, &[nz as u64, ny as u64, nx as u64]).unwrap();
     let nodes: Vec<TraceHeader> = (0..ny)
         .flat_map(|iy| (0..nx).map(move |ix| TraceHeader { inline: iy as i32 + 10, crossline: ix as i32 + 1, ..Default::default() }))
         .collect();
@@ -361,7 +361,7 @@ fn cli_reads_segy_shots_and_velocity() {
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     let b = run(&s("shots.sgy"), &s("v.sgy"), &[], &s("b.npy"));
     assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
-    let (ia, ib) = (seisgpu_host::ktm::output::read_npy(&p("a.npy")).unwrap().1, seisgpu_host::ktm::output::read_npy(&p("b.npy")).unwrap().1);
+    let (ia, ib) = (seisgpu_host::io::npy::read_f32(&p("a.npy")).unwrap().1, seisgpu_host::io::npy::read_f32(&p("b.npy")).unwrap().1);
     assert!(ia.iter().any(|&x| x != 0.0));
     let err = rel_l2(&ib, &ia);
     let (ta, tb) = (seisgpu_host::io::segy::read_segy(p("shots.sgy")).unwrap().1, &traces);

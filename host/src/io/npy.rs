@@ -1,26 +1,31 @@
-//! .npy output for Python users (`numpy.load`), and .npy input of f32/f64 arrays (velocity models
-//! come in this way), through the `npyz` crate.
+//! .npy files: every .npy the project writes (float32 and float64, C order, through a temporary
+//! file renamed into place), the headers of files several writers fill, and .npy input (float
+//! arrays in either byte order and memory order, integer and bool masks), through the `npyz` crate.
 
 use std::io::BufReader;
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use npyz::{DType, Order, TypeChar, WriterBuilder};
+use npyz::{AutoSerialize, DType, Order, TypeChar, WriterBuilder};
 
 use super::AtomicFile;
 
 /// Writes `data` (C order: the last axis fastest) with `shape` as a little-endian `<f4` .npy
 /// file, through a temporary file renamed into place.
-pub fn write_npy(path: impl AsRef<Path>, data: &[f32], shape: &[u64]) -> anyhow::Result<()> {
-    let path = path.as_ref();
+pub fn write_npy(path: impl AsRef<Path>, data: &[f32], shape: &[u64]) -> anyhow::Result<()> { write(path.as_ref(), data, shape, "<f4") }
+
+/// [`write_npy`] for float64 values (`<f8`).
+pub fn write_npy_f64(path: impl AsRef<Path>, data: &[f64], shape: &[u64]) -> anyhow::Result<()> { write(path.as_ref(), data, shape, "<f8") }
+
+fn write<T: AutoSerialize + Copy>(path: &Path, data: &[T], shape: &[u64], descr: &str) -> anyhow::Result<()> {
     let n: u64 = shape.iter().product();
     if n != data.len() as u64 {
         bail!("{}: shape {shape:?} holds {n} values but {} were given", path.display(), data.len());
     }
     let mut file = AtomicFile::create(path)?;
     {
-        let mut w = npyz::WriteOptions::new()
-            .dtype(DType::Plain("<f4".parse().expect("valid type string")))
+        let mut w = npyz::WriteOptions::<T>::new()
+            .dtype(DType::Plain(descr.parse().expect("valid type string")))
             .shape(shape)
             .writer(&mut file)
             .begin_nd()
@@ -31,14 +36,14 @@ pub fn write_npy(path: impl AsRef<Path>, data: &[f32], shape: &[u64]) -> anyhow:
     file.commit().with_context(|| format!("{}: cannot finish the file", path.display()))
 }
 
-/// The header of a little-endian float32 C-order .npy file of `shape` (format 1.0, padded so the
-/// data start at a multiple of 64 bytes): for files whose data several writers put in place
-/// (`crate::distributed::write_shares`).
-pub fn header_f32(shape: &[usize]) -> Vec<u8> {
-    // Written as npyz writes it (`(2, 3, 4, )`), so an MPI job's file and one process's file
-    // ([`write_npy`]) are the same bytes.
+/// The header of a C-order .npy file of `shape` and dtype `descr` (`<f4`, `<f8`, ...; format 1.0,
+/// padded so the data start at a multiple of 64 bytes), for files whose data several writers put
+/// in place (`crate::distributed`).
+pub fn header(shape: &[usize], descr: &str) -> Vec<u8> {
+    // Written as npyz writes it (`(2, 3, 4, )`), so a file written in pieces and one written by
+    // [`write_npy`] are the same bytes.
     let dims: String = shape.iter().map(|d| format!("{d}, ")).collect();
-    let mut dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({dims}), }}");
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({dims}), }}");
     while (10 + dict.len() + 1) % 64 != 0 {
         dict.push(' ');
     }
@@ -49,13 +54,35 @@ pub fn header_f32(shape: &[usize]) -> Vec<u8> {
     h
 }
 
+/// [`header`] of a float32 array.
+pub fn header_f32(shape: &[usize]) -> Vec<u8> { header(shape, "<f4") }
+
 /// What a .npy header says: where the data start, the shape, the dtype string and the order.
-struct Head {
-    data_at: usize,
-    shape: Vec<usize>,
-    descr: String,
-    fortran: bool,
+#[derive(Debug, Clone, PartialEq)]
+pub struct Head {
+    pub data_at: usize,
+    pub shape: Vec<usize>,
+    /// The dtype string, e.g. `<f4`, `>f8`, `|u1`.
+    pub descr: String,
+    pub fortran: bool,
 }
+
+impl Head {
+    /// (bytes per value, big-endian) of a float32 or float64 array; any other dtype is an error
+    /// naming `path`.
+    pub fn float(&self, path: &Path) -> anyhow::Result<(usize, bool)> {
+        let (order, kind) = self.descr.split_at(self.descr.len().min(1));
+        match (order, kind) {
+            ("<" | "=" | ">", "f4") => Ok((4, order == ">")),
+            ("<" | "=" | ">", "f8") => Ok((8, order == ">")),
+            _ => bail!("{}: dtype {} is not supported (expected float32 or float64)", path.display(), self.descr),
+        }
+    }
+}
+
+/// Opens `path` and reads its header ([`Head`]), with the checks of [`check_complete`]; the file
+/// is left at the start of the data.
+pub fn open(path: &Path) -> anyhow::Result<(std::fs::File, Head)> { head(path) }
 
 /// Reads the header of `path` (any dtype) and checks that the file holds every value it
 /// announces: a short file is an error naming the file and saying it is truncated (rather than
@@ -85,7 +112,8 @@ fn head(path: &Path) -> anyhow::Result<(std::fs::File, Head)> {
     let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
     let descr = npy.dtype().descr().trim_matches(|c| c == '\'' || c == '"').to_string();
     let item = descr.trim_start_matches(|c: char| !c.is_ascii_digit()).parse::<u64>().unwrap_or(0);
-    let need = data_at as u64 + shape.iter().map(|&d| d as u64).product::<u64>() * item;
+    let need = shape.iter().try_fold(item, |a, &d| a.checked_mul(d as u64)).and_then(|b| b.checked_add(data_at as u64));
+    let Some(need) = need else { bail!("{}: the header's shape {shape:?} of {descr} overflows", path.display()) };
     if len < need {
         bail!("{}: truncated .npy file: {len} bytes, its header's shape {shape:?} of {descr} needs {need}", path.display());
     }
@@ -139,6 +167,23 @@ fn read_rows(path: &Path, rows: Option<std::ops::Range<usize>>) -> anyhow::Resul
 /// Checks that `path` is a .npy file holding every value its header announces (any dtype); the
 /// error names the file and says it is truncated.
 pub fn check_complete(path: &Path) -> anyhow::Result<()> { head(path).map(|_| ()) }
+
+/// Every value of a .npy array of float, integer or bool values (little-endian, C order), as f32:
+/// trace masks. Errors name the file.
+pub fn read_any_f32(path: &Path) -> anyhow::Result<Vec<f32>> {
+    check_complete(path)?;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let npy = npyz::NpyFile::new(&bytes[..]).with_context(|| format!("{} is not a .npy file", path.display()))?;
+    let what = || format!("{}: cannot read the data", path.display());
+    Ok(match npy.dtype().descr().trim_matches(|c| c == '\'' || c == '"') {
+        "<f4" => npy.into_vec::<f32>().with_context(what)?,
+        "<f8" => npy.into_vec::<f64>().with_context(what)?.into_iter().map(|v| v as f32).collect(),
+        "|u1" | "|b1" => npy.into_vec::<u8>().with_context(what)?.into_iter().map(|v| v as f32).collect(),
+        "<i4" => npy.into_vec::<i32>().with_context(what)?.into_iter().map(|v| v as f32).collect(),
+        "<i8" => npy.into_vec::<i64>().with_context(what)?.into_iter().map(|v| v as f32).collect(),
+        other => bail!("{}: dtype {other} (expected float, int or bool)", path.display()),
+    })
+}
 
 /// An array read from a .npy file, in C order (the last axis fastest).
 #[derive(Debug, Clone, PartialEq)]
@@ -233,7 +278,51 @@ mod tests {
             write_npy(&p, &vec![1.0; n], &shape.iter().map(|&d| d as u64).collect::<Vec<_>>()).unwrap();
             let head = header_f32(&shape);
             assert_eq!(&std::fs::read(&p).unwrap()[..head.len()], &head[..], "{shape:?}");
+            write_npy_f64(&p, &vec![1.0; n], &shape.iter().map(|&d| d as u64).collect::<Vec<_>>()).unwrap();
+            let head = header(&shape, "<f8");
+            let bytes = std::fs::read(&p).unwrap();
+            assert_eq!(&bytes[..head.len()], &head[..], "{shape:?}");
+            assert_eq!(bytes.len(), head.len() + 8 * n);
         }
+    }
+
+    #[test]
+    fn masks_of_any_dtype_read_as_values() {
+        let p = tmp("mask.npy");
+        for (descr, body) in [("|u1", vec![0u8, 1, 0, 2]), ("<i4", [0i32, 1, 0, -3].iter().flat_map(|v| v.to_le_bytes()).collect())] {
+            let mut bytes = header(&[2, 2], descr);
+            bytes.extend(&body);
+            std::fs::write(&p, &bytes).unwrap();
+            let v = read_any_f32(&p).unwrap();
+            assert_eq!(v.iter().map(|&x| x != 0.0).collect::<Vec<_>>(), [false, true, false, true], "{descr}");
+        }
+        let mut bytes = header(&[2, 2], "<c8");
+        bytes.extend([0u8; 32]);
+        std::fs::write(&p, &bytes).unwrap();
+        let e = read_any_f32(&p).unwrap_err().to_string();
+        assert!(e.contains("mask.npy") && e.contains("<c8"), "{e}");
+        std::fs::write(&p, &header(&[2, 2], "|u1")).unwrap();
+        let e = read_any_f32(&p).unwrap_err().to_string();
+        assert!(e.contains("mask.npy") && e.contains("truncated"), "{e}");
+    }
+
+    #[test]
+    fn the_header_gives_the_float_layout_and_refuses_other_dtypes() {
+        let p = tmp("layout.npy");
+        for (descr, want) in [("<f4", Some((4, false))), (">f8", Some((8, true))), ("<i4", None), ("|u1", None)] {
+            let mut bytes = header(&[3], descr);
+            bytes.extend([0u8; 24]);
+            std::fs::write(&p, &bytes).unwrap();
+            let (_, h) = open(&p).unwrap();
+            assert_eq!((h.shape.as_slice(), h.data_at), (&[3usize][..], header(&[3], descr).len()));
+            match want {
+                Some(w) => assert_eq!(h.float(&p).unwrap(), w, "{descr}"),
+                None => assert!(h.float(&p).unwrap_err().to_string().contains(descr), "{descr}"),
+            }
+        }
+        // A shape whose byte count overflows is an error, not a wrapped length.
+        std::fs::write(&p, header(&[1 << 40, 1 << 40], "<f8")).unwrap();
+        assert!(open(&p).unwrap_err().to_string().contains("overflows"));
     }
 
     #[test]

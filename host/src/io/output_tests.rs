@@ -1,3 +1,5 @@
+//! Tests of the trace and image writers.
+
 use super::*;
 use crate::io::segy::read_segy;
 

@@ -4,25 +4,9 @@
 
 use std::path::Path;
 
-use anyhow::Context;
-use npyz::WriterBuilder;
-
 use super::Image;
 use crate::io::output::{write_grid, Grid, GridImage, SampleAxis, TraceOrder};
-use crate::io::AtomicFile;
 use crate::traces::TraceSet;
-
-/// Writes `data` with `shape` as a float32 .npy through a temporary file.
-pub fn write_npy(path: &Path, shape: &[u64], data: &[f32]) -> anyhow::Result<()> {
-    let mut f = AtomicFile::create(path)?;
-    {
-        let mut w = npyz::WriteOptions::new().default_dtype().shape(shape).writer(&mut f).begin_nd()?;
-        w.extend(data.iter().copied())?;
-        w.finish()?;
-    }
-    f.commit().with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
 
 /// The image grid as the output module's [`Grid`]: class-major, then x (inline = ix + 1), then y
 /// (crossline = iy + 1), bin centres from the image grid, offset = the class centre.
@@ -63,24 +47,4 @@ pub fn segy_layout(img: &Image) -> (Vec<crate::traces::TraceHeader>, crate::io::
 /// [traces, samples]).
 pub fn write_traces(path: &Path, t: &TraceSet) -> anyhow::Result<()> {
     crate::io::output::write_traces(path, t, "seisgpu ktm model: traces modelled from an image (Kirchhoff adjoint)")
-}
-
-/// A float32 .npy: (shape, data).
-pub fn read_npy(path: &Path) -> anyhow::Result<(Vec<usize>, Vec<f32>)> { crate::io::npy::read_f32(path) }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    #[test]
-    fn npy_round_trip() {
-        let dir = std::env::temp_dir().join(format!("seisgpu-ktm-npy-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("a.npy");
-        let data: Vec<f32> = (0..24).map(|i| i as f32 * 0.5).collect();
-        write_npy(&p, &[2, 3, 4], &data).unwrap();
-        let (shape, back) = read_npy(&p).unwrap();
-        assert_eq!(shape, vec![2, 3, 4]);
-        assert_eq!(back, data);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }

@@ -4,48 +4,14 @@
 use std::io::Write;
 use std::path::Path;
 
+use anyhow::Context;
+
 use super::{Aperture, Estimate, EstimateParams, Param, Range};
 use crate::io::output::{write_grid, Grid, GridImage, OutputFormat, SampleAxis, TraceOrder};
-use crate::io::AtomicFile;
+use crate::io::{npy, AtomicFile};
 
-/// Writes a little-endian `.npy` (format 1.0) of `descr` (`<f4`, `<f8`, `<u4`) and `shape`.
-fn write_npy(path: &Path, descr: &str, shape: &[usize], bytes: &[u8]) -> std::io::Result<()> {
-    let mut f = AtomicFile::create(path)?;
-    f.write_all(&npy_header(descr, shape))?;
-    f.write_all(bytes)?;
-    f.commit()
-}
-
-/// The header of the volumes' `.npy` files (MPI ranks write their parts behind it).
-pub fn npy_header(descr: &str, shape: &[usize]) -> Vec<u8> {
-    let dims = match shape.len() {
-        1 => format!("({},)", shape[0]),
-        _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
-    };
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {dims}, }}");
-    // Magic (6) + version (2) + length (2) + header + '\n' padded to a multiple of 64.
-    let total = (10 + header.len() + 1).next_multiple_of(64);
-    header.push_str(&" ".repeat(total - 10 - header.len() - 1));
-    header.push('\n');
-    let mut h = b"\x93NUMPY\x01\x00".to_vec();
-    h.extend((header.len() as u16).to_le_bytes());
-    h.extend(header.as_bytes());
-    h
-}
-
-/// `.npy` of f32 values.
-pub fn write_npy_f32(path: &Path, shape: &[usize], data: &[f32]) -> std::io::Result<()> {
-    assert_eq!(shape.iter().product::<usize>(), data.len(), "npy shape does not match the data");
-    let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
-    write_npy(path, "<f4", shape, &bytes)
-}
-
-/// `.npy` of f64 values.
-pub fn write_npy_f64(path: &Path, shape: &[usize], data: &[f64]) -> std::io::Result<()> {
-    assert_eq!(shape.iter().product::<usize>(), data.len(), "npy shape does not match the data");
-    let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
-    write_npy(path, "<f8", shape, &bytes)
-}
+/// The header of the volumes' `.npy` files (MPI ranks write their parts behind it): [`crate::io::npy::header`].
+pub fn npy_header(descr: &str, shape: &[usize]) -> Vec<u8> { npy::header(shape, descr) }
 
 /// Checks that the output folder `dir` can be one: an existing file there is an error naming it.
 pub fn check_dir(dir: &Path) -> std::io::Result<()> {
@@ -59,14 +25,14 @@ pub fn check_dir(dir: &Path) -> std::io::Result<()> {
 
 /// Writes A.npy .. E.npy and S.npy (ny x nx x ns), positions.npy (ny x nx x 2: x, y in m) and
 /// nlbf.json (grid, sampling, units, `extra` fields) into `dir`. Returns the files written.
-pub fn write_estimate(dir: &Path, est: &Estimate, extra: serde_json::Value) -> std::io::Result<Vec<std::path::PathBuf>> {
+pub fn write_estimate(dir: &Path, est: &Estimate, extra: serde_json::Value) -> anyhow::Result<Vec<std::path::PathBuf>> {
     check_dir(dir)?;
-    std::fs::create_dir_all(dir).map_err(|e| std::io::Error::new(e.kind(), format!("creating the folder {}: {e}", dir.display())))?;
-    let shape = [est.grid.ny, est.grid.nx, est.ns];
+    std::fs::create_dir_all(dir).with_context(|| format!("creating the folder {}", dir.display()))?;
+    let shape = [est.grid.ny, est.grid.nx, est.ns].map(|d| d as u64);
     let mut files = Vec::new();
     for p in Param::ALL {
         let path = dir.join(format!("{}.npy", p.name()));
-        write_npy_f32(&path, &shape, &est.volume(p))?;
+        npy::write_npy(&path, &est.volume(p), &shape)?;
         files.push(path);
     }
     files.extend(write_description(dir, est, extra)?);
@@ -79,7 +45,7 @@ pub fn write_estimate(dir: &Path, est: &Estimate, extra: serde_json::Value) -> s
 pub fn write_estimate_as(dir: &Path, est: &Estimate, extra: serde_json::Value, format: OutputFormat)
     -> anyhow::Result<Vec<std::path::PathBuf>> {
     let ext = match format {
-        OutputFormat::Npy => return Ok(write_estimate(dir, est, extra)?),
+        OutputFormat::Npy => return write_estimate(dir, est, extra),
         OutputFormat::Segy => "sgy",
         OutputFormat::Su => "su",
     };
@@ -109,15 +75,15 @@ pub fn volume_grid(est: &Estimate) -> Grid {
 
 /// positions.npy and nlbf.json of [`write_estimate`] (from `est`'s grid and sampling alone: its
 /// picks may be a part or none).
-pub fn write_description(dir: &Path, est: &Estimate, extra: serde_json::Value) -> std::io::Result<Vec<std::path::PathBuf>> {
+pub fn write_description(dir: &Path, est: &Estimate, extra: serde_json::Value) -> anyhow::Result<Vec<std::path::PathBuf>> {
     description(dir, est, extra, "npy")
 }
 
-fn description(dir: &Path, est: &Estimate, extra: serde_json::Value, ext: &str) -> std::io::Result<Vec<std::path::PathBuf>> {
+fn description(dir: &Path, est: &Estimate, extra: serde_json::Value, ext: &str) -> anyhow::Result<Vec<std::path::PathBuf>> {
     let mut files = Vec::new();
     let pos: Vec<f64> = est.positions().into_iter().flat_map(|(x, y)| [x, y]).collect();
     let path = dir.join("positions.npy");
-    write_npy_f64(&path, &[est.grid.ny, est.grid.nx, 2], &pos)?;
+    npy::write_npy_f64(&path, &pos, &[est.grid.ny as u64, est.grid.nx as u64, 2])?;
     files.push(path);
     let meta = serde_json::json!({
         "grid": { "nx": est.grid.nx, "ny": est.grid.ny, "spacing_x_m": est.grid.sx, "spacing_y_m": est.grid.sy,
@@ -158,19 +124,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn npy_header_is_aligned_and_parsable() {
+    fn the_volumes_header_is_that_of_the_written_files() {
         let dir = std::env::temp_dir().join(format!("seisgpu-nlbf-npy-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("x.npy");
-        write_npy_f32(&p, &[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+        npy::write_npy(&p, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
         let b = std::fs::read(&p).unwrap();
-        assert_eq!(&b[..8], b"\x93NUMPY\x01\x00");
-        let hl = u16::from_le_bytes([b[8], b[9]]) as usize;
-        assert_eq!((10 + hl) % 64, 0);
-        let h = std::str::from_utf8(&b[10..10 + hl]).unwrap();
-        assert!(h.contains("'shape': (2, 3)") && h.ends_with('\n'));
-        assert_eq!(f32::from_le_bytes(b[10 + hl..14 + hl].try_into().unwrap()), 1.0);
-        assert_eq!(b.len(), 10 + hl + 24);
+        let h = npy_header("<f4", &[2, 3]);
+        assert_eq!(&b[..h.len()], &h[..]);
+        assert_eq!(h.len() % 64, 0);
+        assert_eq!(f32::from_le_bytes(b[h.len()..h.len() + 4].try_into().unwrap()), 1.0);
+        assert_eq!(b.len(), h.len() + 24);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -68,39 +68,12 @@ struct NpyHead {
     data_at: u64,
 }
 
-fn read_head(path: &Path, f: &mut File) -> anyhow::Result<NpyHead> {
-    use std::io::Read;
-    let mut pre = [0u8; 12];
-    f.read_exact(&mut pre).with_context(|| format!("{} is not a .npy file (shorter than a header)", path.display()))?;
-    if &pre[..6] != b"\x93NUMPY" {
-        bail!("{} is not a .npy file (no \\x93NUMPY magic)", path.display());
-    }
-    let data_at = match pre[6] {
-        1 => 10 + u16::from_le_bytes([pre[8], pre[9]]) as u64,
-        2 | 3 => 12 + u32::from_le_bytes([pre[8], pre[9], pre[10], pre[11]]) as u64,
-        v => bail!("{}: .npy format version {v}", path.display()),
-    };
-    let len = f.metadata()?.len();
-    if data_at > len || data_at > 1 << 20 {
-        bail!("{}: .npy header of {data_at} bytes in a file of {len}", path.display());
-    }
-    let mut head = vec![0u8; data_at as usize];
-    use std::os::unix::fs::FileExt;
-    f.read_exact_at(&mut head, 0).with_context(|| format!("{}: truncated .npy header", path.display()))?;
-    let npy = npyz::NpyFile::new(&head[..]).with_context(|| format!("{} is not a .npy file", path.display()))?;
-    let (size, big) = match npy.dtype() {
-        npyz::DType::Plain(ts) if ts.type_char() == npyz::TypeChar::Float && matches!(ts.size_field(), 4 | 8) => {
-            (ts.size_field() as usize, ts.endianness() == npyz::Endianness::Big)
-        }
-        d => bail!("{}: dtype {} is not supported (expected float32 or float64)", path.display(), d.descr()),
-    };
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).with_context(|| format!("{}: shape {shape:?} overflows", path.display()))?;
-    let need = n.checked_mul(size).and_then(|b| (b as u64).checked_add(data_at));
-    if need.is_none_or(|need| len < need) {
-        bail!("{}: {len} bytes, too few for the header's shape {shape:?} of {size}-byte values (truncated?)", path.display());
-    }
-    Ok(NpyHead { shape, size, big, fortran: npy.order() == npyz::Order::Fortran, data_at })
+/// The header through [`crate::io::npy::open`] (its checks: a .npy file holding every value it
+/// announces), with the float layout the runs decode.
+fn read_head(path: &Path) -> anyhow::Result<(File, NpyHead)> {
+    let (f, h) = crate::io::npy::open(path)?;
+    let (size, big) = h.float(path)?;
+    Ok((f, NpyHead { shape: h.shape, size, big, fortran: h.fortran, data_at: h.data_at as u64 }))
 }
 
 /// Reads values by runs: from the file (C order) or, for Fortran-order arrays, from memory.
@@ -197,8 +170,7 @@ fn index_label(a: &AxisMeta, k: usize) -> String {
 /// Cuts the panel chosen by `sel` out of the .npy array at `path`, at most `max_traces` traces
 /// of `max_samples` samples (evenly decimated beyond).
 pub fn npy_panel(path: &Path, layout: Option<&str>, sel: &Selection, max_traces: usize, max_samples: usize) -> anyhow::Result<Panel> {
-    let mut f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let head = read_head(path, &mut f)?;
+    let (f, head) = read_head(path)?;
     let shape = head.shape.clone();
     let (axes_meta, description, assumed) = describe_axes(path, &shape, layout)?;
     let nd = shape.len();

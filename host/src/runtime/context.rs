@@ -1,3 +1,5 @@
+//! One GPU: its properties read from the driver, its context, streams and the loaded kernel module.
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

@@ -1,3 +1,5 @@
+//! Errors of the GPU runtime.
+
 use cudarc::driver::DriverError;
 
 /// Errors from the GPU runtime. Launch failures name the kernel and its launch shape.

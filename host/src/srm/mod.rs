@@ -22,7 +22,6 @@ pub mod cpu;
 pub mod design;
 pub mod gpu;
 pub mod impulse;
-pub mod npy;
 pub mod synthetic;
 
 use std::sync::Arc;

@@ -1,3 +1,5 @@
+//! Tests of the velocity models and their readers.
+
 use super::*;
 use crate::velocity::examples::{self, Example, ExampleParams};
 

@@ -118,36 +118,9 @@ pub fn read_volume(path: &Path) -> Result<(Vec<f32>, [usize; 3])> {
     Ok((data, [shape[0], shape[1], shape[2]]))
 }
 
-/// Any `.npy` array (float, integer or bool), flattened to f32: for trace masks.
-pub fn read_array(bytes: &[u8]) -> Result<Vec<f32>> {
-    let npy = npyz::NpyFile::new(bytes)?;
-    let descr = npy.dtype().descr();
-    Ok(match descr.trim_matches(|c| c == '\'' || c == '"') {
-        "<f4" => npy.into_vec::<f32>()?,
-        "<f8" => npy.into_vec::<f64>()?.into_iter().map(|v| v as f32).collect(),
-        "|u1" | "|b1" => npy.into_vec::<u8>()?.into_iter().map(|v| v as f32).collect(),
-        "<i4" => npy.into_vec::<i32>()?.into_iter().map(|v| v as f32).collect(),
-        "<i8" => npy.into_vec::<i64>()?.into_iter().map(|v| v as f32).collect(),
-        other => bail!("dtype {other} (expected float, int or bool)"),
-    })
-}
-
 /// Writes a 3D f32 volume as `.npy` (atomically).
 pub fn write_volume(path: &Path, data: &[f32], shape: [usize; 3]) -> Result<()> {
-    use npyz::WriterBuilder;
-    ensure!(data.len() == shape.iter().product::<usize>(), "volume of {} samples for shape {shape:?}", data.len());
-    let mut f = AtomicFile::create(path)?;
-    {
-        let mut w = npyz::WriteOptions::new()
-            .default_dtype()
-            .shape(&shape.map(|d| d as u64))
-            .writer(&mut f)
-            .begin_nd()?;
-        w.extend(data.iter().copied())?;
-        w.finish()?;
-    }
-    f.commit().with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    crate::io::npy::write_npy(path, data, &shape.map(|d| d as u64))
 }
 
 #[cfg(test)]

@@ -1,3 +1,5 @@
+//! Tests of the cubes cut from the volume and the boxes folded back into its rows.
+
 use super::*;
 
 #[test]
