@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use seisgpu_host::bench::{BenchSize, Ceilings};
+use seisgpu_lab::bench::{BenchSize, Ceilings};
 use seisgpu_host::ktm::{
     self, AntiAlias, Aperture, GpuLimits, Image, ImageGrid, OffsetClasses, Params, Variant, Velocity, VelocityVolume,
 };
@@ -241,7 +241,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         Cmd::Model(a) => run_model(a, global),
         Cmd::Bench(a) => {
             let backend = global.backend()?;
-            let rows = ktm::bench::bench(&backend, a.size, &Ceilings::default())?;
+            let rows = seisgpu_lab::ktm::bench(&backend, a.size, &Ceilings::default())?;
             println!("{:18} {:33} {:10} {:>10} {:>10}  check | note", "workload", "variant", "scope", "median s", "contrib/s");
             for r in &rows {
                 // The paper's figure once per workload (on the CPU row).
@@ -260,7 +260,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         }
         Cmd::Demo(a) => {
             let backend = global.backend()?;
-            let row = ktm::bench::demo(&backend, &a.out_dir, seisgpu_host::bench::DemoSize::Small)?;
+            let row = seisgpu_lab::ktm::demo(&backend, &a.out_dir, seisgpu_lab::bench::DemoSize::Small)?;
             println!("ktm demo on {} in {:.2} s: {}", row.backend, row.seconds, row.quality);
             Ok(())
         }
@@ -379,7 +379,7 @@ pub fn input(i: &InputArgs, grid: &ImageGrid) -> anyhow::Result<TraceSet> {
             }
             Ok(t)
         }
-        "random" => Ok(ktm::bench::scattered_traces(i.traces, 500, 0.004, grid, 2000.0, 7)),
+        "random" => Ok(seisgpu_lab::ktm::scattered_traces(i.traces, 500, 0.004, grid, 2000.0, 7)),
         other => bail!("--synthetic `{other}`: expected diffractor, reflector or random"),
     }
 }

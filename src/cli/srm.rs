@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use seisgpu_host::bench::{BenchSize, Ceilings};
+use seisgpu_lab::bench::{BenchSize, Ceilings};
 use seisgpu_host::srm::design::{DesignParams, FilterKind, Operator, Spacing};
 use seisgpu_host::srm::impulse::compare_with_phase_shift;
 use seisgpu_host::io::sidecar::{ArrayMeta, AxisMeta};
@@ -515,7 +515,7 @@ fn run_design(a: &DesignArgs) -> anyhow::Result<()> {
 
 fn run_bench(a: &BenchArgs, global: &Global) -> anyhow::Result<()> {
     let backend = global.backend()?;
-    let rows = srm::bench::bench_with(&backend, a.size, &Ceilings::default(), a.step_only)?;
+    let rows = seisgpu_lab::srm::bench_with(&backend, a.size, &Ceilings::default(), a.step_only)?;
     println!("{:<10} {:<22} {:<11} {:>12} {:>9}  {}", "workload", "variant", "scope", "median ms", "of ceil", "check / note");
     for r in rows {
         let frac = r.fraction_of_ceiling.map(|f| format!("{:.0}%", 100.0 * f)).unwrap_or_default();

@@ -18,7 +18,6 @@
 //! the record is zero but its trace still counts in M; a zero denominator gives S = 0; on equal S
 //! the lowest linear parameter index wins ((A, D) index = iA * nD + iD, (B, E) = iB * nE + iE).
 
-pub mod bench;
 pub mod cpu;
 pub mod gpu;
 pub mod nmo_cmp;

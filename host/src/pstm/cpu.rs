@@ -19,7 +19,7 @@ use crate::traces::TraceSet;
 /// Calls `g(batch trace, ds2, dr2)` for every trace of class `k` of `batch` whose midpoint is
 /// within the aperture of the column at (x, y) (image-relative m), in batch (sorted) order.
 #[inline(always)]
-pub(crate) fn for_each_trace<G: FnMut(usize, f32, f32)>(kp: &KParams, batch: &Batch, k: u32, x: f32, y: f32, mut g: G) {
+pub fn for_each_trace<G: FnMut(usize, f32, f32)>(kp: &KParams, batch: &Batch, k: u32, x: f32, y: f32, mut g: G) {
     let ((bx0, bx1), (by0, by1)) = kp.bins.around(x, y, kp.aperture);
     for by in by0..=by1 {
         let row = ((k * kp.bins.ny + by) * kp.bins.nx) as usize;

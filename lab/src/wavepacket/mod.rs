@@ -31,14 +31,14 @@ use anyhow::Result;
 use num_complex::Complex32;
 use rayon::prelude::*;
 
-use super::apps;
-use super::cpu::CpuEngine;
-use super::fragments::{Fragmented, Tiling};
-use super::gpu::GpuEngine;
-use super::{Finest, Frame, FrameParams, Gather, Params};
-use crate::backend::Backend;
+use seisgpu_host::wavepacket::apps;
+use seisgpu_host::wavepacket::cpu::CpuEngine;
+use seisgpu_host::wavepacket::fragments::{Fragmented, Tiling};
+use seisgpu_host::wavepacket::gpu::GpuEngine;
+use seisgpu_host::wavepacket::{Finest, Frame, FrameParams, Gather, Params};
+use seisgpu_host::backend::Backend;
 use crate::bench::{BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
-use crate::runtime::{GpuTimer, Stats};
+use seisgpu_host::runtime::{GpuTimer, Stats};
 
 /// Seconds into the wave-packet benchmark after which no more repeats are added (each measurement
 /// still runs once). The whole paper-size run is planned at about 100 s on the H100 machine.
@@ -334,7 +334,7 @@ fn rel_l2_par(a: &[f32], b: &[f32]) -> f64 {
 
 /// Gaussian noise of standard deviation `sigma` added over all cores (fixed seeds per chunk).
 fn add_noise_par(v: &mut [f32], sigma: f32, seed: u64) {
-    v.par_chunks_mut(1 << 20).enumerate().for_each(|(i, c)| crate::synth::add_noise(c, sigma, seed.wrapping_mul(1_000_003) + i as u64));
+    v.par_chunks_mut(1 << 20).enumerate().for_each(|(i, c)| seisgpu_host::synth::add_noise(c, sigma, seed.wrapping_mul(1_000_003) + i as u64));
 }
 
 /// A realistic test cube: dipping and curved events plus noise at a tenth of their RMS.
@@ -784,7 +784,7 @@ fn stages(e: &mut GpuEngine, forward: bool, clock: &Clock) -> Result<Vec<(String
             per.entry(k).or_default().push(v);
         }
     }
-    Ok(per.into_iter().map(|(k, v)| (k, crate::runtime::median(&v))).collect())
+    Ok(per.into_iter().map(|(k, v)| (k, seisgpu_host::runtime::median(&v))).collect())
 }
 
 fn bench_fragments(backend: &Backend, fw: &FragmentWork, clock: &Clock, cpu_pairs: &[(usize, f64)], sink: &mut Sink) -> Result<()> {
@@ -800,7 +800,7 @@ fn bench_fragments(backend: &Backend, fw: &FragmentWork, clock: &Clock, cpu_pair
     let wl = fragment_workload(fw);
     let variant = format!("{}-fragments", backend.name());
     // The check pass, also the warm-up: forward + inverse of every cube must give the volume back.
-    let out = tr.process_with(&vol, crate::wavepacket::CoeffEdit::Identity)?.volume;
+    let out = tr.process_with(&vol, seisgpu_host::wavepacket::CoeffEdit::Identity)?.volume;
     let err = rel_l2_par(&out, &vol);
     drop(out);
     let chk = format!("forward+inverse rel L2 {err:.1e}");
@@ -809,7 +809,7 @@ fn bench_fragments(backend: &Backend, fw: &FragmentWork, clock: &Clock, cpu_pair
         return Ok(());
     }
     // Identity edit: the coefficients stay on the device (as a thresholding app's do).
-    let st = clock.repeat(0, fw.repeats, || wall_ms(|| tr.process_with(&vol, crate::wavepacket::CoeffEdit::Identity).map(drop)))?;
+    let st = clock.repeat(0, fw.repeats, || wall_ms(|| tr.process_with(&vol, seisgpu_host::wavepacket::CoeffEdit::Identity).map(drop)))?;
     let count = tr.tiling.count();
     let samples = vol.len() as f64;
     let mut note = format!("{count} cubes of {}^3 (overlap >= {}), {} engine(s), forward + inverse per cube (coefficients stay on the device), check pass + {} timed{}",
@@ -889,8 +889,8 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> Result<DemoRow
     let shape = [n1, n1, n3];
     let clean = apps::synthetic_cube(shape, 0.004, 25.0);
     let mut noisy = clean.clone();
-    let sigma = crate::synth::rms(&clean) * 0.5;
-    crate::synth::add_noise(&mut noisy, sigma, 3);
+    let sigma = seisgpu_host::synth::rms(&clean) * 0.5;
+    seisgpu_host::synth::add_noise(&mut noisy, sigma, 3);
     let directional = Params { frame: FrameParams { finest: Finest::Directional, ..FrameParams::default() }, ..Params::default() };
     let tr = Fragmented::new(backend, shape, 256, 32, &directional, false)?;
     let d = apps::denoise(&tr, &noisy, None, 3.0)?;
@@ -921,8 +921,8 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> Result<DemoRow
         ("wavepacket-pocs.png", &p.volume, "POCS interpolation"),
     ] {
         let path = out_dir.join(name);
-        let axes = crate::plot::Axes::time_s(0.0, 0.004).traces(0.0, 1.0, "crossline (index)");
-        crate::plot::section_png_with(&path, &section(v), n1, n3, &format!("wave packets: {title}, inline {mid}"), &axes)?;
+        let axes = seisgpu_host::plot::Axes::time_s(0.0, 0.004).traces(0.0, 1.0, "crossline (index)");
+        seisgpu_host::plot::section_png_with(&path, &section(v), n1, n3, &format!("wave packets: {title}, inline {mid}"), &axes)?;
         if path.exists() {
             images.push(path);
         }

@@ -14,16 +14,16 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use gpu_kernels::srm::RowMap;
+use seisgpu_host::kernels::srm::RowMap;
 
-use super::design::{DesignParams, Operator};
-use super::gpu::{DeviceOperator, Planes};
-use super::synthetic::{column_peak, flat_reflector};
-use super::{cpu, design_for, gpu, validate_inputs, FreqPlan, GpuOptions, GpuVariant, SrmParams, Taper};
-use crate::backend::Backend;
+use seisgpu_host::srm::design::{DesignParams, Operator};
+use seisgpu_host::srm::gpu::{DeviceOperator, Planes};
+use seisgpu_host::srm::synthetic::{column_peak, flat_reflector};
+use seisgpu_host::srm::{cpu, design_for, gpu, validate_inputs, FreqPlan, GpuOptions, GpuVariant, SrmParams, Taper};
+use seisgpu_host::backend::Backend;
 use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
-use crate::runtime::timing::measure_cpu;
-use crate::runtime::{Gpu, GpuTimer, Stats};
+use seisgpu_host::runtime::timing::measure_cpu;
+use seisgpu_host::runtime::{Gpu, GpuTimer, Stats};
 
 const PAPER: &str = "paper 4 (SRMIP, G80): 8x to 15x over one optimised CPU core";
 
@@ -42,14 +42,14 @@ fn measure_bandwidth(gpu: &Gpu) -> anyhow::Result<f64> {
     let mut b = gpu.zeros::<f32>(n)?;
     let timer = GpuTimer::new(gpu.stream())?;
     let st = timer.measure(2, 10, || {
-        gpu.stream().memcpy_dtod(&a, &mut b).map_err(crate::runtime::GpuError::driver("copying"))
+        gpu.stream().memcpy_dtod(&a, &mut b).map_err(seisgpu_host::runtime::GpuError::driver("copying"))
     })?;
     Ok(2.0 * (n * 4) as f64 / (st.median_ms * 1e-3))
 }
 
 fn random_planes(len: usize, seed: u64) -> Vec<f32> {
     use rand::RngExt;
-    let mut r = crate::synth::rng(seed);
+    let mut r = seisgpu_host::synth::rng(seed);
     (0..len).map(|_| r.random_range(-1.0f32..1.0)).collect()
 }
 
@@ -69,7 +69,7 @@ fn step_case(size: BenchSize) -> anyhow::Result<StepCase> {
     let n = if size == BenchSize::Paper { 400 } else { 96 };
     let planes = 16;
     let (d, dz) = (25.0, 10.0);
-    let sp = super::design::Spacing { dx: d, dy: d, dz, two_d: false };
+    let sp = seisgpu_host::srm::design::Spacing { dx: d, dy: d, dz, two_d: false };
     let tau = 2.0 * std::f64::consts::PI;
     let (vmin, vmax, fmin, fmax) = (1500.0, 4500.0, 5.0, 60.0);
     let op = Operator::new(DesignParams::default(), sp, tau * fmin * dz / vmax, tau * fmax * dz / vmin, 128)
@@ -310,7 +310,7 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
     let mid = 100 * k;
     let (traces, model) = flat_reflector(nx, 1, nz, d, dz, &[0.0, 250.0], &[1800.0, 2500.0], zr, 512, 0.004, 20.0, 1);
     let params = SrmParams { fmin: 4.0, fmax: 45.0, ricker_peak: 20.0, taper_width: 20, aperture: 1e9, ..Default::default() };
-    let img = super::migrate(backend, &traces, &model, &params, false)?;
+    let img = seisgpu_host::srm::migrate(backend, &traces, &model, &params, false)?;
     let want = (zr / dz).round() as i64;
     // Columns within 300 m of the shot (mid-line): farther out the line's end limits the aperture.
     let errs: Vec<i64> = (mid - 30..=mid + 30).step_by(15).map(|ix| column_peak(&img, ix, 0, 10) as i64 - want).collect();
@@ -325,8 +325,8 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
         }
     }
     let png = out_dir.join("srm-flat-reflector.png");
-    let axes = crate::plot::Axes::depth_m(0.0, dz).traces(0.0, d, "x (m)");
-    crate::plot::section_png_with(&png, &section, nx, nz, "srm: flat reflector at 400 m under two layers", &axes)?;
+    let axes = seisgpu_host::plot::Axes::depth_m(0.0, dz).traces(0.0, d, "x (m)");
+    seisgpu_host::plot::section_png_with(&png, &section, nx, nz, "srm: flat reflector at 400 m under two layers", &axes)?;
     Ok(DemoRow {
         algorithm: "srm".into(),
         backend: backend.name().into(),
