@@ -4,6 +4,54 @@
 use serde::{Deserialize, Serialize};
 
 pub use seisgpu_host::bench::{rel_l2, BenchRow, BenchSize};
+use seisgpu_host::srm::GpuVariant;
+
+/// Which workloads and kernels a run times (`seisgpu bench --case`, `--kernels`); the default,
+/// everything.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Workload names to run alone (`None`: every workload).
+    pub cases: Option<Vec<String>>,
+    /// The SRM GPU kernels to time (`None`: every one).
+    pub kernels: Option<Vec<GpuVariant>>,
+}
+
+impl Selection {
+    /// Whether the workload `name` runs.
+    pub fn wants(&self, name: &str) -> bool { self.cases.as_ref().is_none_or(|c| c.iter().any(|n| n == name)) }
+
+    /// Whether the SRM kernel `k` is timed.
+    pub fn times(&self, k: GpuVariant) -> bool { self.kernels.as_ref().is_none_or(|o| o.contains(&k)) }
+}
+
+/// The SRM kernels the benchmark times, by the names `--kernels` takes.
+pub const SRM_KERNELS: [GpuVariant; 4] = [GpuVariant::Paper, GpuVariant::PaperPairCapped, GpuVariant::Cluster, GpuVariant::ClusterD];
+
+/// Parses a `--case` list: comma-separated names, each one of `known` (else an error listing them).
+pub fn parse_cases(list: &str, known: &[String]) -> anyhow::Result<Vec<String>> {
+    let cases: Vec<String> = list.split(',').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect();
+    anyhow::ensure!(!cases.is_empty(), "--case `{list}`: no workload named (known: {})", known.join(", "));
+    for c in &cases {
+        anyhow::ensure!(known.contains(c), "--case: unknown workload `{c}` (known: {})", known.join(", "));
+    }
+    Ok(cases)
+}
+
+/// Parses a `--kernels` list: comma-separated SRM kernel names (paper, paperq56, cluster, clusterd).
+pub fn parse_kernels(list: &str) -> anyhow::Result<Vec<GpuVariant>> {
+    let names = || SRM_KERNELS.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", ");
+    let kernels: Vec<GpuVariant> = list
+        .split(',')
+        .map(|k| k.trim())
+        .filter(|k| !k.is_empty())
+        .map(|k| match k.parse::<GpuVariant>() {
+            Ok(v) if SRM_KERNELS.contains(&v) => Ok(v),
+            _ => Err(anyhow::anyhow!("--kernels: unknown kernel `{k}` (known: {})", names())),
+        })
+        .collect::<anyhow::Result<_>>()?;
+    anyhow::ensure!(!kernels.is_empty(), "--kernels `{list}`: no kernel named (known: {})", names());
+    Ok(kernels)
+}
 
 /// Size of the `seisgpu demo` run: `small` (the default: under a minute on a 2-core CPU),
 /// `medium` and `large` scale every demo's survey by 2 and 4 along each horizontal axis (the
@@ -107,4 +155,24 @@ pub fn measure_ceilings(gpu: &seisgpu_host::runtime::Gpu) -> seisgpu_host::runti
     let sfu_t = timer.measure(1, 5, || launch!(gpu, "sfu_rate", cfg, &sfu_iters, &seed, &mut out))?;
     let sfu = total * sfu_iters as f64 * 8.0 / (sfu_t.median_ms * 1e-3);
     Ok(Ceilings { bandwidth, fp32, sfu })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn case_and_kernel_lists() {
+        let known: Vec<String> = ["a-1", "b-2"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(parse_cases(" b-2, a-1 ", &known).unwrap(), ["b-2", "a-1"]);
+        let e = parse_cases("a-1,c", &known).unwrap_err().to_string();
+        assert!(e.contains("`c`") && e.contains("a-1, b-2"), "{e}");
+        assert!(parse_cases(",", &known).is_err());
+        assert_eq!(parse_kernels("clusterd,paper").unwrap(), [GpuVariant::ClusterD, GpuVariant::Paper]);
+        let e = parse_kernels("auto").unwrap_err().to_string();
+        assert!(e.contains("`auto`") && e.contains("paper, paperq56, cluster, clusterd"), "{e}");
+        let sel = Selection { cases: Some(vec!["a-1".into()]), kernels: Some(vec![GpuVariant::Cluster]) };
+        assert!(sel.wants("a-1") && !sel.wants("b-2") && sel.times(GpuVariant::Cluster) && !sel.times(GpuVariant::Paper));
+        assert!(Selection::default().wants("anything") && Selection::default().times(GpuVariant::Paper));
+    }
 }

@@ -5,36 +5,72 @@ use std::path::{Path, PathBuf};
 
 use seisgpu_host::Backend;
 
-use crate::bench::{measure_ceilings, BenchRow, BenchSize, Ceilings};
+use crate::bench::{measure_ceilings, parse_cases, parse_kernels, BenchRow, BenchSize, Ceilings, Selection};
 use crate::report::Report;
 use crate::{ktm, nlbf, pstm, srm, velan, wavepacket};
 
-/// One algorithm's benchmark: its rows at a size, given the device's ceilings.
-pub type BenchFn = fn(&Backend, BenchSize, &Ceilings) -> anyhow::Result<Vec<BenchRow>>;
+/// One algorithm's benchmark: its rows at a size, given the device's ceilings, of what a
+/// [`Selection`] picks.
+pub type BenchFn = fn(&Backend, BenchSize, &Ceilings, &Selection) -> anyhow::Result<Vec<BenchRow>>;
+
+/// One algorithm of `seisgpu bench`.
+pub struct Algorithm {
+    pub name: &'static str,
+    pub bench: BenchFn,
+    /// Its workloads that `--case` can name, at a size (none: it runs whole or not at all).
+    pub cases: fn(BenchSize) -> Vec<String>,
+}
+
+fn no_cases(_: BenchSize) -> Vec<String> { Vec::new() }
+fn nlbf_cases(_: BenchSize) -> Vec<String> { nlbf::NAMES.iter().map(|n| n.to_string()).collect() }
+fn pstm_bench(b: &Backend, s: BenchSize, c: &Ceilings, _: &Selection) -> anyhow::Result<Vec<BenchRow>> { pstm::bench(b, s, c) }
+fn wavepacket_bench(b: &Backend, s: BenchSize, c: &Ceilings, _: &Selection) -> anyhow::Result<Vec<BenchRow>> { wavepacket::bench(b, s, c) }
+fn srm_bench(b: &Backend, s: BenchSize, c: &Ceilings, sel: &Selection) -> anyhow::Result<Vec<BenchRow>> { srm::bench_with(b, s, c, false, sel) }
+fn velan_bench(b: &Backend, s: BenchSize, c: &Ceilings, _: &Selection) -> anyhow::Result<Vec<BenchRow>> { velan::bench(b, s, c) }
 
 /// The algorithms of `seisgpu bench all`, in run order.
-pub const ALGORITHMS: [(&str, BenchFn); 6] = [
-    ("nlbf", nlbf::bench),
-    ("ktm", ktm::bench),
-    ("pstm", pstm::bench),
-    ("wavepacket", wavepacket::bench),
-    ("srm", srm::bench),
-    ("velan", velan::bench),
+pub const ALGORITHMS: [Algorithm; 6] = [
+    Algorithm { name: "nlbf", bench: nlbf::bench_selected, cases: nlbf_cases },
+    Algorithm { name: "ktm", bench: ktm::bench_selected, cases: ktm::names },
+    Algorithm { name: "pstm", bench: pstm_bench, cases: no_cases },
+    Algorithm { name: "wavepacket", bench: wavepacket_bench, cases: no_cases },
+    Algorithm { name: "srm", bench: srm_bench, cases: no_cases },
+    Algorithm { name: "velan", bench: velan_bench, cases: no_cases },
 ];
 
 /// The algorithms `what` names: `all`, one algorithm, or `ceilings` (none: the ceilings only).
-pub fn select(what: &str) -> anyhow::Result<Vec<&'static (&'static str, BenchFn)>> {
+pub fn select(what: &str) -> anyhow::Result<Vec<&'static Algorithm>> {
     Ok(match what {
         "all" => ALGORITHMS.iter().collect(),
         "ceilings" => vec![],
         w => {
-            let found: Vec<_> = ALGORITHMS.iter().filter(|(n, _)| *n == w).collect();
+            let found: Vec<_> = ALGORITHMS.iter().filter(|a| a.name == w).collect();
             if found.is_empty() {
                 anyhow::bail!("unknown benchmark `{w}` (expected all, nlbf, ktm, pstm, pstm-accuracy, wavepacket, srm, velan or ceilings)");
             }
             found
         }
     })
+}
+
+/// Narrows `selected` by `--case` (comma-separated workload names, each one of the selected
+/// algorithms' at `size`; only the algorithms owning a named workload then run) and `--kernels`
+/// (SRM kernels; srm must be selected). Unknown names are an error listing the known ones.
+pub fn narrow(selected: Vec<&'static Algorithm>, size: BenchSize, case: Option<&str>, kernels: Option<&str>)
+    -> anyhow::Result<(Vec<&'static Algorithm>, Selection)> {
+    let mut sel = Selection::default();
+    let mut selected = selected;
+    if let Some(list) = kernels {
+        anyhow::ensure!(selected.iter().any(|a| a.name == "srm"), "--kernels picks SRM kernels, but srm is not among the benchmarks run");
+        sel.kernels = Some(parse_kernels(list)?);
+    }
+    if let Some(list) = case {
+        let known: Vec<String> = selected.iter().flat_map(|a| (a.cases)(size)).collect();
+        let cases = parse_cases(list, &known)?;
+        selected.retain(|a| (a.cases)(size).iter().any(|c| cases.contains(c)));
+        sel.cases = Some(cases);
+    }
+    Ok((selected, sel))
 }
 
 /// An empty report of this build on `device`.
@@ -54,7 +90,7 @@ pub fn new_report(device: String, ceilings: Option<Ceilings>) -> Report {
 /// Runs `selected` on `backend` at `size` (the ceilings first, on a GPU) and writes the report
 /// into `out` after every algorithm, so a run cut short still leaves what it measured. An
 /// algorithm that fails is reported and the others still run; the run then fails naming them.
-pub fn run(backend: &Backend, selected: &[&(&str, BenchFn)], size: BenchSize, out: &Path) -> anyhow::Result<()> {
+pub fn run(backend: &Backend, selected: &[&Algorithm], sel: &Selection, size: BenchSize, out: &Path) -> anyhow::Result<()> {
     let (device, ceilings) = match backend {
         Backend::Gpu(gpu) => {
             let c = measure_ceilings(gpu)?;
@@ -70,10 +106,11 @@ pub fn run(backend: &Backend, selected: &[&(&str, BenchFn)], size: BenchSize, ou
     };
     let mut report = new_report(device, ceilings);
     let pb = seisgpu_host::progress::bar(selected.len() as u64, "bench");
-    for (name, f) in selected {
-        pb.set_message(name.to_string());
+    for a in selected {
+        let name = a.name;
+        pb.set_message(name);
         let t = std::time::Instant::now();
-        match f(backend, size, &ceilings.unwrap_or_default()) {
+        match (a.bench)(backend, size, &ceilings.unwrap_or_default(), sel) {
             Ok(rows) => {
                 eprintln!("{name}: {} rows in {:.1} s", rows.len(), t.elapsed().as_secs_f64());
                 report.rows.extend(rows)

@@ -17,12 +17,12 @@ use std::path::Path;
 
 use seisgpu_host::ktm::{migrate, Image, ImageGrid, Params, Plan, Variant, Velocity};
 use seisgpu_host::backend::Backend;
-use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
+use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize, Selection};
 use seisgpu_host::runtime::timing::measure_cpu;
 use seisgpu_host::runtime::{Gpu, GpuTimer, Stats};
 use seisgpu_host::traces::{TraceHeader, TraceSet};
 
-pub use seisgpu_host::ktm::workloads::{scattered_traces, vrms, workloads, Workload};
+pub use seisgpu_host::ktm::workloads::{names, scattered_traces, vrms, workloads, workloads_named, Workload};
 
 /// SASS instructions per contribution of the bare columns kernels (sm_90, from the disassembly of
 /// their inner loops; docs/notes/ktm.md): v1 205 for 8 image times of one trace, v2 396 and fast
@@ -55,9 +55,6 @@ pub fn other_instr_per_contribution(v: Variant) -> Option<(f64, bool)> {
 /// bound (the share of each path depends on the data: 111.25 gave 106% on the H100).
 pub const COLUMNS_AA_INSTR_PER_CONTRIBUTION: f64 = 71.25;
 
-/// `SEISGPU_KTM_CASE`: comma-separated workload names (e.g. `ktm-table2-4096`) to run alone.
-pub const CASE_ENV: &str = "SEISGPU_KTM_CASE";
-
 /// The first `n` traces of a set.
 fn subset(t: &TraceSet, n: usize) -> TraceSet {
     let n = n.min(t.len());
@@ -86,12 +83,13 @@ fn time_gpu(gpu: &Gpu, warmup: usize, repeats: usize, mut f: impl FnMut() -> any
 
 /// Runs every workload on the CPU reference and (when `backend` is a GPU) every GPU variant.
 pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow::Result<Vec<BenchRow>> {
+    bench_selected(backend, size, ceilings, &Selection::default())
+}
+
+/// [`bench`] of the workloads `sel` names (see [`names`]).
+pub fn bench_selected(backend: &Backend, size: BenchSize, ceilings: &Ceilings, sel: &Selection) -> anyhow::Result<Vec<BenchRow>> {
     let mut rows = Vec::new();
-    let only: Option<Vec<String>> = std::env::var(CASE_ENV).ok().map(|s| s.split(',').map(|c| c.trim().to_string()).collect());
-    for wl in workloads(size) {
-        if only.as_ref().is_some_and(|o| !o.contains(&wl.name)) {
-            continue;
-        }
+    for wl in workloads_named(size, |n| sel.wants(n)) {
         rows.extend(bench_workload(backend, size, ceilings, &wl)?);
     }
     Ok(rows)
@@ -310,4 +308,17 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
             peak/rms {:.0} (noisy input, S/N 2, {} traces)", ix.abs_diff(c).max(iy.abs_diff(c)), it.abs_diff(100), peak / rms, traces.len()),
         images: if path.exists() { vec![path] } else { vec![] },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_are_the_workloads_names() {
+        use super::*;
+        let size = BenchSize::Small;
+        let built: Vec<String> = workloads(size).into_iter().map(|w| w.name).collect();
+        assert_eq!(names(size), built);
+        let one: Vec<String> = workloads_named(size, |n| n == "ktm-table1").into_iter().map(|w| w.name).collect();
+        assert_eq!(one, ["ktm-table1"]);
+    }
 }

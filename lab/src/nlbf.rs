@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use seisgpu_host::nlbf::{cpu, gpu, synth, Estimate, EstimateParams, Setup};
 use seisgpu_host::backend::Backend;
-use crate::bench::{BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
+use crate::bench::{BenchRow, BenchSize, Ceilings, DemoRow, DemoSize, Selection};
 use seisgpu_host::runtime::timing::{measure_cpu, GpuTimer, Stats};
 use seisgpu_host::runtime::Gpu;
 use seisgpu_host::traces::TraceSet;
@@ -131,13 +131,12 @@ struct Workload {
     paper: &'static str,
 }
 
-/// `SEISGPU_NLBF_CASE`: comma-separated workload names (e.g. `nlbf-crossspread-3d`) to run alone.
-pub const CASE_ENV: &str = "SEISGPU_NLBF_CASE";
+/// The workloads' names, in run order.
+pub const NAMES: [&str; 2] = ["nlbf-synthetic-2d", "nlbf-crossspread-3d"];
 
-/// The workloads (those named in [`CASE_ENV`] when it is set; the others are not even generated).
-fn workloads(size: BenchSize) -> Vec<Workload> {
-    let only: Option<Vec<String>> = std::env::var(CASE_ENV).ok().map(|s| s.split(',').map(|c| c.trim().to_string()).collect());
-    let wanted = |name: &str| only.as_ref().is_none_or(|o| o.iter().any(|c| c == name));
+/// The workloads `sel` names (the others are not even generated).
+fn workloads(size: BenchSize, sel: &Selection) -> Vec<Workload> {
+    let wanted = |name: &str| sel.wants(name);
     let mut v = Vec::new();
     if wanted("nlbf-synthetic-2d") {
         let (t2, p2) = synth::synthetic_2d(size);
@@ -182,8 +181,13 @@ fn scaled(s: Stats, f: f64) -> Stats {
 
 /// Runs every NLBF workload on the CPU reference and, with a GPU, every GPU variant.
 pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow::Result<Vec<BenchRow>> {
+    bench_selected(backend, size, ceilings, &Selection::default())
+}
+
+/// [`bench`] of the workloads `sel` names (see [`NAMES`]).
+pub fn bench_selected(backend: &Backend, size: BenchSize, ceilings: &Ceilings, sel: &Selection) -> anyhow::Result<Vec<BenchRow>> {
     let mut rows = Vec::new();
-    for w in workloads(size) {
+    for w in workloads(size, sel) {
         let t_setup = Instant::now();
         let setup = Setup::new(&w.traces, &w.params)?;
         let setup_ms = t_setup.elapsed().as_secs_f64() * 1e3;

@@ -21,7 +21,7 @@ use seisgpu_host::srm::gpu::{DeviceOperator, Planes};
 use seisgpu_host::srm::synthetic::{column_peak, flat_reflector};
 use seisgpu_host::srm::{cpu, design_for, gpu, validate_inputs, FreqPlan, GpuOptions, GpuVariant, SrmParams, Taper};
 use seisgpu_host::backend::Backend;
-use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
+use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize, Selection};
 use seisgpu_host::runtime::timing::measure_cpu;
 use seisgpu_host::runtime::{Gpu, GpuTimer, Stats};
 
@@ -83,11 +83,13 @@ fn step_case(size: BenchSize) -> anyhow::Result<StepCase> {
 /// Runs every workload on the CPU and, when present, on the GPU; GPU results are checked against
 /// the CPU before they are timed.
 pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow::Result<Vec<BenchRow>> {
-    bench_with(backend, size, ceilings, false)
+    bench_with(backend, size, ceilings, false, &Selection::default())
 }
 
-/// [`bench`], optionally without the srm-shot workload (`step_only`).
-pub fn bench_with(backend: &Backend, size: BenchSize, ceilings: &Ceilings, step_only: bool) -> anyhow::Result<Vec<BenchRow>> {
+/// [`bench`], optionally without the srm-shot workload (`step_only`), timing only the kernels
+/// `sel` names (the srm-shot workload also runs the paper's kernel, its reference).
+pub fn bench_with(backend: &Backend, size: BenchSize, ceilings: &Ceilings, step_only: bool, sel: &Selection)
+    -> anyhow::Result<Vec<BenchRow>> {
     let mut rows = Vec::new();
     let threads = rayon::current_num_threads();
     // ---- srm-step ----
@@ -119,12 +121,8 @@ pub fn bench_with(backend: &Backend, size: BenchSize, ceilings: &Ceilings, step_
         let timer = GpuTimer::new(g.stream())?;
         let variants = [(GpuVariant::Paper, 1usize), (GpuVariant::Paper, 16), (GpuVariant::PaperPairCapped, 16),
             (GpuVariant::Cluster, 16), (GpuVariant::ClusterD, 16)];
-        // SEISGPU_SRM_BENCH_KERNELS=cluster,clusterd: time only these (comparisons on the device machine).
-        let only: Option<Vec<GpuVariant>> = std::env::var("SEISGPU_SRM_BENCH_KERNELS").ok()
-            .map(|v| v.split(',').map(|k| k.trim().parse::<GpuVariant>().map_err(anyhow::Error::msg)).collect::<anyhow::Result<_>>())
-            .transpose()?;
         for (variant, count) in variants {
-            if only.as_ref().is_some_and(|o| !o.contains(&variant)) {
+            if !sel.times(variant) {
                 continue;
             }
             if let Some(k) = gpu::ClusterKernel::of(variant) {

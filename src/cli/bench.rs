@@ -27,6 +27,14 @@ pub struct Args {
     /// combined Markdown, JSON and charts into --out.
     #[arg(long, num_args = 1..)]
     pub merge: Vec<PathBuf>,
+    /// Run only these workloads (comma-separated names, e.g. `ktm-table2-4096,nlbf-crossspread-3d`):
+    /// the ktm and nlbf workloads have names; only the benchmarks owning one run. An unknown name is
+    /// an error listing the known ones at this --size.
+    #[arg(long, value_name = "NAME[,NAME...]")]
+    pub case: Option<String>,
+    /// SRM GPU kernels to time (comma-separated: paper, paperq56, cluster, clusterd); default all.
+    #[arg(long, value_name = "KERNEL[,KERNEL...]")]
+    pub kernels: Option<String>,
 }
 
 pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
@@ -37,11 +45,16 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         return harness::pstm_accuracy(&global.backend()?, args.size, &args.out);
     }
     let selected = harness::select(&args.what)?;
+    if global.gpus.is_some() {
+        anyhow::ensure!(args.case.is_none() && args.kernels.is_none(),
+            "--case and --kernels pick single-device workloads; the strong-scaling rows (--gpus) take the SEISGPU_SCALE_CASE variable");
+    }
     if let Some(devices) = global.backends()? {
-        let names: Vec<&str> = selected.iter().map(|(n, _)| *n).collect();
+        let names: Vec<&str> = selected.iter().map(|a| a.name).collect();
         return scaling(args, &devices, &names);
     }
-    harness::run(&global.backend()?, &selected, args.size, &args.out)
+    let (selected, sel) = harness::narrow(selected, args.size, args.case.as_deref(), args.kernels.as_deref())?;
+    harness::run(&global.backend()?, &selected, &sel, args.size, &args.out)
 }
 
 /// `seisgpu bench [what] --gpus N|all`: strong scaling of each selected pipeline on 1, 2, 4, ...

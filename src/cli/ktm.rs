@@ -226,6 +226,10 @@ pub struct BenchArgs {
     /// `small` (seconds on a 2-core CPU) or `paper` (the paper's sizes).
     #[arg(long, default_value = "small")]
     pub size: BenchSize,
+    /// Run only these workloads (comma-separated names: ktm-table2-<traces>, ktm-table1); an unknown
+    /// name is an error listing the known ones at this --size.
+    #[arg(long, value_name = "NAME[,NAME...]")]
+    pub case: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -240,8 +244,10 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         Cmd::Migrate(a) => run_migrate(a, global),
         Cmd::Model(a) => run_model(a, global),
         Cmd::Bench(a) => {
+            let cases = a.case.as_deref().map(|c| seisgpu_lab::bench::parse_cases(c, &seisgpu_lab::ktm::names(a.size))).transpose()?;
             let backend = global.backend()?;
-            let rows = seisgpu_lab::ktm::bench(&backend, a.size, &Ceilings::default())?;
+            let sel = seisgpu_lab::bench::Selection { cases, ..Default::default() };
+            let rows = seisgpu_lab::ktm::bench_selected(&backend, a.size, &Ceilings::default(), &sel)?;
             println!("{:18} {:33} {:10} {:>10} {:>10}  check | note", "workload", "variant", "scope", "median s", "contrib/s");
             for r in &rows {
                 // The paper's figure once per workload (on the CPU row).

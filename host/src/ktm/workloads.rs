@@ -47,24 +47,37 @@ fn table2_grid(size: BenchSize) -> ImageGrid {
 pub fn vrms() -> Velocity { Velocity::Function { t0: 0.0, dt: 0.5, v: (0..12).map(|k| 1500.0 + 250.0 * k as f32).collect() } }
 
 /// The benchmark workloads at `size`.
-pub fn workloads(size: BenchSize) -> Vec<Workload> {
+pub fn workloads(size: BenchSize) -> Vec<Workload> { workloads_named(size, |_| true) }
+
+/// The workloads' names at `size`, in [`workloads`] order (without generating their traces).
+pub fn names(size: BenchSize) -> Vec<String> {
+    table2_counts(size).iter().map(|&(n, ..)| format!("ktm-table2-{n}")).chain(["ktm-table1".to_string()]).collect()
+}
+
+/// Trace counts of the Table 2 workloads at `size`, with the paper's CPU and GPU times (s).
+fn table2_counts(size: BenchSize) -> Vec<(usize, usize, usize)> {
+    let paper2 = [(4096, 2096, 100), (8192, 4343, 200), (40960, 24124, 1243), (83968, 49663, 2616)];
+    match size {
+        BenchSize::Paper => paper2.to_vec(),
+        BenchSize::Small => paper2[..2].iter().map(|&(n, c, g)| (n / 32, c, g)).collect(),
+    }
+}
+
+/// The workloads at `size` whose name `wanted` accepts (the others are not generated).
+pub fn workloads_named(size: BenchSize, wanted: impl Fn(&str) -> bool) -> Vec<Workload> {
     let mut w = Vec::new();
     let g2 = table2_grid(size);
-    let paper2 = [(4096, 2096, 100), (8192, 4343, 200), (40960, 24124, 1243), (83968, 49663, 2616)];
     let (ns2, dt2) = match size {
         BenchSize::Paper => (1024, 0.004),
         BenchSize::Small => (256, 0.004),
     };
-    for (k, &(n, cpu, gpu)) in paper2.iter().enumerate() {
-        let n = match size {
-            BenchSize::Paper => n,
-            BenchSize::Small => n / 32,
-        };
-        if size == BenchSize::Small && k >= 2 {
-            break;
+    for (k, &(n, cpu, gpu)) in table2_counts(size).iter().enumerate() {
+        let name = format!("ktm-table2-{n}");
+        if !wanted(&name) {
+            continue;
         }
         w.push(Workload {
-            name: format!("ktm-table2-{n}"),
+            name,
             traces: scattered_traces(n, ns2, dt2, &g2, 4000.0, 20 + k as u64),
             params: Params::bare(g2, vrms()),
             paper: Some(format!("CPU {cpu} s (4 threads), GPU {gpu} s (C1060)")),
@@ -78,6 +91,9 @@ pub fn workloads(size: BenchSize) -> Vec<Workload> {
         BenchSize::Paper => (6727, 640),
         BenchSize::Small => (400, 128),
     };
+    if !wanted("ktm-table1") {
+        return w;
+    }
     w.push(Workload {
         name: "ktm-table1".into(),
         traces: scattered_traces(n1, ns1, 0.008, &g1, 3000.0, 11),

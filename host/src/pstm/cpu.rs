@@ -34,8 +34,9 @@ pub fn for_each_trace<G: FnMut(usize, f32, f32)>(kp: &KParams, batch: &Batch, k:
     }
 }
 
-/// Packs the traces of a batch: row t is `packed_len` (a, d) entries.
-pub(crate) fn pack_batch(traces: &TraceSet, batch: &Batch, packed_len: usize) -> Vec<[f32; 2]> {
+/// Packs the traces of a batch: row t is `packed_len` (a, d) entries. Public, with [`pack_rows`],
+/// for the benchmarks' timings of the GPU path's host steps.
+pub fn pack_batch(traces: &TraceSet, batch: &Batch, packed_len: usize) -> Vec<[f32; 2]> {
     let mut out = vec![[0.0f32; 2]; batch.index.len() * packed_len];
     pack_rows(traces, &batch.index, packed_len, &mut out);
     out
@@ -43,7 +44,7 @@ pub(crate) fn pack_batch(traces: &TraceSet, batch: &Batch, packed_len: usize) ->
 
 /// Packs the traces `index` of `traces` into the rows of `out` (`packed_len` (a, d) entries each),
 /// in parallel.
-pub(crate) fn pack_rows(traces: &TraceSet, index: &[u32], packed_len: usize, out: &mut [[f32; 2]]) {
+pub fn pack_rows(traces: &TraceSet, index: &[u32], packed_len: usize, out: &mut [[f32; 2]]) {
     out.par_chunks_mut(packed_len.max(1)).zip(index.par_iter()).for_each(|(row, &i)| {
         pack_trace(traces.trace(i as usize), row);
     });
