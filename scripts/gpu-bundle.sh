@@ -3,7 +3,8 @@
 #   bundle/seisgpu            the release CLI
 #   bundle/integration        the integration-test binary (all GPU tests)
 #   bundle/host-unit          host's unit tests
-#   bundle/run-tests.sh       runs both, printing every skip and failure
+#   bundle/lab-unit           the benchmark crate's unit tests
+#   bundle/run-tests.sh       runs them all, printing every skip and failure
 #   bundle/kernels.ptx        the embedded PTX (for ptxas / inspection)
 #   bundle/kernels-sm90.ptx   the embedded sm_90 module (thread-block-cluster kernels `sm90_*`)
 # Usage: scripts/gpu-bundle.sh [out-dir]   (default: bundle/, git-ignored; name it in `carry`)
@@ -29,6 +30,7 @@ for line in sys.stdin:
     pkg = m["package_id"]
     if name == "integration": dst = "integration"
     elif "seisgpu-host" in pkg and m["target"]["kind"] == ["lib"]: dst = "host-unit"
+    elif "seisgpu-lab" in pkg and m["target"]["kind"] == ["lib"]: dst = "lab-unit"
     elif "gpu-kernels" in pkg: dst = "kernels-unit"
     else: continue
     shutil.copy(m["executable"], f"{out}/{dst}")
@@ -36,14 +38,14 @@ for line in sys.stdin:
 ' "$out"
 cp target/ptx/seisgpu-kernels.ptx "$out/kernels.ptx"
 cp target/ptx/seisgpu-kernels-sm90.ptx "$out/kernels-sm90.ptx"
-strip "$out"/seisgpu "$out"/integration "$out"/host-unit "$out"/kernels-unit 2>/dev/null || true
+strip "$out"/seisgpu "$out"/integration "$out"/host-unit "$out"/lab-unit "$out"/kernels-unit 2>/dev/null || true
 cat > "$out/run-tests.sh" <<'EOS'
 #!/usr/bin/env bash
 # Runs the bundled tests on a GPU machine. Extra arguments go to the test harness (e.g. a filter).
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 rc=0
-for t in integration host-unit kernels-unit; do
+for t in integration host-unit lab-unit kernels-unit; do
   [ -x "./$t" ] || continue
   echo "== $t"
   "./$t" --test-threads=1 "$@" || rc=1

@@ -1,4 +1,5 @@
-//! What every benchmark reports, so `seisgpu bench` can print one table, JSON and charts.
+//! What every benchmark reports: the problem size and the measured row (the harness, reports and
+//! charts are the `seisgpu-lab` crate; the strong-scaling rows of [`crate::scale`] are built here).
 
 use serde::{Deserialize, Serialize};
 
@@ -20,39 +21,6 @@ impl std::str::FromStr for BenchSize {
             "small" => Ok(Self::Small),
             "paper" => Ok(Self::Paper),
             o => Err(format!("unknown size `{o}` (expected small or paper)")),
-        }
-    }
-}
-
-/// Size of the `seisgpu demo` run: `small` (the default: under a minute on a 2-core CPU),
-/// `medium` and `large` scale every demo's survey by 2 and 4 along each horizontal axis (the
-/// wave-packet cube also in time), for GPU runs or patient CPUs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DemoSize {
-    Small,
-    Medium,
-    Large,
-}
-
-impl DemoSize {
-    /// Linear scale factor of the horizontal axes.
-    pub fn factor(self) -> usize {
-        match self {
-            Self::Small => 1,
-            Self::Medium => 2,
-            Self::Large => 4,
-        }
-    }
-}
-
-impl std::str::FromStr for DemoSize {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "small" => Ok(Self::Small),
-            "medium" => Ok(Self::Medium),
-            "large" => Ok(Self::Large),
-            o => Err(format!("unknown demo size `{o}` (expected small, medium or large)")),
         }
     }
 }
@@ -84,45 +52,6 @@ impl BenchRow {
     pub fn throughput(&self) -> f64 { self.work / (self.stats.median_ms * 1e-3) }
 }
 
-/// The device's measured ceilings (one measurement per run).
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
-pub struct Ceilings {
-    /// Device-to-device copy, bytes read + written per second.
-    pub bandwidth: f64,
-    /// FP32 FMA rate, flop/s.
-    pub fp32: f64,
-    /// Special-function (ex2/rsqrt) rate, op/s.
-    pub sfu: f64,
-}
-
-/// Peak instruction issue rate of a device, in thread instructions per second: each SM issues one
-/// warp instruction per scheduler per cycle, the same slots an FP32 FMA (2 flop per lane) takes, so
-/// half the FP32 rate: the measured one (`ceilings.fp32`) when there is one, else `nominal_fp32`.
-pub fn peak_issue(ceilings: &Ceilings, nominal_fp32: f64) -> f64 {
-    if ceilings.fp32 > 0.0 { ceilings.fp32 / 2.0 } else { nominal_fp32 / 2.0 }
-}
-
-/// Marks `row` as bound by instruction issue: `instr` SASS instructions (per thread) per unit of
-/// work, counted from the kernel's disassembly, at `peak` thread instructions/s (see [`peak_issue`])
-/// give the ceiling `peak / instr` work units/s; sets the ceiling text and the fraction reached.
-/// `what` qualifies the count (e.g. "SASS instr/contribution").
-pub fn set_issue_ceiling(row: &mut BenchRow, instr: f64, what: &str, peak: f64) {
-    let ceiling = peak / instr;
-    row.ceiling = Some(format!("issue limit ({instr} {what}) {ceiling:.2e}/s"));
-    row.fraction_of_ceiling = Some(row.throughput() / ceiling);
-}
-
-/// One line of `seisgpu demo`'s table.
-#[derive(Debug, Clone, Serialize)]
-pub struct DemoRow {
-    pub algorithm: String,
-    pub backend: String,
-    pub seconds: f64,
-    /// The quality figure that matters for this algorithm, in words with its number.
-    pub quality: String,
-    pub images: Vec<std::path::PathBuf>,
-}
-
 /// Relative L2 difference ||a - b|| / ||b|| in f64.
 pub fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
     assert_eq!(a.len(), b.len(), "rel_l2 of slices of different lengths");
@@ -133,36 +62,4 @@ pub fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
         den += (y as f64) * (y as f64);
     }
     if den == 0.0 { num.sqrt() } else { (num / den).sqrt() }
-}
-
-/// Measures the device's ceilings: a 1 GiB device-to-device copy (bytes read + written), the FP32
-/// FMA rate and the SFU (`ex2.approx`) rate, each the median of several timed runs after warm-up.
-pub fn measure_ceilings(gpu: &crate::runtime::Gpu) -> crate::runtime::error::GpuResult<Ceilings> {
-    use crate::launch;
-    use crate::runtime::{GpuTimer, LaunchConfig};
-    let timer = GpuTimer::new(gpu.stream())?;
-
-    let n = 1usize << 28; // 1 GiB of f32
-    let src = gpu.upload(&vec![1.0f32; n])?;
-    let mut dst = gpu.zeros::<f32>(n)?;
-    let copy = timer.measure(2, 7, || {
-        gpu.stream()
-            .memcpy_dtod(&src, &mut dst)
-            .map_err(crate::runtime::GpuError::driver("device-to-device copy"))
-    })?;
-    let bandwidth = 2.0 * (n * 4) as f64 / (copy.median_ms * 1e-3);
-    drop((src, dst));
-
-    let blocks = gpu.info().multiprocessors as u32 * 8;
-    let threads = 256u32;
-    let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
-    let total = (blocks * threads) as f64;
-    let mut out = gpu.zeros::<f32>((blocks * threads) as usize)?;
-    let (iters, seed) = (8192u32, 0.5f32);
-    let fma = timer.measure(1, 5, || launch!(gpu, "fma_rate", cfg, &iters, &seed, &mut out))?;
-    let fp32 = total * iters as f64 * 16.0 * 2.0 / (fma.median_ms * 1e-3);
-    let sfu_iters = 2048u32;
-    let sfu_t = timer.measure(1, 5, || launch!(gpu, "sfu_rate", cfg, &sfu_iters, &seed, &mut out))?;
-    let sfu = total * sfu_iters as f64 * 8.0 / (sfu_t.median_ms * 1e-3);
-    Ok(Ceilings { bandwidth, fp32, sfu })
 }

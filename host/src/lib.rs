@@ -2,7 +2,9 @@
 //!
 //! One module per algorithm, each in the same shape as its device twin in `gpu-kernels/src/<algo>`:
 //! `mod.rs` (parameters, validation, the public driver that picks CPU or GPU), `cpu.rs` (the rayon
-//! reference), `gpu.rs` (uploads, launches, downloads), `bench.rs` (the benchmark workloads).
+//! reference), `gpu.rs` (uploads, launches, downloads). The benchmark harness, reports and the demo
+//! are the `seisgpu-lab` crate; what it times below the drivers (each algorithm's GPU engine or
+//! resident buffers, e.g. `ktm::gpu::Resident`, `wavepacket::gpu::GpuEngine`) is public for it.
 //! Pure math (moveout, traveltime, weights, recursions) lives in `gpu_kernels` and is shared.
 //!
 //! # Walk-through
@@ -56,7 +58,6 @@ pub mod io;
 pub mod multi;
 pub mod plot;
 pub mod progress;
-pub mod report;
 pub mod runtime;
 pub mod scale;
 pub mod synth;

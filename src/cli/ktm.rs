@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use seisgpu_host::bench::{BenchSize, Ceilings};
+use seisgpu_lab::bench::{BenchSize, Ceilings};
 use seisgpu_host::ktm::{
     self, AntiAlias, Aperture, GpuLimits, Image, ImageGrid, OffsetClasses, Params, Variant, Velocity, VelocityVolume,
 };
@@ -226,6 +226,10 @@ pub struct BenchArgs {
     /// `small` (seconds on a 2-core CPU) or `paper` (the paper's sizes).
     #[arg(long, default_value = "small")]
     pub size: BenchSize,
+    /// Run only these workloads (comma-separated names: ktm-table2-<traces>, ktm-table1); an unknown
+    /// name is an error listing the known ones at this --size.
+    #[arg(long, value_name = "NAME[,NAME...]")]
+    pub case: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -240,8 +244,10 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         Cmd::Migrate(a) => run_migrate(a, global),
         Cmd::Model(a) => run_model(a, global),
         Cmd::Bench(a) => {
+            let cases = a.case.as_deref().map(|c| seisgpu_lab::bench::parse_cases(c, &seisgpu_lab::ktm::names(a.size))).transpose()?;
             let backend = global.backend()?;
-            let rows = ktm::bench::bench(&backend, a.size, &Ceilings::default())?;
+            let sel = seisgpu_lab::bench::Selection { cases, ..Default::default() };
+            let rows = seisgpu_lab::ktm::bench_selected(&backend, a.size, &Ceilings::default(), &sel)?;
             println!("{:18} {:33} {:10} {:>10} {:>10}  check | note", "workload", "variant", "scope", "median s", "contrib/s");
             for r in &rows {
                 // The paper's figure once per workload (on the CPU row).
@@ -260,7 +266,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         }
         Cmd::Demo(a) => {
             let backend = global.backend()?;
-            let row = ktm::bench::demo(&backend, &a.out_dir, seisgpu_host::bench::DemoSize::Small)?;
+            let row = seisgpu_lab::ktm::demo(&backend, &a.out_dir, seisgpu_lab::bench::DemoSize::Small)?;
             println!("ktm demo on {} in {:.2} s: {}", row.backend, row.seconds, row.quality);
             Ok(())
         }
@@ -379,7 +385,7 @@ pub fn input(i: &InputArgs, grid: &ImageGrid) -> anyhow::Result<TraceSet> {
             }
             Ok(t)
         }
-        "random" => Ok(ktm::bench::scattered_traces(i.traces, 500, 0.004, grid, 2000.0, 7)),
+        "random" => Ok(seisgpu_lab::ktm::scattered_traces(i.traces, 500, 0.004, grid, 2000.0, 7)),
         other => bail!("--synthetic `{other}`: expected diffractor, reflector or random"),
     }
 }

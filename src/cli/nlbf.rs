@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use seisgpu_host::bench::BenchSize;
+use seisgpu_lab::bench::BenchSize;
 use seisgpu_host::io::output::{self, OutputFormat};
 use seisgpu_host::nlbf::{self, Aperture, CoordKey, EnhanceParams, EstimateParams, Range, Setup};
 use seisgpu_host::velocity::{Domain, VelocityModel};
@@ -243,7 +243,7 @@ fn read_input(a: &InputArgs) -> anyhow::Result<(TraceSet, Option<EstimateParams>
                 "synthetic-2d" => nlbf::synth::synthetic_2d(a.size),
                 "crossspread-3d" => nlbf::synth::crossspread_3d(a.size),
                 "demo" => {
-                    let (_, noisy, p) = nlbf::bench::demo_gather();
+                    let (_, noisy, p) = seisgpu_lab::nlbf::demo_gather();
                     (noisy, p)
                 }
                 other => bail!("unknown synthetic gather `{other}` (synthetic-2d, crossspread-3d or demo)"),

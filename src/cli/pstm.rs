@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 
-use seisgpu_host::bench::BenchSize;
+use seisgpu_lab::bench::BenchSize;
 use seisgpu_host::grid::{ImageGrid, GridRequest};
 use seisgpu_host::io::output::{self, Grid, GridImage, SampleAxis, TraceOrder};
-use seisgpu_host::pstm::bench::{self as pb, AccuracyConfig};
+use seisgpu_lab::pstm::{self as pb, AccuracyConfig};
 use seisgpu_host::velocity::{commands, Domain, VelocityModel};
 use seisgpu_host::pstm::{migrate, GpuTuning, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel, DEFAULT_DYNAMIC_TOLERANCE};
 

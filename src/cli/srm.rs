@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use seisgpu_host::bench::{BenchSize, Ceilings};
+use seisgpu_lab::bench::{BenchSize, Ceilings};
 use seisgpu_host::srm::design::{DesignParams, FilterKind, Operator, Spacing};
 use seisgpu_host::srm::impulse::compare_with_phase_shift;
 use seisgpu_host::io::sidecar::{ArrayMeta, AxisMeta};
@@ -179,6 +179,10 @@ pub struct BenchArgs {
     /// skips the srm-shot workload.
     #[arg(long)]
     pub step_only: bool,
+    /// GPU kernels to time (comma-separated: paper, paperq56, cluster, clusterd); default all. The
+    /// srm-shot workload also runs the paper's kernel, its reference.
+    #[arg(long, value_name = "KERNEL[,KERNEL...]")]
+    pub kernels: Option<String>,
 }
 
 /// `seisgpu extrapolate`: one frequency plane through `steps` depth steps in constant velocity.
@@ -515,8 +519,10 @@ fn run_design(a: &DesignArgs) -> anyhow::Result<()> {
 }
 
 fn run_bench(a: &BenchArgs, global: &Global) -> anyhow::Result<()> {
+    let kernels = a.kernels.as_deref().map(seisgpu_lab::bench::parse_kernels).transpose()?;
     let backend = global.backend()?;
-    let rows = srm::bench::bench_with(&backend, a.size, &Ceilings::default(), a.step_only)?;
+    let sel = seisgpu_lab::bench::Selection { kernels, ..Default::default() };
+    let rows = seisgpu_lab::srm::bench_with(&backend, a.size, &Ceilings::default(), a.step_only, &sel)?;
     println!("{:<10} {:<22} {:<11} {:>12} {:>9}  {}", "workload", "variant", "scope", "median ms", "of ceil", "check / note");
     for r in rows {
         let frac = r.fraction_of_ceiling.map(|f| format!("{:.0}%", 100.0 * f)).unwrap_or_default();

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod bench;
 mod defaults;
 
 mod ktm;

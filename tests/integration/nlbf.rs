@@ -2,7 +2,7 @@
 
 use seisgpu_host::backend::gpu_or_skip;
 use seisgpu_host::bench::BenchSize;
-use seisgpu_host::nlbf::bench::{compare, demo_gather};
+use seisgpu_lab::nlbf::{compare, demo_gather};
 use seisgpu_host::nlbf::{self, cpu, gpu, synth, Aperture, Coordinates, EnhanceParams, EstimateParams, NmoParams, Range,
     SearchSpace, Setup};
 use seisgpu_host::synth::geometry;
@@ -410,7 +410,7 @@ fn bench_small_runs() {
         Some(g) => Backend::Gpu(g),
         None => Backend::Cpu,
     };
-    let rows = nlbf::bench::bench(&backend, BenchSize::Small, &Default::default()).unwrap();
+    let rows = seisgpu_lab::nlbf::bench(&backend, BenchSize::Small, &Default::default()).unwrap();
     for r in &rows {
         println!("{:<22} {:<16} {:<10} {:>10.3} ms  {}  {}", r.workload, r.variant, r.scope, r.stats.median_ms, r.check, r.note);
     }
@@ -439,7 +439,7 @@ fn nlbf_bench_paper() {
         };
         println!("KERNEL {kname:<20} {regs:>4} regs, {local:>5} B local, max {maxt} threads/block");
     }
-    let rows = nlbf::bench::bench(&Backend::Gpu(g), BenchSize::Paper, &Default::default()).unwrap();
+    let rows = seisgpu_lab::nlbf::bench(&Backend::Gpu(g), BenchSize::Paper, &Default::default()).unwrap();
     for r in &rows {
         let frac = r.fraction_of_ceiling.map(|f| format!("{:.1} % FP32", 100.0 * f)).unwrap_or_default();
         println!("SUMMARY {:<20} {:<15} {:<10} median {:>11.3} ms (min {:.3}, max {:.3}, n {}) {frac}", r.workload, r.variant,

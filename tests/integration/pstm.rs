@@ -3,7 +3,7 @@
 
 use seisgpu_host::backend::gpu_or_skip;
 use seisgpu_host::bench::BenchSize;
-use seisgpu_host::pstm::bench::{self as pb, AccuracyConfig};
+use seisgpu_lab::pstm::{self as pb, AccuracyConfig};
 use seisgpu_host::pstm::gpu::{Image, Prepared, TraceStaging};
 use seisgpu_host::pstm::{cpu, migrate, plan, GpuTuning, PstmParams, TraveltimeMode, TraveltimeModel};
 use seisgpu_host::traces::TraceSet;
@@ -265,7 +265,7 @@ fn a_diffractor_focuses_at_its_position() {
         backends.push(Backend::Gpu(g));
     }
     for b in backends {
-        let row = pb::demo(&b, &std::env::temp_dir().join("seisgpu-pstm-test"), seisgpu_host::bench::DemoSize::Small).unwrap();
+        let row = pb::demo(&b, &std::env::temp_dir().join("seisgpu-pstm-test"), seisgpu_lab::bench::DemoSize::Small).unwrap();
         println!("{}: {}", b.name(), row.quality);
         assert!(row.quality.contains("focused at (ix 10, iy 10, z 15"), "{}", row.quality);
     }

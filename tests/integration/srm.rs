@@ -310,7 +310,7 @@ fn pair_table_entries_interpolate_like_the_table() {
 #[test]
 fn demo_runs_on_the_cpu_and_images_its_reflector() {
     let dir = std::env::temp_dir().join(format!("seisgpu-srm-demo-{}", std::process::id()));
-    let row = seisgpu_host::srm::bench::demo(&Backend::Cpu, &dir, seisgpu_host::bench::DemoSize::Small).unwrap();
+    let row = seisgpu_lab::srm::demo(&Backend::Cpu, &dir, seisgpu_lab::bench::DemoSize::Small).unwrap();
     println!("{} on {}: {} ({:.1} s)", row.algorithm, row.backend, row.quality, row.seconds);
     assert!(row.quality.contains("within 0 ") || row.quality.contains("within 1 "), "{}", row.quality);
     let _ = std::fs::remove_dir_all(&dir);

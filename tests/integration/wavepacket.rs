@@ -295,18 +295,18 @@ fn wavepacket_bench_paper() {
     };
     // Full rows go to $WP_BENCH_OUT (as measured, so a cut-off run keeps what it had); a summary to stdout.
     let out = std::env::var("WP_BENCH_OUT").ok();
-    let mut progress = |r: &[seisgpu_host::bench::BenchRow]| {
+    let mut progress = |r: &[seisgpu_lab::bench::BenchRow]| {
         if let Some(path) = &out {
             use std::io::Write;
             let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
-            f.write_all(seisgpu_host::wavepacket::bench::table(r).as_bytes()).unwrap();
+            f.write_all(seisgpu_lab::wavepacket::table(r).as_bytes()).unwrap();
             for row in r {
-                writeln!(f, "JSON {}", seisgpu_host::wavepacket::bench::row_json(row)).unwrap();
+                writeln!(f, "JSON {}", seisgpu_lab::wavepacket::row_json(row)).unwrap();
             }
         }
-        print!("{}", seisgpu_host::wavepacket::bench::summary(r));
+        print!("{}", seisgpu_lab::wavepacket::summary(r));
     };
-    seisgpu_host::wavepacket::bench::bench_with(&Backend::Gpu(gpu), size, &Default::default(), &mut progress).unwrap();
+    seisgpu_lab::wavepacket::bench_with(&Backend::Gpu(gpu), size, &Default::default(), &mut progress).unwrap();
 }
 
 /// `Fragmented::process` on GPUs (the multi-device pipeline: raw samples copied into page-locked

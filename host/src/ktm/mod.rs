@@ -10,13 +10,15 @@
 //! integration, the padded pair layout the kernels read) -> [`cpu`] or [`gpu`] migration.
 //! The per-contribution math is `gpu_kernels::ktm`, shared by both.
 
-pub mod bench;
 pub mod cpu;
 pub mod gpu;
 pub mod interpolated;
 pub mod output;
 pub mod prep;
 pub mod prep_gpu;
+pub mod workloads;
+/// The name the strong-scaling rows ([`crate::scale`]) use for the benchmark workloads.
+pub use self::workloads as bench;
 
 use std::ops::Range;
 

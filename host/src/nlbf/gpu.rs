@@ -30,8 +30,9 @@ fn drv(what: impl Into<String>) -> impl FnOnce(cudarc::driver::DriverError) -> N
     move |e| NlbfError::Gpu(GpuError::driver(what)(e))
 }
 
-/// Raw device address of a buffer (the caller orders the streams that use it).
-pub(crate) fn dptr<T>(s: &CudaSlice<T>, stream: &Arc<CudaStream>) -> u64 {
+/// Raw device address of a buffer (the caller orders the streams that use it). Public for the
+/// benchmarks, which launch the paper's kernel by hand.
+pub fn dptr<T>(s: &CudaSlice<T>, stream: &Arc<CudaStream>) -> u64 {
     let (p, _sync) = s.device_ptr(stream);
     p
 }

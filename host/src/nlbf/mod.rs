@@ -19,7 +19,6 @@
 //! the lowest linear parameter index wins ((A, D) index = iA * nD + iD, (B, E) = iB * nE + iE).
 
 mod apertures;
-pub mod bench;
 pub mod cpu;
 mod enhance;
 pub mod gpu;

@@ -18,6 +18,14 @@ pub use colour::Colormap;
 pub use gain::{agc, clip_level, Clip};
 pub use render::{render_png, write_png};
 
+/// Registers the compiled-in DejaVu font for plotters' text (no system fonts needed).
+pub fn register_fonts() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = plotters::style::register_font("sans-serif", plotters::style::FontStyle::Normal, dejavu::sans::regular());
+    });
+}
+
 /// How traces are drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Style {

@@ -95,7 +95,7 @@ pub fn render_png(path: &Path, data: &[f32], n_traces: usize, n_samples: usize, 
     let (left, right, top, bottom) = (80u32, if bar { BAR_MARGIN } else { 30 }, 62u32, 55u32);
     let (w, h) = (pw + left + right, ph + top + bottom);
     let mut buf = vec![255u8; (w as usize) * (h as usize) * 3];
-    crate::report::register_fonts();
+    super::register_fonts();
 
     // Pass 1: the plotting area's pixel rectangle for this layout.
     let (xr, yr) = {

@@ -19,7 +19,7 @@ use crate::traces::TraceSet;
 /// Calls `g(batch trace, ds2, dr2)` for every trace of class `k` of `batch` whose midpoint is
 /// within the aperture of the column at (x, y) (image-relative m), in batch (sorted) order.
 #[inline(always)]
-pub(crate) fn for_each_trace<G: FnMut(usize, f32, f32)>(kp: &KParams, batch: &Batch, k: u32, x: f32, y: f32, mut g: G) {
+pub fn for_each_trace<G: FnMut(usize, f32, f32)>(kp: &KParams, batch: &Batch, k: u32, x: f32, y: f32, mut g: G) {
     let ((bx0, bx1), (by0, by1)) = kp.bins.around(x, y, kp.aperture);
     for by in by0..=by1 {
         let row = ((k * kp.bins.ny + by) * kp.bins.nx) as usize;
@@ -34,8 +34,9 @@ pub(crate) fn for_each_trace<G: FnMut(usize, f32, f32)>(kp: &KParams, batch: &Ba
     }
 }
 
-/// Packs the traces of a batch: row t is `packed_len` (a, d) entries.
-pub(crate) fn pack_batch(traces: &TraceSet, batch: &Batch, packed_len: usize) -> Vec<[f32; 2]> {
+/// Packs the traces of a batch: row t is `packed_len` (a, d) entries. Public, with [`pack_rows`],
+/// for the benchmarks' timings of the GPU path's host steps.
+pub fn pack_batch(traces: &TraceSet, batch: &Batch, packed_len: usize) -> Vec<[f32; 2]> {
     let mut out = vec![[0.0f32; 2]; batch.index.len() * packed_len];
     pack_rows(traces, &batch.index, packed_len, &mut out);
     out
@@ -43,7 +44,7 @@ pub(crate) fn pack_batch(traces: &TraceSet, batch: &Batch, packed_len: usize) ->
 
 /// Packs the traces `index` of `traces` into the rows of `out` (`packed_len` (a, d) entries each),
 /// in parallel.
-pub(crate) fn pack_rows(traces: &TraceSet, index: &[u32], packed_len: usize, out: &mut [[f32; 2]]) {
+pub fn pack_rows(traces: &TraceSet, index: &[u32], packed_len: usize, out: &mut [[f32; 2]]) {
     out.par_chunks_mut(packed_len.max(1)).zip(index.par_iter()).for_each(|(row, &i)| {
         pack_trace(traces.trace(i as usize), row);
     });

@@ -10,11 +10,13 @@
 //! GPU).
 //!
 //! Shape: this file (parameters, validation, the trace plan, the driver [`migrate`]), [`cpu`] (the
-//! rayon reference), [`gpu`] (uploads, launches), [`bench`] (workloads, accuracy table, demo).
+//! rayon reference), [`gpu`] (uploads, launches), [`workloads`] (the benchmark surveys and models).
 
-pub mod bench;
 pub mod cpu;
 pub mod gpu;
+pub mod workloads;
+/// The name the strong-scaling rows ([`crate::scale`]) use for the benchmark workloads.
+pub use self::workloads as bench;
 
 use anyhow::{bail, ensure, Context};
 
@@ -464,7 +466,8 @@ impl Coefs {
 
 /// Full-resolution coefficients of one column for the CPU: the shared set when nothing varies
 /// laterally, else filled into `scratch` (a few microseconds; no array for every column).
-pub(crate) fn column_coefs<'a>(p: &PstmParams, shared: &'a Option<Coefs>, col: usize,
+/// Public, with [`shared_coefs`] and [`cpu::for_each_trace`], for the benchmarks' evaluation counts.
+pub fn column_coefs<'a>(p: &PstmParams, shared: &'a Option<Coefs>, col: usize,
     scratch: &'a mut (Vec<f32>, Vec<f32>), nz_pad: usize) -> (&'a [f32], &'a [f32]) {
     match shared {
         Some(c) => c.column(0),
@@ -478,7 +481,7 @@ pub(crate) fn column_coefs<'a>(p: &PstmParams, shared: &'a Option<Coefs>, col: u
 }
 
 /// The shared coefficient set when the fields do not vary laterally (for [`column_coefs`]).
-pub(crate) fn shared_coefs(p: &PstmParams, kp: &KParams) -> Option<Coefs> {
+pub fn shared_coefs(p: &PstmParams, kp: &KParams) -> Option<Coefs> {
     (kp.coef_stride == 0).then(|| Coefs::new(p, kp, 1))
 }
 

@@ -17,7 +17,6 @@
 //! correlation of the wavefields at depth iz dz. Each shot is migrated on a window of the model: the
 //! bounding box of its source and receivers widened by the aperture on each side.
 
-pub mod bench;
 pub mod cpu;
 pub mod design;
 pub mod gpu;

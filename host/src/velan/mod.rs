@@ -8,7 +8,6 @@
 //! - [`pick`]: the picking rule (documented there) and the picks as per-CMP velocity functions.
 //! - [`nmo_gathers`]: NMO of every gather with its own picked function, with a stretch mute.
 
-pub mod bench;
 pub mod cpu;
 pub mod gpu;
 pub mod pick;

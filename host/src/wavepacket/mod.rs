@@ -10,7 +10,6 @@
 //!   interpolation; [`coeffs_io`]: coefficient files.
 
 pub mod apps;
-pub mod bench;
 pub mod coeffs_io;
 pub mod cpu;
 pub mod fragments;

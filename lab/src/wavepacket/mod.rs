@@ -31,14 +31,17 @@ use anyhow::Result;
 use num_complex::Complex32;
 use rayon::prelude::*;
 
-use super::apps;
-use super::cpu::CpuEngine;
-use super::fragments::{Fragmented, Tiling};
-use super::gpu::GpuEngine;
-use super::{Finest, Frame, FrameParams, Gather, Params};
-use crate::backend::Backend;
+use seisgpu_host::wavepacket::apps;
+use seisgpu_host::wavepacket::cpu::CpuEngine;
+use seisgpu_host::wavepacket::fragments::Fragmented;
+use seisgpu_host::wavepacket::gpu::GpuEngine;
+use seisgpu_host::wavepacket::{Finest, Frame, FrameParams, Gather, Params};
+use seisgpu_host::backend::Backend;
 use crate::bench::{BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
-use crate::runtime::{GpuTimer, Stats};
+use seisgpu_host::runtime::{GpuTimer, Stats};
+
+mod estimate;
+pub use estimate::{dry_run, estimate, Estimate};
 
 /// Seconds into the wave-packet benchmark after which no more repeats are added (each measurement
 /// still runs once). The whole paper-size run is planned at about 100 s on the H100 machine.
@@ -130,75 +133,6 @@ fn variant_name(g: Gather) -> &'static str {
 
 fn params(eps: f64, gather: Gather) -> Params { Params { eps, gather, frame: FrameParams::default() } }
 
-// ---- the time estimate --------------------------------------------------------------------------
-
-/// The cost model of [`estimate`], calibrated on the H100 machine (NVIDIA H100 80GB, 16 CPU cores):
-/// docs/notes/wavepacket.md, "Measured" (commit 349fda0, before the window tables, so the GPU box
-/// side is overestimated). Transfer and host rates are assumptions, stated here.
-mod model {
-    /// CPU reference (separable USFFT), 16 threads, 256^3, eps 1e-4: forward and inverse (ms).
-    pub const CPU_256: [f64; 2] = [2281.0, 1459.0];
-    /// Serial fraction (Amdahl) from 1 thread against 16 at 128^3: forward 1014 / 259 ms,
-    /// inverse 823 / 139 ms.
-    pub const CPU_SERIAL: [f64; 2] = [0.205, 0.114];
-    /// The paper's stencil on the CPU over the separable reference, 128^3 (1630 / 259, 362 / 139).
-    pub const CPU_STENCIL: [f64; 2] = [6.3, 2.6];
-    /// CPU cost of eps 1e-6 (q = 6) over 1e-4 (q = 4): assumed (the gathers grow 1.5x, the FFTs
-    /// and the box side, most of the time, do not).
-    pub const CPU_EPS6: f64 = 1.25;
-    /// GPU kernel time at 256^3 (ms), forward and inverse: lattice, separable, stencil at eps
-    /// 1e-4; separable at 1e-6 (stencil at 1e-6: 118.5 / 40.8). Scaled by N^3 to other sizes
-    /// (measured 512^3: lattice 67.7 / 33.6, separable 77.9 / 58.1, stencil 281 / 152).
-    pub const GPU_256: [[f64; 2]; 3] = [[9.1, 4.5], [10.3, 7.6], [37.9, 17.6]];
-    pub const GPU_256_SEP_EPS6: [f64; 2] = [10.6, 8.5];
-    pub const GPU_256_STENCIL_EPS6: [f64; 2] = [118.5, 40.8];
-    /// Host <-> device, page-locked and pageable (bytes/s); assumed.
-    pub const PINNED_BPS: f64 = 20e9;
-    pub const PAGEABLE_BPS: f64 = 10e9;
-    /// Host-side copies, comparisons, allocations of fresh memory and page locking (bytes/s of
-    /// the data touched); assumed.
-    pub const HOST_BPS: f64 = 3e9;
-    /// Fixed cost of an engine (plans, window tables), s; assumed.
-    pub const ENGINE_S: f64 = 0.3;
-}
-
-/// Expected seconds of one workload of the plan, with what they are made of.
-#[derive(Clone, Debug)]
-pub struct Estimate {
-    pub workload: String,
-    pub cpu_s: f64,
-    pub gpu_s: f64,
-    pub what: String,
-}
-
-impl Estimate {
-    pub fn total(&self) -> f64 { self.cpu_s + self.gpu_s }
-}
-
-/// CPU reference time of one transform (ms) on `threads` threads (Amdahl from the 16-thread
-/// measurement), for the separable USFFT.
-fn cpu_ms(n: usize, eps: f64, forward: bool, threads: usize) -> f64 {
-    let d = if forward { 0 } else { 1 };
-    let s = model::CPU_SERIAL[d];
-    let t16 = model::CPU_256[d] * (n as f64 / 256.0).powi(3) * (n as f64).log2() / 8.0;
-    let t1 = t16 / (s + (1.0 - s) / 16.0);
-    let eps_factor = if eps < 1e-5 { model::CPU_EPS6 } else { 1.0 };
-    t1 * (s + (1.0 - s) / threads.max(1) as f64) * eps_factor
-}
-
-/// GPU kernel time of one transform (ms), scaled by N^3 from 256^3.
-fn gpu_ms(n: usize, eps: f64, gather: Gather, forward: bool) -> f64 {
-    let d = if forward { 0 } else { 1 };
-    let at256 = match (gather, eps < 1e-5) {
-        (Gather::Lattice, _) => model::GPU_256[0][d],
-        (Gather::Separable, false) => model::GPU_256[1][d],
-        (Gather::Separable, true) => model::GPU_256_SEP_EPS6[d],
-        (Gather::Stencil, false) => model::GPU_256[2][d],
-        (Gather::Stencil, true) => model::GPU_256_STENCIL_EPS6[d],
-    };
-    at256 * (n as f64 / 256.0).powi(3)
-}
-
 /// GPU repeats: (kernel warm-up, kernel repeats, end-to-end repeats after one warm-up).
 fn gpu_repeats(n: usize) -> (usize, usize, usize) { if n >= 512 { (1, 3, 3) } else { (2, 7, 5) } }
 
@@ -206,108 +140,6 @@ fn gpu_repeats(n: usize) -> (usize, usize, usize) { if n >= 512 { (1, 3, 3) } el
 const PAGEABLE: (usize, usize) = (1, 2);
 /// Per-stage profiles (medians of this many).
 const PROFILES: usize = 3;
-
-/// Expected time of every workload of `plan` on the H100 machine's GPU (`gpu`) with its CPU on
-/// `threads` threads. Builds every frame and tiling of the plan (so a bad plan fails here).
-pub fn estimate(plan: &Plan, threads: usize, gpu: bool) -> Result<Vec<Estimate>> {
-    let mut out = Vec::new();
-    let mut last_n = 0;
-    for w in &plan.cubes {
-        let n = w.n;
-        let fr = Frame::new(n, &params(w.eps, Gather::Separable))?;
-        let n3 = (n * n * n) as f64;
-        let (bytes_v, bytes_c) = (4.0 * n3, 8.0 * fr.total as f64);
-        let mut what = format!("{} boxes, redundancy {:.2}, q = {}", fr.box_count(), fr.redundancy(), fr.geom.q);
-        let name = format!("{} / {}", workload("forward", n, w.eps), workload("inverse", n, w.eps));
-        if w.cpu_repeats.is_none() && !(gpu && !w.gpu.is_empty()) {
-            out.push(Estimate { workload: name, cpu_s: 0.0, gpu_s: 0.0, what: what + "; nothing runs without a GPU" });
-            continue;
-        }
-        // The test cube (made once per N) and its host copies.
-        let mut cpu_s = if n != last_n { 4.0 * bytes_v / model::HOST_BPS } else { 0.0 };
-        last_n = n;
-        if let Some(reps) = w.cpu_repeats {
-            let pair = (cpu_ms(n, w.eps, true, threads) + cpu_ms(n, w.eps, false, threads)) * 1e-3;
-            let mut s = (1 + reps) as f64 * pair + 2.0 * bytes_c / model::HOST_BPS;
-            if w.cpu_extras {
-                s += (cpu_ms(n, w.eps, true, 1) + cpu_ms(n, w.eps, false, 1)) * 1e-3;
-                s += (cpu_ms(n, w.eps, true, threads) * model::CPU_STENCIL[0] + cpu_ms(n, w.eps, false, threads) * model::CPU_STENCIL[1]) * 1e-3;
-            }
-            what += &format!("; CPU {} runs of forward + inverse at {:.2} s", 1 + reps, pair);
-            cpu_s += s;
-        }
-        let mut gpu_s = 0.0;
-        if gpu && !w.gpu.is_empty() {
-            let (warm, reps, e2e) = gpu_repeats(n);
-            let pinned_pair = 2.0 * (bytes_v + bytes_c) / model::PINNED_BPS;
-            // Engine, page-locked buffers; at 512^3 (no CPU) the lattice's coefficients are kept.
-            gpu_s += model::ENGINE_S + (bytes_v + bytes_c) / model::HOST_BPS;
-            if w.cpu_repeats.is_none() && w.gpu.contains(&Gather::Lattice) {
-                gpu_s += bytes_c / model::HOST_BPS;
-            }
-            for &g in &w.gpu {
-                let (kf, ki) = (gpu_ms(n, w.eps, g, true) * 1e-3, gpu_ms(n, w.eps, g, false) * 1e-3);
-                // Check (forward + inverse + comparisons), kernel forward, kernel inverse (each after
-                // a forward), end to end, pageable, stages (inverse after a forward).
-                let mut s = kf + ki + pinned_pair + 2.0 * (bytes_c + bytes_v) / model::HOST_BPS;
-                s += (warm + reps) as f64 * (kf + kf + ki);
-                s += (1 + e2e) as f64 * (kf + ki + pinned_pair);
-                if n <= 256 {
-                    s += (PAGEABLE.0 + PAGEABLE.1) as f64 * (kf + ki + 2.0 * (bytes_v + bytes_c) / model::PAGEABLE_BPS);
-                }
-                s += PROFILES as f64 * (kf + kf + ki);
-                if g == Gather::Stencil {
-                    s += 8.0 * (fr.p() as f64).powi(3) / model::HOST_BPS; // the P^3 grid and its plan
-                }
-                gpu_s += s;
-            }
-            what += &format!("; GPU {}", w.gpu.iter().map(|&g| variant_name(g)).collect::<Vec<_>>().join(", "));
-        }
-        out.push(Estimate { workload: name, cpu_s, gpu_s, what });
-    }
-    let f = &plan.fragments;
-    let tiling = Tiling::new(f.shape, f.cube, f.overlap)?;
-    let fr = Frame::new(tiling.cube, &params(1e-4, Gather::Separable))?;
-    let count = tiling.count() as f64;
-    let samples: f64 = f.shape.iter().map(|&d| d as f64).product();
-    let c3 = (tiling.cube as f64).powi(3);
-    let passes = (1 + f.repeats) as f64;
-    // Per cube: extract, copy in and out of the page-locked buffers, merge (host), plus the transform.
-    let host_cube = 4.0 * 4.0 * c3 / model::HOST_BPS;
-    let setup = 3.0 * 4.0 * samples / model::HOST_BPS;
-    let (cpu_s, gpu_s) = if gpu {
-        let kf = gpu_ms(tiling.cube, 1e-4, Gather::Separable, true) * 1e-3;
-        let ki = gpu_ms(tiling.cube, 1e-4, Gather::Separable, false) * 1e-3;
-        let pair = kf + ki + 2.0 * (4.0 * c3 + 8.0 * fr.total as f64) / model::PINNED_BPS;
-        (0.0, setup + model::ENGINE_S + passes * count * (pair + host_cube))
-    } else if f.on_cpu {
-        let pair = (cpu_ms(tiling.cube, 1e-4, true, threads) + cpu_ms(tiling.cube, 1e-4, false, threads)) * 1e-3;
-        (setup + passes * count * (pair + host_cube), 0.0)
-    } else {
-        (0.0, 0.0)
-    };
-    out.push(Estimate {
-        workload: fragment_workload(f),
-        cpu_s,
-        gpu_s,
-        what: format!("{} cubes of {}^3, {} passes{}", tiling.count(), tiling.cube, 1 + f.repeats,
-            if !gpu && !f.on_cpu { " (GPU only: skipped)" } else { "" }),
-    });
-    Ok(out)
-}
-
-/// The plan of `size` with its estimated times, without running anything.
-pub fn dry_run(size: BenchSize, threads: usize, gpu: bool) -> Result<String> {
-    let est = estimate(&plan(size), threads, gpu)?;
-    let total: f64 = est.iter().map(Estimate::total).sum();
-    let mut s = format!(
-        "wave-packet bench, {size:?} size: estimated {total:.0} s ({} CPU threads, {}; model calibrated on the H100 machine)\n",
-        threads, if gpu { "GPU" } else { "no GPU" });
-    for e in &est {
-        s += &format!("  {:<62} CPU {:>6.1} s  GPU {:>6.1} s  ({})\n", e.workload, e.cpu_s, e.gpu_s, e.what);
-    }
-    Ok(s)
-}
 
 // ---- measuring ----------------------------------------------------------------------------------
 
@@ -334,7 +166,7 @@ fn rel_l2_par(a: &[f32], b: &[f32]) -> f64 {
 
 /// Gaussian noise of standard deviation `sigma` added over all cores (fixed seeds per chunk).
 fn add_noise_par(v: &mut [f32], sigma: f32, seed: u64) {
-    v.par_chunks_mut(1 << 20).enumerate().for_each(|(i, c)| crate::synth::add_noise(c, sigma, seed.wrapping_mul(1_000_003) + i as u64));
+    v.par_chunks_mut(1 << 20).enumerate().for_each(|(i, c)| seisgpu_host::synth::add_noise(c, sigma, seed.wrapping_mul(1_000_003) + i as u64));
 }
 
 /// A realistic test cube: dipping and curved events plus noise at a tenth of their RMS.
@@ -784,7 +616,7 @@ fn stages(e: &mut GpuEngine, forward: bool, clock: &Clock) -> Result<Vec<(String
             per.entry(k).or_default().push(v);
         }
     }
-    Ok(per.into_iter().map(|(k, v)| (k, crate::runtime::median(&v))).collect())
+    Ok(per.into_iter().map(|(k, v)| (k, seisgpu_host::runtime::median(&v))).collect())
 }
 
 fn bench_fragments(backend: &Backend, fw: &FragmentWork, clock: &Clock, cpu_pairs: &[(usize, f64)], sink: &mut Sink) -> Result<()> {
@@ -800,7 +632,7 @@ fn bench_fragments(backend: &Backend, fw: &FragmentWork, clock: &Clock, cpu_pair
     let wl = fragment_workload(fw);
     let variant = format!("{}-fragments", backend.name());
     // The check pass, also the warm-up: forward + inverse of every cube must give the volume back.
-    let out = tr.process_with(&vol, crate::wavepacket::CoeffEdit::Identity)?.volume;
+    let out = tr.process_with(&vol, seisgpu_host::wavepacket::CoeffEdit::Identity)?.volume;
     let err = rel_l2_par(&out, &vol);
     drop(out);
     let chk = format!("forward+inverse rel L2 {err:.1e}");
@@ -809,7 +641,7 @@ fn bench_fragments(backend: &Backend, fw: &FragmentWork, clock: &Clock, cpu_pair
         return Ok(());
     }
     // Identity edit: the coefficients stay on the device (as a thresholding app's do).
-    let st = clock.repeat(0, fw.repeats, || wall_ms(|| tr.process_with(&vol, crate::wavepacket::CoeffEdit::Identity).map(drop)))?;
+    let st = clock.repeat(0, fw.repeats, || wall_ms(|| tr.process_with(&vol, seisgpu_host::wavepacket::CoeffEdit::Identity).map(drop)))?;
     let count = tr.tiling.count();
     let samples = vol.len() as f64;
     let mut note = format!("{count} cubes of {}^3 (overlap >= {}), {} engine(s), forward + inverse per cube (coefficients stay on the device), check pass + {} timed{}",
@@ -889,8 +721,8 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> Result<DemoRow
     let shape = [n1, n1, n3];
     let clean = apps::synthetic_cube(shape, 0.004, 25.0);
     let mut noisy = clean.clone();
-    let sigma = crate::synth::rms(&clean) * 0.5;
-    crate::synth::add_noise(&mut noisy, sigma, 3);
+    let sigma = seisgpu_host::synth::rms(&clean) * 0.5;
+    seisgpu_host::synth::add_noise(&mut noisy, sigma, 3);
     let directional = Params { frame: FrameParams { finest: Finest::Directional, ..FrameParams::default() }, ..Params::default() };
     let tr = Fragmented::new(backend, shape, 256, 32, &directional, false)?;
     let d = apps::denoise(&tr, &noisy, None, 3.0)?;
@@ -921,8 +753,8 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> Result<DemoRow
         ("wavepacket-pocs.png", &p.volume, "POCS interpolation"),
     ] {
         let path = out_dir.join(name);
-        let axes = crate::plot::Axes::time_s(0.0, 0.004).traces(0.0, 1.0, "crossline (index)");
-        crate::plot::section_png_with(&path, &section(v), n1, n3, &format!("wave packets: {title}, inline {mid}"), &axes)?;
+        let axes = seisgpu_host::plot::Axes::time_s(0.0, 0.004).traces(0.0, 1.0, "crossline (index)");
+        seisgpu_host::plot::section_png_with(&path, &section(v), n1, n3, &format!("wave packets: {title}, inline {mid}"), &axes)?;
         if path.exists() {
             images.push(path);
         }
@@ -940,106 +772,4 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> Result<DemoRow
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn small_bench_runs_on_the_cpu() {
-        let t = Instant::now();
-        let rows = bench(&Backend::Cpu, BenchSize::Small, &Ceilings::default()).unwrap();
-        print!("{}", summary(&rows));
-        println!("small CPU bench: {:.1} s", t.elapsed().as_secs_f64());
-        assert!(rows.iter().any(|r| r.workload.contains("fragments")));
-        assert!(rows.iter().all(|r| r.scope != "failed"), "{}", table(&rows));
-        assert!(rows.iter().all(|r| r.stats.median_ms.is_finite() && r.stats.median_ms > 0.0), "{}", table(&rows));
-        for n in [32, 48] {
-            for eps in [1e-4, 1e-6] {
-                assert!(rows.iter().any(|r| r.workload == workload("forward", n, eps) && r.variant == "cpu-reference"), "{n} {eps}");
-            }
-        }
-    }
-
-    /// The paper-size plan builds (every frame and tiling), holds what the multi-device pipeline needs, and
-    /// is estimated within the wave-packet share (about 150 s) of `bench all --size paper`'s ten
-    /// minutes on the H100 machine. Nothing is run.
-    #[test]
-    fn paper_plan_fits_the_suite_budget() {
-        let p = plan(BenchSize::Paper);
-        let text = dry_run(BenchSize::Paper, 16, true).unwrap();
-        print!("{text}");
-        for n in [128, 256, 512] {
-            let at = |eps: f64| p.cubes.iter().find(|c| c.n == n && c.eps == eps).unwrap();
-            assert_eq!(at(1e-4).gpu, ALL_GPU.to_vec(), "every GPU variant at {n}^3, eps 1e-4");
-            assert!(at(1e-6).gpu.contains(&Gather::Separable), "separable at {n}^3, eps 1e-6");
-            // The CPU reference only where it takes seconds; at most 3 repeats.
-            assert_eq!(at(1e-4).cpu_repeats.is_some(), n <= 256);
-            assert!(p.cubes.iter().all(|c| c.cpu_repeats.unwrap_or(0) <= 3));
-        }
-        assert!(p.cubes[0].cpu_extras && p.cubes[0].n == 128, "1-thread and stencil CPU rows at 128^3");
-        assert_eq!(p.fragments.shape, [1024, 512, 512]);
-        assert!(!p.fragments.on_cpu);
-        let est = estimate(&p, 16, true).unwrap();
-        let total: f64 = est.iter().map(Estimate::total).sum();
-        assert!(total > 30.0 && total < 150.0, "estimated {total:.0} s");
-        // The CPU-only paper run skips the fragments and the 512^3 cubes.
-        let cpu_only = estimate(&p, 16, false).unwrap();
-        assert!(cpu_only.iter().filter(|e| e.workload.contains("fragments") || e.workload.ends_with("@512")).all(|e| e.total() == 0.0));
-        // At 512^3 the eps 1e-6 separable variant is checked against the eps 1e-4 lattice variant:
-        // the boxes (and so the coefficient layout) do not depend on epsilon.
-        let layout = |eps| Frame::new(512, &params(eps, Gather::Separable)).unwrap();
-        assert_eq!(layout(1e-4).offsets, layout(1e-6).offsets);
-    }
-
-    /// The report's scaling chart groups rows by the workload name before '@' and the variant: the
-    /// GPU end-to-end rows of one direction and epsilon make one line over N.
-    #[test]
-    fn workload_names_make_scaling_series() {
-        let stem = |s: String| s.split('@').next().unwrap().to_string();
-        assert_eq!(workload("forward", 128, 1e-4), "wavepacket-forward-eps1e-4@128");
-        assert_eq!(stem(workload("forward", 128, 1e-4)), stem(workload("forward", 512, 1e-4)));
-        assert_ne!(stem(workload("forward", 128, 1e-4)), stem(workload("forward", 128, 1e-6)));
-        assert_ne!(stem(workload("forward", 128, 1e-4)), stem(workload("inverse", 128, 1e-4)));
-        let rows: Vec<BenchRow> = [128usize, 256, 512]
-            .iter()
-            .map(|&n| row(&workload("forward", n, 1e-4), "gpu-separable", "end-to-end", single(n as f64 / 10.0), (n * n * n) as f64,
-                "samples", "ok", String::new()))
-            .collect();
-        let report = crate::report::Report {
-            date: "test".into(),
-            commit: "test".into(),
-            device: "test".into(),
-            cpu_threads: 1,
-            ptx_arch: "sm_90".into(),
-            ceilings: None,
-            rows,
-            failures: Vec::new(),
-        };
-        let dir = std::env::temp_dir().join(format!("seisgpu-wp-scaling-{}", std::process::id()));
-        let files = report.write(&dir).unwrap();
-        assert!(files.iter().any(|f| f.ends_with("scaling.png")), "{files:?}");
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn the_time_guard_stops_repeats() {
-        let clock = Clock::new(0.0);
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        let mut runs = 0;
-        let t = clock.repeat(2, 5, || {
-            runs += 1;
-            Ok(1.0)
-        }).unwrap();
-        assert_eq!((t.stats.repeats, runs), (1, 2), "one warm-up and one timed run once past the guard");
-        assert!(t.guard_note(0.0).contains("1 of 5 repeats"));
-        assert_eq!(clock.cut.get(), 1);
-        let clock = Clock::new(1e9);
-        assert_eq!(clock.repeat(1, 3, || Ok(1.0)).unwrap().stats.repeats, 3);
-    }
-
-    #[test]
-    fn demo_runs_on_the_cpu() {
-        let d = demo(&Backend::Cpu, &std::env::temp_dir().join("seisgpu-wp-demo"), DemoSize::Small).unwrap();
-        println!("{d:?}");
-        assert!(d.quality.contains("dB"));
-    }
-}
+mod tests;

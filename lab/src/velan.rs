@@ -10,11 +10,11 @@
 
 use rayon::prelude::*;
 
-use super::{cpu, gpu, Gathers, Scan, VelanParams};
-use crate::backend::Backend;
+use seisgpu_host::velan::{cpu, gpu, Gathers, Scan, VelanParams};
+use seisgpu_host::backend::Backend;
 use crate::bench::{peak_issue, set_issue_ceiling, BenchRow, BenchSize, Ceilings};
-use crate::runtime::timing::{measure_cpu, GpuTimer, Stats};
-use crate::velocity::Location;
+use seisgpu_host::runtime::timing::{measure_cpu, GpuTimer, Stats};
+use seisgpu_host::velocity::Location;
 
 /// Instructions one thread issues per evaluation (trace x t0 x velocity) in the kernel's inner
 /// loop on the shared-memory path, hyperbolic moveout: 37 PTX instructions (moveout FMA, position,
@@ -27,7 +27,7 @@ pub const INSTR_PER_EVAL: f64 = 44.0;
 /// 50 to 3000 m, CDP numbers 1.. every 25 m.
 pub fn survey(cmps: usize, fold: usize, ns: usize, dt: f32, seed: u64) -> Gathers {
     let mut data = vec![0f32; cmps * fold * ns];
-    data.par_chunks_mut(fold * ns).enumerate().for_each(|(i, c)| crate::synth::add_noise(c, 1.0, seed ^ (i as u64 + 1)));
+    data.par_chunks_mut(fold * ns).enumerate().for_each(|(i, c)| seisgpu_host::synth::add_noise(c, 1.0, seed ^ (i as u64 + 1)));
     let x2: Vec<f32> = (0..cmps * fold).map(|k| {
         let x = 50.0 + 2950.0 * (k % fold) as f32 / (fold.max(2) - 1) as f32;
         x * x

@@ -6,129 +6,20 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Context;
-use gpu_kernels::pstm::traveltime::{Dsr, Vti};
-use gpu_kernels::pstm::DEAD;
-use rand::{RngExt, SeedableRng};
+use seisgpu_host::kernels::pstm::traveltime::{Dsr, Vti};
+use seisgpu_host::kernels::pstm::DEAD;
 use rayon::prelude::*;
 
-use super::{count_pairs, cpu, plan, GpuTuning, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel,
+use seisgpu_host::pstm::{count_pairs, cpu, plan, GpuTuning, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel,
     DEFAULT_DYNAMIC_TOLERANCE};
-use crate::backend::Backend;
+use seisgpu_host::backend::Backend;
 use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
-use crate::runtime::timing::measure_cpu;
-use crate::runtime::{GpuTimer, Stats};
-use crate::synth;
-use crate::traces::{TraceHeader, TraceSet};
+use seisgpu_host::runtime::timing::measure_cpu;
+use seisgpu_host::runtime::{GpuTimer, Stats};
+use seisgpu_host::synth;
+use seisgpu_host::traces::TraceSet;
 
-/// A 3D survey over the image of `p`: `n` traces whose midpoints are uniform over the image area
-/// grown by `margin` (m), with offsets uniform in [0, `max_offset`] and azimuths uniform
-/// (a wide-azimuth land geometry, reduced to what migration sees).
-pub fn survey(n: usize, p: &PstmParams, margin: f64, max_offset: f64, seed: u64) -> Vec<TraceHeader> {
-    let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let (w, h) = ((p.nx - 1) as f64 * p.dx, (p.ny - 1) as f64 * p.dy);
-    (0..n)
-        .map(|i| {
-            let mx = p.x0 - margin + r.random_range(0.0..1.0) * (w + 2.0 * margin);
-            let my = p.y0 - margin + r.random_range(0.0..1.0) * (h + 2.0 * margin);
-            let off = r.random_range(0.0..1.0) * max_offset;
-            let az = r.random_range(0.0..std::f64::consts::TAU);
-            let (hx, hy) = (0.5 * off * az.cos(), 0.5 * off * az.sin());
-            TraceHeader {
-                sx: mx - hx,
-                sy: my - hy,
-                gx: mx + hx,
-                gy: my + hy,
-                offset: off,
-                ffid: i as i32 + 1,
-                channel: 1,
-                ..Default::default()
-            }
-        })
-        .collect()
-}
-
-/// A smooth velocity (RMS, m/s) and eta model: v = 1800 + 400 tau (s) with a +-4% lateral swell,
-/// eta from 0.05 to 0.12 with depth; per column when `lateral`.
-pub fn smooth_model(p: &mut PstmParams, lateral: bool) {
-    let ncol = if lateral { p.columns() } else { 1 };
-    let (mut v, mut e) = (Vec::with_capacity(ncol * p.nz), Vec::with_capacity(ncol * p.nz));
-    for col in 0..ncol {
-        let (ix, iy) = ((col / p.ny) as f32, (col % p.ny) as f32);
-        let lat = if lateral { 1.0 + 0.04 * (0.11 * ix).sin() * (0.07 * iy).cos() } else { 1.0 };
-        for z in 0..p.nz {
-            let tau = p.tau0 + z as f32 * p.dtau;
-            v.push((1800.0 + 400.0 * tau) * lat);
-            e.push(0.05 + 0.07 * (tau / (p.nz as f32 * p.dtau)).min(1.0));
-        }
-    }
-    p.vrms = v;
-    p.eta = e;
-}
-
-/// Band-limited data (Ricker wavelet of `f` Hz): point diffractors under the image and two flat
-/// reflections, in a constant 2000 m/s (the migration velocity differs, which does not matter for
-/// comparing traveltime schemes).
-pub fn band_limited(headers: Vec<TraceHeader>, ns: usize, dt: f32, f: f32, p: &PstmParams) -> TraceSet {
-    let mut t = TraceSet::zeros(headers, ns, dt);
-    let (w, h) = ((p.nx - 1) as f64 * p.dx, (p.ny - 1) as f64 * p.dy);
-    let tmax = (ns as f64 * dt as f64) * 0.8;
-    for (k, &(fx, fy, ft)) in [(0.3, 0.4, 0.35), (0.7, 0.6, 0.55), (0.5, 0.5, 0.75), (0.2, 0.8, 0.9)].iter().enumerate() {
-        let z = 0.5 * 2000.0 * tmax * ft;
-        synth::events::diffractor(&mut t, p.x0 + fx * w, p.y0 + fy * h, z, 2000.0, f);
-        let _ = k;
-    }
-    synth::events::hyperbolic_reflection(&mut t, 0.45 * tmax as f32, 2000.0, f, 0.5);
-    synth::events::hyperbolic_reflection(&mut t, 0.85 * tmax as f32, 2300.0, f, -0.4);
-    t
-}
-
-/// White noise traces, generated in parallel (for the speed table, where content does not matter).
-pub fn fast_noise(headers: Vec<TraceHeader>, ns: usize, dt: f32, seed: u64) -> TraceSet {
-    let mut t = TraceSet::zeros(headers, ns, dt);
-    t.data.par_chunks_mut(ns).enumerate().for_each(|(i, tr)| {
-        let mut x = (seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1;
-        for v in tr {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            *v = ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0;
-        }
-    });
-    t
-}
-
-/// The speed workload of the paper's Table 2: image NX = 50, NY = 1097, NOFF = 1, NZ = 1504 at
-/// 4 ms; 450,000 traces of 6000 ms. Our choices (the paper gives neither): 25 m columns, a
-/// 1000 m midpoint aperture, offsets to 3000 m, a 50% stretch mute, lateral v and eta.
-/// `Small`: 10 x 23 columns, 400 samples, 1500 traces of 2 s, 400 m aperture.
-pub fn table2(size: BenchSize) -> (PstmParams, usize, usize) {
-    let (nx, ny, nz, traces, ns, aperture) = match size {
-        BenchSize::Paper => (50, 1097, 1504, 450_000, 1500, 1000.0),
-        BenchSize::Small => (10, 23, 400, 1500, 500, 400.0),
-    };
-    let mut p = PstmParams {
-        nx,
-        ny,
-        x0: 0.0,
-        y0: 0.0,
-        dx: 25.0,
-        dy: 25.0,
-        nz,
-        tau0: 0.0,
-        dtau: 0.004,
-        noff: 1,
-        offset0: 0.0,
-        doffset: 1e6,
-        vrms: vec![],
-        eta: vec![],
-        aperture,
-        stretch: 0.5,
-        dynamic_max_step: 32,
-        gpu: GpuTuning::default(),
-    };
-    smooth_model(&mut p, true);
-    (p, traces, ns)
-}
+pub use seisgpu_host::pstm::workloads::{band_limited, fast_noise, smooth_model, survey, table2};
 
 /// Modes in the order they are benchmarked (the production one first).
 fn modes() -> [TraveltimeMode; 3] {
@@ -283,7 +174,7 @@ fn bench_impl(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budge
                 continue;
             }
             // GPU on the same subset, checked against the CPU before timing.
-            let gimg = super::gpu::migrate(gpu, &cpu_traces, &p, &pl, mode, model)?;
+            let gimg = seisgpu_host::pstm::gpu::migrate(gpu, &cpu_traces, &p, &pl, mode, model)?;
             let check_err = rel_l2(&gimg.data, &cpu_img.data);
             let check = format!("rel L2 vs CPU on {} traces = {check_err:.1e}", cpu_traces.len());
             anyhow::ensure!(check_err < 1e-5, "GPU {label} differs from the CPU reference: {check}");
@@ -330,12 +221,12 @@ fn bench_impl(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budge
             };
             variants.retain(|(n, _)| filter.is_empty() || n.starts_with("gpu-best")
                 || filter.iter().any(|f| f.strip_prefix('=').map_or(n.contains(f.as_str()), |exact| n == exact)));
-            let mut prep: Option<super::gpu::Prepared> = None;
+            let mut prep: Option<seisgpu_host::pstm::gpu::Prepared> = None;
             for (vname, tuning) in variants {
                 let mut pt = p.clone();
                 pt.gpu = tuning;
                 // Each launch shape is checked against the CPU on the subset before it is timed.
-                let gv = super::gpu::migrate(gpu, &cpu_traces, &pt, &pl, mode, model)?;
+                let gv = seisgpu_host::pstm::gpu::migrate(gpu, &cpu_traces, &pt, &pl, mode, model)?;
                 let ev = rel_l2(&gv.data, &cpu_img.data);
                 anyhow::ensure!(ev < 1e-5, "GPU {vname} {label} differs from the CPU reference: rel L2 {ev:.1e}");
                 let check = format!("rel L2 vs CPU on {} traces = {ev:.1e}", cpu_traces.len());
@@ -345,7 +236,7 @@ fn bench_impl(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budge
                     prep.as_mut().unwrap().retune(&pt, mode, model)?;
                 } else {
                     drop(prep.take()); // free the device memory first
-                    prep = Some(super::gpu::Prepared::new(gpu, &traces, &pt, &plf, mode, model, false)?);
+                    prep = Some(seisgpu_host::pstm::gpu::Prepared::new(gpu, &traces, &pt, &plf, mode, model, false)?);
                 }
                 let pr = prep.as_mut().unwrap();
                 let timer = GpuTimer::new(gpu.stream())?;
@@ -387,11 +278,11 @@ fn bench_impl(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budge
             if mode == TraveltimeMode::Static8 || size == BenchSize::Small {
                 let mut pb = p.clone();
                 pb.gpu = best.0;
-                crate::multi::take_marks();
+                seisgpu_host::multi::take_marks();
                 let t = Instant::now();
-                let img = super::migrate(&traces, &pb, mode, model, backend)?;
+                let img = seisgpu_host::pstm::migrate(&traces, &pb, mode, model, backend)?;
                 let s = t.elapsed().as_secs_f64() * 1e3;
-                let marks = crate::multi::marks_line(&crate::multi::take_marks());
+                let marks = seisgpu_host::multi::marks_line(&seisgpu_host::multi::take_marks());
                 rows.push(row(wl, &format!("gpu-best {label}"), "end-to-end",
                     Stats { median_ms: s, min_ms: s, max_ms: s, repeats: 1 }, img.stats.contributions as f64, check.clone(),
                     None, format!("plan + pack + upload + kernels + download + pair count (streamed by batch; {marks})")));
@@ -404,7 +295,7 @@ fn bench_impl(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budge
 
 /// Writes `v` as pretty JSON through an atomic file.
 pub fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
-    let mut f = crate::io::AtomicFile::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut f = seisgpu_host::io::AtomicFile::create(path).with_context(|| format!("creating {}", path.display()))?;
     serde_json::to_writer_pretty(&mut f, v)?;
     f.commit().with_context(|| format!("writing {}", path.display()))
 }
@@ -528,11 +419,11 @@ pub fn count_evals(traces: &TraceSet, p: &PstmParams, mode: TraveltimeMode, mode
     let pl = plan(traces, p, mode)?;
     let n = std::sync::atomic::AtomicU64::new(0);
     let kp = &pl.kp;
-    let coefs = super::shared_coefs(p, kp);
+    let coefs = seisgpu_host::pstm::shared_coefs(p, kp);
     (0..p.columns()).into_par_iter().for_each(|col| {
         let (x, y) = ((col / p.ny) as f32 * kp.dx, (col % p.ny) as f32 * kp.dy);
         let mut scratch = (Vec::new(), Vec::new());
-        let (iv2, eta) = super::column_coefs(p, &coefs, col, &mut scratch, kp.nz_pad as usize);
+        let (iv2, eta) = seisgpu_host::pstm::column_coefs(p, &coefs, col, &mut scratch, kp.nz_pad as usize);
         let (mut pos, mut pts, mut e) = (vec![0.0; kp.nz_pad as usize], Vec::new(), 0u64);
         for b in &pl.batches {
             for k in 0..p.noff as u32 {
@@ -623,7 +514,7 @@ pub fn accuracy(backend: &Backend, cfg: &AccuracyConfig) -> anyhow::Result<Accur
     };
     let run = |mode| -> anyhow::Result<(PstmImage, f64)> {
         let t = Instant::now();
-        let img = super::migrate(&traces, &p, mode, cfg.model, backend)?;
+        let img = seisgpu_host::pstm::migrate(&traces, &p, mode, cfg.model, backend)?;
         Ok((img, t.elapsed().as_secs_f64()))
     };
     let (exact, _) = run(TraveltimeMode::Exact)?;
@@ -690,8 +581,8 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
     // One diffractor at column (c, c) = (25 c m, 25 c m), 600 m deep: tau = 0.6 s at 2000 m/s (sample 150).
     let xd = 25.0 * c as f64;
     synth::events::diffractor(&mut traces, xd, xd, 600.0, 2000.0, 25.0);
-    let exact = super::migrate(&traces, &p, TraveltimeMode::Exact, TraveltimeModel::Dsr, backend)?;
-    let s8 = super::migrate(&traces, &p, TraveltimeMode::Static8, TraveltimeModel::Dsr, backend)?;
+    let exact = seisgpu_host::pstm::migrate(&traces, &p, TraveltimeMode::Exact, TraveltimeModel::Dsr, backend)?;
+    let s8 = seisgpu_host::pstm::migrate(&traces, &p, TraveltimeMode::Static8, TraveltimeModel::Dsr, backend)?;
     let err = rel_l2(&s8.data, &exact.data);
     let stack = s8.stack();
     let (imax, _) = stack.iter().enumerate().fold((0, 0.0f32), |a, (i, &v)| if v.abs() > a.1 { (i, v.abs()) } else { a });
@@ -700,8 +591,8 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let section: Vec<f32> = (0..p.ny).flat_map(|j| stack[(c * p.ny + j) * p.nz..(c * p.ny + j + 1) * p.nz].to_vec()).collect();
     let png = out_dir.join("pstm_static8_inline.png");
-    let axes = crate::plot::Axes::time_s(p.tau0 as f64, p.dtau as f64).traces(p.y0, p.dy, "y (m)");
-    crate::plot::section_png_with(&png, &section, p.ny, p.nz, &format!("PSTM static8 stack, x = {} m (through the diffractor)", p.x0 + p.dx * c as f64), &axes)?;
+    let axes = seisgpu_host::plot::Axes::time_s(p.tau0 as f64, p.dtau as f64).traces(p.y0, p.dy, "y (m)");
+    seisgpu_host::plot::section_png_with(&png, &section, p.ny, p.nz, &format!("PSTM static8 stack, x = {} m (through the diffractor)", p.x0 + p.dx * c as f64), &axes)?;
     let mut quality = String::new();
     let _ = write!(quality, "static8 vs exact rel L2 {:.2}%; diffractor (ix {c}, iy {c}, z 150) focused at (ix {ix}, iy {iy}, z {z}); {} traces",
         err * 100.0, traces.len());
@@ -765,7 +656,7 @@ mod probe {
     fn pstm_item_steps_90k() {
         let (p, _, ns) = table2(BenchSize::Paper);
         let traces = fast_noise(survey(90_000, &p, p.aperture as f64, 3000.0, 11), ns, 0.004, 5);
-        let items = crate::pstm::work_items(traces.len());
+        let items = seisgpu_host::pstm::work_items(traces.len());
         for i in [0usize, 7] {
             let t = Instant::now();
             let chunk = traces.slice(items[i].clone());
@@ -777,7 +668,7 @@ mod probe {
             let pl = plan(&chunk, &p, TraveltimeMode::Static8).unwrap();
             let c = t.elapsed().as_secs_f64();
             let t = Instant::now();
-            let co = crate::pstm::Coefs::new(&p, &pl.kp, 8);
+            let co = seisgpu_host::pstm::Coefs::new(&p, &pl.kp, 8);
             std::hint::black_box(&co);
             let d = t.elapsed().as_secs_f64();
             let t = Instant::now();

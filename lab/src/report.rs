@@ -8,7 +8,7 @@ use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::{BenchRow, Ceilings};
-use crate::io::AtomicFile;
+use seisgpu_host::io::AtomicFile;
 
 /// Everything one `seisgpu bench` run measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -22,14 +22,6 @@ pub struct Report {
     pub rows: Vec<BenchRow>,
     /// Algorithms whose benchmark failed, with the error.
     pub failures: Vec<(String, String)>,
-}
-
-/// Registers the compiled-in DejaVu font for plotters' text (no system fonts needed).
-pub fn register_fonts() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
-    });
 }
 
 impl Report {
@@ -115,7 +107,7 @@ impl Report {
         std::io::Write::write_all(&mut f, self.markdown().as_bytes())?;
         f.commit()?;
         files.push(md);
-        register_fonts();
+        seisgpu_host::plot::register_fonts();
         for (name, chart) in [
             ("speedup.png", Self::chart_speedup as fn(&Self, &Path) -> anyhow::Result<bool>),
             ("ceiling.png", Self::chart_ceiling),

@@ -12,12 +12,12 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::{cpu, gpu, synth, Estimate, EstimateParams, Setup};
-use crate::backend::Backend;
-use crate::bench::{BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
-use crate::runtime::timing::{measure_cpu, GpuTimer, Stats};
-use crate::runtime::Gpu;
-use crate::traces::TraceSet;
+use seisgpu_host::nlbf::{cpu, gpu, synth, Estimate, EstimateParams, Setup};
+use seisgpu_host::backend::Backend;
+use crate::bench::{BenchRow, BenchSize, Ceilings, DemoRow, DemoSize, Selection};
+use seisgpu_host::runtime::timing::{measure_cpu, GpuTimer, Stats};
+use seisgpu_host::runtime::Gpu;
+use seisgpu_host::traces::TraceSet;
 
 /// Largest |S difference| that counts as a near-tie or as agreement (the agreement bound, 1e-5).
 pub const TIE_TOL: f32 = 1e-5;
@@ -131,13 +131,12 @@ struct Workload {
     paper: &'static str,
 }
 
-/// `SEISGPU_NLBF_CASE`: comma-separated workload names (e.g. `nlbf-crossspread-3d`) to run alone.
-pub const CASE_ENV: &str = "SEISGPU_NLBF_CASE";
+/// The workloads' names, in run order.
+pub const NAMES: [&str; 2] = ["nlbf-synthetic-2d", "nlbf-crossspread-3d"];
 
-/// The workloads (those named in [`CASE_ENV`] when it is set; the others are not even generated).
-fn workloads(size: BenchSize) -> Vec<Workload> {
-    let only: Option<Vec<String>> = std::env::var(CASE_ENV).ok().map(|s| s.split(',').map(|c| c.trim().to_string()).collect());
-    let wanted = |name: &str| only.as_ref().is_none_or(|o| o.iter().any(|c| c == name));
+/// The workloads `sel` names (the others are not even generated).
+fn workloads(size: BenchSize, sel: &Selection) -> Vec<Workload> {
+    let wanted = |name: &str| sel.wants(name);
     let mut v = Vec::new();
     if wanted("nlbf-synthetic-2d") {
         let (t2, p2) = synth::synthetic_2d(size);
@@ -182,8 +181,13 @@ fn scaled(s: Stats, f: f64) -> Stats {
 
 /// Runs every NLBF workload on the CPU reference and, with a GPU, every GPU variant.
 pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow::Result<Vec<BenchRow>> {
+    bench_selected(backend, size, ceilings, &Selection::default())
+}
+
+/// [`bench`] of the workloads `sel` names (see [`NAMES`]).
+pub fn bench_selected(backend: &Backend, size: BenchSize, ceilings: &Ceilings, sel: &Selection) -> anyhow::Result<Vec<BenchRow>> {
     let mut rows = Vec::new();
-    for w in workloads(size) {
+    for w in workloads(size, sel) {
         let t_setup = Instant::now();
         let setup = Setup::new(&w.traces, &w.params)?;
         let setup_ms = t_setup.elapsed().as_secs_f64() * 1e3;
@@ -224,7 +228,7 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
         let timer = GpuTimer::new(g.stream())?;
         let (slide_all, _) = fast_evaluations(&setup, &base);
         let mut best_slide: Option<(f64, (u32, u32))> = None;
-        for &(l, sg) in gpu_kernels::nlbf::slide_variants(setup.half as u32) {
+        for &(l, sg) in seisgpu_host::kernels::nlbf::slide_variants(setup.half as u32) {
             let plan = match gpu::FastPlan::tuned(g, &setup, gpu::Tuning { slide: Some((l, sg)), cscan_group: None,
                 cscan: Some(gpu::CSCAN_DEFAULT) }) {
                 Ok(p) => p,
@@ -257,7 +261,7 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
         let mut best_cscan: Option<(f64, (u32, gpu::CscanVariant))> = None;
         // Every group with the default variant; G3 also with the other variants (staging, register
         // cap: a tuning, same results).
-        let cscan_tries = gpu_kernels::nlbf::CSCAN_GROUPS.iter().flat_map(|&cg| {
+        let cscan_tries = seisgpu_host::kernels::nlbf::CSCAN_GROUPS.iter().flat_map(|&cg| {
             gpu::CSCAN_VARIANTS.iter().copied().filter(move |v| *v == gpu::CSCAN_DEFAULT || cg == 3).map(move |v| (cg, v))
         }).collect::<Vec<_>>();
         for (cg, cv) in cscan_tries {
@@ -340,7 +344,7 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
         let t0 = Instant::now();
         Setup::new(&w.traces, &w.params)?;
         let setup_alone = t0.elapsed().as_secs_f64() * 1e3;
-        let med = |v: Vec<f64>| crate::runtime::timing::median(&v);
+        let med = |v: Vec<f64>| seisgpu_host::runtime::timing::median(&v);
         let e2e_serial = Stats::from_samples(&serial_times);
         let spart = |q: usize| med(serial_parts.iter().map(|p| p[q]).collect());
         let serial_breakdown = format!("median parts (GPU events): upload + host staging and setup {:.1} ms, kernels \
@@ -424,18 +428,18 @@ pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow:
     Ok(rows)
 }
 
-fn to_gpu(e: super::NlbfError) -> crate::runtime::GpuError {
+fn to_gpu(e: seisgpu_host::nlbf::NlbfError) -> seisgpu_host::runtime::GpuError {
     match e {
-        super::NlbfError::Gpu(g) => g,
-        super::NlbfError::Invalid(m) => crate::runtime::GpuError::BadLaunch { kernel: "nlbf".into(), why: m },
+        seisgpu_host::nlbf::NlbfError::Gpu(g) => g,
+        seisgpu_host::nlbf::NlbfError::Invalid(m) => seisgpu_host::runtime::GpuError::BadLaunch { kernel: "nlbf".into(), why: m },
     }
 }
 
 /// Kernel-only time of the paper-faithful kernel on the listed parameter traces: their collected
 /// apertures uploaded once, then all launches on one stream between two events (ms).
 pub fn paper_kernel_only(g: &Gpu, setup: &Setup, data: &[f32], ptraces: &[usize]) -> anyhow::Result<f64> {
-    use crate::launch;
-    use cudarc::driver::LaunchConfig;
+    use seisgpu_host::launch;
+    use seisgpu_host::runtime::LaunchConfig;
     let ns = setup.ns;
     let ap = &setup.apertures;
     let np = ptraces.len();
@@ -494,30 +498,30 @@ pub fn paper_kernel_only(g: &Gpu, setup: &Setup, data: &[f32], ptraces: &[usize]
 pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result<DemoRow> {
     let t0 = Instant::now();
     let (clean, noisy, params) = demo_gather_sized(size.factor());
-    let est: Estimate = super::estimate(backend, &noisy, &params)?;
-    let ep = super::EnhanceParams { aperture: params.aperture_c };
-    let enhanced = super::enhance(backend, &noisy, &params.coords, &est, &ep)?;
+    let est: Estimate = seisgpu_host::nlbf::estimate(backend, &noisy, &params)?;
+    let ep = seisgpu_host::nlbf::EnhanceParams { aperture: params.aperture_c };
+    let enhanced = seisgpu_host::nlbf::enhance(backend, &noisy, &params.coords, &est, &ep)?;
     let seconds = t0.elapsed().as_secs_f64();
-    let before = crate::synth::snr_db(&clean.data, &noisy.data);
-    let after = crate::synth::snr_db(&clean.data, &enhanced.data);
+    let before = seisgpu_host::synth::snr_db(&clean.data, &noisy.data);
+    let after = seisgpu_host::synth::snr_db(&clean.data, &enhanced.data);
     std::fs::create_dir_all(out_dir)?;
     let mut images = Vec::new();
     // One receiver line's worth of traces (the first shot) of each panel.
     let n = ((noisy.len() as f64).sqrt() as usize).min(noisy.len());
     for (name, t) in [("nlbf-input.png", &noisy), ("nlbf-enhanced.png", &enhanced), ("nlbf-clean.png", &clean)] {
         let path = out_dir.join(name);
-        let axes = crate::plot::Axes { trace_values: Some(t.headers[..n].iter().map(|h| h.offset).collect()), trace_label: "offset (m)".into(),
-            ..crate::plot::Axes::time_s(0.0, t.dt as f64) };
+        let axes = seisgpu_host::plot::Axes { trace_values: Some(t.headers[..n].iter().map(|h| h.offset).collect()), trace_label: "offset (m)".into(),
+            ..seisgpu_host::plot::Axes::time_s(0.0, t.dt as f64) };
         let what = name.trim_start_matches("nlbf-").trim_end_matches(".png");
-        crate::plot::section_png_with(&path, &t.data[..n * t.ns], n, t.ns, &format!("NLBF {what}: first shot gather"), &axes)?;
+        seisgpu_host::plot::section_png_with(&path, &t.data[..n * t.ns], n, t.ns, &format!("NLBF {what}: first shot gather"), &axes)?;
         if path.exists() {
             images.push(path);
         }
     }
-    let s = est.volume(super::Param::S);
+    let s = est.volume(seisgpu_host::nlbf::Param::S);
     let sname = out_dir.join("nlbf-semblance.png");
-    let axes = crate::plot::Axes::time_s(0.0, noisy.dt as f64).traces(0.0, 1.0, "parameter trace");
-    crate::plot::section_png_with(&sname, &s, est.grid.len(), est.ns, "NLBF semblance S of the best (A..E) per parameter trace", &axes)?;
+    let axes = seisgpu_host::plot::Axes::time_s(0.0, noisy.dt as f64).traces(0.0, 1.0, "parameter trace");
+    seisgpu_host::plot::section_png_with(&sname, &s, est.grid.len(), est.ns, "NLBF semblance S of the best (A..E) per parameter trace", &axes)?;
     if sname.exists() {
         images.push(sname);
     }
@@ -540,7 +544,7 @@ pub fn demo_gather() -> (TraceSet, TraceSet, EstimateParams) {
 /// the events centred on the longer line.
 pub fn demo_gather_sized(k: usize) -> (TraceSet, TraceSet, EstimateParams) {
     let (n, ns) = (40 * k.max(1) + 1, 150usize);
-    let h = crate::synth::geometry::line_2d(n, 25.0, n, 25.0);
+    let h = seisgpu_host::synth::geometry::line_2d(n, 25.0, n, 25.0);
     let mut clean = TraceSet::zeros(h, ns, 0.004);
     let x: Vec<f32> = clean.headers.iter().map(|h| h.gx as f32).collect();
     let y: Vec<f32> = clean.headers.iter().map(|h| h.sx as f32).collect();

@@ -14,16 +14,16 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use gpu_kernels::srm::RowMap;
+use seisgpu_host::kernels::srm::RowMap;
 
-use super::design::{DesignParams, Operator};
-use super::gpu::{DeviceOperator, Planes};
-use super::synthetic::{column_peak, flat_reflector};
-use super::{cpu, design_for, gpu, validate_inputs, FreqPlan, GpuOptions, GpuVariant, SrmParams, Taper};
-use crate::backend::Backend;
-use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
-use crate::runtime::timing::measure_cpu;
-use crate::runtime::{Gpu, GpuTimer, Stats};
+use seisgpu_host::srm::design::{DesignParams, Operator};
+use seisgpu_host::srm::gpu::{DeviceOperator, Planes};
+use seisgpu_host::srm::synthetic::{column_peak, flat_reflector};
+use seisgpu_host::srm::{cpu, design_for, gpu, validate_inputs, FreqPlan, GpuOptions, GpuVariant, SrmParams, Taper};
+use seisgpu_host::backend::Backend;
+use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize, Selection};
+use seisgpu_host::runtime::timing::measure_cpu;
+use seisgpu_host::runtime::{Gpu, GpuTimer, Stats};
 
 const PAPER: &str = "paper 4 (SRMIP, G80): 8x to 15x over one optimised CPU core";
 
@@ -42,14 +42,14 @@ fn measure_bandwidth(gpu: &Gpu) -> anyhow::Result<f64> {
     let mut b = gpu.zeros::<f32>(n)?;
     let timer = GpuTimer::new(gpu.stream())?;
     let st = timer.measure(2, 10, || {
-        gpu.stream().memcpy_dtod(&a, &mut b).map_err(crate::runtime::GpuError::driver("copying"))
+        gpu.stream().memcpy_dtod(&a, &mut b).map_err(seisgpu_host::runtime::GpuError::driver("copying"))
     })?;
     Ok(2.0 * (n * 4) as f64 / (st.median_ms * 1e-3))
 }
 
 fn random_planes(len: usize, seed: u64) -> Vec<f32> {
     use rand::RngExt;
-    let mut r = crate::synth::rng(seed);
+    let mut r = seisgpu_host::synth::rng(seed);
     (0..len).map(|_| r.random_range(-1.0f32..1.0)).collect()
 }
 
@@ -69,7 +69,7 @@ fn step_case(size: BenchSize) -> anyhow::Result<StepCase> {
     let n = if size == BenchSize::Paper { 400 } else { 96 };
     let planes = 16;
     let (d, dz) = (25.0, 10.0);
-    let sp = super::design::Spacing { dx: d, dy: d, dz, two_d: false };
+    let sp = seisgpu_host::srm::design::Spacing { dx: d, dy: d, dz, two_d: false };
     let tau = 2.0 * std::f64::consts::PI;
     let (vmin, vmax, fmin, fmax) = (1500.0, 4500.0, 5.0, 60.0);
     let op = Operator::new(DesignParams::default(), sp, tau * fmin * dz / vmax, tau * fmax * dz / vmin, 128)
@@ -83,11 +83,13 @@ fn step_case(size: BenchSize) -> anyhow::Result<StepCase> {
 /// Runs every workload on the CPU and, when present, on the GPU; GPU results are checked against
 /// the CPU before they are timed.
 pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow::Result<Vec<BenchRow>> {
-    bench_with(backend, size, ceilings, false)
+    bench_with(backend, size, ceilings, false, &Selection::default())
 }
 
-/// [`bench`], optionally without the srm-shot workload (`step_only`).
-pub fn bench_with(backend: &Backend, size: BenchSize, ceilings: &Ceilings, step_only: bool) -> anyhow::Result<Vec<BenchRow>> {
+/// [`bench`], optionally without the srm-shot workload (`step_only`), timing only the kernels
+/// `sel` names (the srm-shot workload also runs the paper's kernel, its reference).
+pub fn bench_with(backend: &Backend, size: BenchSize, ceilings: &Ceilings, step_only: bool, sel: &Selection)
+    -> anyhow::Result<Vec<BenchRow>> {
     let mut rows = Vec::new();
     let threads = rayon::current_num_threads();
     // ---- srm-step ----
@@ -119,12 +121,8 @@ pub fn bench_with(backend: &Backend, size: BenchSize, ceilings: &Ceilings, step_
         let timer = GpuTimer::new(g.stream())?;
         let variants = [(GpuVariant::Paper, 1usize), (GpuVariant::Paper, 16), (GpuVariant::PaperPairCapped, 16),
             (GpuVariant::Cluster, 16), (GpuVariant::ClusterD, 16)];
-        // SEISGPU_SRM_BENCH_KERNELS=cluster,clusterd: time only these (comparisons on the device machine).
-        let only: Option<Vec<GpuVariant>> = std::env::var("SEISGPU_SRM_BENCH_KERNELS").ok()
-            .map(|v| v.split(',').map(|k| k.trim().parse::<GpuVariant>().map_err(anyhow::Error::msg)).collect::<anyhow::Result<_>>())
-            .transpose()?;
         for (variant, count) in variants {
-            if only.as_ref().is_some_and(|o| !o.contains(&variant)) {
+            if !sel.times(variant) {
                 continue;
             }
             if let Some(k) = gpu::ClusterKernel::of(variant) {
@@ -310,7 +308,7 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
     let mid = 100 * k;
     let (traces, model) = flat_reflector(nx, 1, nz, d, dz, &[0.0, 250.0], &[1800.0, 2500.0], zr, 512, 0.004, 20.0, 1);
     let params = SrmParams { fmin: 4.0, fmax: 45.0, ricker_peak: 20.0, taper_width: 20, aperture: 1e9, ..Default::default() };
-    let img = super::migrate(backend, &traces, &model, &params, false)?;
+    let img = seisgpu_host::srm::migrate(backend, &traces, &model, &params, false)?;
     let want = (zr / dz).round() as i64;
     // Columns within 300 m of the shot (mid-line): farther out the line's end limits the aperture.
     let errs: Vec<i64> = (mid - 30..=mid + 30).step_by(15).map(|ix| column_peak(&img, ix, 0, 10) as i64 - want).collect();
@@ -325,8 +323,8 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
         }
     }
     let png = out_dir.join("srm-flat-reflector.png");
-    let axes = crate::plot::Axes::depth_m(0.0, dz).traces(0.0, d, "x (m)");
-    crate::plot::section_png_with(&png, &section, nx, nz, "srm: flat reflector at 400 m under two layers", &axes)?;
+    let axes = seisgpu_host::plot::Axes::depth_m(0.0, dz).traces(0.0, d, "x (m)");
+    seisgpu_host::plot::section_png_with(&png, &section, nx, nz, "srm: flat reflector at 400 m under two layers", &axes)?;
     Ok(DemoRow {
         algorithm: "srm".into(),
         backend: backend.name().into(),

@@ -15,14 +15,14 @@
 
 use std::path::Path;
 
-use rayon::prelude::*;
+use seisgpu_host::ktm::{migrate, Image, ImageGrid, Params, Plan, Variant, Velocity};
+use seisgpu_host::backend::Backend;
+use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize, Selection};
+use seisgpu_host::runtime::timing::measure_cpu;
+use seisgpu_host::runtime::{Gpu, GpuTimer, Stats};
+use seisgpu_host::traces::{TraceHeader, TraceSet};
 
-use super::{migrate, Image, ImageGrid, Params, Plan, Variant, Velocity};
-use crate::backend::Backend;
-use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
-use crate::runtime::timing::measure_cpu;
-use crate::runtime::{Gpu, GpuTimer, Stats};
-use crate::traces::{TraceHeader, TraceSet};
+pub use seisgpu_host::ktm::workloads::{names, scattered_traces, vrms, workloads, workloads_named, Workload};
 
 /// SASS instructions per contribution of the bare columns kernels (sm_90, from the disassembly of
 /// their inner loops; docs/notes/ktm.md): v1 205 for 8 image times of one trace, v2 396 and fast
@@ -55,88 +55,6 @@ pub fn other_instr_per_contribution(v: Variant) -> Option<(f64, bool)> {
 /// bound (the share of each path depends on the data: 111.25 gave 106% on the H100).
 pub const COLUMNS_AA_INSTR_PER_CONTRIBUTION: f64 = 71.25;
 
-/// `SEISGPU_KTM_CASE`: comma-separated workload names (e.g. `ktm-table2-4096`) to run alone.
-pub const CASE_ENV: &str = "SEISGPU_KTM_CASE";
-
-/// One workload: a geometry, a grid, the traces.
-pub struct Workload {
-    pub name: String,
-    pub traces: TraceSet,
-    pub params: Params,
-    /// The paper's figure, for the table.
-    pub paper: Option<String>,
-}
-
-/// Traces scattered over the image area: random sources, receivers within `max_offset` of them,
-/// Gaussian noise samples (seeded; the migration's cost does not depend on the data).
-pub fn scattered_traces(n: usize, ns: usize, dt: f32, g: &ImageGrid, max_offset: f64, seed: u64) -> TraceSet {
-    use rand::RngExt;
-    let mut r = crate::synth::rng(seed);
-    let (wx, wy) = ((g.nx.max(2) - 1) as f64 * g.dx, (g.ny.max(2) - 1) as f64 * g.dy);
-    let headers: Vec<TraceHeader> = (0..n)
-        .map(|_| {
-            let (sx, sy) = (g.x0 + r.random_range(0.0..1.0) * wx, g.y0 + r.random_range(0.0..1.0) * wy);
-            let (a, h): (f64, f64) = (r.random_range(0.0..std::f64::consts::TAU), r.random_range(0.0..max_offset));
-            let mut t = TraceHeader { sx, sy, gx: sx + h * a.cos(), gy: sy + h * a.sin(), ..Default::default() };
-            t.offset = t.distance();
-            t
-        })
-        .collect();
-    let mut t = TraceSet::zeros(headers, ns, dt);
-    t.data.par_chunks_mut(ns).enumerate().for_each(|(i, tr)| crate::synth::add_noise(tr, 1.0, seed ^ (i as u64 + 1)));
-    t
-}
-
-fn table2_grid(size: BenchSize) -> ImageGrid {
-    match size {
-        BenchSize::Paper => ImageGrid { x0: 0.0, dx: 25.0, nx: 255, y0: 0.0, dy: 25.0, ny: 255, tau0: 0.0, dtau: 0.004, ntau: 1024 },
-        BenchSize::Small => ImageGrid { x0: 0.0, dx: 25.0, nx: 31, y0: 0.0, dy: 25.0, ny: 29, tau0: 0.0, dtau: 0.008, ntau: 128 },
-    }
-}
-
-fn vrms() -> Velocity { Velocity::Function { t0: 0.0, dt: 0.5, v: (0..12).map(|k| 1500.0 + 250.0 * k as f32).collect() } }
-
-/// The benchmark workloads at `size`.
-pub fn workloads(size: BenchSize) -> Vec<Workload> {
-    let mut w = Vec::new();
-    let g2 = table2_grid(size);
-    let paper2 = [(4096, 2096, 100), (8192, 4343, 200), (40960, 24124, 1243), (83968, 49663, 2616)];
-    let (ns2, dt2) = match size {
-        BenchSize::Paper => (1024, 0.004),
-        BenchSize::Small => (256, 0.004),
-    };
-    for (k, &(n, cpu, gpu)) in paper2.iter().enumerate() {
-        let n = match size {
-            BenchSize::Paper => n,
-            BenchSize::Small => n / 32,
-        };
-        if size == BenchSize::Small && k >= 2 {
-            break;
-        }
-        w.push(Workload {
-            name: format!("ktm-table2-{n}"),
-            traces: scattered_traces(n, ns2, dt2, &g2, 4000.0, 20 + k as u64),
-            params: Params::bare(g2, vrms()),
-            paper: Some(format!("CPU {cpu} s (4 threads), GPU {gpu} s (C1060)")),
-        });
-    }
-    let g1 = match size {
-        BenchSize::Paper => ImageGrid { x0: 0.0, dx: 12.5, nx: 1, y0: 0.0, dy: 12.5, ny: 255, tau0: 0.0, dtau: 0.004, ntau: 1248 },
-        BenchSize::Small => ImageGrid { x0: 0.0, dx: 12.5, nx: 1, y0: 0.0, dy: 12.5, ny: 63, tau0: 0.0, dtau: 0.004, ntau: 160 },
-    };
-    let (n1, ns1) = match size {
-        BenchSize::Paper => (6727, 640),
-        BenchSize::Small => (400, 128),
-    };
-    w.push(Workload {
-        name: "ktm-table1".into(),
-        traces: scattered_traces(n1, ns1, 0.008, &g1, 3000.0, 11),
-        params: Params::bare(g1, vrms()),
-        paper: Some("0.9 s (C1060, block 128 x 1)".into()),
-    });
-    w
-}
-
 /// The first `n` traces of a set.
 fn subset(t: &TraceSet, n: usize) -> TraceSet {
     let n = n.min(t.len());
@@ -165,12 +83,13 @@ fn time_gpu(gpu: &Gpu, warmup: usize, repeats: usize, mut f: impl FnMut() -> any
 
 /// Runs every workload on the CPU reference and (when `backend` is a GPU) every GPU variant.
 pub fn bench(backend: &Backend, size: BenchSize, ceilings: &Ceilings) -> anyhow::Result<Vec<BenchRow>> {
+    bench_selected(backend, size, ceilings, &Selection::default())
+}
+
+/// [`bench`] of the workloads `sel` names (see [`names`]).
+pub fn bench_selected(backend: &Backend, size: BenchSize, ceilings: &Ceilings, sel: &Selection) -> anyhow::Result<Vec<BenchRow>> {
     let mut rows = Vec::new();
-    let only: Option<Vec<String>> = std::env::var(CASE_ENV).ok().map(|s| s.split(',').map(|c| c.trim().to_string()).collect());
-    for wl in workloads(size) {
-        if only.as_ref().is_some_and(|o| !o.contains(&wl.name)) {
-            continue;
-        }
+    for wl in workloads_named(size, |n| sel.wants(n)) {
         rows.extend(bench_workload(backend, size, ceilings, &wl)?);
     }
     Ok(rows)
@@ -240,8 +159,8 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
         // (scaled, and said in the note), so the whole benchmark fits a few minutes.
         let probe = subset(&wl.traces, 512.min(n));
         let probe_plan = Plan::new(&probe.headers, probe.ns, probe.dt, probe.t0, &params)?;
-        let probe_prep = super::prep::prepare(&probe, &probe_plan, &params);
-        let mut res = super::gpu::Resident::new(gpu, &probe_plan, &probe_prep)?;
+        let probe_prep = seisgpu_host::ktm::prep::prepare(&probe, &probe_plan, &params);
+        let mut res = seisgpu_host::ktm::gpu::Resident::new(gpu, &probe_plan, &probe_prep)?;
         let p = time_gpu(gpu, 1, 1, || res.run(gpu, variant))?;
         drop(res);
         let traces_per_s = probe.len() as f64 / (p.median_ms * 1e-3);
@@ -251,8 +170,8 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
         let f = n as f64 / n_gpu as f64;
         let note_sub = if n_gpu < n { format!("timed on {n_gpu} of {n} traces, scaled by {f:.2}; ") } else { String::new() };
         let plan = Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, &params)?;
-        let prep = super::prep::prepare(&traces, &plan, &params);
-        let mut res = super::gpu::Resident::new(gpu, &plan, &prep)?;
+        let prep = seisgpu_host::ktm::prep::prepare(&traces, &plan, &params);
+        let mut res = seisgpu_host::ktm::gpu::Resident::new(gpu, &plan, &prep)?;
         let est_s = n_gpu as f64 / traces_per_s;
         let (warm, reps) = if est_s > 2.0 { (1, 2) } else if est_s > 0.5 { (1, 3) } else { (2, 5) };
         let k = time_gpu(gpu, warm, reps, || res.run(gpu, variant))?;
@@ -307,8 +226,8 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
         let err = rel_l2(&check_gpu.data, &check_cpu.data);
         anyhow::ensure!(err < 1e-5, "{} full corrections: GPU differs from the CPU (rel L2 {err:.2e})", wl.name);
         let plan = Plan::new(&wl.traces.headers, wl.traces.ns, wl.traces.dt, wl.traces.t0, &params)?;
-        let prep = super::prep::prepare(&wl.traces, &plan, &params);
-        let mut res = super::gpu::Resident::new(gpu, &plan, &prep)?;
+        let prep = seisgpu_host::ktm::prep::prepare(&wl.traces, &plan, &params);
+        let mut res = seisgpu_host::ktm::gpu::Resident::new(gpu, &plan, &prep)?;
         let k = time_gpu(gpu, 1, 3, || res.run(gpu, Variant::Columns))?;
         let mut row = BenchRow {
             workload: wl.name.clone(),
@@ -354,9 +273,9 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
     for i in 0..traces.len() {
         let h = traces.headers[i];
         let leg = |px: f64, py: f64| (tau0 * tau0 / 4.0 + ((px - x).powi(2) + (py - y).powi(2)) / (v * v)).sqrt();
-        crate::synth::add_ricker(traces.trace_mut(i), 0.004, (leg(h.sx, h.sy) + leg(h.gx, h.gy)) as f32, 25.0, 1.0);
+        seisgpu_host::synth::add_ricker(traces.trace_mut(i), 0.004, (leg(h.sx, h.sy) + leg(h.gx, h.gy)) as f32, 25.0, 1.0);
     }
-    crate::synth::add_noise(&mut traces.data, 0.5, 5);
+    seisgpu_host::synth::add_noise(&mut traces.data, 0.5, 5);
     let params = Params::full(g, Velocity::Constant(v as f32));
     let t = std::time::Instant::now();
     let img = migrate(&traces, &params, backend)?;
@@ -374,13 +293,13 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
         }
     }
     let (ix, iy, it) = best.1;
-    let rms = crate::synth::rms(&img.data) as f64;
+    let rms = seisgpu_host::synth::rms(&img.data) as f64;
     let peak = img.data.iter().fold(0.0f32, |a, &b| a.max(b.abs())) as f64;
     std::fs::create_dir_all(out_dir)?;
     let path = out_dir.join("ktm-diffractor-inline.png");
     let section: Vec<f32> = (0..g.nx).flat_map(|kx| (0..g.ntau).map(move |kt| (kx, kt))).map(|(kx, kt)| img.at(0, kx, c, kt)).collect();
-    let axes = crate::plot::Axes::time_s(g.tau0 as f64, g.dtau as f64).traces(g.x0, g.dx, "x (m)");
-    crate::plot::section_png_with(&path, &section, g.nx, g.ntau, &format!("ktm: migrated diffractor, y = {} m", g.y0 + g.dy * c as f64), &axes)?;
+    let axes = seisgpu_host::plot::Axes::time_s(g.tau0 as f64, g.dtau as f64).traces(g.x0, g.dx, "x (m)");
+    seisgpu_host::plot::section_png_with(&path, &section, g.nx, g.ntau, &format!("ktm: migrated diffractor, y = {} m", g.y0 + g.dy * c as f64), &axes)?;
     Ok(DemoRow {
         algorithm: "ktm".into(),
         backend: backend.name().into(),
@@ -389,4 +308,17 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
             peak/rms {:.0} (noisy input, S/N 2, {} traces)", ix.abs_diff(c).max(iy.abs_diff(c)), it.abs_diff(100), peak / rms, traces.len()),
         images: if path.exists() { vec![path] } else { vec![] },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_are_the_workloads_names() {
+        use super::*;
+        let size = BenchSize::Small;
+        let built: Vec<String> = workloads(size).into_iter().map(|w| w.name).collect();
+        assert_eq!(names(size), built);
+        let one: Vec<String> = workloads_named(size, |n| n == "ktm-table1").into_iter().map(|w| w.name).collect();
+        assert_eq!(one, ["ktm-table1"]);
+    }
 }
