@@ -15,7 +15,7 @@ fn migration(c: &mut Criterion) {
     let full = Params::full(wl.params.grid, wl.params.velocity.clone());
     for (name, params) in [("bare", wl.params.clone()), ("full", full)] {
         g.bench_function(format!("{}/{name}/cpu-reference", wl.name), |b| {
-            b.iter(|| ktm::migrate(&wl.traces, &params, &Backend::Cpu).unwrap())
+            b.iter(|| ktm::migrate(&wl.traces, &params, &[Backend::Cpu]).unwrap())
         });
         if let Some(gpu) = &gpu {
             let plan = Plan::new(&wl.traces.headers, wl.traces.ns, wl.traces.dt, wl.traces.t0, &params).unwrap();
@@ -29,7 +29,7 @@ fn migration(c: &mut Criterion) {
             });
         }
     }
-    let img = ktm::migrate(&wl.traces, &wl.params, &Backend::Cpu).unwrap();
+    let img = ktm::migrate(&wl.traces, &wl.params, &[Backend::Cpu]).unwrap();
     let t = &wl.traces;
     g.bench_function(format!("{}/bare/cpu-modelling", wl.name), |b| {
         b.iter(|| ktm::model(&img, &t.headers, t.ns, t.dt, t.t0, &wl.params, &Backend::Cpu).unwrap())

@@ -1,22 +1,22 @@
 //! seisgpu host side: the GPU runtime, the CPU references, data I/O and the pipelines.
 //!
 //! One module per algorithm, each in the same shape as its device twin in `gpu-kernels/src/<algo>`:
-//! `mod.rs` (parameters, validation, the public driver that picks CPU or GPU), `cpu.rs` (the rayon
-//! reference), `gpu.rs` (uploads, launches, downloads), `bench.rs` (the benchmark workloads).
+//! `mod.rs` (parameters, validation, the public driver that picks CPU or GPU and one device or
+//! several), `cpu.rs` (the rayon reference), `gpu.rs` (uploads, launches, downloads), `bench.rs`
+//! (the benchmark workloads, and the scaling workload), `distributed.rs` (feature `mpi`: the
+//! algorithm across MPI ranks). How a job runs on one device, several or MPI ranks is [`exec`]'s:
+//! each algorithm describes its multi-device job once as an [`exec::Job`].
 //! Pure math (moveout, traveltime, weights, recursions) lives in `gpu_kernels` and is shared.
 
 pub mod backend;
 pub mod bench;
-#[cfg(feature = "mpi")]
-pub mod distributed;
+pub mod exec;
 pub mod grid;
 pub mod io;
-pub mod multi;
 pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod runtime;
-pub mod scale;
 pub mod synth;
 pub mod traces;
 pub mod velocity;

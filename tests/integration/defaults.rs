@@ -53,7 +53,7 @@ fn ktm_and_pstm_image_a_utm_survey_over_its_midpoints_by_default() {
     assert!(line.unwrap().contains("image grid from the data"));
     assert!((g.dx - 12.5).abs() < 1e-9 && g.ny == 1 && g.x0 > X0 && g.x0 < X0 + 100.0 && g.ntau == 250, "{g:?}");
     let ig = g;
-    let img = ktm::migrate(&t, &ktm::Params::full(ig, ktm::Velocity::Constant(2000.0)), &Backend::Cpu).unwrap();
+    let img = ktm::migrate(&t, &ktm::Params::full(ig, ktm::Velocity::Constant(2000.0)), &[Backend::Cpu]).unwrap();
     assert!((focus_x(&ig, &img.data) - xd).abs() <= 2.0 * g.dx, "ktm focus at {} m, diffractor at {xd} m", focus_x(&ig, &img.data));
 
     // The CLI: the grid printed, an image over the data, for both engines.
@@ -101,7 +101,7 @@ fn a_grid_no_trace_reaches_and_traces_without_coordinates_fail_without_output() 
         assert!(!out.exists());
     }
     let p = pstm_params(&grid::complete(&GridRequest::default(), &t).unwrap().0);
-    let e = pstm::migrate(&bare, &p, pstm::TraveltimeMode::Exact, pstm::TraveltimeModel::Dsr, &Backend::Cpu).unwrap_err().to_string();
+    let e = pstm::migrate(&bare, &p, pstm::TraveltimeMode::Exact, pstm::TraveltimeModel::Dsr, &[Backend::Cpu]).unwrap_err().to_string();
     assert!(e.contains("no source/receiver coordinates"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -109,7 +109,7 @@ fn a_grid_no_trace_reaches_and_traces_without_coordinates_fail_without_output() 
 fn pstm_params(g: &grid::ImageGrid) -> pstm::PstmParams {
     pstm::PstmParams { nx: g.nx, ny: g.ny, x0: g.x0, y0: g.y0, dx: g.dx, dy: g.dy, nz: g.ntau, tau0: g.tau0, dtau: g.dtau, noff: 1,
         offset0: 0.0, doffset: 1e6, vrms: vec![2000.0; g.ntau], eta: vec![], aperture: 800.0, stretch: 0.5, dynamic_max_step: 32,
-        gpu: pstm::GpuTuning::default() }
+        gpu: pstm::GpuTuning::read_only_cache() }
 }
 
 #[test]
@@ -119,18 +119,18 @@ fn gpu_migrations_image_a_utm_survey_over_its_midpoints() {
     let g = grid::complete(&GridRequest::default(), &t).unwrap().0;
     let ig = g;
     let p = ktm::Params::full(ig, ktm::Velocity::Constant(2000.0));
-    let cpu = ktm::migrate(&t, &p, &Backend::Cpu).unwrap();
-    let on_gpu = ktm::migrate(&t, &p, &Backend::Gpu(gpu.clone())).unwrap();
+    let cpu = ktm::migrate(&t, &p, &[Backend::Cpu]).unwrap();
+    let on_gpu = ktm::migrate(&t, &p, &[Backend::Gpu(gpu.clone())]).unwrap();
     assert!(seisgpu_host::bench::rel_l2(&on_gpu.data, &cpu.data) < 1e-4);
     assert!((focus_x(&ig, &on_gpu.data) - xd).abs() <= 2.0 * g.dx);
     let pp = pstm_params(&g);
     let (m, d) = (pstm::TraveltimeMode::Static8, pstm::TraveltimeModel::Dsr);
-    let img = pstm::migrate(&t, &pp, m, d, &Backend::Gpu(gpu.clone())).unwrap();
+    let img = pstm::migrate(&t, &pp, m, d, &[Backend::Gpu(gpu.clone())]).unwrap();
     assert!(img.stats.traces_used == t.len());
     let mut far = pp.clone();
     far.x0 = 0.0;
     far.y0 = 0.0;
-    let e = pstm::migrate(&t, &far, m, d, &Backend::Gpu(gpu)).unwrap_err().to_string();
+    let e = pstm::migrate(&t, &far, m, d, &[Backend::Gpu(gpu)]).unwrap_err().to_string();
     assert!(e.contains("no trace reaches the image"), "{e}");
 }
 

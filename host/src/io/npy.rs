@@ -33,7 +33,7 @@ pub fn write_npy(path: impl AsRef<Path>, data: &[f32], shape: &[u64]) -> anyhow:
 
 /// The header of a little-endian float32 C-order .npy file of `shape` (format 1.0, padded so the
 /// data start at a multiple of 64 bytes): for files whose data several writers put in place
-/// (`crate::distributed::write_shares`).
+/// (`crate::exec::mpi::write_shares`).
 pub fn header_f32(shape: &[usize]) -> Vec<u8> {
     // Written as npyz writes it (`(2, 3, 4, )`), so an MPI job's file and one process's file
     // ([`write_npy`]) are the same bytes.

@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use super::{cpu, gpu, synth, Estimate, EstimateParams, Setup};
 use crate::backend::Backend;
+use crate::exec::scale::Workload as ScaleWorkload;
 use crate::bench::{BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
 use crate::runtime::timing::{measure_cpu, GpuTimer, Stats};
 use crate::runtime::Gpu;
@@ -558,4 +559,42 @@ pub fn demo_gather_sized(k: usize) -> (TraceSet, TraceSet, EstimateParams) {
     p.spacing_x = 100.0;
     p.spacing_y = 100.0;
     (clean, noisy, p)
+}
+
+/// The strong-scaling workload (`seisgpu bench --gpus`, [`crate::exec::scale`]): the paper's field
+/// cross-spread shape on the search split by parameter traces.
+pub fn scale_workload(size: BenchSize) -> anyhow::Result<ScaleWorkload> {
+
+    // The paper's field cross-spread shape (94 x 224 traces, 1500 samples).
+    use crate::exec::scale::{cached, PerCount};
+    use crate::nlbf::{self, NlbfDevice, Setup, Variant};
+    use rayon::prelude::*;
+    let (traces, params) = nlbf::synth::crossspread_3d(size);
+    let setup = Setup::new(&traces, &params)?;
+    let work = setup.estimations() as f64;
+    // Per device count, once: the devices (on a GPU the gather, coordinates and search
+    // tables go up with its first item, in the untimed check run, and stay resident) and
+    // the variant (the fast kernels' plan check). A processing job does these once for
+    // many parameter sets; the timed run is the search itself: parameter traces and
+    // apertures up, kernels, picks and semblance down.
+    let cache: PerCount<(Variant, Vec<NlbfDevice>)> = Default::default();
+    Ok(ScaleWorkload::new("scale-nlbf-crossspread-3d", work, "estimations (parameter trace x time sample)", true, move |d| {
+            let state = cached(&cache, d.len(), || {
+                let variant = d.iter().find(|b| b.gpu().is_some()).map_or(Variant::Cpu, |b| nlbf::variant_for(b, &setup));
+                Ok((variant, d.iter().map(NlbfDevice::new).collect()))
+            })?;
+            let (variant, devs) = &*state;
+            // The job's output: picks (as their bit patterns) then semblance, in one vector
+            // that the devices write in place (the check covers both). Its pages are
+            // written on all cores first, as any job's output would be.
+            let n = setup.estimations();
+            let mut out = Vec::new();
+            rayon::iter::repeat_n(0f32, 2 * n).collect_into_vec(&mut out);
+            let (code, sem) = out.split_at_mut(n);
+            // SAFETY: u32 and f32 have the same size and alignment, and every bit pattern
+            // is valid for both; `code` is borrowed only for the call.
+            let code: &mut [u32] = unsafe { std::slice::from_raw_parts_mut(code.as_mut_ptr().cast::<u32>(), n) };
+            nlbf::estimate_setup_multi_into(devs, &setup, &traces.data, *variant, code, sem)?;
+            Ok(out)
+        }).target(3.5))
 }

@@ -20,6 +20,8 @@
 
 pub mod bench;
 pub mod cpu;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod gpu;
 pub mod nmo_cmp;
 pub mod output;
@@ -514,7 +516,7 @@ impl Setup {
 /// Work items of a multi-device (`--gpus`) or MPI search: contiguous ranges of parameter traces
 /// (each parameter trace's search is independent, so the split changes no result), fixed by
 /// their count alone.
-pub fn work_items(np: usize) -> Vec<std::ops::Range<usize>> { crate::multi::even_ranges(np, WORK_ITEMS) }
+pub fn work_items(np: usize) -> Vec<std::ops::Range<usize>> { crate::exec::split::even_ranges(np, WORK_ITEMS) }
 
 /// Items of [`work_items`].
 pub const WORK_ITEMS: usize = 16;
@@ -622,7 +624,7 @@ pub fn estimate_setup_multi_into(devices: &[NlbfDevice], setup: &Setup, data: &[
         (rc, rs) = (tc, ts);
     }
     let bar = crate::progress::work(items.len() as u64, "nlbf work items");
-    crate::multi::fold_on_devices(devices, &items, (),
+    crate::exec::split::fold_on_devices(devices, &items, (),
         |dev, i, r| {
             bar.inc(1);
             let (c, s) = slots[i].lock().map_err(|_| anyhow::anyhow!("output slot poisoned"))?.take()
@@ -1399,8 +1401,8 @@ pub fn enhance_multi(backends: &[Backend], traces: &TraceSet, coords: &Coordinat
     }
     let setup = EnhanceSetup::new(traces, coords, est, params)?;
     let ns = traces.ns;
-    let blocks = crate::multi::even_ranges(traces.len(), 4 * backends.len());
-    let parts = crate::multi::map_on_devices(backends, &blocks, |b, _, r| {
+    let blocks = crate::exec::split::even_ranges(traces.len(), 4 * backends.len());
+    let parts = crate::exec::split::map_on_devices(backends, &blocks, |b, _, r| {
         let (sub, order) = setup.subset_reading(r.clone());
         let data: Vec<f32> = order.iter().flat_map(|&k| traces.data[k * ns..(k + 1) * ns].iter().copied()).collect();
         let mut out = match b {

@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use super::{count_pairs, cpu, plan, GpuTuning, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel,
     DEFAULT_DYNAMIC_TOLERANCE};
 use crate::backend::Backend;
+use crate::exec::scale::Workload as ScaleWorkload;
 use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
 use crate::runtime::timing::measure_cpu;
 use crate::runtime::{GpuTimer, Stats};
@@ -124,7 +125,7 @@ pub fn table2(size: BenchSize) -> (PstmParams, usize, usize) {
         aperture,
         stretch: 0.5,
         dynamic_max_step: 32,
-        gpu: GpuTuning::default(),
+        gpu: GpuTuning::read_only_cache(),
     };
     smooth_model(&mut p, true);
     (p, traces, ns)
@@ -387,11 +388,11 @@ fn bench_impl(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budge
             if mode == TraveltimeMode::Static8 || size == BenchSize::Small {
                 let mut pb = p.clone();
                 pb.gpu = best.0;
-                crate::multi::take_marks();
+                crate::runtime::phases::take_marks();
                 let t = Instant::now();
-                let img = super::migrate(&traces, &pb, mode, model, backend)?;
+                let img = super::migrate(&traces, &pb, mode, model, std::slice::from_ref(backend))?;
                 let s = t.elapsed().as_secs_f64() * 1e3;
-                let marks = crate::multi::marks_line(&crate::multi::take_marks());
+                let marks = crate::runtime::phases::marks_line(&crate::runtime::phases::take_marks());
                 rows.push(row(wl, &format!("gpu-best {label}"), "end-to-end",
                     Stats { median_ms: s, min_ms: s, max_ms: s, repeats: 1 }, img.stats.contributions as f64, check.clone(),
                     None, format!("plan + pack + upload + kernels + download + pair count (streamed by batch; {marks})")));
@@ -515,7 +516,7 @@ pub fn accuracy_setup(cfg: &AccuracyConfig) -> (PstmParams, TraceSet) {
         aperture: 600.0,
         stretch: 0.5,
         dynamic_max_step: 32,
-        gpu: GpuTuning::default(),
+        gpu: GpuTuning::read_only_cache(),
     };
     smooth_model(&mut p, true);
     let h = survey(cfg.traces, &p, 400.0, 2000.0, 21);
@@ -623,7 +624,7 @@ pub fn accuracy(backend: &Backend, cfg: &AccuracyConfig) -> anyhow::Result<Accur
     };
     let run = |mode| -> anyhow::Result<(PstmImage, f64)> {
         let t = Instant::now();
-        let img = super::migrate(&traces, &p, mode, cfg.model, backend)?;
+        let img = super::migrate(&traces, &p, mode, cfg.model, std::slice::from_ref(backend))?;
         Ok((img, t.elapsed().as_secs_f64()))
     };
     let (exact, _) = run(TraveltimeMode::Exact)?;
@@ -682,7 +683,7 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
         aperture: 500.0,
         stretch: 0.5,
         dynamic_max_step: 32,
-        gpu: GpuTuning::default(),
+        gpu: GpuTuning::read_only_cache(),
     };
     p.vrms = vec![2000.0; p.nz];
     let h = survey(3000 * k * k, &p, 300.0, 1200.0, 31);
@@ -690,8 +691,8 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
     // One diffractor at column (c, c) = (25 c m, 25 c m), 600 m deep: tau = 0.6 s at 2000 m/s (sample 150).
     let xd = 25.0 * c as f64;
     synth::events::diffractor(&mut traces, xd, xd, 600.0, 2000.0, 25.0);
-    let exact = super::migrate(&traces, &p, TraveltimeMode::Exact, TraveltimeModel::Dsr, backend)?;
-    let s8 = super::migrate(&traces, &p, TraveltimeMode::Static8, TraveltimeModel::Dsr, backend)?;
+    let exact = super::migrate(&traces, &p, TraveltimeMode::Exact, TraveltimeModel::Dsr, std::slice::from_ref(backend))?;
+    let s8 = super::migrate(&traces, &p, TraveltimeMode::Static8, TraveltimeModel::Dsr, std::slice::from_ref(backend))?;
     let err = rel_l2(&s8.data, &exact.data);
     let stack = s8.stack();
     let (imax, _) = stack.iter().enumerate().fold((0, 0.0f32), |a, (i, &v)| if v.abs() > a.1 { (i, v.abs()) } else { a });
@@ -791,4 +792,22 @@ mod probe {
             eprintln!("item {i}: slice {a:.3} validate {b:.3} plan {c:.3} coefs {d:.3} pack {e:.3} count {f:.3} s {n:?}");
         }
     }
+}
+
+/// The strong-scaling workload (`seisgpu bench --gpus`, [`crate::exec::scale`]): Table 2's image with a fifth
+/// of its traces on the split migration ([`super::Migration`]); small: the small table.
+pub fn scale_workload(size: BenchSize) -> anyhow::Result<ScaleWorkload> {
+    let paper = size == BenchSize::Paper;
+
+    // Table 2's image (50 x 1097 x 1504) with a fifth of its 450,000 traces; small: the small table.
+    use crate::pstm::{self, bench as pb, TraveltimeMode, TraveltimeModel};
+    let (mut p, ntr, ns) = pb::table2(size);
+    p.gpu = pstm::GpuTuning::fastest(); // what `seisgpu pstm migrate` runs
+    let ntr = if paper { ntr / 5 } else { ntr };
+    let traces = pb::band_limited(pb::survey(ntr, &p, p.aperture as f64 * 0.5, 3000.0, 5), ns, 0.004, 25.0, &p);
+    let (mode, model) = (TraveltimeMode::Static8, TraveltimeModel::Dsr);
+    let work = pstm::count_pairs(&p, &pstm::plan(&traces, &p, mode)?).1 as f64;
+    Ok(ScaleWorkload::new(format!("scale-pstm-table2-{ntr}"), work, "contributions (pair x image sample)", false, move |d| {
+        Ok(crate::exec::run(&super::Migration::of(&traces, &p, mode, model)?, d)?.data)
+    }))
 }

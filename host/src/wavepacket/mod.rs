@@ -13,8 +13,11 @@ pub mod apps;
 pub mod bench;
 pub mod coeffs_io;
 pub mod cpu;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod fragments;
 pub mod gpu;
+pub mod scaling;
 
 use std::sync::Arc;
 
