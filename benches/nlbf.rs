@@ -32,7 +32,7 @@ fn enhance_and_nmo(c: &mut Criterion) {
     let mut g = c.benchmark_group("nlbf-enhance-nmo");
     g.sample_size(10);
     let (_, noisy, p) = nlbf::bench::demo_gather();
-    let est = nlbf::estimate(&Backend::Cpu, &noisy, &p).unwrap();
+    let est = nlbf::estimate(&noisy, &p, &[Backend::Cpu]).unwrap();
     let ep = nlbf::EnhanceParams { aperture: p.aperture_c };
     let es = nlbf::EnhanceSetup::new(&noisy, &p.coords, &est, &ep).unwrap();
     g.bench_function("enhance/cpu", |b| b.iter(|| cpu::enhance(&es, &est, &noisy.data)));

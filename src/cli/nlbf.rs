@@ -294,7 +294,7 @@ fn params_from(s: &SearchArgs, preset: Option<EstimateParams>, layout: Option<&T
 fn run_estimate_multi(devices: &[Backend], t: &TraceSet, p: &EstimateParams, variant: &str)
     -> anyhow::Result<(nlbf::Estimate, String)> {
     let v = variant_on(devices, variant)?;
-    let est = nlbf::estimate_multi(devices, t, p, v)?;
+    let est = nlbf::estimate_split(devices, t, p, v)?;
     eprintln!("nlbf: {} x {} parameter traces in {} work items on {} devices", est.grid.nx, est.grid.ny,
         nlbf::work_items(est.grid.len()).len(), devices.len());
     Ok((est, format!("{} on {} devices", v.map_or("auto".to_string(), |v| format!("{v:?}")), devices.len())))
@@ -472,8 +472,8 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
             let (est, variant) = search(&t, &p, &a.search.variant)?;
             let ep = EnhanceParams { aperture: a.aperture.map(|x| x.0).unwrap_or(p.aperture_c) };
             let out = match &devices {
-                Some(d) => nlbf::enhance_multi(d, &t, &p.coords, &est, &ep)?,
-                None => nlbf::enhance(&backend, &t, &p.coords, &est, &ep)?,
+                Some(d) => nlbf::enhance(&t, &p.coords, &est, &ep, d)?,
+                None => nlbf::enhance(&t, &p.coords, &est, &ep, std::slice::from_ref(&backend))?,
             };
             let secs = t0.elapsed().as_secs_f64();
             let copied = nlbf::slopes::copied_traces(&t, &p.coords, &est)?;

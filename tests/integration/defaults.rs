@@ -167,7 +167,7 @@ fn nlbf_ranges_from_the_data_keep_steep_events_and_the_gap_is_copied_through() {
     let (space, line) = nlbf::slopes::from_data(&t, &p, 1400.0).unwrap();
     p.search = space;
     assert!(line.contains("1400 m/s") && space.a.max >= 1.0 / 1400.0, "{line}");
-    let est = nlbf::estimate(&Backend::Cpu, &t, &p).unwrap();
+    let est = nlbf::estimate(&t, &p, &[Backend::Cpu]).unwrap();
     // The gap's parameter trace has an empty (B, E) aperture: unestimated, not an error.
     assert!(est.unestimated_count() >= 1 && est.unestimated_count() < est.grid.len(), "{:?}", est.unestimated);
     let truth = 1.0 / 1500.0f32;
@@ -177,11 +177,11 @@ fn nlbf_ranges_from_the_data_keep_steep_events_and_the_gap_is_copied_through() {
         assert!((a - want).abs() <= 2.0 * space.a.step as f32, "A {a} at x {x}, the direct wave's {want}");
     }
     // The synthetic preset's ranges cannot reach the direct wave (what the derived ranges fix).
-    let old = nlbf::estimate(&Backend::Cpu, &t, &preset).unwrap();
+    let old = nlbf::estimate(&t, &preset, &[Backend::Cpu]).unwrap();
     assert!(direct_wave_a(&old, &t, X0 + 980.0) <= 1e-4 + 1e-9);
 
     let ep = EnhanceParams { aperture: p.aperture_c };
-    let out = nlbf::enhance(&Backend::Cpu, &t, &p.coords, &est, &ep).unwrap();
+    let out = nlbf::enhance(&t, &p.coords, &est, &ep, &[Backend::Cpu]).unwrap();
     let copied = nlbf::slopes::copied_traces(&t, &p.coords, &est).unwrap();
     assert!(copied > 0 && copied < t.len(), "{copied}");
     let mut seen = 0;
@@ -213,8 +213,8 @@ fn gpu_nlbf_leaves_the_gap_unestimated_as_the_cpu() {
     let t = shot_with_gap();
     let mut p = nlbf::synth::params_synthetic_2d();
     p.search = nlbf::slopes::from_data(&t, &p, 1400.0).unwrap().0;
-    let cpu = nlbf::estimate(&Backend::Cpu, &t, &p).unwrap();
-    let g = nlbf::estimate(&Backend::Gpu(gpu.clone()), &t, &p).unwrap();
+    let cpu = nlbf::estimate(&t, &p, &[Backend::Cpu]).unwrap();
+    let g = nlbf::estimate(&t, &p, &[Backend::Gpu(gpu.clone())]).unwrap();
     assert_eq!(g.unestimated, cpu.unestimated);
     for (q, u) in cpu.unestimated.iter().enumerate() {
         if !u {
@@ -222,8 +222,8 @@ fn gpu_nlbf_leaves_the_gap_unestimated_as_the_cpu() {
         }
     }
     let ep = EnhanceParams { aperture: p.aperture_c };
-    let a = nlbf::enhance(&Backend::Cpu, &t, &p.coords, &cpu, &ep).unwrap();
-    let b = nlbf::enhance(&Backend::Gpu(gpu), &t, &p.coords, &cpu, &ep).unwrap();
+    let a = nlbf::enhance(&t, &p.coords, &cpu, &ep, &[Backend::Cpu]).unwrap();
+    let b = nlbf::enhance(&t, &p.coords, &cpu, &ep, &[Backend::Gpu(gpu)]).unwrap();
     assert!(seisgpu_host::bench::rel_l2(&b.data, &a.data) < 1e-5);
 }
 

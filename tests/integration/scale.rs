@@ -226,10 +226,10 @@ fn nlbf_case() -> (TraceSet, nlbf::EstimateParams) {
 #[test]
 fn scale_nlbf_split_equals_single_device_on_cpu() {
     let (traces, p) = nlbf_case();
-    let single = nlbf::estimate(&Backend::Cpu, &traces, &p).unwrap();
+    let single = nlbf::estimate(&traces, &p, &[Backend::Cpu]).unwrap();
     assert!(single.grid.len() >= 4, "{} parameter traces: too few to split", single.grid.len());
     for n in [1, 3] {
-        let est = nlbf::estimate_multi(&cpus(n), &traces, &p, None).unwrap();
+        let est = nlbf::estimate_split(&cpus(n), &traces, &p, None).unwrap();
         assert_eq!(est.code, single.code, "{n}-way: picks differ");
         assert_eq!(bits(&est.semblance), bits(&single.semblance), "{n}-way: semblance differs");
         assert_eq!(est.grid, single.grid);
@@ -259,11 +259,11 @@ fn scale_nlbf_subset_setup_searches_like_the_whole() {
 fn scale_nlbf_split_on_gpus() {
     let Some(gpus) = gpus_or_skip("scale_nlbf_split_on_gpus", 2) else { return };
     let (traces, p) = nlbf_case();
-    let one = nlbf::estimate_multi(&gpus[..1], &traces, &p, None).unwrap();
-    let n = nlbf::estimate_multi(&gpus, &traces, &p, None).unwrap();
+    let one = nlbf::estimate_split(&gpus[..1], &traces, &p, None).unwrap();
+    let n = nlbf::estimate_split(&gpus, &traces, &p, None).unwrap();
     assert_eq!(one.code, n.code, "{}-GPU split: picks differ from 1 GPU", gpus.len());
     assert_eq!(bits(&one.semblance), bits(&n.semblance));
-    let single = nlbf::estimate(&gpus[0], &traces, &p).unwrap();
+    let single = nlbf::estimate(&traces, &p, &gpus[..1]).unwrap();
     assert_eq!(single.code, n.code, "split: picks differ from the unsplit GPU search");
     assert!(rel_l2(&single.semblance, &n.semblance) < 1e-6);
 }

@@ -32,18 +32,18 @@
 //! ```
 //!
 //! On three devices, device 0 runs items 0..4, device 1 items 4..7, device 2 items 7..10
-//! ([`split::device_blocks`]: a static split, so a given device count always sums the same items
+//! (`split::device_blocks`: a static split, so a given device count always sums the same items
 //! in the same order and its result is repeatable bit for bit), and the parts are reduced in
 //! device order. Under MPI, each rank builds the same job from what it read (every rank the same
 //! items, each holding the input of its own block), runs its block of the items
-//! ([`split::block_share`]) on its local devices with the same runner ([`run_items`]) and reduces its
+//! (`split::block_share`) on its local devices with the same runner ([`run_items`]) and reduces its
 //! devices' parts; the ranks' results are then summed in rank order and written by every rank into
 //! one file (`mpi::write_npy_sum`, `mpi::write_segy_sum`, `mpi::write_shares`). With one device
 //! per rank, a job on R ranks sums exactly what one process with R devices sums, in the same order.
 //!
 //! - [`devices`]: `--gpus N|all`, opening the GPUs or making CPU work queues.
-//! - [`split`]: the static split, the dynamic queue (items whose results are concatenated in item
-//!   order: NLBF's picks, wave-packet cubes), the block of an MPI rank.
+//! - [`split`]: the static split, the dynamic queue (items whose results are concatenated or folded
+//!   in item order), the block of an MPI rank.
 //! - [`reduce`]: sums in device (or rank) order, on the host or on the GPUs.
 //! - [`mpi`]: the ranks ([`mpi::Cluster`]), reading a rank's share, writing one file from every rank.
 //! - [`scale`]: the strong-scaling benchmark over any job's workload.
@@ -90,7 +90,7 @@ pub fn run<J: Job>(job: &J, devices: &[J::Device]) -> anyhow::Result<J::Output> 
 }
 
 /// Runs the items `items` of `job` on `devices`, device `d` taking the contiguous block `d` of them
-/// ([`split::device_blocks`]); the parts of the devices that had items, in device order. The first
+/// (`split::device_blocks`); the parts of the devices that had items, in device order. The first
 /// failure stops the other devices and names the device and the item.
 pub fn run_items<J: Job>(job: &J, devices: &[J::Device], items: Range<usize>) -> Result<Vec<J::Part>, WorkError> {
     if devices.is_empty() {

@@ -1,14 +1,14 @@
 //! Many machines through MPI (cargo feature `mpi`; rsmpi over the system's Open MPI).
 //!
 //! The same work items as on several local devices (`--gpus`), split across ranks: rank r takes a
-//! contiguous block of the items ([`super::split::block_share`]) and runs them on its local devices
+//! contiguous block of the items (`super::split::block_share`) and runs them on its local devices
 //! (its GPUs, or CPU work queues) with the same [`super::Job`] ([`run_rank`]), reading only the
 //! input its items need where the format allows ([`read_trace_share`]: SEG-Y trace ranges, .npy
 //! rows; [`read_layout`] and [`read_traces`]: every header, then only the traces a rank's items
 //! touch). A rank's result is its devices' parts reduced in device order; images are summed over
 //! the ranks in rank order (one image per rank crosses the network, not one per item). With one
 //! device per rank this is exactly the single-process run on as many devices, bit for bit.
-//! What an algorithm reads or writes of its own (SRM's shots, NLBF's apertures, wave-packet slabs)
+//! What an algorithm reads or writes of its own (the traces of chosen gathers, slabs of a volume)
 //! is in its folder (`<algorithm>/distributed.rs`), built on the pieces here.
 //!
 //! Every rank writes its part of the output into one file ([`write_shares`]: a temporary file
@@ -563,7 +563,7 @@ pub fn run_share<D: Sync, R: Send>(devices: &[D], mine: Range<usize>, work: impl
 }
 
 /// Runs this rank's work items `mine` (global numbers) on its devices, each device taking a
-/// contiguous block of them ([`super::split::run_blocks`]) into its state (`start`, `step` per item in
+/// contiguous block of them (`super::split::run_blocks`) into its state (`start`, `step` per item in
 /// order, `finish`); the devices' results in device order (devices without items left out). An
 /// error names the work item by its global number and the local device.
 pub fn run_share_blocks<S, R: Send>(devices: &[Backend], mine: Range<usize>,

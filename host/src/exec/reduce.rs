@@ -3,11 +3,10 @@
 //!
 //! The sum is the element-wise `((p0 + p1) + p2) + ...` in part order. On the GPUs
 //! (`sum_to_host`) it is the same bits as [`sum_in_order`] on the downloaded parts: device `d` owns
-//! slice `d` of the image ([`super::split::even_ranges`]), copies slice `d` of every part to itself
+//! slice `d` of the image (`super::split::even_ranges`), copies slice `d` of every part to itself
 //! in part order and adds it into its accumulator with `saxpy` at a = 1 (1 * x + y rounds once, to
 //! x + y, with or without FMA contraction; f32 addition is commutative bit for bit, so y + x = x + y).
-//! Concatenations (NLBF's picks, wave-packet cubes) need no reduction here: the split returns the
-//! items' results in item order.
+//! Concatenations need no reduction here: the split returns the items' results in item order.
 
 use std::sync::Arc;
 

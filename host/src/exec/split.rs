@@ -15,13 +15,13 @@ use crate::runtime::phases::{mark, mark_ms};
 /// `n` things cut into `parts` contiguous ranges whose lengths differ by at most one (the first
 /// `n % parts` are the longer ones); `parts` is capped at `n` (and at least 1), so no range is empty
 /// unless `n` is 0.
-pub fn even_ranges(n: usize, parts: usize) -> Vec<Range<usize>> {
+pub(crate) fn even_ranges(n: usize, parts: usize) -> Vec<Range<usize>> {
     let parts = parts.clamp(1, n.max(1));
     (0..parts).map(|k| block_share(n, parts, k)).collect()
 }
 
 /// Part `k` of `parts` of `0..n` in [`even_ranges`]' split (an MPI rank's share of the work items).
-pub fn block_share(n: usize, parts: usize, k: usize) -> Range<usize> {
+pub(crate) fn block_share(n: usize, parts: usize, k: usize) -> Range<usize> {
     assert!(parts >= 1 && k < parts, "part {k} of {parts}");
     let (q, r) = (n / parts, n % parts);
     let start = k * q + k.min(r);
@@ -32,7 +32,7 @@ pub fn block_share(n: usize, parts: usize, k: usize) -> Range<usize> {
 /// contiguous block [`block_share`]`(items.len(), ndevices, d)` (shifted to `items.start`), the
 /// same for every run. Used where each device accumulates its items into one resident result
 /// (an image), so that a given device count always sums the same items in the same order.
-pub fn device_blocks(items: Range<usize>, ndevices: usize) -> Vec<Range<usize>> {
+pub(crate) fn device_blocks(items: Range<usize>, ndevices: usize) -> Vec<Range<usize>> {
     let n = items.len();
     (0..ndevices.max(1)).map(|d| {
         let b = block_share(n, ndevices.max(1), d);
@@ -46,7 +46,7 @@ pub fn device_blocks(items: Range<usize>, ndevices: usize) -> Vec<Range<usize>> 
 /// block give `None` (nothing is set up on them). Results come in device order. The first failure
 /// stops the other devices before their next item and is returned naming device and item (the
 /// block's first item for a failing `start`, its last for a failing `finish`).
-pub fn run_blocks<D, S, R, A, B, C>(devices: &[D], items: Range<usize>, start: A, step: B, finish: C)
+pub(crate) fn run_blocks<D, S, R, A, B, C>(devices: &[D], items: Range<usize>, start: A, step: B, finish: C)
     -> Result<Vec<Option<R>>, WorkError>
 where
     D: Sync,
@@ -117,7 +117,7 @@ pub struct WorkError {
 /// Runs `work(device, item_index, item)` for every item, spreading items over `devices` with one
 /// thread per device. The first failure stops the other threads from taking new items and is
 /// returned naming the device and the item.
-pub fn map_on_devices<D, I, R, F>(devices: &[D], items: &[I], work: F) -> Result<Vec<R>, WorkError>
+pub(crate) fn map_on_devices<D, I, R, F>(devices: &[D], items: &[I], work: F) -> Result<Vec<R>, WorkError>
 where
     D: Sync,
     I: Sync,
@@ -163,7 +163,7 @@ where
 /// early waits for its predecessors), so a floating-point reduction (an image sum) is the same for
 /// any number of devices and any timing, and at most the out-of-order results are held, not all.
 /// A failing fold is reported against the item (device `usize::MAX`: the host).
-pub fn fold_on_devices<D, I, R, A, F, G>(devices: &[D], items: &[I], mut acc: A, work: F, mut fold: G) -> Result<A, WorkError>
+pub(crate) fn fold_on_devices<D, I, R, A, F, G>(devices: &[D], items: &[I], mut acc: A, work: F, mut fold: G) -> Result<A, WorkError>
 where
     D: Sync,
     I: Sync,

@@ -16,7 +16,7 @@ use crate::traces::TraceSet;
 
 /// Work items of a multi-device (`--gpus`) or MPI migration: contiguous ranges of input traces,
 /// fixed by the trace count alone. Devices take contiguous blocks of them
-/// ([`crate::exec::split::device_blocks`]) and add every item into one image resident on the device
+/// (`crate::exec::split::device_blocks`) and add every item into one image resident on the device
 /// ([`DeviceImage`]), so the per-item cost is the host preparation of its traces (overlapped
 /// with the previous item's migration), not an image download. 16 items keep 1, 2, 4 and 8
 /// devices evenly loaded.

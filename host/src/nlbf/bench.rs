@@ -495,9 +495,9 @@ pub fn paper_kernel_only(g: &Gpu, setup: &Setup, data: &[f32], ptraces: &[usize]
 pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result<DemoRow> {
     let t0 = Instant::now();
     let (clean, noisy, params) = demo_gather_sized(size.factor());
-    let est: Estimate = super::estimate(backend, &noisy, &params)?;
+    let est: Estimate = super::estimate(&noisy, &params, std::slice::from_ref(backend))?;
     let ep = super::EnhanceParams { aperture: params.aperture_c };
-    let enhanced = super::enhance(backend, &noisy, &params.coords, &est, &ep)?;
+    let enhanced = super::enhance(&noisy, &params.coords, &est, &ep, std::slice::from_ref(backend))?;
     let seconds = t0.elapsed().as_secs_f64();
     let before = crate::synth::snr_db(&clean.data, &noisy.data);
     let after = crate::synth::snr_db(&clean.data, &enhanced.data);
@@ -594,7 +594,7 @@ pub fn scale_workload(size: BenchSize) -> anyhow::Result<ScaleWorkload> {
             // SAFETY: u32 and f32 have the same size and alignment, and every bit pattern
             // is valid for both; `code` is borrowed only for the call.
             let code: &mut [u32] = unsafe { std::slice::from_raw_parts_mut(code.as_mut_ptr().cast::<u32>(), n) };
-            nlbf::estimate_setup_multi_into(devs, &setup, &traces.data, *variant, code, sem)?;
+            nlbf::estimate_setup_split_into(devs, &setup, &traces.data, *variant, code, sem)?;
             Ok(out)
         }).target(3.5))
 }

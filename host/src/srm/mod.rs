@@ -677,7 +677,7 @@ impl MultiPlan {
 }
 
 /// The multi-device migration as an [`crate::exec::Job`]: device `d` of N takes the contiguous
-/// block `d` of the (shot, frequency group) [`work_items`] (static, [`crate::exec::split::device_blocks`])
+/// block `d` of the (shot, frequency group) [`work_items`] (static, `crate::exec::split::device_blocks`)
 /// and adds them into one resident window image per shot ([`DeviceShots`]); the window images are
 /// downloaded once per (device, shot) and added into the model image in device order
 /// ([`sum_windows`]). The plan (operator design) and the devices (operator tables, [`SrmDevice`])

@@ -13,9 +13,8 @@ use num_complex::Complex32;
 use rayon::prelude::*;
 
 mod fold;
-mod tiling;
 
-pub use tiling::{CubeBox, CubeInBox, Face, FoldRows, Tiling, BOX_CUBES};
+pub use super::tiling::{CubeBox, CubeInBox, Face, FoldRows, Tiling, BOX_CUBES};
 use fold::{Arrival, BoxResult, CubePool, NotFinite, OrderedFold};
 
 use super::{validate_volume, CoeffEdit, CubeOp, Engine, Frame, HostSamples, Params};
