@@ -291,7 +291,7 @@ fn params_from(s: &SearchArgs, preset: Option<EstimateParams>, layout: Option<&T
 
 /// The search over the devices of `--gpus` (split by parameter traces): the estimate and the
 /// variant's name.
-fn run_estimate_multi(devices: &[Backend], t: &TraceSet, p: &EstimateParams, variant: &str)
+fn run_estimate_split(devices: &[Backend], t: &TraceSet, p: &EstimateParams, variant: &str)
     -> anyhow::Result<(nlbf::Estimate, String)> {
     let v = variant_on(devices, variant)?;
     let est = nlbf::estimate_split(devices, t, p, v)?;
@@ -444,7 +444,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         None => global.backend()?,
     };
     let search = |t: &TraceSet, p: &EstimateParams, variant: &str| match &devices {
-        Some(d) => run_estimate_multi(d, t, p, variant),
+        Some(d) => run_estimate_split(d, t, p, variant),
         None => run_estimate(&backend, t, p, variant),
     };
     match &args.command {
