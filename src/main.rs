@@ -72,7 +72,7 @@ fn main() {
     #[cfg(feature = "mpi")]
     if let Err(e) = cli::mpi::check_distributed(&cli.command_name()) {
         // The same verdict on every rank: said once, every rank exits.
-        if seisgpu_host::distributed::Cluster::world().is_some_and(|c| c.is_root()) {
+        if seisgpu_host::exec::mpi::Cluster::world().is_some_and(|c| c.is_root()) {
             eprintln!("error: {e:#}");
         }
         drop(universe);

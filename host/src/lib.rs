@@ -1,10 +1,13 @@
 //! seisgpu host side: the GPU runtime, the CPU references, data I/O and the pipelines.
 //!
 //! One module per algorithm, each in the same shape as its device twin in `gpu-kernels/src/<algo>`:
-//! `mod.rs` (parameters, validation, the public driver that picks CPU or GPU), `cpu.rs` (the rayon
-//! reference), `gpu.rs` (uploads, launches, downloads). The benchmark harness, reports and the demo
-//! are the `seisgpu-lab` crate; what it times below the drivers (each algorithm's GPU engine or
-//! resident buffers, e.g. `ktm::gpu::Resident`, `wavepacket::gpu::GpuEngine`) is public for it.
+//! `mod.rs` (parameters, validation, the public driver that picks CPU or GPU and one device or
+//! several), `cpu.rs` (the rayon reference), `gpu.rs` (uploads, launches, downloads), `distributed.rs`
+//! (feature `mpi`: the algorithm across MPI ranks). How a job runs on one device, several or MPI
+//! ranks is [`exec`]'s: each algorithm describes its multi-device job once as an [`exec::Job`]. The
+//! benchmark harness, reports and the demo are the `seisgpu-lab` crate; what it times below the
+//! drivers (each algorithm's GPU engine or resident buffers, e.g. `ktm::gpu::Resident`,
+//! `wavepacket::gpu::GpuEngine`) is public for it.
 //! Pure math (moveout, traveltime, weights, recursions) lives in `gpu_kernels` and is shared.
 //!
 //! # Walk-through
@@ -51,15 +54,12 @@
 
 pub mod backend;
 pub mod bench;
-#[cfg(feature = "mpi")]
-pub mod distributed;
+pub mod exec;
 pub mod grid;
 pub mod io;
-pub mod multi;
 pub mod plot;
 pub mod progress;
 pub mod runtime;
-pub mod scale;
 pub mod synth;
 pub mod traces;
 pub mod velocity;

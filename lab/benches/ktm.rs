@@ -14,7 +14,7 @@ fn main() {
     let wl = workloads(BenchSize::Small).into_iter().next().expect("a small workload");
     let full = Params::full(wl.params.grid, wl.params.velocity.clone());
     for (name, params) in [("bare", wl.params.clone()), ("full", full)] {
-        g.case(&format!("{}/{name}/cpu-reference", wl.name), None, || ktm::migrate(&wl.traces, &params, &Backend::Cpu).unwrap());
+        g.case(&format!("{}/{name}/cpu-reference", wl.name), None, || ktm::migrate(&wl.traces, &params, &[Backend::Cpu]).unwrap());
         if let Some(gpu) = &gpu {
             let plan = Plan::new(&wl.traces.headers, wl.traces.ns, wl.traces.dt, wl.traces.t0, &params).unwrap();
             let prepared = prep::prepare(&wl.traces, &plan, &params);
@@ -25,7 +25,7 @@ fn main() {
             });
         }
     }
-    let img = ktm::migrate(&wl.traces, &wl.params, &Backend::Cpu).unwrap();
+    let img = ktm::migrate(&wl.traces, &wl.params, &[Backend::Cpu]).unwrap();
     let t = &wl.traces;
     g.case(&format!("{}/bare/cpu-modelling", wl.name), None, || {
         ktm::model(&img, &t.headers, t.ns, t.dt, t.t0, &wl.params, &Backend::Cpu).unwrap()

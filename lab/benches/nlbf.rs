@@ -27,7 +27,7 @@ fn search() {
 fn enhance_and_nmo() {
     let g = Group::new("nlbf-enhance-nmo");
     let (_, noisy, p) = seisgpu_lab::nlbf::demo_gather();
-    let est = nlbf::estimate(&Backend::Cpu, &noisy, &p).unwrap();
+    let est = nlbf::estimate(&noisy, &p, &[Backend::Cpu]).unwrap();
     let ep = nlbf::EnhanceParams { aperture: p.aperture_c };
     let es = nlbf::EnhanceSetup::new(&noisy, &p.coords, &est, &ep).unwrap();
     g.case("enhance/cpu", None, || cpu::enhance(&es, &est, &noisy.data));

@@ -23,6 +23,7 @@ use seisgpu_host::runtime::{Gpu, GpuTimer, Stats};
 use seisgpu_host::traces::{TraceHeader, TraceSet};
 
 pub use seisgpu_host::ktm::workloads::{names, scattered_traces, vrms, workloads, workloads_named, Workload};
+use seisgpu_host::exec::scale::Workload as ScaleWorkload;
 
 /// SASS instructions per contribution of the bare columns kernels (sm_90, from the disassembly of
 /// their inner loops; docs/notes/ktm.md): v1 205 for 8 image times of one trace, v2 396 and fast
@@ -108,7 +109,7 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
     let sub = subset(&wl.traces, n_cpu);
     let mut cpu_image = None;
     let cpu_stats = measure_cpu(0, if size == BenchSize::Small { 3 } else { 2 }, || {
-        cpu_image = Some(migrate(&sub, &wl.params, &Backend::Cpu).expect("CPU migration"));
+        cpu_image = Some(migrate(&sub, &wl.params, &[Backend::Cpu]).expect("CPU migration"));
     });
     let cpu_image: Image = cpu_image.expect("measured at least once");
     let scaled = n as f64 / n_cpu as f64;
@@ -149,7 +150,7 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
     for variant in variants {
         let params = Params { variant, ..wl.params.clone() };
         // Check against the CPU on the CPU's subset first.
-        let check_img = migrate(&sub, &params, backend)?;
+        let check_img = migrate(&sub, &params, std::slice::from_ref(backend))?;
         let err = rel_l2(&check_img.data, &cpu_image.data);
         anyhow::ensure!(err < variant.tolerance(), "{} {}: GPU differs from the CPU reference (rel L2 {err:.2e})", wl.name,
             variant.name());
@@ -200,7 +201,7 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
         rows.push(kernel_row);
         // End to end: host traces in, host image out (preprocessing, uploads, launches, download).
         let e2e = measure_cpu(if est_s > 0.5 { 0 } else { 1 }, if est_s > 0.5 { 1 } else { 3 }, || {
-            migrate(&traces, &params, backend).expect("GPU migration");
+            migrate(&traces, &params, std::slice::from_ref(backend)).expect("GPU migration");
         });
         let mut row = BenchRow {
             workload: wl.name.clone(),
@@ -221,8 +222,8 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
     // The production configuration (rho filter, weights, anti-aliasing) with the default kernel.
     if wl.name.starts_with("ktm-table2") && n <= 8192 {
         let params = Params::full(wl.params.grid, vrms());
-        let check_cpu = migrate(&subset(&sub, 16), &params, &Backend::Cpu)?;
-        let check_gpu = migrate(&subset(&sub, 16), &params, backend)?;
+        let check_cpu = migrate(&subset(&sub, 16), &params, &[Backend::Cpu])?;
+        let check_gpu = migrate(&subset(&sub, 16), &params, std::slice::from_ref(backend))?;
         let err = rel_l2(&check_gpu.data, &check_cpu.data);
         anyhow::ensure!(err < 1e-5, "{} full corrections: GPU differs from the CPU (rel L2 {err:.2e})", wl.name);
         let plan = Plan::new(&wl.traces.headers, wl.traces.ns, wl.traces.dt, wl.traces.t0, &params)?;
@@ -278,7 +279,7 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
     seisgpu_host::synth::add_noise(&mut traces.data, 0.5, 5);
     let params = Params::full(g, Velocity::Constant(v as f32));
     let t = std::time::Instant::now();
-    let img = migrate(&traces, &params, backend)?;
+    let img = migrate(&traces, &params, std::slice::from_ref(backend))?;
     let seconds = t.elapsed().as_secs_f64();
     // Envelope peak (local energy over +-2 samples).
     let mut best = (0.0f64, (0, 0, 0));
@@ -308,6 +309,22 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
             peak/rms {:.0} (noisy input, S/N 2, {} traces)", ix.abs_diff(c).max(iy.abs_diff(c)), it.abs_diff(100), peak / rms, traces.len()),
         images: if path.exists() { vec![path] } else { vec![] },
     })
+}
+
+/// The strong-scaling workload (`seisgpu bench --gpus`, [`seisgpu_host::exec::scale`]): Table 2's 40960-trace run
+/// on the split migration ([`seisgpu_host::ktm::Migration`]); small: its 1/32.
+pub fn scale_workload(size: BenchSize) -> anyhow::Result<ScaleWorkload> {
+    let paper = size == BenchSize::Paper;
+
+    // Table 2's 40960-trace run (255 x 255 x 1024 image, full aperture); small: its 1/32.
+    let all = workloads(size);
+    let pick = if paper { "ktm-table2-40960" } else { "ktm-table2-256" };
+    let w = all.into_iter().find(|w| w.name == pick).ok_or_else(|| anyhow::anyhow!("no {pick} workload"))?;
+    let work = w.traces.len() as f64 * w.params.grid.len() as f64;
+    let (traces, params) = (w.traces, w.params);
+    Ok(ScaleWorkload::new(format!("scale-{}", w.name), work, "contributions (trace x image sample)", false, move |d| {
+        Ok(seisgpu_host::exec::run(&seisgpu_host::ktm::Migration::of(&traces, &params)?, d)?.data)
+    }).target(3.7))
 }
 
 #[cfg(test)]

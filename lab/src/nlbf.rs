@@ -18,6 +18,7 @@ use crate::bench::{BenchRow, BenchSize, Ceilings, DemoRow, DemoSize, Selection};
 use seisgpu_host::runtime::timing::{measure_cpu, GpuTimer, Stats};
 use seisgpu_host::runtime::Gpu;
 use seisgpu_host::traces::TraceSet;
+use seisgpu_host::exec::scale::Workload as ScaleWorkload;
 
 /// Largest |S difference| that counts as a near-tie or as agreement (the agreement bound, 1e-5).
 pub const TIE_TOL: f32 = 1e-5;
@@ -498,9 +499,9 @@ pub fn paper_kernel_only(g: &Gpu, setup: &Setup, data: &[f32], ptraces: &[usize]
 pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result<DemoRow> {
     let t0 = Instant::now();
     let (clean, noisy, params) = demo_gather_sized(size.factor());
-    let est: Estimate = seisgpu_host::nlbf::estimate(backend, &noisy, &params)?;
+    let est: Estimate = seisgpu_host::nlbf::estimate(&noisy, &params, std::slice::from_ref(backend))?;
     let ep = seisgpu_host::nlbf::EnhanceParams { aperture: params.aperture_c };
-    let enhanced = seisgpu_host::nlbf::enhance(backend, &noisy, &params.coords, &est, &ep)?;
+    let enhanced = seisgpu_host::nlbf::enhance(&noisy, &params.coords, &est, &ep, std::slice::from_ref(backend))?;
     let seconds = t0.elapsed().as_secs_f64();
     let before = seisgpu_host::synth::snr_db(&clean.data, &noisy.data);
     let after = seisgpu_host::synth::snr_db(&clean.data, &enhanced.data);
@@ -562,4 +563,42 @@ pub fn demo_gather_sized(k: usize) -> (TraceSet, TraceSet, EstimateParams) {
     p.spacing_x = 100.0;
     p.spacing_y = 100.0;
     (clean, noisy, p)
+}
+
+/// The strong-scaling workload (`seisgpu bench --gpus`, [`seisgpu_host::exec::scale`]): the paper's field
+/// cross-spread shape on the search split by parameter traces.
+pub fn scale_workload(size: BenchSize) -> anyhow::Result<ScaleWorkload> {
+
+    // The paper's field cross-spread shape (94 x 224 traces, 1500 samples).
+    use seisgpu_host::exec::scale::{cached, PerCount};
+    use seisgpu_host::nlbf::{self, NlbfDevice, Setup, Variant};
+    use rayon::prelude::*;
+    let (traces, params) = nlbf::synth::crossspread_3d(size);
+    let setup = Setup::new(&traces, &params)?;
+    let work = setup.estimations() as f64;
+    // Per device count, once: the devices (on a GPU the gather, coordinates and search
+    // tables go up with its first item, in the untimed check run, and stay resident) and
+    // the variant (the fast kernels' plan check). A processing job does these once for
+    // many parameter sets; the timed run is the search itself: parameter traces and
+    // apertures up, kernels, picks and semblance down.
+    let cache: PerCount<(Variant, Vec<NlbfDevice>)> = Default::default();
+    Ok(ScaleWorkload::new("scale-nlbf-crossspread-3d", work, "estimations (parameter trace x time sample)", true, move |d| {
+            let state = cached(&cache, d.len(), || {
+                let variant = d.iter().find(|b| b.gpu().is_some()).map_or(Variant::Cpu, |b| nlbf::variant_for(b, &setup));
+                Ok((variant, d.iter().map(NlbfDevice::new).collect()))
+            })?;
+            let (variant, devs) = &*state;
+            // The job's output: picks (as their bit patterns) then semblance, in one vector
+            // that the devices write in place (the check covers both). Its pages are
+            // written on all cores first, as any job's output would be.
+            let n = setup.estimations();
+            let mut out = Vec::new();
+            rayon::iter::repeat_n(0f32, 2 * n).collect_into_vec(&mut out);
+            let (code, sem) = out.split_at_mut(n);
+            // SAFETY: u32 and f32 have the same size and alignment, and every bit pattern
+            // is valid for both; `code` is borrowed only for the call.
+            let code: &mut [u32] = unsafe { std::slice::from_raw_parts_mut(code.as_mut_ptr().cast::<u32>(), n) };
+            nlbf::estimate_setup_split_into(devs, &setup, &traces.data, *variant, code, sem)?;
+            Ok(out)
+        }).target(3.5))
 }

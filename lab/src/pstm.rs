@@ -13,6 +13,7 @@ use rayon::prelude::*;
 use seisgpu_host::pstm::{count_pairs, cpu, plan, GpuTuning, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel,
     DEFAULT_DYNAMIC_TOLERANCE};
 use seisgpu_host::backend::Backend;
+use seisgpu_host::exec::scale::Workload as ScaleWorkload;
 use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
 use seisgpu_host::runtime::timing::measure_cpu;
 use seisgpu_host::runtime::{GpuTimer, Stats};
@@ -278,11 +279,11 @@ fn bench_impl(backend: &Backend, size: BenchSize, n_traces: Option<usize>, budge
             if mode == TraveltimeMode::Static8 || size == BenchSize::Small {
                 let mut pb = p.clone();
                 pb.gpu = best.0;
-                seisgpu_host::multi::take_marks();
+                seisgpu_host::runtime::phases::take_marks();
                 let t = Instant::now();
-                let img = seisgpu_host::pstm::migrate(&traces, &pb, mode, model, backend)?;
+                let img = seisgpu_host::pstm::migrate(&traces, &pb, mode, model, std::slice::from_ref(backend))?;
                 let s = t.elapsed().as_secs_f64() * 1e3;
-                let marks = seisgpu_host::multi::marks_line(&seisgpu_host::multi::take_marks());
+                let marks = seisgpu_host::runtime::phases::marks_line(&seisgpu_host::runtime::phases::take_marks());
                 rows.push(row(wl, &format!("gpu-best {label}"), "end-to-end",
                     Stats { median_ms: s, min_ms: s, max_ms: s, repeats: 1 }, img.stats.contributions as f64, check.clone(),
                     None, format!("plan + pack + upload + kernels + download + pair count (streamed by batch; {marks})")));
@@ -406,7 +407,7 @@ pub fn accuracy_setup(cfg: &AccuracyConfig) -> (PstmParams, TraceSet) {
         aperture: 600.0,
         stretch: 0.5,
         dynamic_max_step: 32,
-        gpu: GpuTuning::default(),
+        gpu: GpuTuning::read_only_cache(),
     };
     smooth_model(&mut p, true);
     let h = survey(cfg.traces, &p, 400.0, 2000.0, 21);
@@ -514,7 +515,7 @@ pub fn accuracy(backend: &Backend, cfg: &AccuracyConfig) -> anyhow::Result<Accur
     };
     let run = |mode| -> anyhow::Result<(PstmImage, f64)> {
         let t = Instant::now();
-        let img = seisgpu_host::pstm::migrate(&traces, &p, mode, cfg.model, backend)?;
+        let img = seisgpu_host::pstm::migrate(&traces, &p, mode, cfg.model, std::slice::from_ref(backend))?;
         Ok((img, t.elapsed().as_secs_f64()))
     };
     let (exact, _) = run(TraveltimeMode::Exact)?;
@@ -573,7 +574,7 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
         aperture: 500.0,
         stretch: 0.5,
         dynamic_max_step: 32,
-        gpu: GpuTuning::default(),
+        gpu: GpuTuning::read_only_cache(),
     };
     p.vrms = vec![2000.0; p.nz];
     let h = survey(3000 * k * k, &p, 300.0, 1200.0, 31);
@@ -581,8 +582,8 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
     // One diffractor at column (c, c) = (25 c m, 25 c m), 600 m deep: tau = 0.6 s at 2000 m/s (sample 150).
     let xd = 25.0 * c as f64;
     synth::events::diffractor(&mut traces, xd, xd, 600.0, 2000.0, 25.0);
-    let exact = seisgpu_host::pstm::migrate(&traces, &p, TraveltimeMode::Exact, TraveltimeModel::Dsr, backend)?;
-    let s8 = seisgpu_host::pstm::migrate(&traces, &p, TraveltimeMode::Static8, TraveltimeModel::Dsr, backend)?;
+    let exact = seisgpu_host::pstm::migrate(&traces, &p, TraveltimeMode::Exact, TraveltimeModel::Dsr, std::slice::from_ref(backend))?;
+    let s8 = seisgpu_host::pstm::migrate(&traces, &p, TraveltimeMode::Static8, TraveltimeModel::Dsr, std::slice::from_ref(backend))?;
     let err = rel_l2(&s8.data, &exact.data);
     let stack = s8.stack();
     let (imax, _) = stack.iter().enumerate().fold((0, 0.0f32), |a, (i, &v)| if v.abs() > a.1 { (i, v.abs()) } else { a });
@@ -682,4 +683,22 @@ mod probe {
             eprintln!("item {i}: slice {a:.3} validate {b:.3} plan {c:.3} coefs {d:.3} pack {e:.3} count {f:.3} s {n:?}");
         }
     }
+}
+
+/// The strong-scaling workload (`seisgpu bench --gpus`, [`seisgpu_host::exec::scale`]): Table 2's image with a fifth
+/// of its traces on the split migration ([`seisgpu_host::pstm::Migration`]); small: the small table.
+pub fn scale_workload(size: BenchSize) -> anyhow::Result<ScaleWorkload> {
+    let paper = size == BenchSize::Paper;
+
+    // Table 2's image (50 x 1097 x 1504) with a fifth of its 450,000 traces; small: the small table.
+    use seisgpu_host::pstm::{self, workloads as pb, TraveltimeMode, TraveltimeModel};
+    let (mut p, ntr, ns) = pb::table2(size);
+    p.gpu = pstm::GpuTuning::fastest(); // what `seisgpu pstm migrate` runs
+    let ntr = if paper { ntr / 5 } else { ntr };
+    let traces = pb::band_limited(pb::survey(ntr, &p, p.aperture as f64 * 0.5, 3000.0, 5), ns, 0.004, 25.0, &p);
+    let (mode, model) = (TraveltimeMode::Static8, TraveltimeModel::Dsr);
+    let work = pstm::count_pairs(&p, &pstm::plan(&traces, &p, mode)?).1 as f64;
+    Ok(ScaleWorkload::new(format!("scale-pstm-table2-{ntr}"), work, "contributions (pair x image sample)", false, move |d| {
+        Ok(seisgpu_host::exec::run(&seisgpu_host::pstm::Migration::of(&traces, &p, mode, model)?, d)?.data)
+    }))
 }

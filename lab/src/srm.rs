@@ -24,6 +24,7 @@ use seisgpu_host::backend::Backend;
 use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize, Selection};
 use seisgpu_host::runtime::timing::measure_cpu;
 use seisgpu_host::runtime::{Gpu, GpuTimer, Stats};
+use seisgpu_host::exec::scale::Workload as ScaleWorkload;
 
 const PAPER: &str = "paper 4 (SRMIP, G80): 8x to 15x over one optimised CPU core";
 
@@ -308,7 +309,7 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
     let mid = 100 * k;
     let (traces, model) = flat_reflector(nx, 1, nz, d, dz, &[0.0, 250.0], &[1800.0, 2500.0], zr, 512, 0.004, 20.0, 1);
     let params = SrmParams { fmin: 4.0, fmax: 45.0, ricker_peak: 20.0, taper_width: 20, aperture: 1e9, ..Default::default() };
-    let img = seisgpu_host::srm::migrate(backend, &traces, &model, &params, false)?;
+    let img = seisgpu_host::srm::migrate_with(backend, &traces, &model, &params, GpuOptions::default(), false)?;
     let want = (zr / dz).round() as i64;
     // Columns within 300 m of the shot (mid-line): farther out the line's end limits the aperture.
     let errs: Vec<i64> = (mid - 30..=mid + 30).step_by(15).map(|ix| column_peak(&img, ix, 0, 10) as i64 - want).collect();
@@ -332,4 +333,43 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
         quality: format!("flat reflector at {zr} m imaged within {worst} depth sample(s) ({} m) over 5 columns within 300 m of the shot", worst as f64 * dz),
         images: vec![png],
     })
+}
+
+/// The strong-scaling workload (`seisgpu bench --gpus`, [`seisgpu_host::exec::scale`]): one shot window on the
+/// split migration ([`seisgpu_host::srm::Migration`]).
+pub fn scale_workload(size: BenchSize) -> anyhow::Result<ScaleWorkload> {
+    let paper = size == BenchSize::Paper;
+
+    // The srm-shot workload (one 400 x 400 shot window, 500 depths, 256 frequencies); small: 64 x 64.
+    use seisgpu_host::exec::scale::{cached, PerCount};
+    use seisgpu_host::srm::{self, synthetic::flat_reflector, GpuOptions, SrmParams};
+    let (n, nz, nfreq, ns) = if paper { (400, 500, 256, 1024) } else { (48, 30, 24, 256) };
+    let (d, dz, dt) = (25.0, 10.0, 0.004f32);
+    let (traces, model) = flat_reflector(n, n, nz, d, dz, &[0.0, 1500.0], &[2000.0, 3000.0],
+        2000.0f64.min(0.8 * nz as f64 * dz), ns, dt, 20.0, 2);
+    let df = 1.0 / (ns as f64 * dt as f64);
+    let k0 = (5.0 / df).ceil();
+    let params = SrmParams { fmin: (k0 - 0.25) * df, fmax: (k0 + nfreq as f64 - 0.75) * df, ricker_peak: 20.0,
+        taper_width: 20, aperture: 1e9, nz, table_rows: if paper { 0 } else { 48 }, ..Default::default() };
+    let opts = GpuOptions { planes: if paper { 16 } else { 4 }, ..Default::default() };
+    let work = (nfreq * nz * n * n) as f64;
+    // Once: the operator design (the plan); per device count: the operator tables on the
+    // devices. `GpuVariant::Auto` is resolved once, on the first device, for every count
+    // (so all rows run the same kernel). The timed run migrates the shot: slowness window,
+    // traces and their FFT up, extrapolation and imaging, one window image down per device.
+    let plan = srm::MultiPlan::new(&traces, &model, &params, opts)?;
+    let resolved: std::sync::Mutex<Option<GpuOptions>> = Default::default();
+    let cache: PerCount<Vec<srm::SrmDevice>> = Default::default();
+    Ok(ScaleWorkload::new(format!("scale-srm-shot-{n}"), work, "frequency x depth x node", false, move |d| {
+            let devs = cached(&cache, d.len(), || d.iter().map(|b| srm::SrmDevice::new(b, &plan.op)).collect())?;
+            let opts = {
+                let mut r = resolved.lock().map_err(|_| anyhow::anyhow!("srm options poisoned"))?;
+                match *r {
+                    Some(o) => o,
+                    None => *r.insert(plan.resolve_variant(&devs, &model, &params, opts)?),
+                }
+            };
+            let job = srm::Migration { plan: &plan, traces: &traces, model: &model, params: &params, opts };
+            Ok(seisgpu_host::exec::run(&job, &devs[..])?.data)
+        }).target(3.7))
 }

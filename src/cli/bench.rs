@@ -7,6 +7,7 @@ use seisgpu_host::Backend;
 use seisgpu_lab::bench::BenchSize;
 use seisgpu_lab::harness::{self, now_utc};
 use seisgpu_lab::report::Report;
+use seisgpu_host::exec::scale;
 
 use super::Global;
 
@@ -58,7 +59,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
 }
 
 /// `seisgpu bench [what] --gpus N|all`: strong scaling of each selected pipeline on 1, 2, 4, ...
-/// of the devices (`seisgpu_host::scale`), into the same report files.
+/// of the devices (`seisgpu_host::exec::scale`), into the same report files.
 fn scaling(args: &Args, devices: &[Backend], names: &[&str]) -> anyhow::Result<()> {
     let device = match devices[0].gpu() {
         Some(g) => format!("{} x {}", devices.len(), g.info().name),
@@ -77,20 +78,28 @@ fn scaling(args: &Args, devices: &[Backend], names: &[&str]) -> anyhow::Result<(
         rows: Vec::new(),
         failures: Vec::new(),
     };
+    let mut targets = Vec::new();
     for name in names {
         let t = std::time::Instant::now();
-        let (rows, failures) = seisgpu_host::scale::bench_all(&[name], devices, args.size);
-        for (n, e) in &failures {
-            eprintln!("{n}: FAILED: {e}");
+        let rows = scale_workloads(name, args.size).and_then(|w| {
+            targets.extend(scale::targets(&w));
+            scale::bench(w, devices)
+        });
+        match rows {
+            Ok(rows) => {
+                eprintln!("scale-{name}: {} rows in {:.1} s", rows.len(), t.elapsed().as_secs_f64());
+                report.rows.extend(rows);
+            }
+            Err(e) => {
+                eprintln!("scale-{name}: FAILED: {e:#}");
+                report.failures.push((format!("scale-{name}"), format!("{e:#}")));
+            }
         }
-        eprintln!("scale-{name}: {} rows in {:.1} s", rows.len(), t.elapsed().as_secs_f64());
-        report.rows.extend(rows);
-        report.failures.extend(failures);
         report.write(&args.out)?;
     }
     let files = report.write(&args.out)?;
     println!("{}", report.markdown());
-    let table = seisgpu_host::scale::summary(&report.rows);
+    let table = scale::summary(&report.rows, &targets);
     println!("\nStrong scaling ({}):\n\n{table}", report.device);
     let summary = args.out.join("scaling.md");
     std::fs::write(&summary, format!("# Strong scaling\n\n{} ({}), commit {}\n\n{table}", report.device, report.date, report.commit))
@@ -103,4 +112,17 @@ fn scaling(args: &Args, devices: &[Backend], names: &[&str]) -> anyhow::Result<(
             report.failures.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(", "));
     }
     Ok(())
+}
+
+/// The strong-scaling workloads of the pipeline `name` (each made by its `seisgpu_lab` module).
+fn scale_workloads(name: &str, size: BenchSize) -> anyhow::Result<Vec<scale::Workload>> {
+    use seisgpu_lab::{ktm, nlbf, pstm, srm};
+    Ok(match name {
+        "nlbf" => vec![nlbf::scale_workload(size)?],
+        "ktm" => vec![ktm::scale_workload(size)?],
+        "pstm" => vec![pstm::scale_workload(size)?],
+        "wavepacket" => seisgpu_host::wavepacket::scaling::scale_workloads(size)?,
+        "srm" => vec![srm::scale_workload(size)?],
+        other => anyhow::bail!("no scaling workload for `{other}` (expected one of nlbf, ktm, pstm, wavepacket, srm)"),
+    })
 }

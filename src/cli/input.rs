@@ -62,8 +62,8 @@ impl InputArgs {
     /// read whole into `holder` on every rank.
     #[cfg(feature = "mpi")]
     pub fn mpi_source<'a>(&self, path: &'a Path, holder: &'a mut Option<TraceSet>)
-        -> anyhow::Result<seisgpu_host::distributed::TraceSource<'a>> {
-        use seisgpu_host::distributed::TraceSource;
+        -> anyhow::Result<seisgpu_host::exec::mpi::TraceSource<'a>> {
+        use seisgpu_host::exec::mpi::TraceSource;
         let opts = self.options();
         let plain = opts.reader == ReaderOptions::default() && opts.select.is_none() && {
             let (_, headers, choice) = seisgpu_host::io::input::choose_traces(path, &opts)?;

@@ -398,10 +398,7 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     }
     let (p, traces) = params_and_input(&a.opts, &a.input)?;
     let t0 = std::time::Instant::now();
-    let img = match global.backends()? {
-        Some(devices) => ktm::migrate_multi(&traces, &p, &devices)?,
-        None => ktm::migrate(&traces, &p, &global.backend()?)?,
-    };
+    let img = ktm::migrate(&traces, &p, &global.devices()?)?;
     let t = t0;
     eprintln!("ktm: {} traces into {} x {} x {} x {} (classes x inline x crossline x time) in {:.3} s{}", traces.len(), img.classes,
         p.grid.nx, p.grid.ny, p.grid.ntau, t.elapsed().as_secs_f64(),
@@ -426,9 +423,9 @@ fn rank_params(o: &MigrationOptions, i: &InputArgs) -> anyhow::Result<Params> {
 /// (built-in synthetics are made on every rank), migrates its work items; the ranks sum the
 /// image, each writing its block of the image (.npy or SEG-Y) into the output.
 #[cfg(feature = "mpi")]
-fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &seisgpu_host::distributed::Cluster)
+fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &seisgpu_host::exec::mpi::Cluster)
     -> anyhow::Result<()> {
-    use seisgpu_host::distributed::{self, TraceSource};
+    use seisgpu_host::exec::mpi::{self, TraceSource};
     use seisgpu_host::io::output::OutputFormat;
     // Decided before the work, the same on every rank.
     if OutputFormat::from_path(&a.output)? == OutputFormat::Su {
@@ -445,7 +442,7 @@ fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &s
         }
     };
     let t = std::time::Instant::now();
-    let ranked = distributed::ktm_migrate(cluster, &source, p, &devices)?;
+    let ranked = ktm::distributed::migrate(cluster, &source, p, &devices)?;
     let (g, classes) = (p.grid, ranked.image.classes);
     if cluster.is_root() {
         eprintln!("ktm: {} ranks migrated into {} x {} x {} x {} (classes x inline x crossline x time) in {:.3} s",
@@ -453,12 +450,12 @@ fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &s
     }
     match OutputFormat::from_path(&a.output)? {
         // Each rank sums and writes its block of image traces.
-        OutputFormat::Npy => distributed::write_npy_sum(cluster, &a.output, &[classes, g.nx, g.ny, g.ntau], ranked.partial, g.ntau,
+        OutputFormat::Npy => mpi::write_npy_sum(cluster, &a.output, &[classes, g.nx, g.ny, g.ntau], ranked.partial, g.ntau,
             g.ntau)?,
         OutputFormat::Segy => {
             // SEG-Y: each rank sums and writes its block of image traces, headers and all.
             let (headers, opts) = ktm::output::segy_layout(&ranked.image);
-            distributed::write_segy_sum(cluster, &a.output, &headers, &opts, g.ntau, g.dtau, g.tau0, ranked.partial)?;
+            mpi::write_segy_sum(cluster, &a.output, &headers, &opts, g.ntau, g.dtau, g.tau0, ranked.partial)?;
         }
         OutputFormat::Su => unreachable!("refused above"),
     }

@@ -15,7 +15,7 @@ pub mod synth;
 pub mod velan;
 pub mod wavepacket;
 
-use seisgpu_host::multi::GpuCount;
+use seisgpu_host::exec::GpuCount;
 use seisgpu_host::{Backend, DeviceChoice};
 
 /// Options every subcommand takes.
@@ -61,7 +61,7 @@ impl Global {
     /// This rank's cluster when running under MPI (collective: every rank calls it at the same
     /// point of the same subcommand).
     #[cfg(feature = "mpi")]
-    pub fn cluster(&self) -> Option<seisgpu_host::distributed::Cluster> { seisgpu_host::distributed::Cluster::world() }
+    pub fn cluster(&self) -> Option<seisgpu_host::exec::mpi::Cluster> { seisgpu_host::exec::mpi::Cluster::world() }
 
     /// Whether this process is a rank of an MPI job (never without the `mpi` feature).
     pub fn mpi_ranks(&self) -> bool {
@@ -73,7 +73,7 @@ impl Global {
 
     /// This rank's devices under MPI (see `Cluster::local_devices`), agreed on by all ranks.
     #[cfg(feature = "mpi")]
-    pub fn rank_devices(&self, c: &seisgpu_host::distributed::Cluster) -> anyhow::Result<Vec<Backend>> {
+    pub fn rank_devices(&self, c: &seisgpu_host::exec::mpi::Cluster) -> anyhow::Result<Vec<Backend>> {
         let (devices, note) = c.agree("opening the devices", c.local_devices(self.device, self.gpu, self.gpus))?;
         // One write of the whole line (the ranks share the terminal).
         let line = format!("seisgpu: rank {} of {}: running on {note}\n", c.rank(), c.size());
@@ -96,8 +96,17 @@ impl Global {
     /// The devices of `--gpus` (`None` without it: the single-device path runs).
     pub fn backends(&self) -> anyhow::Result<Option<Vec<Backend>>> {
         let Some(count) = self.gpus else { return Ok(None) };
-        let (backends, note) = seisgpu_host::multi::backends(self.device, count)?;
+        let (backends, note) = seisgpu_host::exec::backends(self.device, count)?;
         eprintln!("seisgpu: running on {note}");
         Ok(Some(backends))
+    }
+
+    /// The devices a job runs on: those of `--gpus` (the work split over them), else the one of
+    /// `--device`/`--gpu`.
+    pub fn devices(&self) -> anyhow::Result<Vec<Backend>> {
+        match self.backends()? {
+            Some(d) => Ok(d),
+            None => Ok(vec![self.backend()?]),
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! The MPI side of the CLI (feature `mpi`): starting MPI, which subcommands run distributed, and
 //! error reports that name the rank without printing the same failure once per rank.
 
-use seisgpu_host::distributed::{self, Cluster, JobFailed};
+use seisgpu_host::exec::mpi::{self as distributed, Cluster, JobFailed};
 
 use super::Global;
 

@@ -291,10 +291,10 @@ fn params_from(s: &SearchArgs, preset: Option<EstimateParams>, layout: Option<&T
 
 /// The search over the devices of `--gpus` (split by parameter traces): the estimate and the
 /// variant's name.
-fn run_estimate_multi(devices: &[Backend], t: &TraceSet, p: &EstimateParams, variant: &str)
+fn run_estimate_split(devices: &[Backend], t: &TraceSet, p: &EstimateParams, variant: &str)
     -> anyhow::Result<(nlbf::Estimate, String)> {
     let v = variant_on(devices, variant)?;
-    let est = nlbf::estimate_multi(devices, t, p, v)?;
+    let est = nlbf::estimate_split(devices, t, p, v)?;
     eprintln!("nlbf: {} x {} parameter traces in {} work items on {} devices", est.grid.nx, est.grid.ny,
         nlbf::work_items(est.grid.len()).len(), devices.len());
     Ok((est, format!("{} on {} devices", v.map_or("auto".to_string(), |v| format!("{v:?}")), devices.len())))
@@ -347,10 +347,10 @@ fn run_estimate(backend: &Backend, t: &TraceSet, p: &EstimateParams, variant: &s
 /// The gather's source for the MPI ranks (a synthetic gather is made on every rank, a file is read
 /// by parts), its preset search parameters, and the variant of `--variant`.
 #[cfg(feature = "mpi")]
-fn rank_input<'a>(input: &'a InputArgs, variant: &str, devices: &[Backend], cluster: &seisgpu_host::distributed::Cluster,
-    synthetic: &'a mut Option<TraceSet>) -> anyhow::Result<(seisgpu_host::distributed::TraceSource<'a>, Option<EstimateParams>,
+fn rank_input<'a>(input: &'a InputArgs, variant: &str, devices: &[Backend], cluster: &seisgpu_host::exec::mpi::Cluster,
+    synthetic: &'a mut Option<TraceSet>) -> anyhow::Result<(seisgpu_host::exec::mpi::TraceSource<'a>, Option<EstimateParams>,
     Option<nlbf::Variant>)> {
-    use seisgpu_host::distributed::TraceSource;
+    use seisgpu_host::exec::mpi::TraceSource;
     let mut preset = None;
     if input.synthetic.is_some() {
         let (t, p) = cluster.agree("making the gather", read_input(input))?;
@@ -379,8 +379,8 @@ fn rank_layout(input: &InputArgs) -> anyhow::Result<Option<TraceSet>> {
 /// whole search, searches its block of parameter traces from the input traces their apertures
 /// hold (the only ones it reads of a SEG-Y file) and writes its block of the volumes.
 #[cfg(feature = "mpi")]
-fn estimate_distributed(a: &EstimateArgs, global: &Global, cluster: &seisgpu_host::distributed::Cluster) -> anyhow::Result<()> {
-    use seisgpu_host::distributed;
+fn estimate_distributed(a: &EstimateArgs, global: &Global, cluster: &seisgpu_host::exec::mpi::Cluster) -> anyhow::Result<()> {
+    use seisgpu_host::nlbf::distributed;
     if a.format.0 != OutputFormat::Npy {
         bail!("under MPI `nlbf estimate` writes .npy volumes only (each rank its block); run without MPI for --format {}",
             a.format.ext());
@@ -390,10 +390,10 @@ fn estimate_distributed(a: &EstimateArgs, global: &Global, cluster: &seisgpu_hos
     let mut synthetic = None;
     let (source, preset, v) = rank_input(&a.input, &a.search.variant, &devices, cluster, &mut synthetic)?;
     let p = params_from(&a.search, preset, rank_layout(&a.input)?.as_ref())?;
-    let share = distributed::nlbf_estimate(cluster, &source, &p, &devices, v)?;
+    let share = distributed::estimate(cluster, &source, &p, &devices, v)?;
     let secs = t0.elapsed().as_secs_f64();
     let name = format!("{} on {} ranks", v.map_or("auto".to_string(), |v| format!("{v:?}")), cluster.size());
-    distributed::write_estimate_shares(cluster, &a.out, &share, nlbf::output::run_info(&name, devices[0].name(), secs, &p))
+    distributed::write_estimate(cluster, &a.out, &share, nlbf::output::run_info(&name, devices[0].name(), secs, &p))
         .with_context(|| format!("writing the estimate to {}", a.out.display()))?;
     if cluster.is_root() {
         println!("2+2+1 search: {} estimations in {secs:.3} s ({name}); wrote 8 files to {}", share.setup.estimations(),
@@ -406,8 +406,8 @@ fn estimate_distributed(a: &EstimateArgs, global: &Global, cluster: &seisgpu_hos
 /// gathered on every rank, then each rank enhances its block of the traces from the traces their
 /// neighbours are (the only ones it reads of a SEG-Y file) and writes its block of every output.
 #[cfg(feature = "mpi")]
-fn enhance_distributed(a: &EnhanceArgs, global: &Global, cluster: &seisgpu_host::distributed::Cluster) -> anyhow::Result<()> {
-    use seisgpu_host::distributed;
+fn enhance_distributed(a: &EnhanceArgs, global: &Global, cluster: &seisgpu_host::exec::mpi::Cluster) -> anyhow::Result<()> {
+    use seisgpu_host::nlbf::distributed;
     if a.out.extension().is_some() || a.format.0 != OutputFormat::Npy {
         bail!("{}: under MPI `nlbf enhance` writes a folder of .npy files only (each rank its block of traces); give a folder \
             without --format, or run without MPI for SEG-Y, SU or a single file", a.out.display());
@@ -418,10 +418,10 @@ fn enhance_distributed(a: &EnhanceArgs, global: &Global, cluster: &seisgpu_host:
     let (source, preset, v) = rank_input(&a.input, &a.search.variant, &devices, cluster, &mut synthetic)?;
     let p = params_from(&a.search, preset, rank_layout(&a.input)?.as_ref())?;
     let ep = EnhanceParams { aperture: a.aperture.map(|x| x.0).unwrap_or(p.aperture_c) };
-    let part = distributed::nlbf_enhance(cluster, &source, &p, &ep, &devices, v)?;
+    let part = distributed::enhance(cluster, &source, &p, &ep, &devices, v)?;
     let secs = t0.elapsed().as_secs_f64();
     let name = format!("{} on {} ranks", v.map_or("auto".to_string(), |v| format!("{v:?}")), cluster.size());
-    distributed::write_enhanced_shares(cluster, &a.out, &part, nlbf::output::run_info(&name, devices[0].name(), secs, &p))
+    distributed::write_enhanced(cluster, &a.out, &part, nlbf::output::run_info(&name, devices[0].name(), secs, &p))
         .with_context(|| format!("writing the enhancement to {}", a.out.display()))?;
     if cluster.is_root() {
         println!("enhanced {} traces in {secs:.3} s (search + enhancement, {name}); wrote {}", part.ntr,
@@ -444,7 +444,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
         None => global.backend()?,
     };
     let search = |t: &TraceSet, p: &EstimateParams, variant: &str| match &devices {
-        Some(d) => run_estimate_multi(d, t, p, variant),
+        Some(d) => run_estimate_split(d, t, p, variant),
         None => run_estimate(&backend, t, p, variant),
     };
     match &args.command {
@@ -472,8 +472,8 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
             let (est, variant) = search(&t, &p, &a.search.variant)?;
             let ep = EnhanceParams { aperture: a.aperture.map(|x| x.0).unwrap_or(p.aperture_c) };
             let out = match &devices {
-                Some(d) => nlbf::enhance_multi(d, &t, &p.coords, &est, &ep)?,
-                None => nlbf::enhance(&backend, &t, &p.coords, &est, &ep)?,
+                Some(d) => nlbf::enhance(&t, &p.coords, &est, &ep, d)?,
+                None => nlbf::enhance(&t, &p.coords, &est, &ep, std::slice::from_ref(&backend))?,
             };
             let secs = t0.elapsed().as_secs_f64();
             let copied = nlbf::slopes::copied_traces(&t, &p.coords, &est)?;

@@ -253,10 +253,7 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     };
     let model = a.tt.model;
     let t = std::time::Instant::now();
-    let img = match global.backends()? {
-        Some(devices) => seisgpu_host::pstm::migrate_multi(&traces, &p, mode, model, &devices)?,
-        None => migrate(&traces, &p, mode, model, &global.backend()?)?,
-    };
+    let img = migrate(&traces, &p, mode, model, &global.devices()?)?;
     let secs = t.elapsed().as_secs_f64();
     eprintln!("pstm: {} traces used, {} contributions in {secs:.2} s ({:.3e}/s), {} {} traveltimes",
         img.stats.traces_used, img.stats.contributions, img.stats.contributions as f64 / secs, mode.name(), model.name());
@@ -304,7 +301,7 @@ fn pstm_params(a: &MigrateArgs, g: &ImageGrid) -> anyhow::Result<PstmParams> {
         dynamic_max_step: a.tt.max_step,
         // The measured fastest shape; `--texture` selects the paper's trace path (no shared-memory staging).
         gpu: if a.texture {
-            GpuTuning { warps: a.warps, max_regs: a.max_regs, texture: true, ..GpuTuning::default() }
+            GpuTuning { warps: a.warps, max_regs: a.max_regs, texture: true, ..GpuTuning::read_only_cache() }
         } else {
             // (The lean static8 kernels are written for the default block of 8 warps.)
             GpuTuning { warps: a.warps, max_regs: a.max_regs, tile_x: if a.warps % 2 == 0 { 2 } else { 1 },
@@ -315,7 +312,7 @@ fn pstm_params(a: &MigrateArgs, g: &ImageGrid) -> anyhow::Result<PstmParams> {
 
 /// `pstm migrate` as one rank of an MPI job on the parameters `p`.
 #[cfg(feature = "mpi")]
-fn migrate_distributed(a: &MigrateArgs, global: &Global, cluster: &seisgpu_host::distributed::Cluster, p: &PstmParams,
+fn migrate_distributed(a: &MigrateArgs, global: &Global, cluster: &seisgpu_host::exec::mpi::Cluster, p: &PstmParams,
     mode: TraveltimeMode) -> anyhow::Result<()> {
     let (model, p) = (a.tt.model, p.clone());
     p.validate(mode, model)?;
@@ -323,7 +320,7 @@ fn migrate_distributed(a: &MigrateArgs, global: &Global, cluster: &seisgpu_host:
         let h = pb::survey(a.traces, &p, a.aperture as f64 * 0.5, 2000.0, 41);
         pb::band_limited(h, a.ns, 0.004, 25.0, &p)
     };
-    use seisgpu_host::distributed::{self, TraceSource};
+    use seisgpu_host::exec::mpi::{self, TraceSource};
     use seisgpu_host::io::output::OutputFormat;
     let format = OutputFormat::from_path(&a.output)?;
     if format == OutputFormat::Su {
@@ -341,7 +338,7 @@ fn migrate_distributed(a: &MigrateArgs, global: &Global, cluster: &seisgpu_host:
             TraceSource::Memory(&made)
         }
     };
-    let ranked = distributed::pstm_migrate(cluster, &source, &p, mode, model, &devices)?;
+    let ranked = seisgpu_host::pstm::distributed::migrate(cluster, &source, &p, mode, model, &devices)?;
     let img = &ranked.image;
     if cluster.is_root() {
         eprintln!("pstm: {} ranks, {} traces used, {} contributions in {:.2} s", cluster.size(), img.stats.traces_used,
@@ -349,13 +346,13 @@ fn migrate_distributed(a: &MigrateArgs, global: &Global, cluster: &seisgpu_host:
     }
     // Each rank sums and writes its block of image traces (their padding dropped).
     match format {
-        OutputFormat::Npy => distributed::write_npy_sum(cluster, &a.output, &[img.nx, img.ny, img.noff, img.nz], ranked.partial,
+        OutputFormat::Npy => mpi::write_npy_sum(cluster, &a.output, &[img.nx, img.ny, img.noff, img.nz], ranked.partial,
             img.nz_pad, img.nz),
         _ => {
             let grid = image_grid(img, &p);
             let (headers, opts, dt, t0) = grid_image(img, &p, &grid, &[]).segy_layout();
             let partial = ranked.partial.map(|v| v.chunks(img.nz_pad).flat_map(|c| c[..img.nz].iter().copied()).collect());
-            distributed::write_segy_sum(cluster, &a.output, &headers, &opts, img.nz, dt, t0, partial)
+            mpi::write_segy_sum(cluster, &a.output, &headers, &opts, img.nz, dt, t0, partial)
         }
     }
 }

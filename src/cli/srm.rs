@@ -272,7 +272,7 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     if let Some(cluster) = global.cluster() {
         // The (shot, frequency group) items are split; a file input is read by the ranks, each
         // its shots' traces (built-in data is made on every rank).
-        use seisgpu_host::distributed::{self, TraceSource};
+        use seisgpu_host::exec::mpi::{self, TraceSource};
         let devices = global.rank_devices(&cluster)?;
         let t = std::time::Instant::now();
         let mut chosen = None;
@@ -282,14 +282,14 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
             (_, Some(t)) => TraceSource::Memory(t),
             (None, None) => bail!("--traces is required"),
         };
-        let ranked = distributed::srm_migrate(&cluster, &source, &model, &params, opts, &devices)?;
+        let ranked = srm::distributed::migrate(&cluster, &source, &model, &params, opts, &devices)?;
         let img = &ranked.image;
         if cluster.is_root() {
             eprintln!("seisgpu srm: {} ranks, {} x {} x {} image in {:.2} s", cluster.size(), img.nx, img.ny, img.nz,
                 t.elapsed().as_secs_f64());
         }
         // Each rank sums and writes its block of image rows.
-        distributed::write_npy_sum(&cluster, &out, &[img.nz, img.ny, img.nx], ranked.partial, img.nx, img.nx)?;
+        mpi::write_npy_sum(&cluster, &out, &[img.nz, img.ny, img.nx], ranked.partial, img.nx, img.nx)?;
         if cluster.is_root() {
             eprintln!("seisgpu srm: wrote {}", out.display());
         }
@@ -297,10 +297,7 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     }
     let traces = traces.context("--traces is required")?;
     let t = std::time::Instant::now();
-    let img = match global.backends()? {
-        Some(devices) => srm::migrate_multi(&devices, &traces, &model, &params, opts)?,
-        None => srm::migrate_with(&global.backend()?, &traces, &model, &params, opts, true)?,
-    };
+    let img = srm::migrate(&traces, &model, &params, opts, &global.devices()?)?;
     eprintln!("seisgpu srm: {} traces, {} x {} x {} image in {:.2} s", traces.len(), img.nx, img.ny, img.nz,
         t.elapsed().as_secs_f64());
     write_image(&out, format, &img, &model)?;

@@ -287,11 +287,11 @@ fn transform(global: &Global, shape: [usize; 3], fa: &FrameArgs, finest: Finest)
 /// An application's cubes: all of them on this process's engines, or under MPI (one rank of
 /// several) this rank's block of them on the rank's devices, from and into the rank's slab of the
 /// volume, the statistics combined over the ranks and each rank writing its rows of the output
-/// ([`seisgpu_host::distributed::RankCubes`]).
+/// ([`seisgpu_host::wavepacket::distributed::RankCubes`]).
 struct AppJob {
     tr: Fragmented,
     #[cfg(feature = "mpi")]
-    cluster: Option<seisgpu_host::distributed::Cluster>,
+    cluster: Option<seisgpu_host::exec::mpi::Cluster>,
 }
 
 impl AppJob {
@@ -323,7 +323,7 @@ impl AppJob {
     fn run<T>(&self, app: impl FnOnce(&dyn apps::CubeJob) -> Result<T>) -> Result<T> {
         #[cfg(feature = "mpi")]
         if let Some(cluster) = &self.cluster {
-            return app(&seisgpu_host::distributed::RankCubes { cluster, tr: &self.tr });
+            return app(&seisgpu_host::wavepacket::distributed::RankCubes { cluster, tr: &self.tr });
         }
         app(&self.tr)
     }
@@ -343,7 +343,7 @@ impl AppJob {
     fn write(&self, path: &Path, sampling: &VolumeSampling, slab: &[f32], summary: impl FnOnce()) -> Result<()> {
         #[cfg(feature = "mpi")]
         if let Some(cluster) = &self.cluster {
-            seisgpu_host::distributed::write_volume_shares(cluster, path, &self.tr.tiling, slab)?;
+            seisgpu_host::wavepacket::distributed::write_volume(cluster, path, &self.tr.tiling, slab)?;
             if cluster.is_root() {
                 summary();
             }
@@ -364,20 +364,20 @@ fn read_mask(p: &Path, [n1, n2]: [usize; 2]) -> Result<Vec<bool>> {
     Ok(npy.into_iter().map(|v| v != 0.0).collect())
 }
 
-/// This rank's slab of the input volume ([`seisgpu_host::distributed::wavepacket_rows`]: the rows
+/// This rank's slab of the input volume ([`seisgpu_host::wavepacket::distributed::rows`]: the rows
 /// its block of cubes reads) and the volume's shape. A .npy volume is read by rows and a SEG-Y
 /// cube by its rows' traces (after every header), so no rank holds more than its slab; a
 /// synthetic volume is made whole, then cut.
 #[cfg(feature = "mpi")]
-fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, read: &super::input::InputArgs, frame: &FrameArgs)
+fn read_slab(cluster: &seisgpu_host::exec::mpi::Cluster, input: &str, read: &super::input::InputArgs, frame: &FrameArgs)
     -> Result<(Vec<f32>, [usize; 3])> {
-    use seisgpu_host::distributed;
+    use seisgpu_host::wavepacket::distributed;
     let path = Path::new(input);
     let npy = !input.starts_with("synth:") && path.extension().and_then(|e| e.to_str()) == Some("npy");
     if npy {
         let shape = cluster.agree("reading the volume's shape", seisgpu_host::io::npy::read_rows_f32(path, 0..0))?.0;
         let [n1, n2, n3] = shape[..] else { bail!("{input}: a {}-D array; a volume must be 3-D (n1, n2, samples)", shape.len()) };
-        let rows = distributed::wavepacket_rows(cluster, &Tiling::new([n1, n2, n3], frame.cube_for([n1, n2, n3], false)?, frame.overlap)?);
+        let rows = distributed::rows(cluster, &Tiling::new([n1, n2, n3], frame.cube_for([n1, n2, n3], false)?, frame.overlap)?);
         let read = seisgpu_host::io::npy::read_rows_f32(path, rows).map(|(_, v)| v);
         return Ok((cluster.agree("reading the volume", read)?, [n1, n2, n3]));
     }
@@ -385,7 +385,7 @@ fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, read: &s
     if segy {
         // Every header (to place the traces), then only the traces of this rank's rows.
         let read = seisgpu_host::io::cube::read_cube_rows(path, &read.options(), |shape| {
-            Ok(distributed::wavepacket_rows(cluster, &Tiling::new(shape, frame.cube_for(shape, false)?, frame.overlap)?))
+            Ok(distributed::rows(cluster, &Tiling::new(shape, frame.cube_for(shape, false)?, frame.overlap)?))
         });
         let (shape, slab, missing) = cluster.agree("reading the volume", read)?;
         if cluster.is_root() && missing > 0 {
@@ -394,7 +394,7 @@ fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, read: &s
         return Ok((slab, shape));
     }
     let (mut vol, shape) = cluster.agree("reading the volume", read_input(input, read))?;
-    let rows = distributed::wavepacket_rows(cluster, &Tiling::new(shape, frame.cube_for(shape, false)?, frame.overlap)?);
+    let rows = distributed::rows(cluster, &Tiling::new(shape, frame.cube_for(shape, false)?, frame.overlap)?);
     let row = shape[1] * shape[2];
     vol.truncate(rows.end * row);
     vol.drain(..rows.start * row);
@@ -405,9 +405,9 @@ fn read_slab(cluster: &seisgpu_host::distributed::Cluster, input: &str, read: &s
 /// ([`read_slab`]), transforms its block of cubes on its devices and writes their coefficients at
 /// their place in the file.
 #[cfg(feature = "mpi")]
-fn forward_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Global, input: &str, read: &super::input::InputArgs,
+fn forward_distributed(cluster: &seisgpu_host::exec::mpi::Cluster, global: &Global, input: &str, read: &super::input::InputArgs,
     frame: &FrameArgs, output: &std::path::Path) -> Result<()> {
-    use seisgpu_host::distributed;
+    use seisgpu_host::wavepacket::distributed;
     let t0 = std::time::Instant::now();
     if frame.all_gpus {
         bail!("--all-gpus under MPI: each rank takes its devices from --device/--gpus");
@@ -415,8 +415,8 @@ fn forward_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Gl
     let (slab, shape) = read_slab(cluster, input, read, frame)?;
     let devices = global.rank_devices(cluster)?;
     let tr = Fragmented::on_backends(&devices, Tiling::new(shape, frame.cube_for(shape, cluster.is_root())?, frame.overlap)?, &frame.params(Finest::Isotropic)?)?;
-    let first_row = distributed::wavepacket_rows(cluster, &tr.tiling).start;
-    let count = distributed::wavepacket_forward(cluster, &tr, &slab, first_row, output)?;
+    let first_row = distributed::rows(cluster, &tr.tiling).start;
+    let count = distributed::forward(cluster, &tr, &slab, first_row, output)?;
     if cluster.is_root() {
         println!("{{\"coefficients\": {count}, \"cubes\": {}, \"ranks\": {}, \"seconds\": {:.3}}}", tr.tiling.count(),
             cluster.size(), t0.elapsed().as_secs_f64());
@@ -428,7 +428,7 @@ fn forward_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Gl
 /// coefficients of its block of cubes and inverts those cubes; the ranks exchange the planes that
 /// fall in each other's slabs, and each writes its rows of the volume.
 #[cfg(feature = "mpi")]
-fn inverse_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Global, input: &std::path::Path,
+fn inverse_distributed(cluster: &seisgpu_host::exec::mpi::Cluster, global: &Global, input: &std::path::Path,
     output: &std::path::Path) -> Result<()> {
     let t0 = std::time::Instant::now();
     let read = coeffs_io::read_coeffs_of_cubes(input, |h| cluster.share(h.tiling.count()));
@@ -438,8 +438,8 @@ fn inverse_distributed(cluster: &seisgpu_host::distributed::Cluster, global: &Gl
     if tr.frame.total != h.per_cube {
         bail!("{}: {} coefficients per cube in the file, this build's frame has {}", input.display(), h.per_cube, tr.frame.total);
     }
-    let slab = seisgpu_host::distributed::wavepacket_inverse(cluster, &tr, &mine)?;
-    seisgpu_host::distributed::write_volume_shares(cluster, output, &tr.tiling, &slab)?;
+    let slab = seisgpu_host::wavepacket::distributed::inverse(cluster, &tr, &mine)?;
+    seisgpu_host::wavepacket::distributed::write_volume(cluster, output, &tr.tiling, &slab)?;
     if cluster.is_root() {
         println!("{{\"samples\": {}, \"ranks\": {}, \"seconds\": {:.3}}}", h.tiling.shape.iter().product::<usize>(), cluster.size(),
             t0.elapsed().as_secs_f64());

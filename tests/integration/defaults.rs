@@ -53,7 +53,7 @@ fn ktm_and_pstm_image_a_utm_survey_over_its_midpoints_by_default() {
     assert!(line.unwrap().contains("image grid from the data"));
     assert!((g.dx - 12.5).abs() < 1e-9 && g.ny == 1 && g.x0 > X0 && g.x0 < X0 + 100.0 && g.ntau == 250, "{g:?}");
     let ig = g;
-    let img = ktm::migrate(&t, &ktm::Params::full(ig, ktm::Velocity::Constant(2000.0)), &Backend::Cpu).unwrap();
+    let img = ktm::migrate(&t, &ktm::Params::full(ig, ktm::Velocity::Constant(2000.0)), &[Backend::Cpu]).unwrap();
     assert!((focus_x(&ig, &img.data) - xd).abs() <= 2.0 * g.dx, "ktm focus at {} m, diffractor at {xd} m", focus_x(&ig, &img.data));
 
     // The CLI: the grid printed, an image over the data, for both engines.
@@ -101,7 +101,7 @@ fn a_grid_no_trace_reaches_and_traces_without_coordinates_fail_without_output() 
         assert!(!out.exists());
     }
     let p = pstm_params(&grid::complete(&GridRequest::default(), &t).unwrap().0);
-    let e = pstm::migrate(&bare, &p, pstm::TraveltimeMode::Exact, pstm::TraveltimeModel::Dsr, &Backend::Cpu).unwrap_err().to_string();
+    let e = pstm::migrate(&bare, &p, pstm::TraveltimeMode::Exact, pstm::TraveltimeModel::Dsr, &[Backend::Cpu]).unwrap_err().to_string();
     assert!(e.contains("no source/receiver coordinates"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -109,7 +109,7 @@ fn a_grid_no_trace_reaches_and_traces_without_coordinates_fail_without_output() 
 fn pstm_params(g: &grid::ImageGrid) -> pstm::PstmParams {
     pstm::PstmParams { nx: g.nx, ny: g.ny, x0: g.x0, y0: g.y0, dx: g.dx, dy: g.dy, nz: g.ntau, tau0: g.tau0, dtau: g.dtau, noff: 1,
         offset0: 0.0, doffset: 1e6, vrms: vec![2000.0; g.ntau], eta: vec![], aperture: 800.0, stretch: 0.5, dynamic_max_step: 32,
-        gpu: pstm::GpuTuning::default() }
+        gpu: pstm::GpuTuning::read_only_cache() }
 }
 
 #[test]
@@ -119,18 +119,18 @@ fn gpu_migrations_image_a_utm_survey_over_its_midpoints() {
     let g = grid::complete(&GridRequest::default(), &t).unwrap().0;
     let ig = g;
     let p = ktm::Params::full(ig, ktm::Velocity::Constant(2000.0));
-    let cpu = ktm::migrate(&t, &p, &Backend::Cpu).unwrap();
-    let on_gpu = ktm::migrate(&t, &p, &Backend::Gpu(gpu.clone())).unwrap();
+    let cpu = ktm::migrate(&t, &p, &[Backend::Cpu]).unwrap();
+    let on_gpu = ktm::migrate(&t, &p, &[Backend::Gpu(gpu.clone())]).unwrap();
     assert!(seisgpu_host::bench::rel_l2(&on_gpu.data, &cpu.data) < 1e-4);
     assert!((focus_x(&ig, &on_gpu.data) - xd).abs() <= 2.0 * g.dx);
     let pp = pstm_params(&g);
     let (m, d) = (pstm::TraveltimeMode::Static8, pstm::TraveltimeModel::Dsr);
-    let img = pstm::migrate(&t, &pp, m, d, &Backend::Gpu(gpu.clone())).unwrap();
+    let img = pstm::migrate(&t, &pp, m, d, &[Backend::Gpu(gpu.clone())]).unwrap();
     assert!(img.stats.traces_used == t.len());
     let mut far = pp.clone();
     far.x0 = 0.0;
     far.y0 = 0.0;
-    let e = pstm::migrate(&t, &far, m, d, &Backend::Gpu(gpu)).unwrap_err().to_string();
+    let e = pstm::migrate(&t, &far, m, d, &[Backend::Gpu(gpu)]).unwrap_err().to_string();
     assert!(e.contains("no trace reaches the image"), "{e}");
 }
 
@@ -167,7 +167,7 @@ fn nlbf_ranges_from_the_data_keep_steep_events_and_the_gap_is_copied_through() {
     let (space, line) = nlbf::slopes::from_data(&t, &p, 1400.0).unwrap();
     p.search = space;
     assert!(line.contains("1400 m/s") && space.a.max >= 1.0 / 1400.0, "{line}");
-    let est = nlbf::estimate(&Backend::Cpu, &t, &p).unwrap();
+    let est = nlbf::estimate(&t, &p, &[Backend::Cpu]).unwrap();
     // The gap's parameter trace has an empty (B, E) aperture: unestimated, not an error.
     assert!(est.unestimated_count() >= 1 && est.unestimated_count() < est.grid.len(), "{:?}", est.unestimated);
     let truth = 1.0 / 1500.0f32;
@@ -177,11 +177,11 @@ fn nlbf_ranges_from_the_data_keep_steep_events_and_the_gap_is_copied_through() {
         assert!((a - want).abs() <= 2.0 * space.a.step as f32, "A {a} at x {x}, the direct wave's {want}");
     }
     // The synthetic preset's ranges cannot reach the direct wave (what the derived ranges fix).
-    let old = nlbf::estimate(&Backend::Cpu, &t, &preset).unwrap();
+    let old = nlbf::estimate(&t, &preset, &[Backend::Cpu]).unwrap();
     assert!(direct_wave_a(&old, &t, X0 + 980.0) <= 1e-4 + 1e-9);
 
     let ep = EnhanceParams { aperture: p.aperture_c };
-    let out = nlbf::enhance(&Backend::Cpu, &t, &p.coords, &est, &ep).unwrap();
+    let out = nlbf::enhance(&t, &p.coords, &est, &ep, &[Backend::Cpu]).unwrap();
     let copied = nlbf::slopes::copied_traces(&t, &p.coords, &est).unwrap();
     assert!(copied > 0 && copied < t.len(), "{copied}");
     let mut seen = 0;
@@ -213,8 +213,8 @@ fn gpu_nlbf_leaves_the_gap_unestimated_as_the_cpu() {
     let t = shot_with_gap();
     let mut p = nlbf::synth::params_synthetic_2d();
     p.search = nlbf::slopes::from_data(&t, &p, 1400.0).unwrap().0;
-    let cpu = nlbf::estimate(&Backend::Cpu, &t, &p).unwrap();
-    let g = nlbf::estimate(&Backend::Gpu(gpu.clone()), &t, &p).unwrap();
+    let cpu = nlbf::estimate(&t, &p, &[Backend::Cpu]).unwrap();
+    let g = nlbf::estimate(&t, &p, &[Backend::Gpu(gpu.clone())]).unwrap();
     assert_eq!(g.unestimated, cpu.unestimated);
     for (q, u) in cpu.unestimated.iter().enumerate() {
         if !u {
@@ -222,8 +222,8 @@ fn gpu_nlbf_leaves_the_gap_unestimated_as_the_cpu() {
         }
     }
     let ep = EnhanceParams { aperture: p.aperture_c };
-    let a = nlbf::enhance(&Backend::Cpu, &t, &p.coords, &cpu, &ep).unwrap();
-    let b = nlbf::enhance(&Backend::Gpu(gpu), &t, &p.coords, &cpu, &ep).unwrap();
+    let a = nlbf::enhance(&t, &p.coords, &cpu, &ep, &[Backend::Cpu]).unwrap();
+    let b = nlbf::enhance(&t, &p.coords, &cpu, &ep, &[Backend::Gpu(gpu)]).unwrap();
     assert!(seisgpu_host::bench::rel_l2(&b.data, &a.data) < 1e-5);
 }
 

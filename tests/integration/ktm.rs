@@ -80,7 +80,7 @@ fn diffractor_focuses_in_constant_velocity() {
     let traces = dsr_diffractor(areal(4, 120.0, 8, 80.0, x, y), 250, 0.004, x, y, 0.4, 2000.0);
     for backend in backends("diffractor_focuses_in_constant_velocity") {
         for params in [Params::bare(g, Velocity::Constant(2000.0)), Params::full(g, Velocity::Constant(2000.0))] {
-            let img = ktm::migrate(&traces, &params, &backend).unwrap();
+            let img = ktm::migrate(&traces, &params, std::slice::from_ref(&backend)).unwrap();
             let (ix, iy, it) = energy_peak(&img);
             println!("{} rho {}: peak at ({ix}, {iy}, {it}), want (10, 10, 100)", backend.name(), params.rho_filter);
             assert!(ix.abs_diff(10) <= 1 && iy.abs_diff(10) <= 1 && it.abs_diff(100) <= 1, "peak at ({ix}, {iy}, {it})");
@@ -96,13 +96,13 @@ fn diffractor_focuses_in_vrms_of_tau() {
     let v_at = 1600.0 + 1000.0 * tau0;
     let traces = dsr_diffractor(areal(4, 120.0, 8, 80.0, 200.0, 200.0), 250, 0.004, x, y, tau0, v_at);
     for backend in backends("diffractor_focuses_in_vrms_of_tau") {
-        let img = ktm::migrate(&traces, &Params::bare(g, vel.clone()), &backend).unwrap();
+        let img = ktm::migrate(&traces, &Params::bare(g, vel.clone()), std::slice::from_ref(&backend)).unwrap();
         let (ix, iy, it) = energy_peak(&img);
         println!("{}: peak at ({ix}, {iy}, {it}), want (9, 11, 120)", backend.name());
         assert!(ix.abs_diff(9) <= 1 && iy.abs_diff(11) <= 1 && it.abs_diff(120) <= 1, "peak at ({ix}, {iy}, {it})");
         // A wrong velocity (10 % slow) must not focus as well: the focus is a real test.
         let slow = Velocity::Function { t0: 0.0, dt: 0.1, v: (0..8).map(|k| 0.9 * (1600.0 + 100.0 * k as f32)).collect() };
-        let img_slow = ktm::migrate(&traces, &Params::bare(g, slow), &backend).unwrap();
+        let img_slow = ktm::migrate(&traces, &Params::bare(g, slow), std::slice::from_ref(&backend)).unwrap();
         let peak = |im: &ktm::Image| im.data.iter().fold(0.0f32, |a, &v| a.max(v.abs()));
         assert!(peak(&img_slow) < 0.8 * peak(&img), "slow velocity focuses too: {} vs {}", peak(&img_slow), peak(&img));
     }
@@ -132,7 +132,7 @@ fn dipping_reflector_migrates_to_true_dip() {
     let mut params = Params::full(g, Velocity::Constant(v as f32));
     params.antialias = Some(AntiAlias { dx: dxt, dy: dxt, max_half_length: 8.0 });
     for backend in backends("dipping_reflector_migrates_to_true_dip") {
-        let img = ktm::migrate(&traces, &params, &backend).unwrap();
+        let img = ktm::migrate(&traces, &params, std::slice::from_ref(&backend)).unwrap();
         // Peak time per column, refined by a parabola through the peak and its neighbours.
         let pts: Vec<(f64, f64)> = (0..g.nx)
             .map(|ix| {
@@ -202,12 +202,12 @@ fn gpu_variants_match_cpu_on_random_data() {
     let variants = [Variant::Columns, Variant::ColumnsV1, Variant::ColumnsFast, Variant::PAPER,
         Variant::Paper { block_x: 64, block_y: 2 }, Variant::Paper { block_x: 32, block_y: 3 }];
     for (name, params) in configs(g) {
-        let cpu = ktm::migrate(&traces, &params, &Backend::Cpu).unwrap();
+        let cpu = ktm::migrate(&traces, &params, &[Backend::Cpu]).unwrap();
         assert!(cpu.data.iter().any(|&v| v != 0.0), "{name}: empty CPU image");
         for variant in variants {
             for limits in [GpuLimits::default(), GpuLimits { max_traces_per_chunk: Some(37), max_columns_per_tile: Some(11) }] {
                 let p = Params { variant, limits, ..params.clone() };
-                let out = ktm::migrate(&traces, &p, &Backend::Gpu(gpu.clone())).unwrap();
+                let out = ktm::migrate(&traces, &p, &[Backend::Gpu(gpu.clone())]).unwrap();
                 assert!(out.data.iter().all(|v| v.is_finite()), "{name} {variant:?}: unwritten (NaN) samples");
                 let err = rel_l2(&out.data, &cpu.data);
                 println!("{name:15} {:22} chunked {:5}: rel L2 {err:.2e}", variant.name(), limits.max_traces_per_chunk.is_some());
@@ -232,11 +232,11 @@ fn gpu_zero_time_under_zero_offset_traces() {
         *h = TraceHeader { sx: x, sy: y, gx: x, gy: y, ..Default::default() };
     }
     for (name, params) in configs(g) {
-        let cpu = ktm::migrate(&traces, &params, &Backend::Cpu).unwrap();
+        let cpu = ktm::migrate(&traces, &params, &[Backend::Cpu]).unwrap();
         assert!(cpu.data.iter().all(|v| v.is_finite()), "{name}: CPU image not finite");
         for variant in [Variant::Columns, Variant::ColumnsV1, Variant::ColumnsFast, Variant::PAPER] {
             let p = Params { variant, ..params.clone() };
-            let out = ktm::migrate(&traces, &p, &Backend::Gpu(gpu.clone())).unwrap();
+            let out = ktm::migrate(&traces, &p, &[Backend::Gpu(gpu.clone())]).unwrap();
             let bad = out.data.iter().filter(|v| !v.is_finite()).count();
             assert_eq!(bad, 0, "{name} {variant:?}: {bad} samples not finite");
             let err = rel_l2(&out.data, &cpu.data);
@@ -268,8 +268,8 @@ fn gpu_trace_preprocessing_matches_cpu() {
         println!("rho {rho:5} antialias {aa:5}: GPU vs CPU pairs rel L2 {err:.2e}");
         assert!(err < 1e-5, "rho {rho} aa {aa}: rel L2 {err}");
         // And a whole migration through it.
-        let cpu_img = ktm::migrate(&traces, &params, &Backend::Cpu).unwrap();
-        let gpu_img = ktm::migrate(&traces, &Params { prep_on_gpu: true, ..params.clone() }, &Backend::Gpu(gpu.clone())).unwrap();
+        let cpu_img = ktm::migrate(&traces, &params, &[Backend::Cpu]).unwrap();
+        let gpu_img = ktm::migrate(&traces, &Params { prep_on_gpu: true, ..params.clone() }, &[Backend::Gpu(gpu.clone())]).unwrap();
         let err = rel_l2(&gpu_img.data, &cpu_img.data);
         println!("rho {rho:5} antialias {aa:5}: image with GPU preprocessing vs CPU rel L2 {err:.2e}");
         assert!(err < 1e-5, "rho {rho} aa {aa}: image rel L2 {err}");
@@ -286,10 +286,10 @@ fn columns_variants_with_trace_start_times_and_fast_focus() {
         let mut traces = random_traces(200, 111, 0.004, 160.0, "start-time traces");
         traces.t0 = t0;
         let params = Params::bare(g, Velocity::Constant(1800.0));
-        let cpu = ktm::migrate(&traces, &params, &Backend::Cpu).unwrap();
+        let cpu = ktm::migrate(&traces, &params, &[Backend::Cpu]).unwrap();
         for variant in [Variant::Columns, Variant::ColumnsV1, Variant::ColumnsFast] {
             let p = Params { variant, ..params.clone() };
-            let out = ktm::migrate(&traces, &p, &Backend::Gpu(gpu.clone())).unwrap();
+            let out = ktm::migrate(&traces, &p, &[Backend::Gpu(gpu.clone())]).unwrap();
             let err = rel_l2(&out.data, &cpu.data);
             println!("t0 {t0:6} {:18}: rel L2 {err:.2e}", variant.name());
             assert!(err < variant.tolerance(), "t0 {t0} {variant:?}: rel L2 {err}");
@@ -299,7 +299,7 @@ fn columns_variants_with_trace_start_times_and_fast_focus() {
     let (x, y) = (200.0, 200.0);
     let traces = dsr_diffractor(areal(4, 120.0, 8, 80.0, x, y), 250, 0.004, x, y, 0.4, 2000.0);
     let params = Params { variant: Variant::ColumnsFast, ..Params::bare(g, Velocity::Constant(2000.0)) };
-    let img = ktm::migrate(&traces, &params, &Backend::Gpu(gpu)).unwrap();
+    let img = ktm::migrate(&traces, &params, &[Backend::Gpu(gpu)]).unwrap();
     let (ix, iy, it) = energy_peak(&img);
     assert!(ix.abs_diff(10) <= 1 && iy.abs_diff(10) <= 1 && it.abs_diff(100) <= 1, "fast: peak at ({ix}, {iy}, {it})");
 }
@@ -322,7 +322,7 @@ fn modelling_is_the_adjoint_of_migration() {
             for (v, (&l, &r)) in d.data.iter_mut().zip(lm.data.iter().zip(&geometry.data)) {
                 *v = l + scale * r;
             }
-            let ltd = ktm::migrate(&d, &params, &backend).unwrap();
+            let ltd = ktm::migrate(&d, &params, std::slice::from_ref(&backend)).unwrap();
             let (a, b) = (dot(&lm.data, &d.data), dot(&m.data, &ltd.data));
             let mismatch = (a - b).abs() / a.abs().max(b.abs());
             println!("{} {name}: <L m, d> = {a:.6e}, <m, L' d> = {b:.6e}, mismatch {mismatch:.1e}", backend.name());
@@ -349,7 +349,7 @@ fn gpu_modelling_matches_cpu_with_forced_chunks() {
 }
 
 fn err_of(traces: &TraceSet, params: &Params) -> String {
-    format!("{:#}", ktm::migrate(traces, params, &Backend::Cpu).unwrap_err())
+    format!("{:#}", ktm::migrate(traces, params, &[Backend::Cpu]).unwrap_err())
 }
 
 /// The kernel names round-trip, and a retired one is refused with the list of kept ones.
@@ -368,7 +368,7 @@ fn bad_input_gives_clear_errors() {
     let g = grid(5, 4, 50, 20.0, 0.004);
     let good = random_traces(20, 60, 0.004, 100.0, "traces");
     let ok = Params::bare(g, Velocity::Constant(2000.0));
-    assert!(ktm::migrate(&good, &ok, &Backend::Cpu).is_ok());
+    assert!(ktm::migrate(&good, &ok, &[Backend::Cpu]).is_ok());
 
     let mut no_coords = good.clone();
     for h in &mut no_coords.headers {
@@ -445,10 +445,10 @@ fn interpolated_traveltimes_run_through_the_pstm_engine() {
     let g = grid(9, 9, 260, 50.0, 0.004);
     let exact_params = Params::bare(g, Velocity::Constant(2000.0));
     for backend in backends("interpolated_traveltimes_run_through_the_pstm_engine") {
-        let exact = ktm::migrate(&traces, &exact_params, &backend).unwrap();
+        let exact = ktm::migrate(&traces, &exact_params, std::slice::from_ref(&backend)).unwrap();
         for mode in [TraveltimeMode::Static8, TraveltimeMode::Dynamic { tolerance: 1e-4 }] {
             let p = Params { traveltime: mode, ..exact_params.clone() };
-            let img = ktm::migrate(&traces, &p, &backend).unwrap();
+            let img = ktm::migrate(&traces, &p, std::slice::from_ref(&backend)).unwrap();
             assert!(img.data.iter().all(|v| v.is_finite()));
             let e = rel_l2(&img.data, &exact.data);
             println!("{} {:?}: rel L2 vs exact {e:.2e}", backend.name(), mode);
@@ -457,15 +457,15 @@ fn interpolated_traveltimes_run_through_the_pstm_engine() {
             let (ix, iy, it) = energy_peak(&img);
             assert!(ix == 4 && iy == 4 && it.abs_diff(150) <= 1, "{mode:?}: peak at ({ix}, {iy}, {it}), want (4, 4, 150)");
         }
-        let dsr = ktm::migrate(&traces, &Params { traveltime: TraveltimeMode::Static8, ..exact_params.clone() }, &backend).unwrap();
+        let dsr = ktm::migrate(&traces, &Params { traveltime: TraveltimeMode::Static8, ..exact_params.clone() }, std::slice::from_ref(&backend)).unwrap();
         let vti = Params { traveltime: TraveltimeMode::Static8, traveltime_model: TraveltimeModel::Vti, eta: 0.0, ..exact_params.clone() };
-        let vti = ktm::migrate(&traces, &vti, &backend).unwrap();
+        let vti = ktm::migrate(&traces, &vti, std::slice::from_ref(&backend)).unwrap();
         let e = rel_l2(&vti.data, &dsr.data);
         println!("{} VTI eta 0 vs DSR: rel L2 {e:.2e}", backend.name());
         assert!(e < 1e-4, "VTI with eta 0 differs from DSR by {e}");
     }
     let weighted = Params { traveltime: TraveltimeMode::Static8, ..Params::full(g, Velocity::Constant(2000.0)) };
-    let e = ktm::migrate(&traces, &weighted, &Backend::Cpu).unwrap_err().to_string();
+    let e = ktm::migrate(&traces, &weighted, &[Backend::Cpu]).unwrap_err().to_string();
     assert!(e.contains("--no-weights"), "{e}");
 }
 

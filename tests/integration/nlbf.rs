@@ -270,9 +270,9 @@ fn gpu_fast_other_windows() {
 #[test]
 fn enhancement_raises_signal_to_noise() {
     let (clean, noisy, p) = demo_gather();
-    let est = nlbf::estimate(&Backend::Cpu, &noisy, &p).unwrap();
+    let est = nlbf::estimate(&noisy, &p, &[Backend::Cpu]).unwrap();
     let ep = EnhanceParams { aperture: p.aperture_c };
-    let out = nlbf::enhance(&Backend::Cpu, &noisy, &p.coords, &est, &ep).unwrap();
+    let out = nlbf::enhance(&noisy, &p.coords, &est, &ep, &[Backend::Cpu]).unwrap();
     let before = seisgpu_host::synth::snr_db(&clean.data, &noisy.data);
     let after = seisgpu_host::synth::snr_db(&clean.data, &out.data);
     println!("SNR {before:.2} dB -> {after:.2} dB");
@@ -298,7 +298,7 @@ fn enhancement_parts_reading_their_neighbours_equal_the_whole() {
     let gpu = gpu_or_skip("enhancement_parts_reading_their_neighbours_equal_the_whole (GPU part)");
     let ns = t.ns;
     // `--gpus`: three CPU queues, then the GPUs.
-    let three = nlbf::enhance_multi(&[Backend::Cpu, Backend::Cpu, Backend::Cpu], &t, &p.coords, &est, &ep).unwrap();
+    let three = nlbf::enhance(&t, &p.coords, &est, &ep, &[Backend::Cpu, Backend::Cpu, Backend::Cpu]).unwrap();
     assert!(three.data.iter().zip(&whole).all(|(a, b)| a.to_bits() == b.to_bits()), "3 CPU queues vs one");
     for part in [0..1, 5..60, 60..t.len()] {
         let (sub, order) = setup.subset_reading(part.clone());
@@ -320,7 +320,7 @@ fn enhancement_parts_reading_their_neighbours_equal_the_whole() {
     }
     if let Some(g) = &gpu {
         let one = gpu::enhance(g, &setup, &est, &t.data).unwrap();
-        let split = nlbf::enhance_multi(&[Backend::Gpu(g.clone()), Backend::Gpu(g.clone())], &t, &p.coords, &est, &ep).unwrap();
+        let split = nlbf::enhance(&t, &p.coords, &est, &ep, &[Backend::Gpu(g.clone()), Backend::Gpu(g.clone())]).unwrap();
         assert!(split.data.iter().zip(&one).all(|(a, b)| a.to_bits() == b.to_bits()), "2 GPU queues vs one GPU");
     }
 }
@@ -329,7 +329,7 @@ fn enhancement_parts_reading_their_neighbours_equal_the_whole() {
 fn gpu_enhancement_and_nmo_match_cpu() {
     let Some(g) = gpu_or_skip("gpu_enhancement_and_nmo_match_cpu") else { return };
     let (_, noisy, p) = demo_gather();
-    let est = nlbf::estimate(&Backend::Cpu, &noisy, &p).unwrap();
+    let est = nlbf::estimate(&noisy, &p, &[Backend::Cpu]).unwrap();
     let ep = EnhanceParams { aperture: Aperture { x: 130.0, y: 70.0 } };
     let setup = nlbf::EnhanceSetup::new(&noisy, &p.coords, &est, &ep).unwrap();
     let want = cpu::enhance(&setup, &est, &noisy.data);
@@ -354,14 +354,14 @@ fn gpu_enhancement_and_nmo_match_cpu() {
 #[test]
 fn bad_input_is_a_clear_error() {
     let t = random_line(9, 9, 40);
-    let run = |p: EstimateParams| nlbf::estimate(&Backend::Cpu, &t, &p).unwrap_err().to_string();
+    let run = |p: EstimateParams| nlbf::estimate(&t, &p, &[Backend::Cpu]).unwrap_err().to_string();
     let base = params_small(100.0);
 
     // Parameter traces with an empty (B, E) aperture are left unestimated, the others searched.
     let mut p = base;
     p.aperture_be = Aperture { x: 10.0, y: 10.0 };
     p.spacing_x = 30.0;
-    let est = nlbf::estimate(&Backend::Cpu, &t, &p).unwrap();
+    let est = nlbf::estimate(&t, &p, &[Backend::Cpu]).unwrap();
     assert!(est.unestimated_count() > 0 && est.unestimated_count() < est.grid.len(), "{:?}", est.unestimated);
 
     for (step, what) in [(0.0, "step 0 must be positive"), (-1e-5, "step -0.00001 must be positive")] {
@@ -391,7 +391,7 @@ fn bad_input_is_a_clear_error() {
 
     let mut bad = t.clone();
     bad.data[5 * 40 + 3] = f32::NAN;
-    let e = nlbf::estimate(&Backend::Cpu, &bad, &base).unwrap_err().to_string();
+    let e = nlbf::estimate(&bad, &base, &[Backend::Cpu]).unwrap_err().to_string();
     assert!(e.contains("trace 5 sample 3 is not finite"), "{e}");
 
     let np = NmoParams { velocity: vec![(0.0, -3.0)], max_stretch: 0.5 };

@@ -36,7 +36,7 @@ fn random_case(nz: usize, ntr: usize) -> (PstmParams, TraceSet) {
         aperture: 450.0,
         stretch: 0.6,
         dynamic_max_step: 32,
-        gpu: GpuTuning::default(),
+        gpu: GpuTuning::read_only_cache(),
     };
     pb::smooth_model(&mut p, true);
     let h = pb::survey(ntr, &p, 300.0, 1500.0, 7);
@@ -60,20 +60,20 @@ fn gpu_matches_cpu_for_every_mode_and_model() {
     let (p, t) = random_case(300, 700);
     for model in MODELS {
         for mode in MODES {
-            let c = migrate(&t, &p, mode, model, &Backend::Cpu).unwrap();
+            let c = migrate(&t, &p, mode, model, &[Backend::Cpu]).unwrap();
             assert!(c.stats.pairs > 1000, "{}", c.stats.pairs);
-            let lockstep = GpuTuning { lockstep: true, ..GpuTuning::default() };
-            let mut tunings = vec![GpuTuning::default(), GpuTuning { warps: 4, max_regs: 128, ..GpuTuning::default() }, lockstep,
+            let lockstep = GpuTuning { lockstep: true, ..GpuTuning::read_only_cache() };
+            let mut tunings = vec![GpuTuning::read_only_cache(), GpuTuning { warps: 4, max_regs: 128, ..GpuTuning::read_only_cache() }, lockstep,
                 GpuTuning { warps: 8, max_regs: 80, ..lockstep }];
             if mode == TraveltimeMode::Static8 {
                 tunings.push(GpuTuning::paper());
-                tunings.push(GpuTuning { batched_units: true, ..GpuTuning::default() });
+                tunings.push(GpuTuning { batched_units: true, ..GpuTuning::read_only_cache() });
                 tunings.push(GpuTuning { batched_units: true, ..GpuTuning::paper() });
                 tunings.push(GpuTuning { batched_units: true, ..lockstep });
             }
             // Traces staged in shared memory: row and 2D tiles (nx = 3, ny = 13: partial tiles in
             // x and y), batched units, one warp per block.
-            let smem = GpuTuning { smem: true, warps: 8, max_regs: 80, ..GpuTuning::default() };
+            let smem = GpuTuning { smem: true, warps: 8, max_regs: 80, ..GpuTuning::read_only_cache() };
             tunings.extend([smem, GpuTuning { warps: 10, max_regs: 96, ..smem }, GpuTuning { tile_x: 2, ..smem },
                 GpuTuning { warps: 16, tile_x: 4, ..smem }, GpuTuning { warps: 1, ..smem },
                 GpuTuning { batched_units: true, ..smem }, GpuTuning { batched_units: true, tile_x: 2, ..smem }]);
@@ -114,7 +114,7 @@ fn gpu_handles_long_columns_and_many_batches() {
     pb::smooth_model(&mut p, true); // (per-column fields for the new size)
     p.gpu.batch_traces = 97;
     for mode in MODES {
-        let c = migrate(&t, &p, mode, TraveltimeModel::Vti, &Backend::Cpu).unwrap();
+        let c = migrate(&t, &p, mode, TraveltimeModel::Vti, &[Backend::Cpu]).unwrap();
         // (lean: static8 only, the other modes ignore it; the first z-chunk is a full 48 layers,
         // so its last unit's 33rd point is evaluated.)
         for (batched, lockstep, smem, tile_x, lean) in
@@ -159,8 +159,9 @@ fn streamed_migration_equals_the_prepared_one() {
         }
         let one = seisgpu_host::pstm::gpu::migrate(&gpu, &t, &p, &pl, mode, model).unwrap();
         assert!(one.data.iter().zip(&reference).all(|(a, b)| a.to_bits() == b.to_bits()), "{mode:?} {model:?}: gpu::migrate");
-        let c = migrate(&t, &p, mode, model, &Backend::Cpu).unwrap();
-        let items = seisgpu_host::pstm::migrate_multi(&t, &p, mode, model, &[Backend::Gpu(gpu.clone())]).unwrap();
+        let c = migrate(&t, &p, mode, model, &[Backend::Cpu]).unwrap();
+        let job = seisgpu_host::pstm::Migration::of(&t, &p, mode, model).unwrap();
+        let items = seisgpu_host::exec::run(&job, &[Backend::Gpu(gpu.clone())]).unwrap();
         let e = rel_l2(&items.data, &c.data);
         assert!(e < 1e-5 && items.stats.pairs == c.stats.pairs, "{mode:?} {model:?}: work items on one GPU vs CPU rel L2 {e}");
     }
@@ -170,8 +171,8 @@ fn streamed_migration_equals_the_prepared_one() {
 fn static8_equals_exact_every_8th_sample() {
     let (p, t) = random_case(300, 300);
     for model in MODELS {
-        let ex = migrate(&t, &p, TraveltimeMode::Exact, model, &Backend::Cpu).unwrap();
-        let s8 = migrate(&t, &p, TraveltimeMode::Static8, model, &Backend::Cpu).unwrap();
+        let ex = migrate(&t, &p, TraveltimeMode::Exact, model, &[Backend::Cpu]).unwrap();
+        let s8 = migrate(&t, &p, TraveltimeMode::Static8, model, &[Backend::Cpu]).unwrap();
         let mut checked = 0;
         for (i, (a, b)) in ex.data.iter().zip(&s8.data).enumerate() {
             if (i % ex.nz_pad).is_multiple_of(8) {
@@ -185,7 +186,7 @@ fn static8_equals_exact_every_8th_sample() {
                 let mut pt = p.clone();
                 if smem {
                     pt.gpu = GpuTuning { smem: true, warps: 8, max_regs: 80, tile_x: 2, batched_units: lean, lean,
-                        ..GpuTuning::default() };
+                        ..GpuTuning::read_only_cache() };
                 }
                 let g = gpu_image(&gpu, &t, &pt, TraveltimeMode::Static8, model);
                 let ge = gpu_image(&gpu, &t, &pt, TraveltimeMode::Exact, model);
@@ -275,22 +276,22 @@ fn a_diffractor_focuses_at_its_position() {
 fn bad_input_gives_clear_errors() {
     let (mut p, t) = random_case(100, 50);
     p.eta[5] = -0.2;
-    let e = migrate(&t, &p, TraveltimeMode::Static8, TraveltimeModel::Vti, &Backend::Cpu).unwrap_err().to_string();
+    let e = migrate(&t, &p, TraveltimeMode::Static8, TraveltimeModel::Vti, &[Backend::Cpu]).unwrap_err().to_string();
     assert!(e.contains("eta") && e.contains("-0.2") && e.contains("must be >= 0"), "{e}");
     let (mut p, t) = random_case(100, 50);
     p.dynamic_max_step = 0;
-    let e = migrate(&t, &p, TraveltimeMode::Dynamic { tolerance: 1e-4 }, TraveltimeModel::Dsr, &Backend::Cpu).unwrap_err().to_string();
+    let e = migrate(&t, &p, TraveltimeMode::Dynamic { tolerance: 1e-4 }, TraveltimeModel::Dsr, &[Backend::Cpu]).unwrap_err().to_string();
     assert!(e.contains("interpolation step 0"), "{e}");
     let (mut p, mut t) = random_case(100, 50);
     p.dtau = 0.0;
-    assert!(migrate(&t, &p, TraveltimeMode::Exact, TraveltimeModel::Dsr, &Backend::Cpu).unwrap_err().to_string().contains("dtau"));
+    assert!(migrate(&t, &p, TraveltimeMode::Exact, TraveltimeModel::Dsr, &[Backend::Cpu]).unwrap_err().to_string().contains("dtau"));
     p.dtau = 0.004;
     t.data[3 * t.ns + 7] = f32::NAN;
-    let e = migrate(&t, &p, TraveltimeMode::Exact, TraveltimeModel::Dsr, &Backend::Cpu).unwrap_err().to_string();
+    let e = migrate(&t, &p, TraveltimeMode::Exact, TraveltimeModel::Dsr, &[Backend::Cpu]).unwrap_err().to_string();
     assert!(e.contains("trace 3 sample 7"), "{e}");
     let (mut p, t) = random_case(100, 50);
-    p.gpu = GpuTuning { warps: 10, tile_x: 4, smem: true, ..GpuTuning::default() };
-    let e = migrate(&t, &p, TraveltimeMode::Static8, TraveltimeModel::Dsr, &Backend::Cpu).unwrap_err().to_string();
+    p.gpu = GpuTuning { warps: 10, tile_x: 4, smem: true, ..GpuTuning::read_only_cache() };
+    let e = migrate(&t, &p, TraveltimeMode::Static8, TraveltimeModel::Dsr, &[Backend::Cpu]).unwrap_err().to_string();
     assert!(e.contains("tile of 4 columns along x does not divide the 10 warps"), "{e}");
 }
 

@@ -12,9 +12,9 @@
 use seisgpu_host::backend::{gpu_or_skip, Backend};
 use seisgpu_host::bench::BenchSize;
 use seisgpu_host::ktm::{self, ImageGrid, OffsetClasses, Params, Velocity};
-use seisgpu_host::multi::{self, GpuCount};
+use seisgpu_host::exec::{self, reduce, scale, GpuCount};
 use seisgpu_host::nlbf::{self, Setup};
-use seisgpu_host::pstm::{self, bench as pb, GpuTuning, PstmParams, TraveltimeMode, TraveltimeModel};
+use seisgpu_host::pstm::{self, workloads as pb, GpuTuning, PstmParams, TraveltimeMode, TraveltimeModel};
 use seisgpu_host::runtime::Gpu;
 use seisgpu_host::srm::{self, GpuOptions, SrmParams};
 use seisgpu_host::traces::TraceSet;
@@ -27,6 +27,27 @@ fn cpus(n: usize) -> Vec<Backend> { vec![Backend::Cpu; n] }
 
 fn bits(v: &[f32]) -> Vec<u32> { v.iter().map(|x| x.to_bits()).collect() }
 
+/// The Kirchhoff migration's work-item split on `devices` (also on one: `ktm::migrate` on one
+/// device migrates the whole input at once).
+fn ktm_split(traces: &TraceSet, p: &Params, devices: &[Backend]) -> anyhow::Result<ktm::Image> {
+    exec::run(&ktm::Migration::of(traces, p)?, devices)
+}
+
+/// PSTM's work-item split on `devices` (also on one).
+fn pstm_split(traces: &TraceSet, p: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel, devices: &[Backend])
+    -> anyhow::Result<pstm::PstmImage> {
+    exec::run(&pstm::Migration::of(traces, p, mode, model)?, devices)
+}
+
+/// SRM's (shot, frequency group) split on `devices` (also on one).
+fn srm_split(devices: &[Backend], traces: &TraceSet, model: &srm::VelocityModel, params: &SrmParams, opts: GpuOptions)
+    -> anyhow::Result<srm::Image> {
+    let plan = srm::MultiPlan::new(traces, model, params, opts)?;
+    let devs = devices.iter().map(|b| srm::SrmDevice::new(b, &plan.op)).collect::<anyhow::Result<Vec<_>>>()?;
+    let opts = plan.resolve_variant(&devs, model, params, opts)?;
+    exec::run(&srm::Migration { plan: &plan, traces, model, params, opts }, &devs)
+}
+
 /// `n` GPUs (at least 2), or `None` after printing why the test is skipped.
 fn gpus_or_skip(test: &str, n: usize) -> Option<Vec<Backend>> {
     use std::io::Write;
@@ -36,7 +57,7 @@ fn gpus_or_skip(test: &str, n: usize) -> Option<Vec<Backend>> {
         let _ = writeln!(std::io::stderr(), "SKIPPED {test}: needs {n} GPUs, {count} visible");
         return None;
     }
-    match multi::open_gpus(GpuCount::N(n)) {
+    match exec::open_gpus(GpuCount::N(n)) {
         Ok(g) => Some(g.into_iter().map(Backend::Gpu).collect()),
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "SKIPPED {test}: opening {n} GPUs failed: {e}");
@@ -50,7 +71,7 @@ fn gpus_or_skip(test: &str, n: usize) -> Option<Vec<Backend>> {
 fn ktm_case(ntr: usize) -> (TraceSet, Vec<(&'static str, Params)>) {
     // 17 x 13 columns, 97 times: nothing is a multiple of a block or a tile.
     let grid = ImageGrid { x0: 0.0, dx: 25.0, nx: 17, y0: 0.0, dy: 25.0, ny: 13, tau0: 0.0, dtau: 0.004, ntau: 97 };
-    let mut t = ktm::bench::scattered_traces(ntr, 140, 0.004, &grid, 1200.0, 11);
+    let mut t = ktm::workloads::scattered_traces(ntr, 140, 0.004, &grid, 1200.0, 11);
     t.data = random_vec(t.data.len(), "ktm traces");
     let bare = Params::bare(grid, Velocity::Constant(2100.0));
     let mut full = Params::full(grid, Velocity::Function { t0: 0.0, dt: 0.1, v: vec![1800.0, 2000.0, 2300.0, 2500.0, 2700.0] });
@@ -64,23 +85,25 @@ fn ktm_case(ntr: usize) -> (TraceSet, Vec<(&'static str, Params)>) {
 fn scale_ktm_split_equals_single_device_on_cpu() {
     let (traces, configs) = ktm_case(613);
     for (name, p) in configs {
-        let one = ktm::migrate_multi(&traces, &p, &cpus(1)).unwrap();
-        let three = ktm::migrate_multi(&traces, &p, &cpus(3)).unwrap();
-        let again = ktm::migrate_multi(&traces, &p, &cpus(3)).unwrap();
+        let one = ktm_split(&traces, &p, &cpus(1)).unwrap();
+        let three = ktm_split(&traces, &p, &cpus(3)).unwrap();
+        let again = ktm_split(&traces, &p, &cpus(3)).unwrap();
         assert_eq!(bits(&three.data), bits(&again.data), "{name}: the 3-way split is not repeatable");
         let e = rel_l2(&three.data, &one.data);
         assert!(e < 1e-6, "{name}: 3-way vs 1-way rel L2 {e}");
         // The 3-way image is the device-order sum of the three devices' block images.
         let plan = ktm::Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, &p).unwrap();
         let items = ktm::work_items(traces.len());
-        let images = ktm::device_images(&plan, &p, &cpus(3), &items, 0..items.len(), |r| traces.slice(r)).unwrap();
+        let job = ktm::Migration::new(plan, &p, traces.len(), |r| traces.slice(r));
+        let images: Vec<Vec<f32>> = exec::run_items(&job, &cpus(3), 0..items.len()).unwrap().into_iter()
+            .map(|part| part.into_host().unwrap()).collect();
         assert_eq!(images.len(), 3);
         let mut sum = images[0].clone();
         for im in &images[1..] {
             sum.iter_mut().zip(im).for_each(|(a, b)| *a += b);
         }
         assert_eq!(bits(&sum), bits(&three.data), "{name}: not the device-order sum");
-        let single = ktm::migrate(&traces, &p, &Backend::Cpu).unwrap();
+        let single = ktm::migrate(&traces, &p, &[Backend::Cpu]).unwrap();
         assert_eq!((one.classes, one.skipped_traces), (single.classes, single.skipped_traces), "{name}");
         let e = rel_l2(&one.data, &single.data);
         println!("ktm {name}: split vs single-device rel L2 {e:.2e}");
@@ -109,31 +132,31 @@ fn scale_ktm_split_on_gpus() {
     for (name, p) in configs {
         // Small image: the columns kernel splits the traces over blockIdx.z and adds atomically,
         // so even one GPU is not bit-repeatable here (it is at production sizes).
-        let one = ktm::migrate_multi(&traces, &p, &gpus[..1]).unwrap();
-        let n = ktm::migrate_multi(&traces, &p, &gpus).unwrap();
+        let one = ktm_split(&traces, &p, &gpus[..1]).unwrap();
+        let n = ktm_split(&traces, &p, &gpus).unwrap();
         let e1 = rel_l2(&n.data, &one.data);
         println!("ktm {name}: {} GPUs vs 1 GPU rel L2 {e1:.2e}", gpus.len());
         assert!(e1 < 1e-6, "{name}: {}-GPU split vs 1 GPU rel L2 {e1}", gpus.len());
-        let cpu = ktm::migrate(&traces, &p, &Backend::Cpu).unwrap();
+        let cpu = ktm::migrate(&traces, &p, &[Backend::Cpu]).unwrap();
         let e = rel_l2(&n.data, &cpu.data);
         println!("ktm {name}: {} GPUs vs CPU rel L2 {e:.2e}", gpus.len());
         assert!(e < 1e-5, "{name}: rel L2 {e}");
         // Forced tiles: the device image cannot stay resident; items are added on the host.
         let tiled = Params { limits: ktm::GpuLimits { max_traces_per_chunk: Some(97), max_columns_per_tile: Some(26) }, ..p.clone() };
-        let t = ktm::migrate_multi(&traces, &tiled, &gpus).unwrap();
+        let t = ktm_split(&traces, &tiled, &gpus).unwrap();
         let e = rel_l2(&t.data, &cpu.data);
         println!("ktm {name}: {} GPUs, tiled, vs CPU rel L2 {e:.2e}", gpus.len());
         assert!(e < 1e-5, "{name}: tiled rel L2 {e}");
     }
     // A production-sized image (one trace segment per launch: no atomics): N GPUs repeatable bit for bit.
     let grid = ImageGrid { x0: 0.0, dx: 25.0, nx: 101, y0: 0.0, dy: 25.0, ny: 99, tau0: 0.0, dtau: 0.004, ntau: 300 };
-    let mut t = ktm::bench::scattered_traces(700, 400, 0.004, &grid, 1500.0, 5);
+    let mut t = ktm::workloads::scattered_traces(700, 400, 0.004, &grid, 1500.0, 5);
     t.data = random_vec(t.data.len(), "ktm traces");
     let p = Params::bare(grid, Velocity::Constant(2100.0));
-    let (a, b) = (ktm::migrate_multi(&t, &p, &gpus).unwrap(), ktm::migrate_multi(&t, &p, &gpus).unwrap());
+    let (a, b) = (ktm_split(&t, &p, &gpus).unwrap(), ktm_split(&t, &p, &gpus).unwrap());
     assert_eq!(bits(&a.data), bits(&b.data), "{} GPUs: not repeatable bit for bit", gpus.len());
-    let one = ktm::migrate_multi(&t, &p, &gpus[..1]).unwrap();
-    let single = ktm::migrate(&t, &p, &gpus[0]).unwrap();
+    let one = ktm_split(&t, &p, &gpus[..1]).unwrap();
+    let single = ktm::migrate(&t, &p, &gpus[..1]).unwrap();
     assert!(rel_l2(&a.data, &one.data) < 1e-6 && rel_l2(&one.data, &single.data) < 1e-6);
 }
 
@@ -142,7 +165,7 @@ fn scale_ktm_split_on_gpus() {
 fn pstm_case(ntr: usize) -> (PstmParams, TraceSet) {
     let mut p = PstmParams {
         nx: 3, ny: 13, x0: 500.0, y0: -300.0, dx: 30.0, dy: 20.0, nz: 150, tau0: 0.02, dtau: 0.004, noff: 2, offset0: 0.0,
-        doffset: 800.0, vrms: vec![], eta: vec![], aperture: 450.0, stretch: 0.6, dynamic_max_step: 32, gpu: GpuTuning::default(),
+        doffset: 800.0, vrms: vec![], eta: vec![], aperture: 450.0, stretch: 0.6, dynamic_max_step: 32, gpu: GpuTuning::read_only_cache(),
     };
     pb::smooth_model(&mut p, true);
     let h = pb::survey(ntr, &p, 300.0, 1500.0, 7);
@@ -156,13 +179,13 @@ fn scale_pstm_split_equals_single_device_on_cpu() {
     let (p, traces) = pstm_case(700);
     for mode in [TraveltimeMode::Exact, TraveltimeMode::Static8] {
         let model = TraveltimeModel::Vti;
-        let one = pstm::migrate_multi(&traces, &p, mode, model, &cpus(1)).unwrap();
-        let three = pstm::migrate_multi(&traces, &p, mode, model, &cpus(3)).unwrap();
-        let again = pstm::migrate_multi(&traces, &p, mode, model, &cpus(3)).unwrap();
+        let one = pstm_split(&traces, &p, mode, model, &cpus(1)).unwrap();
+        let three = pstm_split(&traces, &p, mode, model, &cpus(3)).unwrap();
+        let again = pstm_split(&traces, &p, mode, model, &cpus(3)).unwrap();
         assert_eq!(bits(&three.data), bits(&again.data), "{mode:?}: the 3-way split is not repeatable");
         assert!(rel_l2(&three.data, &one.data) < 1e-6, "{mode:?}: 3-way vs 1-way");
         assert_eq!((three.stats.traces_used, three.stats.pairs), (one.stats.traces_used, one.stats.pairs));
-        let single = pstm::migrate(&traces, &p, mode, model, &Backend::Cpu).unwrap();
+        let single = pstm::migrate(&traces, &p, mode, model, &[Backend::Cpu]).unwrap();
         assert_eq!(one.stats.traces_used, single.stats.traces_used);
         assert_eq!(one.stats.pairs, single.stats.pairs);
         let e = rel_l2(&one.data, &single.data);
@@ -176,15 +199,15 @@ fn scale_pstm_split_on_gpus() {
     let Some(gpus) = gpus_or_skip("scale_pstm_split_on_gpus", 2) else { return };
     let (p, traces) = pstm_case(3000);
     let (mode, model) = (TraveltimeMode::Exact, TraveltimeModel::Dsr);
-    let one = pstm::migrate_multi(&traces, &p, mode, model, &gpus[..1]).unwrap();
-    let n = pstm::migrate_multi(&traces, &p, mode, model, &gpus).unwrap();
-    let again = pstm::migrate_multi(&traces, &p, mode, model, &gpus).unwrap();
+    let one = pstm_split(&traces, &p, mode, model, &gpus[..1]).unwrap();
+    let n = pstm_split(&traces, &p, mode, model, &gpus).unwrap();
+    let again = pstm_split(&traces, &p, mode, model, &gpus).unwrap();
     assert_eq!(bits(&n.data), bits(&again.data), "{}-GPU split not repeatable", gpus.len());
     assert!(rel_l2(&n.data, &one.data) < 1e-6, "{}-GPU split vs 1 GPU rel L2 {}", gpus.len(), rel_l2(&n.data, &one.data));
     assert_eq!((n.stats.traces_used, n.stats.pairs), (one.stats.traces_used, one.stats.pairs));
     // Every sample written: the device images start at zero and every batch adds (no `first`).
     assert!(n.data.iter().all(|v| v.is_finite()));
-    let cpu = pstm::migrate(&traces, &p, mode, model, &Backend::Cpu).unwrap();
+    let cpu = pstm::migrate(&traces, &p, mode, model, &[Backend::Cpu]).unwrap();
     let e = rel_l2(&n.data, &cpu.data);
     println!("pstm: {} GPUs vs CPU rel L2 {e:.2e}", gpus.len());
     assert!(e < 1e-5, "rel L2 {e}");
@@ -203,10 +226,10 @@ fn nlbf_case() -> (TraceSet, nlbf::EstimateParams) {
 #[test]
 fn scale_nlbf_split_equals_single_device_on_cpu() {
     let (traces, p) = nlbf_case();
-    let single = nlbf::estimate(&Backend::Cpu, &traces, &p).unwrap();
+    let single = nlbf::estimate(&traces, &p, &[Backend::Cpu]).unwrap();
     assert!(single.grid.len() >= 4, "{} parameter traces: too few to split", single.grid.len());
     for n in [1, 3] {
-        let est = nlbf::estimate_multi(&cpus(n), &traces, &p, None).unwrap();
+        let est = nlbf::estimate_split(&cpus(n), &traces, &p, None).unwrap();
         assert_eq!(est.code, single.code, "{n}-way: picks differ");
         assert_eq!(bits(&est.semblance), bits(&single.semblance), "{n}-way: semblance differs");
         assert_eq!(est.grid, single.grid);
@@ -236,11 +259,11 @@ fn scale_nlbf_subset_setup_searches_like_the_whole() {
 fn scale_nlbf_split_on_gpus() {
     let Some(gpus) = gpus_or_skip("scale_nlbf_split_on_gpus", 2) else { return };
     let (traces, p) = nlbf_case();
-    let one = nlbf::estimate_multi(&gpus[..1], &traces, &p, None).unwrap();
-    let n = nlbf::estimate_multi(&gpus, &traces, &p, None).unwrap();
+    let one = nlbf::estimate_split(&gpus[..1], &traces, &p, None).unwrap();
+    let n = nlbf::estimate_split(&gpus, &traces, &p, None).unwrap();
     assert_eq!(one.code, n.code, "{}-GPU split: picks differ from 1 GPU", gpus.len());
     assert_eq!(bits(&one.semblance), bits(&n.semblance));
-    let single = nlbf::estimate(&gpus[0], &traces, &p).unwrap();
+    let single = nlbf::estimate(&traces, &p, &gpus[..1]).unwrap();
     assert_eq!(single.code, n.code, "split: picks differ from the unsplit GPU search");
     assert!(rel_l2(&single.semblance, &n.semblance) < 1e-6);
 }
@@ -269,13 +292,13 @@ fn scale_srm_split_equals_single_device_on_cpu() {
     let plan = srm::MultiPlan::new(&traces, &model, &params, opts).unwrap();
     assert_eq!(plan.shots.len(), 2);
     assert!(plan.items.len() >= 6, "{} items", plan.items.len());
-    let one = srm::migrate_multi(&cpus(1), &traces, &model, &params, opts).unwrap();
-    let three = srm::migrate_multi(&cpus(3), &traces, &model, &params, opts).unwrap();
+    let one = srm_split(&cpus(1), &traces, &model, &params, opts).unwrap();
+    let three = srm_split(&cpus(3), &traces, &model, &params, opts).unwrap();
     // The CPU reference sums frequencies in whatever order its threads finish (inside an item):
     // equal to rounding, not bit for bit.
     let e = rel_l2(&three.data, &one.data);
     assert!(e < 1e-6, "3-way vs 1-way rel L2 {e}");
-    let single = srm::migrate(&Backend::Cpu, &traces, &model, &params, false).unwrap();
+    let single = srm::migrate_with(&Backend::Cpu, &traces, &model, &params, GpuOptions::default(), false).unwrap();
     let e = rel_l2(&three.data, &single.data);
     println!("srm: split vs single-device rel L2 {e:.2e}");
     assert!(e < 1e-6, "split vs single-device rel L2 {e}");
@@ -289,15 +312,15 @@ fn scale_srm_split_on_gpus() {
     let opts = GpuOptions { planes: 4, ..Default::default() };
     // A fixed kernel: `Auto` tunes by timing, which may pick another kernel on another run.
     let opts = GpuOptions { variant: srm::GpuVariant::Paper, ..opts };
-    let one = srm::migrate_multi(&gpus[..1], &traces, &model, &params, opts).unwrap();
-    let n = srm::migrate_multi(&gpus, &traces, &model, &params, opts).unwrap();
-    let again = srm::migrate_multi(&gpus, &traces, &model, &params, opts).unwrap();
+    let one = srm_split(&gpus[..1], &traces, &model, &params, opts).unwrap();
+    let n = srm_split(&gpus, &traces, &model, &params, opts).unwrap();
+    let again = srm_split(&gpus, &traces, &model, &params, opts).unwrap();
     assert_eq!(bits(&n.data), bits(&again.data), "{}-GPU split not repeatable", gpus.len());
     assert!(rel_l2(&n.data, &one.data) < 1e-6, "{}-GPU split vs 1 GPU", gpus.len());
     // One GPU, one shot at a time with all its frequencies: the single-device migration.
     let single = srm::migrate_with(&gpus[0], &traces, &model, &params, opts, false).unwrap();
     assert!(rel_l2(&one.data, &single.data) < 1e-6);
-    let cpu = srm::migrate(&Backend::Cpu, &traces, &model, &params, false).unwrap();
+    let cpu = srm::migrate_with(&Backend::Cpu, &traces, &model, &params, GpuOptions::default(), false).unwrap();
     let e = rel_l2(&n.data, &cpu.data);
     println!("srm: {} GPUs vs CPU rel L2 {e:.2e}", gpus.len());
     assert!(e < 1e-5, "rel L2 {e}");
@@ -349,10 +372,10 @@ fn scale_wavepacket_cubes_on_gpus() {
 
 #[test]
 fn scale_device_list_of_gpus_flag() {
-    let (b, note) = multi::backends(seisgpu_host::DeviceChoice::Cpu, GpuCount::N(4)).unwrap();
+    let (b, note) = exec::backends(seisgpu_host::DeviceChoice::Cpu, GpuCount::N(4)).unwrap();
     assert_eq!(b.len(), 4, "{note}");
     // `auto` without GPUs falls back to CPU queues and says why; with GPUs it opens them.
-    let (b, note) = multi::backends(seisgpu_host::DeviceChoice::Auto, GpuCount::N(1)).unwrap();
+    let (b, note) = exec::backends(seisgpu_host::DeviceChoice::Auto, GpuCount::N(1)).unwrap();
     assert_eq!(b.len(), 1, "{note}");
 }
 
@@ -363,8 +386,9 @@ fn scale_bench_rows_on_cpu_queues() {
     // The code path on 2 CPU queues (no speed-up is expected: they share the cores): one row per
     // device count, the 2-queue result checked against the 1-queue one before timing (rel L2 for
     // the regrouped image sums) and the timed runs against the check run (bit for bit).
-    for p in ["ktm", "pstm"] {
-        let rows = seisgpu_host::scale::bench(p, &cpus(2), BenchSize::Small).unwrap();
+    let workloads = || [("ktm", seisgpu_lab::ktm::scale_workload(BenchSize::Small).unwrap()), ("pstm", seisgpu_lab::pstm::scale_workload(BenchSize::Small).unwrap())];
+    for (p, w) in workloads() {
+        let rows = scale::bench(vec![w], &cpus(2)).unwrap();
         assert_eq!(rows.len(), 2, "{p}: {rows:?}");
         assert_eq!(rows[0].variant, "1-cpu-queue");
         assert!(rows[1].check.contains("vs 1 device") && rows[1].check.contains("repeatable bit for bit"), "{p}: {}", rows[1].check);
@@ -372,21 +396,25 @@ fn scale_bench_rows_on_cpu_queues() {
         assert!(rows.iter().all(|r| r.stats.median_ms > 0.0 && r.work > 0.0));
     }
     // One device: its row alone, the larger counts skipped with a note.
-    let rows = seisgpu_host::scale::bench("wavepacket", &cpus(1), BenchSize::Small).unwrap();
+    let rows = scale::bench(seisgpu_host::wavepacket::scaling::scale_workloads(BenchSize::Small).unwrap(), &cpus(1)).unwrap();
     assert_eq!(rows.len(), 1);
     assert!(rows[0].note.contains("[2, 4]-device rows skipped"), "{}", rows[0].note);
-    assert!(seisgpu_host::scale::bench("nothing", &cpus(1), BenchSize::Small).is_err());
+    assert!(scale::bench(Vec::new(), &[]).is_err());
 }
 
 #[test]
 fn scale_bench_rows_on_gpus() {
     let Some(gpus) = gpus_or_skip("scale_bench_rows_on_gpus", 2) else { return };
-    let (rows, failures) = seisgpu_host::scale::bench_all(&seisgpu_host::scale::PIPELINES, &gpus, BenchSize::Small);
+    let size = BenchSize::Small;
+    let workloads = vec![seisgpu_lab::nlbf::scale_workload(size).unwrap(), seisgpu_lab::ktm::scale_workload(size).unwrap(),
+        seisgpu_lab::pstm::scale_workload(size).unwrap(), seisgpu_host::wavepacket::scaling::scale_workloads(size).unwrap().remove(0),
+        seisgpu_lab::srm::scale_workload(size).unwrap()];
+    let n = workloads.len();
+    let rows = scale::bench(workloads, &gpus).unwrap();
     for r in &rows {
         println!("{} {}: {:.3} ms, {} | {}", r.workload, r.variant, r.stats.median_ms, r.check, r.note);
     }
-    assert!(failures.is_empty(), "{failures:?}");
-    assert_eq!(rows.len(), seisgpu_host::scale::PIPELINES.len() * seisgpu_host::scale::counts(gpus.len()).len());
+    assert_eq!(rows.len(), n * scale::counts(gpus.len()).len());
 }
 
 // ---- The CLI: `--gpus` on every pipeline -------------------------------------------------------
@@ -457,13 +485,13 @@ fn scale_bad_sample_named_by_its_input_index_on_cpu_queues() {
     traces.data[201 * traces.ns + 7] = f32::NAN;
     traces.data[250 * traces.ns + 3] = f32::INFINITY;
     for n in [1, 3] {
-        let e = ktm::migrate_multi(&traces, &configs[0].1, &cpus(n)).unwrap_err().to_string();
+        let e = ktm::migrate(&traces, &configs[0].1, &cpus(n)).unwrap_err().to_string();
         assert!(e.contains("trace 201 sample 7 is not finite"), "{n} queues: {e}");
     }
     let (p, mut traces) = pstm_case(300);
     traces.data[123 * traces.ns + 4] = f32::NAN;
     for n in [1, 3] {
-        let e = pstm::migrate_multi(&traces, &p, TraveltimeMode::Static8, TraveltimeModel::Vti, &cpus(n)).unwrap_err().to_string();
+        let e = pstm::migrate(&traces, &p, TraveltimeMode::Static8, TraveltimeModel::Vti, &cpus(n)).unwrap_err().to_string();
         assert!(e.contains("trace 123 sample 4 is not finite"), "{n} queues: {e}");
     }
 }
@@ -472,25 +500,25 @@ fn scale_bad_sample_named_by_its_input_index_on_cpu_queues() {
 fn scale_sum_parts_is_the_host_sum_in_order() {
     let parts: Vec<Vec<f32>> = (0..4).map(|k| random_vec(100_003, "sum parts").into_iter()
         .map(|v| v * (k as f32 + 1.3) - 0.1 * k as f32).collect()).collect();
-    let want = multi::sum_in_order(parts.clone()).unwrap();
-    let got = multi::sum_parts(parts.iter().cloned().map(multi::Part::Host).collect()).unwrap();
+    let want = reduce::sum_in_order(parts.clone()).unwrap();
+    let got = reduce::sum_parts(parts.iter().cloned().map(reduce::Part::Host).collect()).unwrap();
     assert_eq!(bits(&got), bits(&want));
     let Some(_) = gpu_or_skip("scale_sum_parts_is_the_host_sum_in_order (GPU part)") else { return };
     // Parts round-robin over every GPU there is (several on one GPU exercise the same logic
     // without peers): the device-side sum must be the host sum bit for bit, for 1 to 4 parts,
     // and with a host part among them.
-    let gpus = multi::open_gpus(GpuCount::All).unwrap();
+    let gpus = exec::open_gpus(GpuCount::All).unwrap();
     for np in 1..=4 {
-        let dev: Vec<multi::Part> = parts[..np].iter().enumerate()
-            .map(|(k, p)| { let g = gpus[k % gpus.len()].clone(); let s = g.upload(p).unwrap(); multi::Part::Gpu(g, s) }).collect();
-        let got = multi::sum_parts(dev).unwrap();
-        let want = multi::sum_in_order(parts[..np].to_vec()).unwrap();
+        let dev: Vec<reduce::Part> = parts[..np].iter().enumerate()
+            .map(|(k, p)| { let g = gpus[k % gpus.len()].clone(); let s = g.upload(p).unwrap(); reduce::Part::Gpu(g, s) }).collect();
+        let got = reduce::sum_parts(dev).unwrap();
+        let want = reduce::sum_in_order(parts[..np].to_vec()).unwrap();
         assert_eq!(bits(&got), bits(&want), "{np} parts on {} GPU(s)", gpus.len());
     }
-    let mixed = vec![multi::Part::Gpu(gpus[0].clone(), gpus[0].upload(&parts[0]).unwrap()), multi::Part::Host(parts[1].clone())];
-    assert_eq!(bits(&multi::sum_parts(mixed).unwrap()), bits(&multi::sum_in_order(parts[..2].to_vec()).unwrap()));
-    let short = vec![multi::Part::Gpu(gpus[0].clone(), gpus[0].upload(&parts[0]).unwrap()),
-        multi::Part::Gpu(gpus[gpus.len() - 1].clone(), gpus[gpus.len() - 1].upload(&parts[1][..10]).unwrap())];
-    let e = multi::sum_parts(short).unwrap_err().to_string();
+    let mixed = vec![reduce::Part::Gpu(gpus[0].clone(), gpus[0].upload(&parts[0]).unwrap()), reduce::Part::Host(parts[1].clone())];
+    assert_eq!(bits(&reduce::sum_parts(mixed).unwrap()), bits(&reduce::sum_in_order(parts[..2].to_vec()).unwrap()));
+    let short = vec![reduce::Part::Gpu(gpus[0].clone(), gpus[0].upload(&parts[0]).unwrap()),
+        reduce::Part::Gpu(gpus[gpus.len() - 1].clone(), gpus[gpus.len() - 1].upload(&parts[1][..10]).unwrap())];
+    let e = reduce::sum_parts(short).unwrap_err().to_string();
     assert!(e.contains("samples"), "{e}");
 }

@@ -104,7 +104,7 @@ fn flat_reflector_under_layers_is_imaged_at_its_depth() {
     let (n, d, dz, nz, zr) = (41usize, 20.0, 20.0, 36usize, 500.0);
     let (traces, model) = flat_reflector(n, n, nz, d, dz, &[0.0, 300.0], &[1800.0, 2400.0], zr, 256, 0.004, 20.0, 1);
     let params = test_params(5.0, 35.0, 20.0);
-    let img = migrate(&Backend::Cpu, &traces, &model, &params, false).unwrap();
+    let img = migrate(&traces, &model, &params, GpuOptions::default(), &[Backend::Cpu]).unwrap();
     let want = (zr / dz).round() as usize;
     for (ix, iy) in [(20, 20), (15, 20), (20, 26), (25, 14)] {
         let iz = column_peak(&img, ix, iy, 5);
@@ -119,7 +119,7 @@ fn point_scatterer_focuses() {
     let scat = (440.0, 380.0, 360.0);
     let (traces, model) = point_scatterer(n, n, nz, d, dz, v, (300.0, 400.0), scat, 256, 0.004, 20.0, 1);
     let params = test_params(5.0, 40.0, 20.0);
-    let img = migrate(&Backend::Cpu, &traces, &model, &params, false).unwrap();
+    let img = migrate(&traces, &model, &params, GpuOptions::default(), &[Backend::Cpu]).unwrap();
     let at = |ix: usize, iy: usize, iz: usize| img.data[(iz * img.ny + iy) * img.nx + ix].abs();
     let (mut best, mut arg) = (0.0f32, (0, 0, 0));
     for iz in 4..nz {
@@ -161,7 +161,7 @@ fn bad_inputs_give_clear_errors() {
         0.004, 20.0, 2);
     let params = test_params(5.0, 40.0, 20.0);
     let err = |t: &seisgpu_host::TraceSet, m: &VelocityModel, p: &SrmParams| {
-        migrate(&Backend::Cpu, t, m, p, false).map(|_| ()).unwrap_err().to_string()
+        migrate(t, m, p, GpuOptions::default(), &[Backend::Cpu]).map(|_| ()).unwrap_err().to_string()
     };
     // Receivers beyond the model.
     let mut far = traces.clone();
@@ -267,7 +267,7 @@ fn gpu_image_matches_cpu() {
     let (traces, model) = point_scatterer(n, 29, nz, d, dz, v, (300.0, 250.0), (400.0, 300.0, 300.0), 200, 0.004, 20.0, 1);
     let mut params = test_params(5.0, 40.0, 20.0);
     params.nz = nz;
-    let want = migrate(&Backend::Cpu, &traces, &model, &params, false).unwrap();
+    let want = migrate(&traces, &model, &params, GpuOptions::default(), &[Backend::Cpu]).unwrap();
     let shots = seisgpu_host::srm::validate_inputs(&traces, &model, &params).unwrap();
     let op = seisgpu_host::srm::design_for(&model, &params).unwrap();
     for variant in [GpuVariant::Paper, GpuVariant::PaperPairCapped, GpuVariant::Auto] {

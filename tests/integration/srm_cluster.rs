@@ -169,7 +169,7 @@ fn cluster_image_matches_cpu() {
     let (traces, model) = point_scatterer(n, 29, nz, d, dz, v, (300.0, 250.0), (400.0, 300.0, 300.0), 200, 0.004, 20.0, 1);
     let params = SrmParams { fmin: 5.0, fmax: 40.0, ricker_peak: 20.0, taper_width: 8, aperture: 1e9, table_rows: 48, nz,
         ..Default::default() };
-    let want = migrate(&Backend::Cpu, &traces, &model, &params, false).unwrap();
+    let want = migrate(&traces, &model, &params, GpuOptions::default(), &[Backend::Cpu]).unwrap();
     let shots = seisgpu_host::srm::validate_inputs(&traces, &model, &params).unwrap();
     let op = seisgpu_host::srm::design_for(&model, &params).unwrap();
     for variant in CLUSTER_VARIANTS {

@@ -243,8 +243,8 @@ fn gpu_pstm_lateral_velocity_equals_cpu() {
     let p = pstm::PstmParams { nx, ny, x0: 1000.0, y0: 500.0, dx: 12.5, dy: 12.5, nz, tau0: 0.0, dtau: 0.004, noff: 1, offset0: 0.0,
         doffset: 1e6, vrms, eta: vec![], aperture: 800.0, stretch: 0.5, dynamic_max_step: 32, gpu: pstm::GpuTuning::fastest() };
     for mode in [pstm::TraveltimeMode::Exact, pstm::TraveltimeMode::Static8] {
-        let cpu = pstm::migrate(&t, &p, mode, pstm::TraveltimeModel::Dsr, &Backend::Cpu).unwrap();
-        let g = pstm::migrate(&t, &p, mode, pstm::TraveltimeModel::Dsr, &Backend::Gpu(gpu.clone())).unwrap();
+        let cpu = pstm::migrate(&t, &p, mode, pstm::TraveltimeModel::Dsr, &[Backend::Cpu]).unwrap();
+        let g = pstm::migrate(&t, &p, mode, pstm::TraveltimeModel::Dsr, &[Backend::Gpu(gpu.clone())]).unwrap();
         let e = rel_l2(&g.unpadded(), &cpu.unpadded());
         assert!(e < 1e-4, "{mode:?}: GPU against CPU rel L2 {e}");
     }

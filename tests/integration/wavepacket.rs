@@ -353,7 +353,7 @@ fn process_pipeline(gpu: &Arc<seisgpu_host::runtime::Gpu>, k: usize) {
     }
     assert_eq!(bits(&p1), bits(&serial), "{k} cubes per box: pipeline differs from the serial box loop");
     assert_eq!(bits(&one.process(&vol, edit).unwrap()), bits(&p1), "second run differs");
-    let (all, note) = seisgpu_host::multi::backends(seisgpu_host::DeviceChoice::Gpu, seisgpu_host::multi::GpuCount::All).unwrap();
+    let (all, note) = seisgpu_host::exec::backends(seisgpu_host::DeviceChoice::Gpu, seisgpu_host::exec::GpuCount::All).unwrap();
     let n = Fragmented::on_backends(&all, tiling.clone(), &params).unwrap();
     for run in 0..2 {
         assert_eq!(bits(&n.process(&vol, edit).unwrap()), bits(&p1), "{note}, run {run}: differs from 1 GPU");
@@ -448,7 +448,7 @@ fn wavepacket_gpu_device_edits_equal_host_edits() {
     let tiling = Tiling::new(shape, 32, 8).unwrap();
     let vol = random_vec(shape.iter().product(), "wave-packet volume");
     let one = Fragmented::on_backends(&[Backend::Gpu(gpu)], tiling.clone(), &params).unwrap();
-    let (all, note) = seisgpu_host::multi::backends(seisgpu_host::DeviceChoice::Gpu, seisgpu_host::multi::GpuCount::All).unwrap();
+    let (all, note) = seisgpu_host::exec::backends(seisgpu_host::DeviceChoice::Gpu, seisgpu_host::exec::GpuCount::All).unwrap();
     let n = Fragmented::on_backends(&all, tiling.clone(), &params).unwrap();
     let noop = one.process(&vol, |_, _| {}).unwrap();
     for (f, what) in [(&one, "1 GPU"), (&n, note.as_str())] {

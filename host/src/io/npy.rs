@@ -38,7 +38,7 @@ fn write<T: AutoSerialize + Copy>(path: &Path, data: &[T], shape: &[u64], descr:
 
 /// The header of a C-order .npy file of `shape` and dtype `descr` (`<f4`, `<f8`, ...; format 1.0,
 /// padded so the data start at a multiple of 64 bytes), for files whose data several writers put
-/// in place (`crate::distributed`).
+/// in place (`crate::exec::mpi::write_shares`).
 pub fn header(shape: &[usize], descr: &str) -> Vec<u8> {
     // Written as npyz writes it (`(2, 3, 4, )`), so a file written in pieces and one written by
     // [`write_npy`] are the same bytes.

@@ -193,11 +193,11 @@ impl Accumulator {
     }
 
     /// The resident image after the queued migrations (waited for), for a device-side sum
-    /// ([`crate::multi::sum_parts`]).
+    /// ([`crate::exec::reduce::sum_parts`]).
     pub fn into_image(self) -> anyhow::Result<(Arc<Gpu>, CudaSlice<f32>)> {
         let t = std::time::Instant::now();
         self.gpu.synchronize()?;
-        crate::multi::mark("kernels drained", t);
+        crate::runtime::phases::mark("kernels drained", t);
         Ok((self.gpu, self.d_image))
     }
 
@@ -206,11 +206,11 @@ impl Accumulator {
         // Synchronised first, so the scaling marks tell the kernels' drain from the copy.
         let t = std::time::Instant::now();
         self.gpu.synchronize()?;
-        crate::multi::mark("kernels drained", t);
+        crate::runtime::phases::mark("kernels drained", t);
         let t = std::time::Instant::now();
         let image = self.gpu.download_prefaulted(&self.d_image)?;
         self.gpu.synchronize()?;
-        crate::multi::mark("image download", t);
+        crate::runtime::phases::mark("image download", t);
         Ok(image)
     }
 }

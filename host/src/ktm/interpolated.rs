@@ -79,7 +79,7 @@ pub fn migrate(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow:
     } else {
         traces
     };
-    let img = pstm::migrate(input, &p, params.traveltime, params.traveltime_model, backend)?;
+    let img = pstm::migrate(input, &p, params.traveltime, params.traveltime_model, std::slice::from_ref(backend))?;
     // PSTM layout ((ix*ny + iy)*noff + k)*nz_pad + z  ->  Kirchhoff layout (k*ncols + col)*ntau + z.
     let ncols = g.ncols();
     let mut data = vec![0.0f32; noff * ncols * g.ntau];

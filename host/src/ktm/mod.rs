@@ -11,14 +11,17 @@
 //! The per-contribution math is `gpu_kernels::ktm`, shared by both.
 
 pub mod cpu;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod gpu;
 pub mod interpolated;
+mod job;
 pub mod output;
 pub mod prep;
 pub mod prep_gpu;
 pub mod workloads;
-/// The name the strong-scaling rows ([`crate::scale`]) use for the benchmark workloads.
-pub use self::workloads as bench;
+
+pub use job::{add_image, migrate_item, work_items, DeviceImage, Migration, WORK_ITEMS};
 
 use std::ops::Range;
 
@@ -576,8 +579,19 @@ fn prepare_on(backend: &Backend, traces: &TraceSet, plan: &Plan, params: &Params
     }
 }
 
-/// Migrates `traces` into an image: the entry point (CPU reference or GPU, by `backend`).
-pub fn migrate(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow::Result<Image> {
+/// Migrates `traces` into an image: the entry point (CPU reference or GPU, by the device). On one
+/// device the whole input migrates at once; on several the [`work_items`] are split over them
+/// ([`Migration`], whose image is the devices' images summed in device order).
+pub fn migrate(traces: &TraceSet, params: &Params, devices: &[Backend]) -> anyhow::Result<Image> {
+    match devices {
+        [] => bail!("ktm: no device to migrate on"),
+        [backend] => migrate_on(traces, params, backend),
+        _ => job::migrate_split(traces, params, devices),
+    }
+}
+
+/// [`migrate`] on one device, the whole input at once.
+fn migrate_on(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow::Result<Image> {
     traces.validate("ktm input").map_err(anyhow::Error::msg)?;
     if interpolated::needed(params) {
         return interpolated::migrate(traces, params, backend);
@@ -595,177 +609,6 @@ pub fn migrate(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow:
         data,
         skipped_traces: plan.skipped_traces,
     })
-}
-
-/// Work items of a multi-device (`--gpus`) or MPI migration: contiguous ranges of input traces,
-/// fixed by the trace count alone. Devices take contiguous blocks of them
-/// ([`crate::multi::device_blocks`]) and add every item into one image resident on the device
-/// ([`DeviceImage`]), so the per-item cost is the host preparation of its traces (overlapped
-/// with the previous item's migration), not an image download. 16 items keep 1, 2, 4 and 8
-/// devices evenly loaded.
-pub fn work_items(ntraces: usize) -> Vec<Range<usize>> { crate::multi::even_ranges(ntraces, WORK_ITEMS) }
-
-/// Items of [`work_items`].
-pub const WORK_ITEMS: usize = 16;
-
-/// Checks and prepares one work item: `chunk` holds the input traces `range` (only those: an MPI
-/// rank reads only its share), `plan` is the plan of all traces. `None` when no trace of the
-/// item takes part (all outside the offset classes).
-fn prepare_item(plan: &Plan, chunk: &TraceSet, range: Range<usize>, params: &Params) -> anyhow::Result<Option<(Plan, prep::Prepared)>> {
-    ensure!(chunk.len() == range.len() && chunk.ns == plan.ns,
-        "ktm work item {range:?}: {} traces of {} samples given, the plan has {} samples", chunk.len(), chunk.ns, plan.ns);
-    if let Some(i) = chunk.data.par_iter().position_first(|v| !v.is_finite()) {
-        bail!("ktm input: trace {} sample {} is not finite", range.start + i / chunk.ns, i % chunk.ns);
-    }
-    let sub = plan.restrict(range);
-    if sub.ntraces() == 0 {
-        return Ok(None);
-    }
-    // On the host (rayon), so it overlaps the device's migration of the previous item.
-    let prepared = prep::prepare(chunk, &sub, params);
-    Ok(Some((sub, prepared)))
-}
-
-/// Migrates one work item on its own and returns its partial image (`classes * ncols * ntau`, as
-/// [`Image::data`]); see [`prepare_item`] for the arguments.
-pub fn migrate_item(plan: &Plan, chunk: &TraceSet, range: Range<usize>, params: &Params, backend: &Backend)
-    -> anyhow::Result<Vec<f32>> {
-    let Some((sub, prepared)) = prepare_item(plan, chunk, range, params)? else {
-        return Ok(vec![0.0; plan.classes() * plan.grid.len()]);
-    };
-    match backend {
-        Backend::Cpu => Ok(cpu::migrate(&sub, &prepared)),
-        Backend::Gpu(gpu) => gpu::migrate(gpu, &sub, &prepared, params.variant, &params.limits).context("GPU migration"),
-    }
-}
-
-/// One device's image in a multi-device or MPI migration: every work item the device takes is
-/// added into it, in item order. On a GPU the image stays resident ([`gpu::Accumulator`]) and is
-/// downloaded once by [`DeviceImage::finish`]; where it does not fit (tiling), and on a CPU work
-/// queue, each item's partial image is added on the host.
-pub struct DeviceImage {
-    acc: DeviceAcc,
-}
-
-enum DeviceAcc {
-    Resident(Box<gpu::Accumulator>),
-    Host(Vec<f32>, Backend),
-}
-
-impl DeviceImage {
-    /// A zero image of `plan` on `backend`; `max_item` is the largest work item (traces).
-    pub fn new(backend: &Backend, plan: &Plan, params: &Params, max_item: usize) -> anyhow::Result<DeviceImage> {
-        let host = || DeviceAcc::Host(vec![0.0; plan.classes() * plan.grid.len()], backend.clone());
-        let acc = match backend {
-            Backend::Cpu => host(),
-            Backend::Gpu(g) => match gpu::Accumulator::new(g, plan, params.variant, &params.limits, max_item).context("GPU image")? {
-                Some(a) => DeviceAcc::Resident(Box::new(a)),
-                None => host(),
-            },
-        };
-        Ok(DeviceImage { acc })
-    }
-
-    /// Adds work item `range` (its traces in `chunk`; see [`prepare_item`]).
-    pub fn add_item(&mut self, plan: &Plan, chunk: &TraceSet, range: Range<usize>, params: &Params) -> anyhow::Result<()> {
-        let Some((sub, prepared)) = prepare_item(plan, chunk, range, params)? else { return Ok(()) };
-        match &mut self.acc {
-            DeviceAcc::Resident(a) => a.add(&sub, &prepared).context("GPU migration"),
-            DeviceAcc::Host(image, backend) => {
-                let part = match backend {
-                    Backend::Cpu => cpu::migrate(&sub, &prepared),
-                    Backend::Gpu(g) => gpu::migrate(g, &sub, &prepared, params.variant, &params.limits).context("GPU migration")?,
-                };
-                add_image(image, &part)
-            }
-        }
-    }
-
-    /// The device's image (one download on a GPU).
-    pub fn finish(self) -> anyhow::Result<Vec<f32>> {
-        match self.acc {
-            DeviceAcc::Resident(a) => a.download().context("downloading the device's image"),
-            DeviceAcc::Host(image, _) => Ok(image),
-        }
-    }
-
-    /// The device's image where it is: still resident on a GPU (for a device-side sum,
-    /// [`crate::multi::sum_parts`]), or on the host.
-    pub fn finish_part(self) -> anyhow::Result<crate::multi::Part> {
-        match self.acc {
-            DeviceAcc::Resident(a) => {
-                let (g, image) = a.into_image().context("finishing the device's image")?;
-                Ok(crate::multi::Part::Gpu(g, image))
-            }
-            DeviceAcc::Host(image, _) => Ok(crate::multi::Part::Host(image)),
-        }
-    }
-}
-
-/// Adds a partial image into the running sum.
-pub fn add_image(sum: &mut [f32], part: &[f32]) -> anyhow::Result<()> {
-    ensure!(sum.len() == part.len(), "partial image of {} samples for an image of {}", part.len(), sum.len());
-    sum.par_iter_mut().zip(part.par_iter()).for_each(|(s, p)| *s += p);
-    Ok(())
-}
-
-/// The images of `backends` for the work items `items` (global numbers into `all_items`), each
-/// device taking its contiguous block ([`crate::multi::device_blocks`]) into its [`DeviceImage`];
-/// `chunk(range)` gives the traces of an item. Images in device order (`None`: no item).
-pub fn device_images(plan: &Plan, params: &Params, backends: &[Backend], all_items: &[Range<usize>], items: Range<usize>,
-    chunk: impl Fn(Range<usize>) -> TraceSet + Sync) -> Result<Vec<Vec<f32>>, crate::multi::WorkError> {
-    let parts = device_parts(plan, params, backends, all_items, items, chunk)?;
-    parts.into_iter().map(|p| p.into_host()).collect::<anyhow::Result<Vec<_>>>()
-        .map_err(|source| crate::multi::WorkError { device: usize::MAX, item: all_items.len().saturating_sub(1), source })
-}
-
-/// [`device_images`] with the images left where they are ([`DeviceImage::finish_part`]).
-pub fn device_parts(plan: &Plan, params: &Params, backends: &[Backend], all_items: &[Range<usize>], items: Range<usize>,
-    chunk: impl Fn(Range<usize>) -> TraceSet + Sync) -> Result<Vec<crate::multi::Part>, crate::multi::WorkError> {
-    let max_item = all_items.iter().map(|r| r.len()).max().unwrap_or(1);
-    let bar = crate::progress::work(items.len() as u64, "ktm work items");
-    let images = crate::multi::run_blocks(backends, items,
-        |b| DeviceImage::new(b, plan, params, max_item),
-        |_, img, i| {
-            bar.inc(1);
-            let r = all_items[i].clone();
-            img.add_item(plan, &chunk(r.clone()), r.clone(), params).with_context(|| format!("traces {r:?}"))
-        },
-        |_, img| img.finish_part())?;
-    Ok(images.into_iter().flatten().collect())
-}
-
-/// [`migrate`] over several devices (`--gpus`): device `d` of N migrates the contiguous block `d`
-/// of the [`work_items`] into its own resident image, and the N images are summed in device order
-/// ([`crate::multi::sum_parts`]: on the GPUs, each downloading its slice of the sum; the same bits
-/// as [`crate::multi::sum_in_order`] on the host). The split is static, so a
-/// given N gives the same image bit for bit on every run (on GPUs wherever the kernel sums in a
-/// fixed order: the columns kernel with one trace segment, i.e. any image larger than about 8
-/// blocks per SM); different N regroup the f32 sums (relative L2 ~1e-7 to each other and to the
-/// single-device [`migrate`]).
-pub fn migrate_multi(traces: &TraceSet, params: &Params, backends: &[Backend]) -> anyhow::Result<Image> {
-    ensure!(!backends.is_empty(), "ktm: no device to migrate on");
-    let t = std::time::Instant::now();
-    // The shape checks here; the samples' finiteness is checked by every work item as the devices
-    // take them ([`prepare_item`], in parallel with the other devices' work), not in a serial scan
-    // of the whole input first. On a failure the whole scan runs, so a bad sample is reported as
-    // before: the first one in the input.
-    crate::multi::validate_shape(traces, "ktm input")?;
-    crate::multi::mark("validate", t);
-    let t = std::time::Instant::now();
-    let plan = Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, params)?;
-    crate::multi::mark("plan", t);
-    let items = work_items(traces.len());
-    let parts = match device_parts(&plan, params, backends, &items, 0..items.len(), |r| traces.slice(r)) {
-        Ok(p) => p,
-        Err(e) => {
-            traces.validate("ktm input").map_err(anyhow::Error::msg)?;
-            return Err(e.into());
-        }
-    };
-    // Resident images are summed on the GPUs, one slice of the sum downloaded by each.
-    let data = crate::multi::sum_parts(parts)?;
-    Ok(Image { grid: plan.grid, classes: plan.classes(), class_offsets: plan.class_offsets(params), data, skipped_traces: plan.skipped_traces })
 }
 
 /// Kirchhoff modelling, the exact adjoint of [`migrate`]: traces with `headers`, `ns` samples at

@@ -142,8 +142,19 @@ impl EnhanceSetup {
 }
 
 /// Enhancement: every trace replaced by the mean of its neighbours shifted along the local
-/// operator, the operator interpolated bilinearly between the parameter traces.
-pub fn enhance(backend: &Backend, traces: &TraceSet, coords: &Coordinates, est: &Estimate, params: &EnhanceParams)
+/// operator, the operator interpolated bilinearly between the parameter traces. On several
+/// devices the traces are split over them, every sample that of one device, bit for bit.
+pub fn enhance(traces: &TraceSet, coords: &Coordinates, est: &Estimate, params: &EnhanceParams, devices: &[Backend])
+    -> Result<TraceSet> {
+    match devices {
+        [] => invalid("nlbf: no device to enhance on"),
+        [backend] => enhance_on(backend, traces, coords, est, params),
+        _ => enhance_split(devices, traces, coords, est, params),
+    }
+}
+
+/// [`enhance`] on one device.
+fn enhance_on(backend: &Backend, traces: &TraceSet, coords: &Coordinates, est: &Estimate, params: &EnhanceParams)
     -> Result<TraceSet> {
     let setup = EnhanceSetup::new(traces, coords, est, params)?;
     let mut data = match backend {
@@ -157,15 +168,15 @@ pub fn enhance(backend: &Backend, traces: &TraceSet, coords: &Coordinates, est: 
 /// [`enhance`] over several devices (`--gpus`): the traces cut into contiguous blocks that go to
 /// the devices as they free up, each block enhanced from only the traces its neighbour lists hold
 /// ([`EnhanceSetup::subset_reading`]); every sample is the single-device enhancement's, bit for bit.
-pub fn enhance_multi(backends: &[Backend], traces: &TraceSet, coords: &Coordinates, est: &Estimate, params: &EnhanceParams)
+fn enhance_split(backends: &[Backend], traces: &TraceSet, coords: &Coordinates, est: &Estimate, params: &EnhanceParams)
     -> Result<TraceSet> {
     if backends.is_empty() {
         return invalid("nlbf: no device to enhance on");
     }
     let setup = EnhanceSetup::new(traces, coords, est, params)?;
     let ns = traces.ns;
-    let blocks = crate::multi::even_ranges(traces.len(), 4 * backends.len());
-    let parts = crate::multi::map_on_devices(backends, &blocks, |b, _, r| {
+    let blocks = crate::exec::split::even_ranges(traces.len(), 4 * backends.len());
+    let parts = crate::exec::split::map_on_devices(backends, &blocks, |b, _, r| {
         let (sub, order) = setup.subset_reading(r.clone());
         let data: Vec<f32> = order.iter().flat_map(|&k| traces.data[k * ns..(k + 1) * ns].iter().copied()).collect();
         let mut out = match b {

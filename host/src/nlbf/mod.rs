@@ -20,6 +20,8 @@
 
 mod apertures;
 pub mod cpu;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 mod enhance;
 pub mod gpu;
 mod multi;
@@ -39,9 +41,9 @@ use crate::backend::Backend;
 use crate::traces::{TraceHeader, TraceSet};
 use gpu_kernels::nlbf as k;
 pub use apertures::{ApertureFill, Apertures};
-pub use enhance::{enhance, enhance_multi, neighbours, EnhanceParams, EnhanceSetup};
-pub use multi::{estimate_item, estimate_item_into, estimate_multi, estimate_setup_multi, estimate_setup_multi_into, variant_for,
-    work_items, NlbfDevice, WORK_ITEMS};
+pub use enhance::{enhance, neighbours, EnhanceParams, EnhanceSetup};
+pub use multi::{estimate_item, estimate_item_into, estimate_split, variant_for, work_items, NlbfDevice, WORK_ITEMS};
+pub use multi::estimate_setup_split_into;
 pub use nmo::{nmo, nmo_offsets, vrms_table, NmoParams};
 pub use nmo_cmp::nmo_model;
 pub use setup::{coordinates, validate_shape, validate_traces, DeferredSetup, Grid, Setup};
@@ -372,9 +374,20 @@ pub enum Variant {
     GpuFast,
 }
 
-/// The 2+2+1 search on `backend`: the fast GPU version on a GPU (the paper-faithful kernel where
-/// the fast one does not apply, with a note on stderr), the CPU reference otherwise.
-pub fn estimate(backend: &Backend, traces: &TraceSet, params: &EstimateParams) -> Result<Estimate> {
+/// The 2+2+1 search on `devices`: the fast GPU version on a GPU (the paper-faithful kernel where
+/// the fast one does not apply, with a note on stderr), the CPU reference otherwise. On several
+/// devices the parameter traces are split over them ([`estimate_split`]), every pick and
+/// semblance that of the single-device search, bit for bit.
+pub fn estimate(traces: &TraceSet, params: &EstimateParams, devices: &[Backend]) -> Result<Estimate> {
+    match devices {
+        [] => invalid("nlbf: no device to search on"),
+        [backend] => estimate_on(backend, traces, params),
+        _ => estimate_split(devices, traces, params, None),
+    }
+}
+
+/// [`estimate`] on one device.
+fn estimate_on(backend: &Backend, traces: &TraceSet, params: &EstimateParams) -> Result<Estimate> {
     let setup = Setup::new(traces, params)?;
     let (code, s) = match backend {
         Backend::Cpu => cpu::estimate(&setup, &traces.data),

@@ -9,7 +9,7 @@ use crate::traces::TraceSet;
 /// Work items of a multi-device (`--gpus`) or MPI search: contiguous ranges of parameter traces
 /// (each parameter trace's search is independent, so the split changes no result), fixed by
 /// their count alone.
-pub fn work_items(np: usize) -> Vec<std::ops::Range<usize>> { crate::multi::even_ranges(np, WORK_ITEMS) }
+pub fn work_items(np: usize) -> Vec<std::ops::Range<usize>> { crate::exec::split::even_ranges(np, WORK_ITEMS) }
 
 /// Items of [`work_items`].
 pub const WORK_ITEMS: usize = 16;
@@ -80,7 +80,7 @@ pub fn estimate_item_into(variant: Variant, dev: &NlbfDevice, setup: &Setup, dat
 
 /// The search over several devices: (codes, semblance) of every parameter trace of `setup`,
 /// the [`work_items`] going to the devices as they free up.
-pub fn estimate_setup_multi(devices: &[NlbfDevice], setup: &Setup, data: &[f32], variant: Variant)
+pub(crate) fn estimate_setup_split(devices: &[NlbfDevice], setup: &Setup, data: &[f32], variant: Variant)
     -> Result<(Vec<u32>, Vec<f32>)> {
     let n = setup.estimations();
     // Written (page faults taken) on all cores, not inside the downloads.
@@ -88,16 +88,16 @@ pub fn estimate_setup_multi(devices: &[NlbfDevice], setup: &Setup, data: &[f32],
     rayon::iter::repeat_n(0u32, n).collect_into_vec(&mut code);
     let mut sem = Vec::new();
     rayon::iter::repeat_n(0f32, n).collect_into_vec(&mut sem);
-    estimate_setup_multi_into(devices, setup, data, variant, &mut code, &mut sem)?;
+    estimate_setup_split_into(devices, setup, data, variant, &mut code, &mut sem)?;
     Ok((code, sem))
 }
 
-/// [`estimate_setup_multi`] into `code` and `sem` (`setup.estimations()` each). Each work item is a
+/// [`estimate_setup_split`] into `code` and `sem` (`setup.estimations()` each). Each work item is a
 /// contiguous range of parameter traces, so its results are a contiguous part of the outputs: the
 /// device threads write (on a GPU: download) them in place, in parallel, and nothing is left to
 /// fold on the calling thread (the result is the concatenation, bit for bit, for any number of
 /// devices and any timing).
-pub fn estimate_setup_multi_into(devices: &[NlbfDevice], setup: &Setup, data: &[f32], variant: Variant, code: &mut [u32],
+pub fn estimate_setup_split_into(devices: &[NlbfDevice], setup: &Setup, data: &[f32], variant: Variant, code: &mut [u32],
     sem: &mut [f32]) -> Result<()> {
     if devices.is_empty() {
         return invalid("nlbf: no device to search on");
@@ -117,7 +117,7 @@ pub fn estimate_setup_multi_into(devices: &[NlbfDevice], setup: &Setup, data: &[
         (rc, rs) = (tc, ts);
     }
     let bar = crate::progress::work(items.len() as u64, "nlbf work items");
-    crate::multi::fold_on_devices(devices, &items, (),
+    crate::exec::split::fold_on_devices(devices, &items, (),
         |dev, i, r| {
             bar.inc(1);
             let (c, s) = slots[i].lock().map_err(|_| anyhow::anyhow!("output slot poisoned"))?.take()
@@ -128,12 +128,12 @@ pub fn estimate_setup_multi_into(devices: &[NlbfDevice], setup: &Setup, data: &[
         .map_err(|e| NlbfError::Invalid(format!("{e:#}")))
 }
 
-/// [`estimate`](super::estimate) over several devices (`--gpus`): the parameter traces are cut into
+/// [`super::estimate`] split over `backends` (also over one): the parameter traces are cut into
 /// [`work_items`] that go to the devices as they free up (one host thread per device); every
 /// parameter trace's picks and semblance are those of the single-device search, bit for bit.
-/// `variant` forces a GPU variant on the GPUs (`None`: [`variant_for`]); CPU devices run the
-/// reference.
-pub fn estimate_multi(backends: &[Backend], traces: &TraceSet, params: &EstimateParams, variant: Option<Variant>)
+/// `variant` forces a GPU variant on the GPUs (`None`: [`variant_for`], as [`super::estimate`]);
+/// CPU devices run the reference.
+pub fn estimate_split(backends: &[Backend], traces: &TraceSet, params: &EstimateParams, variant: Option<Variant>)
     -> Result<Estimate> {
     if backends.is_empty() {
         return invalid("nlbf: no device to search on");
@@ -144,6 +144,6 @@ pub fn estimate_multi(backends: &[Backend], traces: &TraceSet, params: &Estimate
         None => backends.iter().find(|b| b.gpu().is_some()).map_or(Variant::Cpu, |b| variant_for(b, &setup)),
     };
     let devices: Vec<NlbfDevice> = backends.iter().map(NlbfDevice::new).collect();
-    let (code, sem) = estimate_setup_multi(&devices, &setup, &traces.data, variant)?;
+    let (code, sem) = estimate_setup_split(&devices, &setup, &traces.data, variant)?;
     Ok(Estimate::from_setup(&setup, code, sem))
 }

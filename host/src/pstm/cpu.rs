@@ -324,6 +324,6 @@ mod tests {
     }
 
     fn migrate_cpu(tr: &TraceSet, p: &PstmParams, m: TraveltimeMode, model: TraveltimeModel) -> PstmImage {
-        super::super::migrate(tr, p, m, model, &crate::Backend::Cpu).unwrap()
+        super::super::migrate(tr, p, m, model, &[crate::Backend::Cpu]).unwrap()
     }
 }

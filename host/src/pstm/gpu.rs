@@ -283,7 +283,7 @@ impl Prepared {
             let t = std::time::Instant::now();
             prep.push_batch(traces, b, plan.packed_len(), staging)?;
             prep.launch(i)?;
-            crate::multi::mark("batch packed and queued (each)", t);
+            crate::runtime::phases::mark("batch packed and queued (each)", t);
         }
         Ok(prep)
     }
@@ -480,7 +480,7 @@ fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, packed_len: u32, mo
 /// The GPU migration: prepare, run, download.
 pub fn migrate(gpu: &Arc<Gpu>, traces: &TraceSet, p: &PstmParams, plan: &Plan, mode: TraveltimeMode,
     model: TraveltimeModel) -> anyhow::Result<PstmImage> {
-    use crate::multi::mark;
+    use crate::runtime::phases::mark;
     let t = std::time::Instant::now();
     let mut staging = TraceStaging::new(gpu, plan.packed_len())?;
     mark("staging made at", t);

@@ -13,10 +13,13 @@
 //! rayon reference), [`gpu`] (uploads, launches), [`workloads`] (the benchmark surveys and models).
 
 pub mod cpu;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod gpu;
 pub mod workloads;
-/// The name the strong-scaling rows ([`crate::scale`]) use for the benchmark workloads.
-pub use self::workloads as bench;
+mod job;
+
+pub use job::{add_image, add_stats, work_items, zero_image, DeviceImage, Migration, WORK_ITEMS};
 
 use anyhow::{bail, ensure, Context};
 
@@ -124,13 +127,20 @@ pub struct GpuTuning {
 }
 
 impl Default for GpuTuning {
-    fn default() -> Self { Self { warps: 10, max_regs: 96, texture: false, batch_traces: 65536, batched_units: false, lockstep: false,
-        smem: false, tile_x: 1, lean: false } }
+    /// [`GpuTuning::fastest`]: what `seisgpu pstm migrate` runs without tuning options.
+    fn default() -> Self { Self::fastest() }
 }
 
 impl GpuTuning {
+    /// The plain launch shape: block (32, 10), 96 registers, traces through the read-only cache,
+    /// one column per thread, one batch per launch. The base the other shapes change.
+    pub fn read_only_cache() -> Self {
+        Self { warps: 10, max_regs: 96, texture: false, batch_traces: 65536, batched_units: false, lockstep: false, smem: false,
+            tile_x: 1, lean: false }
+    }
+
     /// The paper's launch shape: block (32, 10), traces through a texture.
-    pub fn paper() -> Self { Self { warps: 10, max_regs: 96, texture: true, ..Self::default() } }
+    pub fn paper() -> Self { Self { warps: 10, max_regs: 96, texture: true, ..Self::read_only_cache() } }
 
     /// The fastest shape measured on the H100 (`seisgpu bench all --size paper` at d31b19d,
     /// static8 DSR, 450,000 traces: 1.62 s with the lean per-unit work against 1.98 s without it
@@ -140,7 +150,7 @@ impl GpuTuning {
     /// to stage fall back to the read-only-cache kernels (see `gpu::launch_shape`).
     pub fn fastest() -> Self {
         Self { warps: gpu_kernels::pstm::LEAN_WARPS, max_regs: 80, batched_units: true, smem: true, tile_x: 2, lean: true,
-            ..Self::default() }
+            ..Self::read_only_cache() }
     }
 }
 
@@ -522,182 +532,31 @@ pub fn check_reach(traces: &TraceSet, p: &PstmParams) -> anyhow::Result<()> {
 
 /// Migrates `traces` into the (x, y, offset class, time) image with the given traveltimes, on the
 /// CPU or the GPU. The paper-5 engine behind `seisgpu pstm` (and `ktm --traveltime static8|dynamic`).
+/// On one device the whole input migrates at once; on several the [`work_items`] are split over
+/// them ([`Migration`]: the devices' images summed in device order, the counts added).
 pub fn migrate(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel,
+    devices: &[Backend]) -> anyhow::Result<PstmImage> {
+    match devices {
+        [] => bail!("pstm: no device to migrate on"),
+        [backend] => migrate_on(traces, params, mode, model, backend),
+        _ => job::migrate_split(traces, params, mode, model, devices),
+    }
+}
+
+/// [`migrate`] on one device, the whole input at once.
+fn migrate_on(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel,
     backend: &Backend) -> anyhow::Result<PstmImage> {
     let t = std::time::Instant::now();
     params.validate(mode, model)?;
     check_reach(traces, params)?;
-    crate::multi::mark("parameters checked", t);
+    crate::runtime::phases::mark("parameters checked", t);
     let t = std::time::Instant::now();
     let plan = plan(traces, params, mode)?;
-    crate::multi::mark("plan", t);
+    crate::runtime::phases::mark("plan", t);
     match backend {
         Backend::Cpu => Ok(cpu::migrate(traces, params, &plan, mode, model)),
         Backend::Gpu(g) => gpu::migrate(g, traces, params, &plan, mode, model).context("GPU PSTM"),
     }
-}
-
-/// Work items of a multi-device (`--gpus`) or MPI migration: contiguous ranges of input traces,
-/// fixed by the trace count alone; each device takes a contiguous block of them into one resident
-/// image (see `ktm::work_items`).
-pub fn work_items(ntraces: usize) -> Vec<std::ops::Range<usize>> { crate::multi::even_ranges(ntraces, WORK_ITEMS) }
-
-/// Items of [`work_items`].
-pub const WORK_ITEMS: usize = 16;
-
-/// Sums the counts of two runs.
-pub fn add_stats(s: MigrationStats, p: &MigrationStats) -> MigrationStats {
-    MigrationStats { traces_used: s.traces_used + p.traces_used, pairs: s.pairs + p.pairs,
-        contributions: s.contributions + p.contributions, exact_evals: s.exact_evals + p.exact_evals }
-}
-
-/// Adds a work item's partial image (and its counts) into the running sum.
-pub fn add_image(sum: &mut PstmImage, part: &PstmImage) -> anyhow::Result<()> {
-    use rayon::prelude::*;
-    ensure!(sum.data.len() == part.data.len(), "partial image of {} samples for an image of {}", part.data.len(), sum.data.len());
-    sum.data.par_iter_mut().zip(part.data.par_iter()).for_each(|(s, p)| *s += p);
-    sum.stats = add_stats(sum.stats, &part.stats);
-    Ok(())
-}
-
-/// An all-zero image of `params`' shape (the start of a sum over work items).
-pub fn zero_image(params: &PstmParams) -> PstmImage {
-    PstmImage { nx: params.nx, ny: params.ny, noff: params.noff, nz: params.nz, nz_pad: params.nz_pad(),
-        data: vec![0.0; params.columns() * params.noff * params.nz_pad()], stats: MigrationStats::default() }
-}
-
-/// A GPU's side of a [`DeviceImage`]: its resident image and coefficients (taken while an item
-/// runs, so a failure leaves `None`) and the page-locked staging its items' traces go up through.
-struct DeviceSide {
-    gpu: std::sync::Arc<crate::runtime::Gpu>,
-    resident: Option<gpu::Resident>,
-    staging: Option<gpu::TraceStaging>,
-}
-
-/// One device's image in a multi-device or MPI migration: each work item it takes is planned on
-/// its own (the plan only sorts and bins the item's traces) and added into it in item order. On a
-/// GPU the image stays resident: every kernel batch adds into it, the host packs the next item
-/// while the GPU migrates this one, and [`DeviceImage::finish`] downloads it once. A CPU work
-/// queue adds each item's image on the host.
-pub struct DeviceImage {
-    mode: TraveltimeMode,
-    model: TraveltimeModel,
-    host: Option<PstmImage>,
-    gpu: Option<DeviceSide>,
-    stats: MigrationStats,
-    /// nx, ny, noff, nz, nz_pad.
-    shape: [usize; 5],
-}
-
-impl DeviceImage {
-    pub fn new(backend: &Backend, params: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel) -> anyhow::Result<DeviceImage> {
-        let (host, gpu) = match backend {
-            Backend::Cpu => (Some(zero_image(params)), None),
-            Backend::Gpu(g) => {
-                let len = params.columns() * params.noff * params.nz_pad();
-                let image = g.zeros::<f32>(len).context("the device's PSTM image")?;
-                (None, Some(DeviceSide { gpu: g.clone(), resident: Some(gpu::Resident::new(image)), staging: None }))
-            }
-        };
-        let shape = [params.nx, params.ny, params.noff, params.nz, params.nz_pad()];
-        Ok(DeviceImage { mode, model, host, gpu, stats: MigrationStats::default(), shape })
-    }
-
-    /// Migrates the traces `chunk` (a work item) into the image.
-    pub fn add_item(&mut self, chunk: &TraceSet, params: &PstmParams) -> anyhow::Result<()> {
-        let plan = plan(chunk, params, self.mode)?;
-        if let Some(img) = &mut self.host {
-            return add_image(img, &cpu::migrate(chunk, params, &plan, self.mode, self.model));
-        }
-        let d = self.gpu.as_mut().expect("a GPU device image");
-        let resident = d.resident.take().context("the device image was lost after an earlier failure")?;
-        if d.staging.as_ref().is_none_or(|s| s.packed_len() != plan.packed_len()) {
-            d.staging = None; // (its copies are waited for before a new one page-locks memory)
-            d.staging = Some(gpu::TraceStaging::new(&d.gpu, plan.packed_len())?);
-        }
-        let staging = d.staging.as_mut().expect("made above");
-        let prep = gpu::Prepared::streamed(&d.gpu, chunk, params, &plan, self.mode, self.model, gpu::Image::AddInto(resident), staging)
-            .context("GPU PSTM")?;
-        // The counts on the host while the kernels run.
-        let (pairs, contributions) = count_pairs(params, &plan);
-        self.stats = add_stats(self.stats, &MigrationStats { traces_used: plan.traces_used, pairs, contributions, exact_evals: 0 });
-        d.resident = Some(prep.into_resident());
-        Ok(())
-    }
-
-    /// The device's image where it is (resident on a GPU, for a device-side sum:
-    /// [`crate::multi::sum_parts`]) and its counts.
-    pub fn finish_part(self) -> anyhow::Result<(crate::multi::Part, MigrationStats)> {
-        if let Some(img) = self.host {
-            return Ok((crate::multi::Part::Host(img.data), img.stats));
-        }
-        let d = self.gpu.expect("a GPU device image");
-        let image = d.resident.context("the device image was lost after an earlier failure")?.image;
-        let t = std::time::Instant::now();
-        d.gpu.synchronize()?;
-        crate::multi::mark("kernels drained", t);
-        Ok((crate::multi::Part::Gpu(d.gpu, image), self.stats))
-    }
-
-    /// The device's image and counts (one download on a GPU).
-    pub fn finish(self) -> anyhow::Result<PstmImage> {
-        if let Some(img) = self.host {
-            return Ok(img);
-        }
-        let d = self.gpu.expect("a GPU device image");
-        let (g, image) = (d.gpu, d.resident.context("the device image was lost after an earlier failure")?.image);
-        // Synchronised first, so the scaling marks tell the kernels' drain from the copy.
-        let t = std::time::Instant::now();
-        g.synchronize()?;
-        crate::multi::mark("kernels drained", t);
-        let t = std::time::Instant::now();
-        let data = g.download_prefaulted(&image).context("downloading the device's PSTM image")?;
-        g.synchronize()?;
-        crate::multi::mark("image download", t);
-        let [nx, ny, noff, nz, nz_pad] = self.shape;
-        Ok(PstmImage { nx, ny, noff, nz, nz_pad, data, stats: self.stats })
-    }
-}
-
-/// [`migrate`] over several devices (`--gpus`): device `d` of N migrates the contiguous block `d`
-/// of the [`work_items`] into its own resident image ([`DeviceImage`]); the N images are summed
-/// in device order ([`crate::multi::sum_parts`]: on the GPUs, each downloading its slice of the
-/// sum), the counts added. A given N gives the
-/// same image bit for bit on every run; different N regroup the f32 sums (rounding only).
-pub fn migrate_multi(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel,
-    backends: &[Backend]) -> anyhow::Result<PstmImage> {
-    ensure!(!backends.is_empty(), "pstm: no device to migrate on");
-    params.validate(mode, model)?;
-    check_reach(traces, params)?;
-    // The shape checks first; each work item's plan scans its own samples (on the device threads,
-    // in parallel), and on a failure the whole set is scanned, so a bad sample is reported by its
-    // index in the input (as by a serial scan of the whole set before the split, which it replaces).
-    let t = std::time::Instant::now();
-    crate::multi::validate_shape(traces, "input traces")?;
-    crate::multi::mark("validate", t);
-    let items = work_items(traces.len());
-    let bar = crate::progress::work(items.len() as u64, "pstm work items");
-    let parts = crate::multi::run_blocks(backends, 0..items.len(),
-        |b| DeviceImage::new(b, params, mode, model),
-        |_, img, i| {
-            bar.inc(1);
-            img.add_item(&traces.slice(items[i].clone()), params).with_context(|| format!("traces {:?}", items[i]))
-        },
-        |_, img| img.finish_part());
-    let parts: Vec<(crate::multi::Part, MigrationStats)> = match parts {
-        Ok(p) => p.into_iter().flatten().collect(),
-        Err(e) => {
-            traces.validate("input traces").map_err(anyhow::Error::msg)?;
-            return Err(e.into());
-        }
-    };
-    let stats = parts.iter().fold(MigrationStats::default(), |a, (_, s)| add_stats(a, s));
-    let mut out = zero_image(params);
-    let data = crate::multi::sum_parts(parts.into_iter().map(|(p, _)| p).collect())?;
-    ensure!(data.len() == out.data.len(), "pstm: device images of {} samples for an image of {}", data.len(), out.data.len());
-    out.data = data;
-    out.stats = stats;
-    Ok(out)
 }
 
 /// The number of (trace, column) pairs within the aperture, and of contributions (pairs * nz).
@@ -744,7 +603,7 @@ mod tests {
             aperture: 400.0,
             stretch: 0.6,
             dynamic_max_step: 32,
-            gpu: GpuTuning::default(),
+            gpu: GpuTuning::read_only_cache(),
         }
     }
 
@@ -771,7 +630,7 @@ mod tests {
         assert!(p.validate(TraveltimeMode::Exact, TraveltimeModel::Dsr).is_ok());
         // The lean static8 kernels are built for 8 warps per block (ignored by the other modes).
         let mut p = small_params(50);
-        p.gpu = GpuTuning { lean: true, smem: true, warps: 10, ..GpuTuning::default() };
+        p.gpu = GpuTuning { lean: true, smem: true, warps: 10, ..GpuTuning::read_only_cache() };
         let e = p.validate(TraveltimeMode::Static8, TraveltimeModel::Dsr).unwrap_err().to_string();
         assert!(e.contains("`lean`") && e.contains("needs 8 warps") && e.contains("not 10"), "{e}");
         assert!(p.validate(TraveltimeMode::Exact, TraveltimeModel::Dsr).is_ok());

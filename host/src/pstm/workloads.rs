@@ -114,7 +114,7 @@ pub fn table2(size: BenchSize) -> (PstmParams, usize, usize) {
         aperture,
         stretch: 0.5,
         dynamic_max_step: 32,
-        gpu: GpuTuning::default(),
+        gpu: GpuTuning::read_only_cache(),
     };
     smooth_model(&mut p, true);
     (p, traces, ns)

@@ -200,7 +200,7 @@ impl Gpu {
         use rayon::prelude::*;
         // Huge pages requested for the fresh buffer (fewer faults in the parallel first touch).
         let mut host = Vec::with_capacity(dev.len());
-        super::memory::advise_huge_pages(host.as_ptr() as *const u8, dev.len() * std::mem::size_of::<T>());
+        super::pages::advise_huge_pages(host.as_ptr() as *const u8, dev.len() * std::mem::size_of::<T>());
         rayon::iter::repeat_n(T::default(), dev.len()).collect_into_vec(&mut host);
         self.stream().memcpy_dtoh(dev, host.as_mut_slice()).map_err(GpuError::driver(format!("downloading {} elements", dev.len())))?;
         Ok(host)

@@ -8,7 +8,9 @@
 //! - [`launch`]: the typed one-line kernel launch ([`crate::launch!`]) with checked errors.
 //! - [`texture`]: 1D/2D/3D texture objects (float, float2; point or linear filtering), RAII.
 //! - [`timing`]: CUDA-event timers and the median-of-repeats function the benchmarks use.
-//! - [`reduce`]: peer access between GPUs and the on-device sum of per-device images.
+//! - [`reduce`]: peer access between GPUs (the on-device image sums use it: `crate::exec::reduce`).
+//! - [`pages`]: zeroed host memory with huge pages requested, for large outputs.
+//! - [`phases`]: the wall-clock phase log of multi-device jobs (the scaling bench prints it).
 //! - [`fft`]: cuFFT plans (3D, batched 1D/2D/3D), complex-to-complex single precision.
 //! - [`error`]: [`GpuError`], which names the kernel, grid and block of a failed launch.
 
@@ -19,6 +21,8 @@ pub mod fft;
 pub mod launch;
 pub mod ptx;
 pub mod memory;
+pub mod pages;
+pub mod phases;
 pub mod reduce;
 pub mod texture;
 pub mod timing;

@@ -456,7 +456,7 @@ impl ShotInputs {
             });
             Some(packed)
         };
-        crate::multi::mark("shot inputs (host)", t);
+        crate::runtime::phases::mark("shot inputs (host)", t);
         ShotInputs { slow, packed, nfft }
     }
 
@@ -509,29 +509,29 @@ impl ShotOnDevice {
         let t = std::time::Instant::now();
         let slow = (0..nz.div_ceil(SLOW_CHUNK)).map(|c| gpu.zeros::<f32>((SLOW_CHUNK.min(nz - c * SLOW_CHUNK)) * nxy))
             .collect::<GpuResult<Vec<_>>>()?;
-        crate::multi::mark("shot slowness buffers made", t);
+        crate::runtime::phases::mark("shot slowness buffers made", t);
         let t = std::time::Instant::now();
         let real = gpu.upload(packed)?;
         let mut spectra = gpu.zeros::<f32>(2 * ntr * nfft)?;
         let n = (ntr * nfft) as u32;
         launch!(gpu, "srm_real_to_complex", grid_1d(ntr * nfft, 256), &n, &real, &mut spectra)?;
         drop(real);
-        crate::multi::mark("shot traces up", t);
+        crate::runtime::phases::mark("shot traces up", t);
         let t = std::time::Instant::now();
         let fft = FftPlan::c2c_batched(gpu.stream(), &[nfft], ntr)?;
-        crate::multi::mark("shot fft plan made", t);
+        crate::runtime::phases::mark("shot fft plan made", t);
         fft.exec_inplace(&mut spectra, false)?;
         let t = std::time::Instant::now();
         let nodes = gpu.upload(&grid.trace_nodes)?;
         let image = gpu.zeros::<f32>(nz * nxy)?;
         let taper = Taper::new(gnx, gny, params.taper_width, params.taper_strength);
         let planes = Planes::new(gpu, gnx, gny, stride, &taper)?;
-        crate::multi::mark("shot image and planes made", t);
+        crate::runtime::phases::mark("shot image and planes made", t);
         let mut s = ShotOnDevice { slow, pending: Some(inputs.clone()), up: 0, spectra, nodes, image, planes, variant: opts.variant,
             ntr, nfft, stride, nxy, nz, src: grid.source_node as u32 };
         let t = std::time::Instant::now();
         Self::slow_chunks_up(&mut s.slow, &mut s.pending, &mut s.up, gpu, 0, nxy)?;
-        crate::multi::mark("shot slowness first chunk up", t);
+        crate::runtime::phases::mark("shot slowness first chunk up", t);
         if opts.variant == GpuVariant::Best {
             s.variant = resolve_best(gpu, gnx, gny, stride, dop.rows);
         }
@@ -609,7 +609,7 @@ impl ShotOnDevice {
         let t = std::time::Instant::now();
         let w = gpu.download_prefaulted(&self.image)?;
         gpu.synchronize()?;
-        crate::multi::mark("window download (with the kernels' drain)", t);
+        crate::runtime::phases::mark("window download (with the kernels' drain)", t);
         Ok(w)
     }
 }

@@ -18,6 +18,8 @@
 //! bounding box of its source and receivers widened by the aperture on each side.
 
 pub mod cpu;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod design;
 pub mod gpu;
 pub mod impulse;
@@ -403,14 +405,25 @@ impl Default for GpuOptions {
     fn default() -> Self { Self { variant: GpuVariant::Best, planes: 16 } }
 }
 
-/// Migrates all shots in `traces` through `model`; the image covers the whole model (`params.nz`
-/// depth samples, or all). Runs on the GPU when the backend has one.
-pub fn migrate(backend: &Backend, traces: &TraceSet, model: &VelocityModel, params: &SrmParams, progress: bool)
+/// Migrates all shots in `traces` through `model` on `devices`; the image covers the whole model
+/// (`params.nz` depth samples, or all). Runs on the GPU where the device is one. On one device the
+/// shots migrate one after the other; on several the (shot, frequency group) [`work_items`] are
+/// split over them ([`Migration`]; with one device the split gives the same image).
+pub fn migrate(traces: &TraceSet, model: &VelocityModel, params: &SrmParams, opts: GpuOptions, devices: &[Backend])
     -> anyhow::Result<Image> {
-    migrate_with(backend, traces, model, params, GpuOptions::default(), progress)
+    match devices {
+        [] => anyhow::bail!("srm: no device to migrate on"),
+        [backend] => migrate_with(backend, traces, model, params, opts, crate::progress::enabled()),
+        _ => {
+            let plan = MultiPlan::new(traces, model, params, opts)?;
+            let devices = devices.iter().map(|b| SrmDevice::new(b, &plan.op)).collect::<anyhow::Result<Vec<_>>>()?;
+            let opts = plan.resolve_variant(&devices, model, params, opts)?;
+            crate::exec::run(&Migration { plan: &plan, traces, model, params, opts }, &devices)
+        }
+    }
 }
 
-/// [`migrate`] with a choice of GPU kernel and planes per launch.
+/// [`migrate`] on one device, with a progress bar or not.
 pub fn migrate_with(backend: &Backend, traces: &TraceSet, model: &VelocityModel, params: &SrmParams, opts: GpuOptions,
     progress: bool) -> anyhow::Result<Image> {
     let shots = validate_inputs(traces, model, params)?;
@@ -525,7 +538,7 @@ pub struct DeviceShots {
     current: Option<(usize, ShotAcc)>,
     /// Finished shots' windows: the device's first shot and its last (the two a neighbouring
     /// device may share) stay resident on a GPU for a device-side sum; the others come down.
-    done: Vec<(usize, crate::multi::Part)>,
+    done: Vec<(usize, crate::exec::reduce::Part)>,
 }
 
 enum ShotAcc {
@@ -604,7 +617,7 @@ impl MultiPlan {
     /// Finishes the device's current shot: its window stays resident when it is the device's
     /// first shot or `last` (see [`DeviceShots`]), else it is downloaded.
     fn device_flush(&self, dev: &SrmDevice, st: &mut DeviceShots, last: bool) -> anyhow::Result<()> {
-        use crate::multi::Part;
+        use crate::exec::reduce::Part;
         if let Some((shot, acc)) = st.current.take() {
             let keep = last || st.done.is_empty();
             let w = match (acc, dev.backend.gpu()) {
@@ -612,7 +625,7 @@ impl MultiPlan {
                     if last {
                         let t = std::time::Instant::now();
                         g.synchronize()?;
-                        crate::multi::mark("kernels drained", t);
+                        crate::runtime::phases::mark("kernels drained", t);
                     }
                     Part::Gpu(g.clone(), s.into_image())
                 }
@@ -631,7 +644,7 @@ impl MultiPlan {
     }
 
     /// [`MultiPlan::device_finish`] with the first and last shots' windows left resident on a GPU.
-    pub fn device_finish_parts(&self, dev: &SrmDevice, mut st: DeviceShots) -> anyhow::Result<Vec<(usize, crate::multi::Part)>> {
+    pub fn device_finish_parts(&self, dev: &SrmDevice, mut st: DeviceShots) -> anyhow::Result<Vec<(usize, crate::exec::reduce::Part)>> {
         self.device_flush(dev, &mut st, true)?;
         Ok(st.done)
     }
@@ -661,39 +674,46 @@ impl MultiPlan {
     }
 }
 
-/// [`migrate_with`] over several devices (`--gpus`): device `d` of N takes the contiguous block `d`
-/// of the (shot, frequency group) [`work_items`] (static, [`crate::multi::device_blocks`]) and adds
-/// them into one resident window image per shot ([`DeviceShots`]); the window images are
-/// downloaded once per (device, shot) and added into the model image in device order. The
-/// operator table goes up once per GPU ([`SrmDevice`]), `GpuVariant::Auto` is resolved once.
-pub fn migrate_multi(backends: &[Backend], traces: &TraceSet, model: &VelocityModel, params: &SrmParams, opts: GpuOptions)
-    -> anyhow::Result<Image> {
-    anyhow::ensure!(!backends.is_empty(), "srm: no device to migrate on");
-    let plan = MultiPlan::new(traces, model, params, opts)?;
-    let devices = backends.iter().map(|b| SrmDevice::new(b, &plan.op)).collect::<anyhow::Result<Vec<_>>>()?;
-    let opts = plan.resolve_variant(&devices, model, params, opts)?;
-    migrate_planned(&devices, &plan, traces, model, params, opts)
+/// The multi-device migration as an [`crate::exec::Job`]: device `d` of N takes the contiguous
+/// block `d` of the (shot, frequency group) [`work_items`] (static, `crate::exec::split::device_blocks`)
+/// and adds them into one resident window image per shot ([`DeviceShots`]); the window images are
+/// downloaded once per (device, shot) and added into the model image in device order
+/// ([`sum_windows`]). The plan (operator design) and the devices (operator tables, [`SrmDevice`])
+/// are made beforehand, as a job migrating many shot sets would make them once (the scaling bench
+/// times the job alone). `opts.variant` should be resolved ([`MultiPlan::resolve_variant`]);
+/// `Auto` is tuned per (device, shot) otherwise.
+pub struct Migration<'a> {
+    pub plan: &'a MultiPlan,
+    pub traces: &'a TraceSet,
+    pub model: &'a VelocityModel,
+    pub params: &'a SrmParams,
+    pub opts: GpuOptions,
 }
 
-/// [`migrate_multi`] with the plan (operator design) and the devices (operator tables) made
-/// beforehand, as a job migrating many shot sets would make them once (the scaling bench times
-/// this). `opts.variant` should be resolved ([`MultiPlan::resolve_variant`]); `Auto` is tuned
-/// per (device, shot) otherwise.
-pub fn migrate_planned(devices: &[SrmDevice], plan: &MultiPlan, traces: &TraceSet, model: &VelocityModel, params: &SrmParams,
-    opts: GpuOptions) -> anyhow::Result<Image> {
-    anyhow::ensure!(!devices.is_empty(), "srm: no device to migrate on");
-    let parts = crate::multi::run_blocks(devices, 0..plan.items.len(),
-        |_| Ok(DeviceShots::default()),
-        |dev, st, i| plan.device_step(dev, st, i, traces, model, params, opts),
-        |dev, st| plan.device_finish_parts(dev, st))?;
-    sum_windows(plan, model, parts.into_iter().flatten().flatten().collect())
+impl crate::exec::Job for Migration<'_> {
+    type Device = SrmDevice;
+    type State = DeviceShots;
+    type Part = Vec<(usize, crate::exec::reduce::Part)>;
+    type Output = Image;
+
+    fn items(&self) -> usize { self.plan.items.len() }
+
+    fn start(&self, _: &SrmDevice) -> anyhow::Result<DeviceShots> { Ok(DeviceShots::default()) }
+
+    fn run(&self, dev: &SrmDevice, st: &mut DeviceShots, item: usize) -> anyhow::Result<()> {
+        self.plan.device_step(dev, st, item, self.traces, self.model, self.params, self.opts)
+    }
+
+    fn finish(&self, dev: &SrmDevice, st: DeviceShots) -> anyhow::Result<Self::Part> { self.plan.device_finish_parts(dev, st) }
+
+    fn reduce(&self, parts: Vec<Self::Part>) -> anyhow::Result<Image> { sum_windows(self.plan, self.model, parts.into_iter().flatten().collect()) }
 }
 
 /// The model image from the devices' (shot, window image) parts in device order (so in shot
 /// order): per shot, its windows from several devices are summed first, in device order (on the
-/// GPUs where they are resident: [`crate::multi::sum_parts`]), then added into the image. A shot
+/// GPUs where they are resident: [`crate::exec::reduce::sum_parts`]), then added into the image. A shot
 /// on one device is added as it is, so one device gives the same image as [`migrate_with`]'s sum.
-pub fn sum_windows(plan: &MultiPlan, model: &VelocityModel, parts: Vec<(usize, crate::multi::Part)>) -> anyhow::Result<Image> {
+pub fn sum_windows(plan: &MultiPlan, model: &VelocityModel, parts: Vec<(usize, crate::exec::reduce::Part)>) -> anyhow::Result<Image> {
     let mut image: Option<Image> = None;
     let mut parts = parts.into_iter().peekable();
     while let Some((shot, first)) = parts.next() {
@@ -701,7 +721,7 @@ pub fn sum_windows(plan: &MultiPlan, model: &VelocityModel, parts: Vec<(usize, c
         while let Some((_, p)) = parts.next_if(|(s, _)| *s == shot) {
             same.push(p);
         }
-        let window = crate::multi::sum_parts(same)?;
+        let window = crate::exec::reduce::sum_parts(same)?;
         let t = std::time::Instant::now();
         match image.as_mut() {
             Some(img) => plan.add_shot(img, shot, &window)?,
@@ -715,7 +735,7 @@ pub fn sum_windows(plan: &MultiPlan, model: &VelocityModel, parts: Vec<(usize, c
                 }
             },
         }
-        crate::multi::mark("window into image (host)", t);
+        crate::runtime::phases::mark("window into image (host)", t);
     }
     Ok(image.unwrap_or_else(|| plan.zero_image(model)))
 }

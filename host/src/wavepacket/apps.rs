@@ -18,7 +18,7 @@ use super::fragments::Fragmented;
 use super::{CoeffEdit, Frame, ScaleKind};
 
 /// Where an application's cubes run: every cube in this process ([`Fragmented`]), or under MPI
-/// this rank's block of them (`crate::distributed::RankCubes`, feature `mpi`), whose whole-volume
+/// this rank's block of them (`super::distributed::RankCubes`, feature `mpi`), whose whole-volume
 /// statistics (the noise sample, the magnitude histogram, the largest coefficient, the error's
 /// sums) are combined over the ranks. The applications are written once, against this (only the
 /// calling thread uses it: MPI is funneled through it).

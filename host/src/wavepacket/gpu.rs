@@ -153,15 +153,15 @@ pub struct BoxDown {
     pub slabs: Vec<(std::ops::Range<usize>, CudaEvent)>,
     slot: usize,
     /// The box's fresh block went straight into the output volume (the host adds only the
-    /// covered shell: [`super::fragments::Tiling::add_covered`]).
+    /// covered shell: [`super::tiling::Tiling::add_covered`]).
     pub fresh_written: bool,
     /// The box's face came down with the fresh block, the volume's earlier sum added on the
-    /// device ([`super::fragments::CubeBox::face`]).
+    /// device ([`super::tiling::CubeBox::face`]).
     pub face_added: bool,
 }
 
 /// A box face's way onto the device ([`GpuEngine::face_flag`]): a stream of its own that waits
-/// until the host's fold has reached the face's box ([`super::fragments::Face::after`]: a
+/// until the host's fold has reached the face's box ([`super::tiling::Face::after`]: a
 /// page-locked counter the folding thread writes, which the stream waits on with
 /// `cuStreamWaitValue32`) and then copies the volume's samples there into `buf`; `free` once the
 /// last add has read them.

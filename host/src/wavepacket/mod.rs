@@ -12,8 +12,12 @@
 pub mod apps;
 pub mod coeffs_io;
 pub mod cpu;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod fragments;
 pub mod gpu;
+pub mod scaling;
+mod tiling;
 
 use std::sync::Arc;
 
@@ -559,7 +563,7 @@ impl Engine {
     ///
     /// # Safety
     /// On a GPU, `partial` is page-locked memory left untouched until the box's event completes.
-    pub(crate) unsafe fn cube_into_box(&mut self, job: &fragments::CubeInBox, tapers: &[f32], raw: &[f32], op: CubeOp,
+    pub(crate) unsafe fn cube_into_box(&mut self, job: &tiling::CubeInBox, tapers: &[f32], raw: &[f32], op: CubeOp,
         partial: &mut [f32], out: Option<crate::runtime::memory::Place>) -> Result<(Option<gpu::BoxDown>, Option<u64>)> {
         job.check(tapers.len(), partial.len())?;
         match self {

@@ -216,7 +216,7 @@ impl FastPlan {
 }
 
 /// What the fast kernels read of a whole gather, uploaded once and kept on a device across the
-/// work items of a multi-device search (`crate::nlbf::estimate_setup_multi`), with the items' buffers
+/// work items of a multi-device search (`crate::nlbf::estimate_split`), with the items' buffers
 /// (parameter traces, apertures, picks, results), allocated with the first item and grown only
 /// when an item needs more: an item allocates, zeroes and frees nothing.
 pub struct Resident {

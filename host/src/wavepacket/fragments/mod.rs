@@ -13,9 +13,8 @@ use num_complex::Complex32;
 use rayon::prelude::*;
 
 mod fold;
-mod tiling;
 
-pub use tiling::{CubeBox, CubeInBox, Face, FoldRows, Tiling, BOX_CUBES};
+pub use super::tiling::{CubeBox, CubeInBox, Face, FoldRows, Tiling, BOX_CUBES};
 use fold::{Arrival, BoxResult, CubePool, NotFinite, OrderedFold};
 
 use super::{validate_volume, CoeffEdit, CubeOp, Engine, Frame, HostSamples, Params};
@@ -144,7 +143,7 @@ impl Fragmented {
     }
 
     /// Coefficients of cube t on engine k: one item of [`Fragmented::forward`] (MPI ranks split the
-    /// cubes, `crate::distributed::wavepacket_forward`; in cube order they are its result).
+    /// cubes, `super::distributed::forward`; in cube order they are its result).
     pub fn forward_cube(&self, k: usize, vol: &[f32], t: usize) -> Result<Vec<Complex32>> { self.forward_cube_from_rows(k, vol, 0, t) }
 
     /// [`Fragmented::forward_cube`] from a slab of the volume's rows from `first_row` on
@@ -240,7 +239,7 @@ impl Fragmented {
             super::check_thresholds(&self.frame, thr)?;
         }
         let out = self.pipeline(vol, edit, t0, out);
-        crate::multi::mark("returned at", t0);
+        crate::runtime::phases::mark("returned at", t0);
         match out {
             Ok(v) => Ok(v),
             // A sample that is not finite: the whole-volume check names the first one.
@@ -406,7 +405,7 @@ impl Fragmented {
                                     // SAFETY: `vol` outlives the job, which waits for every engine.
                                     unsafe { e.stage_block(vol, self.tiling.shape, self.tiling.start(t), self.tiling.inside(t)) }?;
                                 }
-                                crate::multi::mark("cube copied and queued up (each)", te);
+                                crate::runtime::phases::mark("cube copied and queued up (each)", te);
                                 let mut host = |co: &mut [Complex32]| {
                                     if let CoeffEdit::Host(f) = edit {
                                         f(t, co)
@@ -453,10 +452,10 @@ impl Fragmented {
                         }
                         at("done", b, t);
                         if let Some(t) = e.take_device_times()? {
-                            crate::multi::mark_ms("device waits for its first slab (each)", t.first_slab);
-                            crate::multi::mark_ms("device in cubes (each)", t.busy);
-                            crate::multi::mark_ms("device idle between cubes (each)", t.idle);
-                            crate::multi::mark_ms("last box down after its fold (each)", t.last_download);
+                            crate::runtime::phases::mark_ms("device waits for its first slab (each)", t.first_slab);
+                            crate::runtime::phases::mark_ms("device in cubes (each)", t.busy);
+                            crate::runtime::phases::mark_ms("device idle between cubes (each)", t.idle);
+                            crate::runtime::phases::mark_ms("last box down after its fold (each)", t.last_download);
                         }
                         Ok(())
                     })();
@@ -537,10 +536,10 @@ impl Fragmented {
                         log.push(format!("{:7.2} ms: box {b} in", t0.elapsed().as_secs_f64() * 1e3));
                     }
                     if *got == 1 {
-                        crate::multi::mark("first box at", t0);
+                        crate::runtime::phases::mark("first box at", t0);
                     }
                     if *got == boxes {
-                        crate::multi::mark("last box at", t0);
+                        crate::runtime::phases::mark("last box at", t0);
                     }
                     if failure.is_some() {
                         a.settle();
@@ -601,9 +600,9 @@ impl Fragmented {
                     t0.elapsed().as_secs_f64() * 1e3);
             }
             fold.drain(&self.pools);
-            crate::multi::mark("folded at", t0);
+            crate::runtime::phases::mark("folded at", t0);
             if let Some(since) = std::time::Instant::now().checked_sub(std::time::Duration::from_secs_f64(busy)) {
-                crate::multi::mark("host fold busy", since);
+                crate::runtime::phases::mark("host fold busy", since);
             }
             if let Some((_, e)) = failure {
                 return Err(e);
@@ -632,12 +631,12 @@ impl Fragmented {
                 let t = std::time::Instant::now();
                 let mut v = Vec::new();
                 rayon::iter::repeat_n(0.0f32, len).collect_into_vec(&mut v);
-                crate::multi::mark("output zeroed (beside the devices)", t);
+                crate::runtime::phases::mark("output zeroed (beside the devices)", t);
                 v
             });
             let mut zeros = Some(zeros);
             let bar = crate::progress::work(ts.len() as u64, "wave-packet cubes");
-            let out = crate::multi::fold_on_devices(&self.engines, &ts, None::<Vec<f32>>, |eng, _, &t| {
+            let out = crate::exec::split::fold_on_devices(&self.engines, &ts, None::<Vec<f32>>, |eng, _, &t| {
                 let mut e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
                 let c = cube(&mut e, t).map_err(|err| err.context(format!("cube {t} at {:?}", self.tiling.start(t))));
                 bar.inc(1);

@@ -12,7 +12,7 @@ fn cubes_cut_from_their_rows_equal_cubes_cut_from_the_volume() {
     // Blocks of cubes as MPI ranks take them: each block's rows hold each of its cubes.
     for ranks in [1, 2, 3, 5] {
         for r in 0..ranks {
-            let cubes = crate::multi::block_share(n, ranks, r);
+            let cubes = crate::exec::split::block_share(n, ranks, r);
             let rows = tiling.rows_of(cubes.clone());
             let slab = &vol[rows.start * row..rows.end * row];
             for t in cubes {
@@ -41,7 +41,7 @@ fn cubes_added_into_slabs_equal_the_volume_rows() {
     let row = shape[1] * shape[2];
     for ranks in [1, 2, 3, 5] {
         for r in 0..ranks {
-            let rows = tiling.rows_of(crate::multi::block_share(n, ranks, r));
+            let rows = tiling.rows_of(crate::exec::split::block_share(n, ranks, r));
             let mut slab = vec![0.0f32; rows.len() * row];
             for (t, cube) in cubes.iter().enumerate() {
                 let own = tiling.rows_of(t..t + 1);

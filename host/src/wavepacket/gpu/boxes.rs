@@ -28,7 +28,7 @@ impl GpuEngine {
     /// # Safety
     /// `partial` must be page-locked memory that stays alive and untouched until the event
     /// completes; so must `out`'s fresh block of the box.
-    pub(crate) unsafe fn cube_into_box(&mut self, job: &crate::wavepacket::fragments::CubeInBox, tapers: &[f32], op: CubeOp,
+    pub(crate) unsafe fn cube_into_box(&mut self, job: &crate::wavepacket::tiling::CubeInBox, tapers: &[f32], op: CubeOp,
         partial: &mut [f32], out: Option<crate::runtime::memory::Place>) -> Result<Option<BoxDown>> {
         let n = self.frame.n();
         ensure!(job.cube == n, "cube {}: side {} on an engine of {n}", job.t, job.cube);

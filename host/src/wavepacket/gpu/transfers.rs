@@ -101,9 +101,9 @@ impl GpuEngine {
     }
 
     /// The page-locked counter that lets this engine add box faces itself
-    /// ([`crate::wavepacket::fragments::CubeBox::face`]), reset to 0: the folding thread writes into it how many
+    /// ([`crate::wavepacket::tiling::CubeBox::face`]), reset to 0: the folding thread writes into it how many
     /// boxes are folded (every one before that number), and a face's copy waits until it reaches
-    /// the face's [`crate::wavepacket::fragments::Face::after`].
+    /// the face's [`crate::wavepacket::tiling::Face::after`].
     pub(crate) fn face_flag(&mut self) -> Result<Option<*mut u32>> {
         if self.face.is_none() {
             use cudarc::driver::sys;
