@@ -37,7 +37,7 @@
 //!
 //! // Migration onto 49 image points 25 m apart along the line, 150 image times of 4 ms.
 //! let grid = ImageGrid { x0: 0.0, dx: 25.0, nx: 49, y0: 0.0, dy: 25.0, ny: 1, tau0: 0.0, dtau: 0.004, ntau: 150 };
-//! let image = ktm::migrate(&line, &Params::bare(grid, Velocity::Constant(2000.0)), &Backend::Cpu)?;
+//! let image = ktm::migrate(&line, &Params::bare(grid, Velocity::Constant(2000.0)), &[Backend::Cpu])?;
 //!
 //! // The energy focuses at the diffractor: x = 600 m (point 24), tau = 0.4 s (sample 100).
 //! let at = |(ix, it): (usize, usize)| image.at(0, ix, 0, it).abs();
