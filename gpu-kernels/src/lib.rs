@@ -18,7 +18,7 @@
 )]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
-#[cfg(target_arch = "nvptx64")]
+#[macro_use]
 pub mod device;
 
 // The host build gets std, so shared math can call std's exp/sin/cos on the CPU side.
