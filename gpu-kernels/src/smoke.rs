@@ -62,7 +62,7 @@ pub unsafe extern "ptx-kernel" fn tex2d_probe(tex: u64, n: u32, xy: *const f32, 
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn always_trap(flag: u32) {
     if flag != 0 {
-        unsafe { core::arch::asm!("trap;") };
+        trap();
     }
 }
 

@@ -37,11 +37,13 @@ pub mod atomic;
 pub mod cluster;
 pub mod fast;
 pub mod index;
+#[macro_use]
 pub mod kernel;
 pub mod load;
 pub mod opaque;
 pub mod shared;
 pub mod texture;
+#[macro_use]
 mod unroll;
 pub mod warp;
 

@@ -20,34 +20,10 @@
 //!
 //! All of them use the math of `super` (moveout, split, interpolation, semblance, tie rule).
 
-/// Straight-line repetition of `$body` for `$i` = 0, 1, ... while `$i < $n` (at most 32): every
-/// register-array index becomes a literal, so the arrays live in registers whatever LLVM's unroll
-/// heuristics decide (a rolled loop would put them in local memory).
-#[cfg(target_arch = "nvptx64")]
-macro_rules! unroll {
-    ($n:expr, |$i:ident| $body:block) => {
-        unroll!(@go $n, $i, $body, [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31])
-    };
-    (@go $n:expr, $i:ident, $body:block, [$($k:literal)*]) => {
-        $( if $k < $n { let $i: usize = $k; $body } )*
-    };
-}
-
 #[cfg(target_arch = "nvptx64")]
 mod device_code {
     use crate::device::*;
     use crate::nlbf::*;
-
-    /// `div.full.f32`: full-range division, 2 ulp, a handful of instructions (no slow path).
-    #[inline(always)]
-    fn div_full(a: f32, b: f32) -> f32 {
-        let r: f32;
-        unsafe {
-            core::arch::asm!("div.full.f32 {r}, {a}, {b};", r = out(reg32) r, a = in(reg32) a, b = in(reg32) b,
-                options(pure, nomem, nostack))
-        };
-        r
-    }
 
     // ---------------------------------------------------------------------------------------------
     // Paper-faithful kernel (Tables 3 and 4).

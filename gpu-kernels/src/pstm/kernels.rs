@@ -21,19 +21,9 @@
 //! Coefficients: 1/v^2 (and eta) per column, per sample for exact and dynamic, every 8th sample for
 //! static8 (held in registers for the whole trace loop).
 
-use core::arch::asm;
-
 use super::traveltime::{Dsr, Model, Vti};
 use super::*;
 use crate::device::*;
-
-/// Repeats a block with a `const` bound to each listed value (register arrays need constant
-/// indices; LLVM's unroller will not unroll bodies this large on its own).
-macro_rules! unroll {
-    ($c:ident in [$($n:literal),*] $body:block) => {
-        $( { #[allow(non_upper_case_globals)] const $c: usize = $n; $body } )*
-    };
-}
 
 #[repr(C, align(16))]
 #[derive(Clone, Copy)]
@@ -42,8 +32,6 @@ struct F4([f32; 4]);
 #[repr(C, align(8))]
 #[derive(Clone, Copy)]
 struct F2([f32; 2]);
-
-use crate::device::{ldg_f32x4, ldg_u32};
 
 /// How a kernel reads packed (a, d) trace entries.
 trait Fetch: Copy {
@@ -99,64 +87,9 @@ impl Fetch for Tex {
     fn row(&self, tr: u32) -> u32 { tr }
     #[inline(always)]
     fn load(&self, row: u32, e: i32) -> (f32, f32) {
-        let (a, d, _c, _w): (f32, f32, f32, f32);
-        unsafe {
-            asm!("tex.2d.v4.f32.s32 {{{a}, {d}, {c}, {w}}}, [{t}, {{{x}, {y}}}];", a = out(reg32) a, d = out(reg32) d,
-                 c = out(reg32) _c, w = out(reg32) _w, t = in(reg64) self.handle, x = in(reg32) e, y = in(reg32) row,
-                 options(readonly, nostack, pure));
-        }
-        (a, d)
+        // SAFETY: the handle is the batch's trace texture (float2, one row per trace), made by the host.
+        unsafe { tex2d_texel_f2(self.handle, e, row) }
     }
-}
-
-/// Shared-memory address (32-bit window offset) of a generic pointer into shared memory.
-#[inline(always)]
-fn shared_addr<T>(p: *const T) -> u32 {
-    let r: u32;
-    unsafe {
-        asm!("{{ .reg .u64 t; cvta.to.shared.u64 t, {p}; cvt.u32.u64 {r}, t; }}", r = out(reg32) r, p = in(reg64) p,
-             options(pure, nomem, nostack))
-    };
-    r
-}
-
-#[inline(always)]
-unsafe fn lds_f32x2(addr: u32) -> (f32, f32) {
-    let (a, d): (f32, f32);
-    unsafe {
-        asm!("ld.shared.v2.f32 {{{a}, {d}}}, [{p}];", a = out(reg32) a, d = out(reg32) d, p = in(reg32) addr,
-             options(readonly, nostack, pure))
-    };
-    (a, d)
-}
-
-#[inline(always)]
-unsafe fn sts_f32x2(addr: u32, v: (f32, f32)) {
-    unsafe { asm!("st.shared.v2.f32 [{p}], {{{a}, {d}}};", p = in(reg32) addr, a = in(reg32) v.0, d = in(reg32) v.1, options(nostack)) };
-}
-
-#[inline(always)]
-unsafe fn lds_u32(addr: u32) -> u32 {
-    let r: u32;
-    unsafe { asm!("ld.shared.u32 {r}, [{p}];", r = out(reg32) r, p = in(reg32) addr, options(readonly, nostack)) };
-    r
-}
-
-#[inline(always)]
-unsafe fn sts_u32(addr: u32, v: u32) {
-    unsafe { asm!("st.shared.u32 [{p}], {v};", p = in(reg32) addr, v = in(reg32) v, options(nostack)) };
-}
-
-/// Global 8-byte load that stays where it is written (not `pure`): the staging load must be issued
-/// before the unit's work, not sunk next to its store.
-#[inline(always)]
-unsafe fn ldg_stage(p: *const f32) -> (f32, f32) {
-    let (a, b): (f32, f32);
-    unsafe {
-        asm!("ld.global.nc.v2.f32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, p = in(reg64) p,
-             options(readonly, nostack))
-    };
-    (a, b)
 }
 
 /// The current trace in a block's shared-memory buffer; the next one is copied into the other
@@ -187,8 +120,8 @@ impl Smem {
         let mut e = u * nthr + tid;
         while e < self.len {
             let e2 = e + nthr;
-            let a = unsafe { ldg_stage(self.src(e)) };
-            let b = if e2 < self.len { unsafe { ldg_stage(self.src(e2)) } } else { (0.0, 0.0) };
+            let a = unsafe { ldg_f32x2_ordered(self.src(e)) };
+            let b = if e2 < self.len { unsafe { ldg_f32x2_ordered(self.src(e2)) } } else { (0.0, 0.0) };
             unsafe { sts_f32x2(self.dst + 8 * e, a) };
             if e2 < self.len {
                 unsafe { sts_f32x2(self.dst + 8 * e2, b) };
@@ -207,7 +140,7 @@ impl Fetch for Smem {
     /// the bias is not re-split into every layer's address.
     type Row = u32;
     #[inline(always)]
-    fn row(&self, _tr: u32) -> u32 { fresh(self.cur.wrapping_add((PAD as u32).wrapping_sub(SPLIT_BIAS).wrapping_mul(8))) }
+    fn row(&self, _tr: u32) -> u32 { opaque_u32(self.cur.wrapping_add((PAD as u32).wrapping_sub(SPLIT_BIAS).wrapping_mul(8))) }
     #[inline(always)]
     fn load(&self, row: u32, e: i32) -> (f32, f32) {
         let bits = (e as u32).wrapping_add(SPLIT_BIAS).wrapping_sub(PAD as u32);
@@ -216,7 +149,7 @@ impl Fetch for Smem {
     /// Same values as [`split`] (the same `add.rm` and subtractions), one address instruction.
     #[inline(always)]
     fn sample(&self, row: u32, s: f32) -> (f32, f32, f32) {
-        let m = super::add_rm(s, 12_582_912.0);
+        let m = add_rm(s, 12_582_912.0);
         let fl = m - 12_582_912.0;
         let (a, d) = unsafe { lds_f32x2(row.wrapping_add(m.to_bits().wrapping_mul(8))) };
         (s - fl, a, d)
@@ -225,7 +158,7 @@ impl Fetch for Smem {
     fn stage_load(&self, u: u32) -> (f32, f32) {
         let (tid, nthr) = tid_fresh();
         let e = u * nthr + tid;
-        if self.next != NO_TRACE && e < self.len { unsafe { ldg_stage(self.src(e)) } } else { (0.0, 0.0) }
+        if self.next != NO_TRACE && e < self.len { unsafe { ldg_f32x2_ordered(self.src(e)) } } else { (0.0, 0.0) }
     }
     #[inline(always)]
     fn stage_store(&self, u: u32, v: (f32, f32)) {
@@ -235,24 +168,6 @@ impl Fetch for Smem {
             unsafe { sts_f32x2(self.dst + 8 * e, v) };
         }
     }
-}
-
-/// The lane index, read afresh each time (not `pure`): values derived from it inside the trace
-/// loop are then recomputed per trace instead of being hoisted into ~100 extra registers.
-#[inline(always)]
-fn lane_fresh() -> u32 {
-    let r: u32;
-    unsafe { asm!("mov.u32 {r}, %laneid;", r = out(reg32) r, options(nomem, nostack)) };
-    r
-}
-
-/// `v`, opaque to the optimiser (not `pure`): per-layer offsets such as z0 + 32 l are then
-/// formed inside the trace loop rather than hoisted into one register each.
-#[inline(always)]
-fn fresh(v: u32) -> u32 {
-    let r: u32;
-    unsafe { asm!("mov.u32 {r}, {v};", r = out(reg32) r, v = in(reg32) v, options(nomem, nostack)) };
-    r
 }
 
 #[inline(always)]
@@ -392,37 +307,6 @@ const SLOT_BYTES: u32 = 256;
 const WALK_BYTES: u32 = 64 + 256;
 const NO_TRACE: u32 = u32::MAX;
 
-/// `threadIdx.y * 32 + lane` and the block's thread count, read afresh (not hoisted into registers
-/// that would stay live across the trace loop).
-#[inline(always)]
-fn tid_fresh() -> (u32, u32) {
-    let (t, n): (u32, u32);
-    unsafe {
-        asm!("{{ .reg .u32 a, b; mov.u32 a, %tid.y; mov.u32 b, %laneid; mad.lo.u32 {t}, a, 32, b; }}", t = out(reg32) t,
-             options(nomem, nostack));
-        asm!("{{ .reg .u32 a; mov.u32 a, %ntid.y; shl.b32 {n}, a, 5; }}", n = out(reg32) n, options(nomem, nostack));
-    }
-    (t, n)
-}
-
-#[inline(always)]
-unsafe fn lds_u32x4(addr: u32) -> [u32; 4] {
-    let (a, b, c, d): (u32, u32, u32, u32);
-    unsafe {
-        asm!("ld.shared.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, c = out(reg32) c,
-             d = out(reg32) d, p = in(reg32) addr, options(readonly, nostack))
-    };
-    [a, b, c, d]
-}
-
-#[inline(always)]
-unsafe fn sts_u32x4(addr: u32, v: [u32; 4]) {
-    unsafe {
-        asm!("st.shared.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};", p = in(reg32) addr, a = in(reg32) v[0], b = in(reg32) v[1],
-             c = in(reg32) v[2], d = in(reg32) v[3], options(nostack))
-    };
-}
-
 /// Shared-memory layout after the per-warp tables (`tables` bytes): mask slots, per-warp walk
 /// areas, then the two trace buffers (the host's `smem_stage_bytes` adds the same).
 #[derive(Clone, Copy)]
@@ -436,7 +320,7 @@ struct Layout {
 impl Layout {
     #[inline(always)]
     fn new(p: &KParams, tables: u32) -> Layout {
-        let slots = shared_addr(dynamic_shared::<u8>()) + tables;
+        let slots = shared_addr_u32(dynamic_shared::<u8>()) + tables;
         let walk = slots + SLOT_BYTES;
         let buf0 = walk + block_dim_y() * WALK_BYTES;
         Layout { slots, walk, buf0, buf_bytes: (p.packed_len * 8).div_ceil(16) * 16 }
@@ -607,7 +491,7 @@ unsafe fn store(image: *mut f32, col: &Column, acc: &[f32; 48], first: u32) {
         return;
     }
     let lane = thread_idx_x() as usize;
-    unroll!(L in [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47] {
+    unroll!(48, |const L| {
         if (L as u32) < col.n_layers {
             let q = unsafe { image.add(col.out + 32 * L + lane) };
             unsafe { *q = if first != 0 { acc[L] } else { *q + acc[L] } };
@@ -630,12 +514,12 @@ unsafe fn exact_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F, 
     unsafe {
             let row = fetch.row(tr);
             let lane = lane_fresh();
-            let z0 = fresh(col.z0);
+            let z0 = opaque_u32(col.z0);
             // In units of 8 layers (the shared-memory kernels copy a share of the next trace per unit).
-            unroll!(U in [0,1,2,3,4,5] {
+            unroll!(6, |const U| {
                 if ((8 * U) as u32) < col.n_layers {
                     let stg = fetch.stage_load(U as u32);
-                    unroll!(LH in [0,1,2,3,4,5,6,7] {
+                    unroll!(8, |const LH| {
                         let l = 8 * U + LH;
                         if (l as u32) < col.n_layers {
                             let z = z0 + 32 * l as u32 + lane;
@@ -674,13 +558,13 @@ unsafe fn unit_batched<const U: usize, F: Fetch>(fetch: &F, row: F::Row, tb: *co
     unsafe {
         let q = [*tb.add(g), *tb.add(4 + g), *tb.add(8 + g), *tb.add(12 + g)];
         let mut v = [(0.0f32, 0.0f32, 0.0f32); 8];
-        unroll!(LH in [0,1,2,3,4,5,6,7] {
+        unroll!(8, |const LH| {
             let e = q[LH >> 1].0;
             let (base, slope) = if LH % 2 == 0 { (e[0], e[1]) } else { (e[2], e[3]) };
             let (f, a, d) = fetch.sample(row, interp(wj, slope, base));
             v[LH] = (f, d, a);
         });
-        unroll!(LH in [0,1,2,3,4,5,6,7] {
+        unroll!(8, |const LH| {
             acc[U * 8 + LH] += mul_add(v[LH].0, v[LH].1, v[LH].2);
         });
     }
@@ -694,7 +578,7 @@ unsafe fn unit_batched<const U: usize, F: Fetch>(fetch: &F, row: F::Row, tb: *co
 unsafe fn unit_layers<const U: usize, F: Fetch>(fetch: &F, row: F::Row, tb: *const F4, n_layers: u32, fm: u32, dm: u32, z0: u32,
     lane: u32, wj: f32, g: usize, c: &Ctx, acc: &mut [f32; 48]) {
     let mut pair = F4([0.0; 4]);
-    unroll!(LH in [0,1,2,3,4,5,6,7] {
+    unroll!(8, |const LH| {
         let l = U * 8 + LH;
         if (l as u32) < n_layers {
             if LH % 2 == 0 {
@@ -724,13 +608,13 @@ unsafe fn static8_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F
     unsafe {
             let row = fetch.row(tr);
             let lane = lane_fresh();
-            let z0 = fresh(col.z0);
+            let z0 = opaque_u32(col.z0);
             let wj = (lane & 7) as f32;
             let g = (lane >> 3) as usize;
             // Exact positions of the grid points (independent: good instruction-level parallelism).
             // (Coefficients re-read per trace from L1: held across the loop they cost 6-12 registers.)
             let mut pts = [0.0f32; 6];
-            unroll!(U in [0,1,2,3,4,5] {
+            unroll!(6, |const U| {
                 if (U as u32) < n_units {
                     let k = z0 / STEP + 32 * U as u32 + lane;
                     let k = if k < kmax { k } else { kmax };
@@ -740,7 +624,7 @@ unsafe fn static8_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F
                 }
             });
             let extra = if last_full { exact_pos::<M>(z0 + UNIT * n_units, c, xiv2, xeta) } else { 0.0 };
-            unroll!(U in [0,1,2,3,4,5] {
+            unroll!(6, |const U| {
                 if (U as u32) < n_units {
                     let stg = fetch.stage_load(U as u32);
                     // This unit's 32 steps: classify, then (position, slope) into the table.
@@ -817,20 +701,20 @@ unsafe fn dynamic_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F
     unsafe {
             let row = fetch.row(tr);
             let lane = lane_fresh();
-            let z0 = fresh(col.z0);
+            let z0 = opaque_u32(col.z0);
             let jf = lane as f32;
             let g = (lane >> 3) as usize;
             let mut carry = eval(z0, c);
             let mut fm = [0u32; 2];
             let mut dm = [0u32; 2];
             sync_warp();
-            unroll!(R in [0,1] {
+            unroll!(2, |const R| {
                 if ((32 * R) as u32) < col.n_layers {
                     let seg = 32 * R as u32 + lane;
                     let valid = seg < col.n_layers;
                     let zs = z0 + 32 * seg;
                     let s32 = eval(zs + 32, c);
-                    let up = shfl_up(s32);
+                    let up = shfl_up1_f32(s32);
                     let s0 = if lane == 0 { carry } else { up };
                     carry = shfl_idx_f32(s32, 31);
                     let mut fast_all = valid;
@@ -852,10 +736,10 @@ unsafe fn dynamic_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F
                 }
             });
             sync_warp();
-            unroll!(U in [0,1,2,3,4,5] {
+            unroll!(6, |const U| {
                 if ((8 * U) as u32) < col.n_layers {
                     let stg = fetch.stage_load(U as u32);
-                    unroll!(LH in [0,1,2,3,4,5,6,7] {
+                    unroll!(8, |const LH| {
                         let l = 8 * U + LH;
                         if (l as u32) < col.n_layers && (dm[l / 32] >> (l % 32)) & 1 == 0 {
                             let e = *tbl.add(4 * l + g);
@@ -993,7 +877,7 @@ impl Stage {
     #[inline(always)]
     fn load(&self, u: u32) -> (f32, f32) {
         let off = u * LEAN_NTHR;
-        if off < self.left { unsafe { ldg_stage(self.src.wrapping_add(2 * off as usize)) } } else { (0.0, 0.0) }
+        if off < self.left { unsafe { ldg_f32x2_ordered(self.src.wrapping_add(2 * off as usize)) } } else { (0.0, 0.0) }
     }
     #[inline(always)]
     fn store(&self, u: u32, v: (f32, f32)) {
@@ -1008,8 +892,8 @@ impl Stage {
         let mut off = u * LEAN_NTHR;
         while off < self.left {
             let o2 = off + LEAN_NTHR;
-            let a = unsafe { ldg_stage(self.src.wrapping_add(2 * off as usize)) };
-            let b = if o2 < self.left { unsafe { ldg_stage(self.src.wrapping_add(2 * o2 as usize)) } } else { (0.0, 0.0) };
+            let a = unsafe { ldg_f32x2_ordered(self.src.wrapping_add(2 * off as usize)) };
+            let b = if o2 < self.left { unsafe { ldg_f32x2_ordered(self.src.wrapping_add(2 * o2 as usize)) } } else { (0.0, 0.0) };
             unsafe { sts_f32x2(self.dst + 8 * off, a) };
             if o2 < self.left {
                 unsafe { sts_f32x2(self.dst + 8 * o2, b) };
@@ -1058,7 +942,7 @@ unsafe fn static8_lean_trace<M: Model>(p: &KParams, col: &Column, fetch: &Smem, 
     // it may end a FAST step.
     let point = |u: u32| -> (f32, bool) {
         let lane = lane_fresh();
-        let z = fresh(col.z0) + UNIT * u + STEP * lane;
+        let z = opaque_u32(col.z0) + UNIT * u + STEP * lane;
         let k = col.z0 / STEP + 32 * u + lane;
         let k = if k < kmax { k } else { kmax };
         let v2 = unsafe { coef(iv2_8, col.col, p.coef8_stride, k) };
@@ -1070,15 +954,15 @@ unsafe fn static8_lean_trace<M: Model>(p: &KParams, col: &Column, fetch: &Smem, 
     unsafe {
             let row = fetch.row(0);
             let lane = lane_fresh();
-            let z0 = fresh(col.z0);
+            let z0 = opaque_u32(col.z0);
             let wj = (lane & 7) as f32;
             let g = (lane >> 3) as usize;
             // Table slot of this lane's step (layer lane / 4, group lane % 4; see `static8_trace`).
             let lh = lane >> 2;
-            let slot = shared_addr(tbl) + 16 * ((lh >> 1) * 4 + (lane & 3)) + 8 * (lh & 1);
+            let slot = shared_addr_u32(tbl) + 16 * ((lh >> 1) * 4 + (lane & 3)) + 8 * (lh & 1);
             let (mut pa, e0) = point(0);
             let mut b_cur = vote_ballot(e0);
-            unroll!(U in [0,1,2,3,4,5] {
+            unroll!(6, |const U| {
                 if (U as u32) < n_units {
                     let stg = stage.load(U as u32);
                     // (Unit n_units's points are only used for lane 0, the 33rd point of a full
@@ -1113,7 +997,7 @@ unsafe fn static8_lean_trace<M: Model>(p: &KParams, col: &Column, fetch: &Smem, 
                         // DEAD mask only where a step inside the chunk is not FAST.
                         let valid = if full { u32::MAX } else { !(u32::MAX << (4 * (col.n_layers - 8 * U as u32))) };
                         let dm = if fm | !valid != u32::MAX {
-                            let za = fresh(z0) + STEP * lane_fresh() + UNIT * U as u32;
+                            let za = opaque_u32(z0) + STEP * lane_fresh() + UNIT * U as u32;
                             vote_ballot(dead_step(pa, za, pb, za + STEP, c))
                         } else {
                             0
@@ -1143,7 +1027,7 @@ unsafe fn unit_layers_tested<const U: usize>(fetch: &Smem, row: u32, tb: *const 
     let dead_g = (dm & !fm) >> g;
     let mixed_g = (!fm & !dm) >> g;
     let mut pair = F4([0.0; 4]);
-    unroll!(LH in [0,1,2,3,4,5,6,7] {
+    unroll!(8, |const LH| {
         let l = U * 8 + LH;
         if LH % 2 == 0 {
             pair = unsafe { *tb.add((LH >> 1) * 4 + g) };
@@ -1186,16 +1070,6 @@ unsafe fn static8_smem_lean<M: Model>(p: &KParams, traces: *const f32, headers: 
         }
         store(image, &col, &acc, first);
     }
-}
-
-/// `__shfl_up_sync(full, v, 1)` (lane 0 keeps its own value).
-#[inline(always)]
-fn shfl_up(v: f32) -> f32 {
-    let r: f32;
-    unsafe {
-        asm!("shfl.sync.up.b32 {r}, {v}, 1, 0, -1;", r = out(reg32) r, v = in(reg32) v, options(nostack))
-    };
-    r
 }
 
 // ---- entry points --------------------------------------------------------------------------------
