@@ -29,6 +29,7 @@ pub mod smoke;
 pub mod ceilings;
 pub mod interp;
 pub mod math;
+pub mod registers;
 
 pub mod ktm;
 pub mod nlbf;
