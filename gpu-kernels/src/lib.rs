@@ -27,6 +27,7 @@ extern crate std;
 
 pub mod smoke;
 pub mod ceilings;
+pub mod gain;
 pub mod interp;
 pub mod math;
 pub mod registers;

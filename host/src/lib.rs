@@ -9,6 +9,7 @@ pub mod backend;
 pub mod bench;
 #[cfg(feature = "mpi")]
 pub mod distributed;
+pub mod gain;
 pub mod grid;
 pub mod io;
 pub mod multi;

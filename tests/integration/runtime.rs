@@ -24,6 +24,22 @@ fn saxpy_matches_cpu_on_random_data() {
     }
 }
 
+/// The worked example of docs/DEVELOPING.md: the AGC kernel against its CPU twin, bit for bit, on
+/// random traces whose sample count is not a multiple of the block (the output starts as NaN).
+#[test]
+fn agc_kernel_matches_its_cpu_twin() {
+    let Some(gpu) = gpu_or_skip("agc_kernel_matches_its_cpu_twin") else { return };
+    use seisgpu_host::gain::{agc_rms_cpu, agc_rms_gpu};
+    for (n_traces, ns, half) in [(37usize, 1001usize, 25usize), (3, 7, 100), (1, 1, 0)] {
+        let data = random_vec(n_traces * ns, "traces");
+        let want = agc_rms_cpu(&data, ns, half).unwrap();
+        let got = agc_rms_gpu(&gpu, &data, ns, half).unwrap();
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.to_bits(), w.to_bits(), "trace {} sample {}: gpu {g} cpu {w} ({n_traces} x {ns}, half {half})", i / ns, i % ns);
+        }
+    }
+}
+
 #[test]
 fn block_sum_with_shuffles_and_shared_memory() {
     let Some(gpu) = gpu_or_skip("block_sum_with_shuffles_and_shared_memory") else { return };
