@@ -68,6 +68,7 @@ mod tests {
     #[test]
     fn host_atomics_return_the_old_value() {
         let (mut f, mut u) = (1.5f32, 7u32);
+        // SAFETY: pointers to live locals.
         unsafe {
             assert_eq!(atomic_add_f32(&mut f, 2.0), 1.5);
             red_add_f32(&mut f, 1.0);

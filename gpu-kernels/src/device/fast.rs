@@ -83,6 +83,47 @@ fn add_down_host(a: f32, b: f32) -> f32 {
     if r as f64 > a as f64 + b as f64 { r.next_down() } else { r }
 }
 
+/// `f32` to `u32` rounding toward zero, saturating (NaN to 0) like Rust's `as`, in one
+/// instruction (`cvt.rzi.u32.f32`) instead of LLVM's conversion-compare-select expansion.
+#[inline(always)]
+pub fn cvt_rzi_u32(x: f32) -> u32 {
+    device_or_host! {
+        device: {
+            let r: u32;
+            // SAFETY: a conversion on registers; no memory is touched.
+            unsafe { asm!("cvt.rzi.u32.f32 {r}, {s};", r = out(reg32) r, s = in(reg32) x, options(pure, nomem, nostack)) };
+            r
+        }
+        host: { x as u32 }
+    }
+}
+
+/// Correctly rounded sqrt(x) for `x >= 2^-101`: the fast path of `sqrt.rn` written out (MUFU.RSQ
+/// and the Newton steps ptxas emits for such arguments), without the special-case test and
+/// slow-path call ptxas wraps around it. Smaller arguments are the caller's to avoid.
+#[inline(always)]
+pub fn sqrt_rsqrt_newton(x: f32) -> f32 {
+    device_or_host! {
+        device: {
+            let r: f32;
+            // SAFETY: arithmetic on registers; no memory is touched.
+            unsafe {
+                asm!(
+                    "{{ .reg .f32 q, y, h, e, ny;",
+                    "rsqrt.approx.ftz.f32 q, {x};",
+                    "mul.rn.ftz.f32 y, {x}, q;",
+                    "mul.rn.ftz.f32 h, q, 0f3F000000;",
+                    "neg.f32 ny, y;",
+                    "fma.rn.f32 e, ny, y, {x};",
+                    "fma.rn.f32 {r}, e, h, y; }}",
+                    x = in(reg32) x, r = out(reg32) r, options(pure, nomem, nostack));
+            }
+            r
+        }
+        host: { x.sqrt() }
+    }
+}
+
 /// e^x through `ex2.approx` (`__expf`).
 #[inline(always)]
 pub fn exp_fast(x: f32) -> f32 { ex2_approx(x * core::f32::consts::LOG2_E) }
@@ -98,5 +139,7 @@ mod tests {
         // Rounded down: 0.1 + 1 is not exactly representable; the result is at most the exact sum.
         assert!((add_rm(0.1, 1.0) as f64) <= 1.1f64);
         assert_eq!(add_rm(2.75, 12_582_912.0), 12_582_914.0);
+        assert_eq!((cvt_rzi_u32(3.9), cvt_rzi_u32(-1.0), cvt_rzi_u32(f32::NAN)), (3, 0, 0));
+        assert_eq!(sqrt_rsqrt_newton(2.0), 2.0f32.sqrt());
     }
 }

@@ -36,6 +36,7 @@ impl<A> core::fmt::Debug for Kernel<A> {
 ///     pub unsafe fn scale_add(n: u32, a: f32, x: *const f32, y: *mut f32) as SCALE_ADD {
 ///         use gpu_kernels::device::*;
 ///         for i in grid_stride(n as usize) {
+///             // SAFETY: x and y hold n values (the host's contract).
 ///             unsafe { *y.add(i) += a * *x.add(i) };
 ///         }
 ///     }

@@ -6,7 +6,7 @@
 //! loads ([`load`]), fast math ([`fast`]), textures ([`texture`]), thread-block clusters
 //! ([`cluster`]), optimiser barriers ([`opaque`]), straight-line repetition ([`unroll!`](crate::unroll))
 //! and entry points with a typed host descriptor ([`kernel!`](crate::kernel), [`Kernel`]).
-//! Algorithm kernels hold no `asm!` and no `core::arch::nvptx` call of their own.
+//! Kernels use it instead of `asm!` or `core::arch::nvptx` calls of their own.
 //!
 //! Thread geometry and barriers come from `core::arch::nvptx`; everything PTX has but `core` does
 //! not expose is one `asm!` each, kept here. Operations that cannot break memory safety by
@@ -51,8 +51,8 @@ pub use atomic::{atomic_add_f32, atomic_add_u32, atomic_max_u32, red_add_f32};
 pub use cluster::{cluster_ctarank, cluster_nctarank, cluster_sync, fence_acquire_shared_cluster, fence_mbarrier_init_cluster,
     fence_release_shared_cta_cluster, ld_dsmem_f32x4, ld_dsmem_u32, map_shared_rank, mbarrier_arrive_remote, mbarrier_init,
     mbarrier_try_wait_parity};
-pub use fast::{add_rm, cos_approx, div_full, ex2_approx, exp_fast, lg2_approx, rcp_approx, rsqrt_approx, sin_approx, sqrt_approx,
-    sqrt_rn};
+pub use fast::{add_rm, cos_approx, cvt_rzi_u32, div_full, ex2_approx, exp_fast, lg2_approx, rcp_approx, rsqrt_approx, sin_approx, sqrt_approx,
+    sqrt_rn, sqrt_rsqrt_newton};
 pub use index::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, block_thread_linear, global_index,
     global_x, global_y, grid_dim_x, grid_dim_y, grid_dim_z, grid_stride, grid_threads, thread_idx_x, thread_idx_y, thread_idx_z,
     GridStride};
