@@ -31,6 +31,38 @@ pub fn grid_1d(n: usize, block: u32) -> LaunchConfig {
 }
 
 /// Launches `kernel` on the GPU's default stream, or on a given stream with `on STREAM,`.
+///
+/// With a descriptor, the arguments are checked when the launch compiles:
+///
+/// ```no_run
+/// use seisgpu_host::kernels::smoke::SAXPY;
+/// use seisgpu_host::runtime::{grid_1d, CudaSlice, Gpu};
+/// fn scale_add(gpu: &Gpu, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<(), seisgpu_host::runtime::GpuError> {
+///     let (n, a) = (x.len() as u32, 2.0f32);
+///     seisgpu_host::launch!(gpu, SAXPY, grid_1d(n as usize, 256), &n, &a, x, y)
+/// }
+/// ```
+///
+/// A missing argument, or one of the wrong kind (here the read-only `x` for the written `*mut f32`),
+/// does not compile:
+///
+/// ```compile_fail,E0277
+/// use seisgpu_host::kernels::smoke::SAXPY;
+/// use seisgpu_host::runtime::{grid_1d, CudaSlice, Gpu};
+/// fn scale_add(gpu: &Gpu, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<(), seisgpu_host::runtime::GpuError> {
+///     let (n, a) = (x.len() as u32, 2.0f32);
+///     seisgpu_host::launch!(gpu, SAXPY, grid_1d(n as usize, 256), &n, &a, y, x)
+/// }
+/// ```
+///
+/// ```compile_fail,E0277
+/// use seisgpu_host::kernels::smoke::SAXPY;
+/// use seisgpu_host::runtime::{grid_1d, CudaSlice, Gpu};
+/// fn scale_add(gpu: &Gpu, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<(), seisgpu_host::runtime::GpuError> {
+///     let n = x.len() as u32;
+///     seisgpu_host::launch!(gpu, SAXPY, grid_1d(n as usize, 256), &n, x, y)
+/// }
+/// ```
 #[macro_export]
 macro_rules! launch {
     (on $stream:expr, $gpu:expr, $kernel:expr, $cfg:expr $(, $arg:expr)* $(,)?) => {{
