@@ -86,22 +86,17 @@ fn main() {
     let _ = std::fs::write(target_dir.join("seisgpu-kernels-sm90.ptx"), &sm90);
 }
 
-/// Register caps (`.maxnreg`, which Rust cannot emit) of sm_90 kernels, added when they move.
-/// `sm90_srm_step_cluster` and `_clusterd`: 128 = gpu_kernels::srm::CLUSTER_MAX_REGS (a test keeps them equal):
-/// 448 threads (400 x 400 in 16-CTA clusters) need it (see `CLUSTER_MAX_REGS`).
-const SM90_MAXNREG: &[(&str, u32)] = &[("sm90_srm_step_cluster", 128), ("sm90_srm_step_clusterd", 128)];
-
 /// Moves every entry point named `sm90_*` (thread-block clusters, DSMEM: instructions of PTX ISA 7.8 and 8.6
 /// for sm_90, written with `asm!`, which rustc's backend pastes unchecked) out of the main module into
-/// a module of its own with `.version 8.6` (at least: the mbarrier fences of `device::cluster`) and `.target sm_90` (at least). The main module
+/// a module of its own with `.version 8.6` (at least: the mbarrier fences of `device::cluster`) and `.target sm_90` (at least),
+/// with the register caps of `gpu_kernels::registers::CAPS`. The main module
 /// stays loadable on every GPU of its target; the host loads the second one on compute capability
 /// 9.0+ only. One kernel build instead of a second fat-LTO build of the whole crate for sm_90 (which
 /// would double the kernel build time in CI). The moved kernels must call no function.
 fn split_sm90(ptx: &str) -> Result<(String, String), String> {
-    let lines: Vec<&str> = ptx.lines().collect();
-    let mut main = String::with_capacity(ptx.len());
+    use gpu_kernels::registers;
     let mut sm90 = String::new();
-    for l in &lines {
+    for l in ptx.lines() {
         let t = l.trim_start();
         if let Some(v) = t.strip_prefix(".version ") {
             let (maj, min) = v.trim().split_once('.').ok_or_else(|| format!("odd PTX version line `{l}`"))?;
@@ -119,50 +114,13 @@ fn split_sm90(ptx: &str) -> Result<(String, String), String> {
             sm90.push('\n');
         }
     }
-    let mut k = 0;
-    let mut moved = 0;
-    while k < lines.len() {
-        let l = lines[k];
-        if let Some(rest) = l.strip_prefix(".visible .entry sm90_") {
-            let name = format!("sm90_{}", rest.trim_end_matches('('));
-            // The body ends where its braces balance (inline `asm!` may open blocks of its own).
-            let mut depth = 0i32;
-            let mut opened = false;
-            let end = (k..lines.len()).find(|&j| {
-                let code = lines[j].split("//").next().unwrap_or("");
-                depth += code.matches('{').count() as i32 - code.matches('}').count() as i32;
-                opened |= depth > 0;
-                opened && depth == 0
-            }).ok_or_else(|| format!("PTX of `{name}` has no end"))?;
-            let cap = SM90_MAXNREG.iter().find(|(n, _)| *n == name).map(|&(_, c)| c);
-            let mut params_closed = false;
-            for body in &lines[k..=end] {
-                if body.trim_start().starts_with("call") {
-                    return Err(format!("`{name}` calls a function: sm_90 kernels must inline everything"));
-                }
-                sm90.push_str(body);
-                sm90.push('\n');
-                if !params_closed && *body == ")" {
-                    params_closed = true;
-                    if let Some(c) = cap {
-                        sm90.push_str(&format!(".maxnreg {c}\n"));
-                    }
-                }
-            }
-            sm90.push('\n');
-            moved += 1;
-            // The `// .globl name` comment the main module kept is harmless.
-            k = end + 1;
-            continue;
-        }
-        main.push_str(l);
-        main.push('\n');
-        k += 1;
+    // The `// .globl name` comments the main module keeps are harmless.
+    let moved = registers::move_entries(ptx, |name| name.starts_with("sm90_").then(|| registers::cap(name)))?;
+    if moved.count == 0 {
+        return Ok((moved.rest, String::new())); // no cluster kernels: an empty module (the host then reports it missing)
     }
-    if moved == 0 {
-        sm90.clear(); // no cluster kernels: an empty module (the host then reports it missing)
-    }
-    Ok((main, sm90))
+    sm90.push_str(&moved.entries);
+    Ok((moved.rest, sm90))
 }
 
 /// `target/ptx` beside the outer build's profile directories.

@@ -1,8 +1,22 @@
 //! seisgpu device code. Kernels (`extern "ptx-kernel"`, only on `nvptx64`) and the pure math they
 //! share with the CPU references (compiled for the host too, and unit-tested there).
 //!
-//! One module per algorithm: `nlbf`, `ktm`, `pstm`, `wavepacket`, `srm`; `device` is the
-//! `cuda_std`-like layer (indices, barriers, shared memory, shuffles, atomics, fast math, textures).
+//! A kernel in four steps (the worked example is [`gain`]; docs/DEVELOPING.md, "Writing a kernel
+//! in 15 minutes", walks through the files):
+//!
+//! 1. The math of one output as a plain `#[inline(always)] pub fn` here ([`gain::agc_sample`]):
+//!    the CPU reference in the host crate calls the same function, so both sides agree.
+//! 2. The entry point with [`kernel!`]: parameters are scalars and raw pointers, the body uses
+//!    [`device`] (indices and grid-stride loops, shared memory, warp operations, atomics, loads,
+//!    fast math, [`unroll!`]) and no `asm!` of its own. `kernel!` also writes a host descriptor
+//!    ([`gain::AGC_RMS`]) naming the entry point with its parameter types.
+//! 3. The host launches it with `launch!(gpu, AGC_RMS, cfg, &arg, ...)`: a wrong argument count
+//!    or type does not compile.
+//! 4. A register cap, if the kernel needs one, goes in [`registers::CAPS`].
+//!
+//! One module per algorithm: `nlbf`, `ktm`, `pstm`, `wavepacket`, `srm`, `velan`; [`device`] is the
+//! `cuda_std`-like layer. build.rs (at the workspace root) compiles this crate for
+//! `nvptx64-nvidia-cuda` and embeds the PTX in the host crate.
 #![cfg_attr(not(test), no_std)]
 #![feature(core_float_math)]
 #![cfg_attr(
@@ -18,7 +32,7 @@
 )]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
-#[cfg(target_arch = "nvptx64")]
+#[macro_use]
 pub mod device;
 
 // The host build gets std, so shared math can call std's exp/sin/cos on the CPU side.
@@ -27,8 +41,10 @@ extern crate std;
 
 pub mod smoke;
 pub mod ceilings;
+pub mod gain;
 pub mod interp;
 pub mod math;
+pub mod registers;
 
 pub mod ktm;
 pub mod nlbf;

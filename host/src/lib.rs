@@ -55,6 +55,7 @@
 pub mod backend;
 pub mod bench;
 pub mod exec;
+pub mod gain;
 pub mod grid;
 pub mod io;
 pub mod plot;

@@ -1,7 +1,7 @@
 //! The GPU runtime: launches, buffers, streams, textures, errors, FFT.
 
 use seisgpu_host::backend::gpu_or_skip;
-use seisgpu_host::kernels::smoke::saxpy_one;
+use seisgpu_host::kernels::smoke::{saxpy_one, ALWAYS_TRAP, BLOCK_SUM, SAXPY, TEX2D_F2_PROBE, TEX2D_PROBE, TEX3D_PROBE};
 use seisgpu_host::launch;
 use seisgpu_host::runtime::{grid_1d, AddressMode, Filter, GpuError, LaunchConfig, Texture, TextureFormat};
 
@@ -17,10 +17,26 @@ fn saxpy_matches_cpu_on_random_data() {
     let dx = gpu.upload(&x).unwrap();
     let mut dy = gpu.upload(&y0).unwrap();
     let nn = n as u32;
-    launch!(gpu, "saxpy", grid_1d(n, 256), &nn, &a, &dx, &mut dy).unwrap();
+    launch!(gpu, SAXPY, grid_1d(n, 256), &nn, &a, &dx, &mut dy).unwrap();
     let y = gpu.download(&dy).unwrap();
     for i in 0..n {
         assert_eq!(y[i], saxpy_one(a, x[i], y0[i]), "element {i}");
+    }
+}
+
+/// The worked example of docs/DEVELOPING.md: the AGC kernel against its CPU twin, bit for bit, on
+/// random traces whose sample count is not a multiple of the block (the output starts as NaN).
+#[test]
+fn agc_kernel_matches_its_cpu_twin() {
+    let Some(gpu) = gpu_or_skip("agc_kernel_matches_its_cpu_twin") else { return };
+    use seisgpu_host::gain::{agc_rms_cpu, agc_rms_gpu};
+    for (n_traces, ns, half) in [(37usize, 1001usize, 25usize), (3, 7, 100), (1, 1, 0)] {
+        let data = random_vec(n_traces * ns, "traces");
+        let want = agc_rms_cpu(&data, ns, half).unwrap();
+        let got = agc_rms_gpu(&gpu, &data, ns, half).unwrap();
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.to_bits(), w.to_bits(), "trace {} sample {}: gpu {g} cpu {w} ({n_traces} x {ns}, half {half})", i / ns, i % ns);
+        }
     }
 }
 
@@ -33,7 +49,7 @@ fn block_sum_with_shuffles_and_shared_memory() {
     let mut out = gpu.poisoned(1).unwrap();
     let nn = n as u32;
     let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (992, 1, 1), shared_mem_bytes: 32 * 4 };
-    launch!(gpu, "block_sum", cfg, &nn, &dx, &mut out).unwrap();
+    launch!(gpu, BLOCK_SUM, cfg, &nn, &dx, &mut out).unwrap();
     let got = gpu.download(&out).unwrap()[0] as f64;
     let want: f64 = x.iter().map(|&v| v as f64).sum();
     assert!((got - want).abs() < 1e-3 * (1.0 + want.abs()), "got {got}, want {want}");
@@ -72,7 +88,7 @@ fn texture_linear_filtering_matches_cpu_within_hardware_weights() {
     let mut out = gpu.poisoned(1000).unwrap();
     let n = 1000u32;
     let handle = tex.handle();
-    launch!(gpu, "tex2d_probe", grid_1d(1000, 128), &handle, &n, &dp, &mut out).unwrap();
+    launch!(gpu, TEX2D_PROBE, grid_1d(1000, 128), &handle, &n, &dp, &mut out).unwrap();
     let got = gpu.download(&out).unwrap();
     for (i, p) in pts.chunks(2).enumerate() {
         // CPU bilinear at texel coordinates (centre of texel i at i + 0.5).
@@ -94,7 +110,7 @@ fn launch_errors_name_the_kernel() {
     // An invalid shape is caught before the launch, with the kernel's name.
     let flag = 0u32;
     let bad = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (2048, 1, 1), shared_mem_bytes: 0 };
-    let e = launch!(gpu, "always_trap", bad, &flag).unwrap_err();
+    let e = launch!(gpu, ALWAYS_TRAP, bad, &flag).unwrap_err();
     assert!(e.to_string().contains("always_trap"), "{e}");
     // An unknown kernel lists the known ones.
     let e = launch!(gpu, "no_such_kernel", grid_1d(1, 32), &flag).unwrap_err();
@@ -145,7 +161,7 @@ fn texture_3d_linear_and_2d_float2_point() {
     let dp = gpu.upload(&pts).unwrap();
     let mut out = gpu.poisoned(want.len()).unwrap();
     let handle = tex.handle();
-    launch!(gpu, "tex3d_probe", grid_1d(want.len(), 64), &handle, &n, &dp, &mut out).unwrap();
+    launch!(gpu, TEX3D_PROBE, grid_1d(want.len(), 64), &handle, &n, &dp, &mut out).unwrap();
     assert_eq!(gpu.download(&out).unwrap(), want);
 
     // 2D float2, point filtering: (re, im) pairs come back exactly.
@@ -156,7 +172,7 @@ fn texture_3d_linear_and_2d_float2_point() {
     let dp = gpu.upload(&pts).unwrap();
     let mut out = gpu.poisoned(2 * w * h).unwrap();
     let (handle, n) = (tex.handle(), (w * h) as u32);
-    launch!(gpu, "tex2d_f2_probe", grid_1d(w * h, 64), &handle, &n, &dp, &mut out).unwrap();
+    launch!(gpu, TEX2D_F2_PROBE, grid_1d(w * h, 64), &handle, &n, &dp, &mut out).unwrap();
     assert_eq!(gpu.download(&out).unwrap(), c);
 }
 

@@ -1,299 +1,88 @@
 //! The device layer: what `cuda_std` gives Rust-CUDA kernels, on rustc's own NVPTX target.
 //!
+//! Kernels write against this module and nothing below it: thread geometry and grid-stride loops
+//! ([`index`]), barriers ([`sync_threads`]), shared memory ([`SharedCarver`], [`SharedArray`]), warp
+//! shuffles, votes and reductions ([`warp`]), atomics ([`atomic`]), read-only and shared-window
+//! loads ([`load`]), fast math ([`fast`]), textures ([`texture`]), thread-block clusters
+//! ([`cluster`]), optimiser barriers ([`opaque`]), straight-line repetition ([`unroll!`](crate::unroll))
+//! and entry points with a typed host descriptor ([`kernel!`](crate::kernel), [`Kernel`]).
+//! Kernels use it instead of `asm!` or `core::arch::nvptx` calls of their own.
+//!
 //! Thread geometry and barriers come from `core::arch::nvptx`; everything PTX has but `core` does
-//! not expose (shuffles, votes, float atomics, fast math, texture fetches) is one `asm!` each.
-//! Only compiled for `nvptx64`: kernels are the only users.
+//! not expose is one `asm!` each, kept here. Operations that cannot break memory safety by
+//! themselves (indices, shuffles, fast math) are safe functions; those that dereference an address
+//! the caller gives are `unsafe fn` with a `# Safety` section.
+//!
+//! The module also compiles for the host, so that `cargo doc -p gpu-kernels` shows it and host
+//! code can name [`Kernel`] descriptors. On the host there is one thread in one block: indices are
+//! 0, dimensions 1, shuffles return the lane's own value, loads are plain reads, atomics plain
+//! read-modify-writes and fast math is the exact math. What has no host meaning (textures,
+//! clusters, dynamic shared memory) panics there; kernels are never built for the host, so no
+//! such stub can reach one.
 
-use core::arch::asm;
-use core::arch::nvptx;
+/// The body of a function for the GPU or for the host (one thread, see the module docs), chosen
+/// at compile time; only the GPU one is in the PTX. Always the whole body of the function.
+macro_rules! device_or_host {
+    (device: $dev:block host: $host:block) => {{
+        #[cfg(target_arch = "nvptx64")]
+        return $dev;
+        // (`gpu_only` bodies never return: no warning for that.)
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(unreachable_code)]
+        return $host;
+    }};
+}
 
+pub mod atomic;
 pub mod cluster;
+pub mod fast;
+pub mod index;
+#[macro_use]
+pub mod kernel;
+pub mod load;
+pub mod opaque;
 pub mod shared;
 pub mod texture;
+#[macro_use]
+mod unroll;
+pub mod warp;
 
+pub use atomic::{atomic_add_f32, atomic_add_u32, atomic_max_u32, red_add_f32};
 pub use cluster::{cluster_ctarank, cluster_nctarank, cluster_sync, fence_acquire_shared_cluster, fence_mbarrier_init_cluster,
     fence_release_shared_cta_cluster, ld_dsmem_f32x4, ld_dsmem_u32, map_shared_rank, mbarrier_arrive_remote, mbarrier_init,
     mbarrier_try_wait_parity};
-pub use shared::{dynamic_shared, SharedCarver};
-pub use texture::{tex1d, tex2d, tex2d_f2, tex3d, tex3d_f2};
+pub use fast::{add_rm, cos_approx, cvt_rzi_u32, div_full, ex2_approx, exp_fast, lg2_approx, rcp_approx, rsqrt_approx, sin_approx, sqrt_approx,
+    sqrt_rn, sqrt_rsqrt_newton};
+pub use index::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, block_thread_linear, global_index,
+    global_x, global_y, grid_dim_x, grid_dim_y, grid_dim_z, grid_stride, grid_threads, thread_idx_x, thread_idx_y, thread_idx_z,
+    GridStride};
+pub use kernel::Kernel;
+pub use load::{ldg_f32, ldg_f32x2, ldg_f32x2_ordered, ldg_f32x4, ldg_u32, lds_f32x2, lds_u32, lds_u32x4, prefetch_l2, shared_addr_u32,
+    sts_f32x2, sts_u32, sts_u32x4};
+pub use opaque::{compiler_fence, opaque_u32, opaque_zero, tid_fresh, trap};
+pub use shared::{dynamic_shared, SharedArray, SharedCarver};
+pub use texture::{tex1d, tex2d, tex2d_f2, tex2d_texel_f2, tex3d, tex3d_f2};
+pub use warp::{lane_fresh, lane_id, shfl_down_f32, shfl_down_u32, shfl_idx_f32, shfl_idx_u32, shfl_up1_f32, shfl_xor_f32, shfl_xor_u32,
+    sync_warp, vote_all, vote_any, vote_ballot, warp_max_f32, warp_min_f32, warp_sum_f32, warp_sum_u32, FULL_MASK};
 
-// ---- thread geometry ---------------------------------------------------------------------------
-
+/// `__syncthreads()`: every thread of the block waits here until all have arrived, and their
+/// shared- and global-memory writes before it are visible to the block after it. Every thread of
+/// the block must reach the same barrier (not inside a branch some threads skip).
 #[inline(always)]
-pub fn thread_idx_x() -> u32 { unsafe { nvptx::_thread_idx_x() as u32 } }
-#[inline(always)]
-pub fn thread_idx_y() -> u32 { unsafe { nvptx::_thread_idx_y() as u32 } }
-#[inline(always)]
-pub fn thread_idx_z() -> u32 { unsafe { nvptx::_thread_idx_z() as u32 } }
-#[inline(always)]
-pub fn block_idx_x() -> u32 { unsafe { nvptx::_block_idx_x() as u32 } }
-#[inline(always)]
-pub fn block_idx_y() -> u32 { unsafe { nvptx::_block_idx_y() as u32 } }
-#[inline(always)]
-pub fn block_idx_z() -> u32 { unsafe { nvptx::_block_idx_z() as u32 } }
-#[inline(always)]
-pub fn block_dim_x() -> u32 { unsafe { nvptx::_block_dim_x() as u32 } }
-#[inline(always)]
-pub fn block_dim_y() -> u32 { unsafe { nvptx::_block_dim_y() as u32 } }
-#[inline(always)]
-pub fn block_dim_z() -> u32 { unsafe { nvptx::_block_dim_z() as u32 } }
-#[inline(always)]
-pub fn grid_dim_x() -> u32 { unsafe { nvptx::_grid_dim_x() as u32 } }
-#[inline(always)]
-pub fn grid_dim_y() -> u32 { unsafe { nvptx::_grid_dim_y() as u32 } }
-#[inline(always)]
-pub fn grid_dim_z() -> u32 { unsafe { nvptx::_grid_dim_z() as u32 } }
-
-/// Global x index of this thread in a 1D launch.
-#[inline(always)]
-pub fn global_x() -> u32 { block_idx_x() * block_dim_x() + thread_idx_x() }
-/// Global y index of this thread.
-#[inline(always)]
-pub fn global_y() -> u32 { block_idx_y() * block_dim_y() + thread_idx_y() }
-/// Linear thread index inside the block (x fastest).
-#[inline(always)]
-pub fn block_thread_linear() -> u32 {
-    (thread_idx_z() * block_dim_y() + thread_idx_y()) * block_dim_x() + thread_idx_x()
-}
-/// Lane inside the warp.
-#[inline(always)]
-pub fn lane_id() -> u32 {
-    let r: u32;
-    unsafe { asm!("mov.u32 {r}, %laneid;", r = out(reg32) r, options(pure, nomem, nostack)) };
-    r
-}
-
-/// `__syncthreads()`.
-#[inline(always)]
-pub fn sync_threads() { unsafe { nvptx::_syncthreads() } }
-
-/// `__syncwarp()` over the full warp.
-#[inline(always)]
-pub fn sync_warp() { unsafe { asm!("bar.warp.sync -1;", options(nostack)) } }
-
-// ---- warp shuffles and votes -------------------------------------------------------------------
-
-pub const FULL_MASK: u32 = 0xffff_ffff;
-
-#[inline(always)]
-pub fn shfl_down_f32(v: f32, delta: u32) -> f32 {
-    let r: f32;
-    unsafe {
-        asm!("shfl.sync.down.b32 {r}, {v}, {d}, 31, -1;", r = out(reg32) r, v = in(reg32) v,
-             d = in(reg32) delta, options(nostack))
-    };
-    r
-}
-#[inline(always)]
-pub fn shfl_down_u32(v: u32, delta: u32) -> u32 {
-    let r: u32;
-    unsafe {
-        asm!("shfl.sync.down.b32 {r}, {v}, {d}, 31, -1;", r = out(reg32) r, v = in(reg32) v,
-             d = in(reg32) delta, options(nostack))
-    };
-    r
-}
-#[inline(always)]
-pub fn shfl_xor_f32(v: f32, mask: u32) -> f32 {
-    let r: f32;
-    unsafe {
-        asm!("shfl.sync.bfly.b32 {r}, {v}, {m}, 31, -1;", r = out(reg32) r, v = in(reg32) v,
-             m = in(reg32) mask, options(nostack))
-    };
-    r
-}
-#[inline(always)]
-pub fn shfl_xor_u32(v: u32, mask: u32) -> u32 {
-    let r: u32;
-    unsafe {
-        asm!("shfl.sync.bfly.b32 {r}, {v}, {m}, 31, -1;", r = out(reg32) r, v = in(reg32) v,
-             m = in(reg32) mask, options(nostack))
-    };
-    r
-}
-/// Broadcast `v` from `src_lane` to the whole warp.
-#[inline(always)]
-pub fn shfl_idx_f32(v: f32, src_lane: u32) -> f32 {
-    let r: f32;
-    unsafe {
-        asm!("shfl.sync.idx.b32 {r}, {v}, {s}, 31, -1;", r = out(reg32) r, v = in(reg32) v,
-             s = in(reg32) src_lane, options(nostack))
-    };
-    r
-}
-#[inline(always)]
-pub fn shfl_idx_u32(v: u32, src_lane: u32) -> u32 {
-    let r: u32;
-    unsafe {
-        asm!("shfl.sync.idx.b32 {r}, {v}, {s}, 31, -1;", r = out(reg32) r, v = in(reg32) v,
-             s = in(reg32) src_lane, options(nostack))
-    };
-    r
-}
-/// `__ballot_sync(0xffffffff, pred)`.
-#[inline(always)]
-pub fn vote_ballot(pred: bool) -> u32 {
-    let r: u32;
-    unsafe {
-        asm!("{{ .reg .pred p; setp.ne.u32 p, {x}, 0; vote.sync.ballot.b32 {r}, p, -1; }}",
-             r = out(reg32) r, x = in(reg32) pred as u32, options(nostack))
-    };
-    r
-}
-#[inline(always)]
-pub fn vote_any(pred: bool) -> bool { vote_ballot(pred) != 0 }
-#[inline(always)]
-pub fn vote_all(pred: bool) -> bool { vote_ballot(pred) == FULL_MASK }
-
-/// Warp-wide sum (every lane gets the total).
-#[inline(always)]
-pub fn warp_sum_f32(mut v: f32) -> f32 {
-    let mut m = 16;
-    while m > 0 {
-        v += shfl_xor_f32(v, m);
-        m >>= 1;
+pub fn sync_threads() {
+    device_or_host! {
+        // SAFETY: `bar.sync 0` touches no memory the compiler tracks; a barrier some threads skip
+        // hangs the block, which is a liveness bug, not a memory-safety one.
+        device: { unsafe { core::arch::nvptx::_syncthreads() } }
+        host: {}
     }
-    v
 }
 
-// ---- atomics -----------------------------------------------------------------------------------
 
-/// `atomicAdd(float*, float)` on global or shared memory (generic address).
-#[inline(always)]
-pub unsafe fn atomic_add_f32(addr: *mut f32, v: f32) -> f32 {
-    let old: f32;
-    unsafe {
-        asm!("atom.add.f32 {o}, [{a}], {v};", o = out(reg32) old, a = in(reg64) addr, v = in(reg32) v,
-             options(nostack))
-    };
-    old
-}
-/// `atomicAdd(unsigned*, unsigned)`.
-#[inline(always)]
-pub unsafe fn atomic_add_u32(addr: *mut u32, v: u32) -> u32 {
-    let old: u32;
-    unsafe {
-        asm!("atom.add.u32 {o}, [{a}], {v};", o = out(reg32) old, a = in(reg64) addr, v = in(reg32) v,
-             options(nostack))
-    };
-    old
-}
-/// `atomicMax(unsigned*, unsigned)`.
-#[inline(always)]
-pub unsafe fn atomic_max_u32(addr: *mut u32, v: u32) -> u32 {
-    let old: u32;
-    unsafe {
-        asm!("atom.max.u32 {o}, [{a}], {v};", o = out(reg32) old, a = in(reg64) addr, v = in(reg32) v,
-             options(nostack))
-    };
-    old
-}
-
-// ---- fast math (the SFU path: `__expf`, `rsqrtf`, ...) -----------------------------------------
-
-/// 2^x with `ex2.approx.ftz` (about 2 ulp).
-#[inline(always)]
-pub fn ex2_approx(x: f32) -> f32 {
-    let r: f32;
-    unsafe { asm!("ex2.approx.ftz.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack)) };
-    r
-}
-/// e^x through `ex2.approx` (`__expf`).
-#[inline(always)]
-pub fn exp_fast(x: f32) -> f32 { ex2_approx(x * core::f32::consts::LOG2_E) }
-/// log2(x) with `lg2.approx`.
-#[inline(always)]
-pub fn lg2_approx(x: f32) -> f32 {
-    let r: f32;
-    unsafe { asm!("lg2.approx.ftz.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack)) };
-    r
-}
-/// 1/sqrt(x) with `rsqrt.approx`.
-#[inline(always)]
-pub fn rsqrt_approx(x: f32) -> f32 {
-    let r: f32;
-    unsafe { asm!("rsqrt.approx.ftz.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack)) };
-    r
-}
-/// sqrt(x) with `sqrt.approx` (MUFU.RSQ + multiply).
-#[inline(always)]
-pub fn sqrt_approx(x: f32) -> f32 {
-    let r: f32;
-    unsafe { asm!("sqrt.approx.ftz.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack)) };
-    r
-}
-/// Correctly rounded sqrt (`sqrt.rn`), the same value the CPU's `f32::sqrt` gives.
-#[inline(always)]
-pub fn sqrt_rn(x: f32) -> f32 {
-    let r: f32;
-    unsafe { asm!("sqrt.rn.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack)) };
-    r
-}
-/// 1/x with `rcp.approx`.
-#[inline(always)]
-pub fn rcp_approx(x: f32) -> f32 {
-    let r: f32;
-    unsafe { asm!("rcp.approx.ftz.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack)) };
-    r
-}
-/// sin(x) with `sin.approx` (good for |x| up to a few pi).
-#[inline(always)]
-pub fn sin_approx(x: f32) -> f32 {
-    let r: f32;
-    unsafe { asm!("sin.approx.ftz.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack)) };
-    r
-}
-/// cos(x) with `cos.approx`.
-#[inline(always)]
-pub fn cos_approx(x: f32) -> f32 {
-    let r: f32;
-    unsafe { asm!("cos.approx.ftz.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack)) };
-    r
-}
-
-// ---- loads -------------------------------------------------------------------------------------
-
-/// Read-only 8-byte load through the non-coherent (L1/texture) path. `p` must be 8-byte aligned.
-#[inline(always)]
-pub unsafe fn ldg_f32x2(p: *const f32) -> [f32; 2] {
-    let (a, b): (f32, f32);
-    unsafe {
-        asm!("ld.global.nc.v2.f32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, p = in(reg64) p,
-             options(readonly, nostack, pure))
-    };
-    [a, b]
-}
-
-/// Read-only 16-byte load. `p` must be 16-byte aligned.
-#[inline(always)]
-pub unsafe fn ldg_f32x4(p: *const f32) -> [f32; 4] {
-    let (a, b, c, d): (f32, f32, f32, f32);
-    unsafe {
-        asm!("ld.global.nc.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b,
-             c = out(reg32) c, d = out(reg32) d, p = in(reg64) p, options(readonly, nostack, pure))
-    };
-    [a, b, c, d]
-}
-
-/// Read-only 4-byte integer load.
-#[inline(always)]
-pub unsafe fn ldg_u32(p: *const u32) -> u32 {
-    let r: u32;
-    unsafe { asm!("ld.global.nc.u32 {r}, [{p}];", r = out(reg32) r, p = in(reg64) p, options(readonly, nostack, pure)) };
-    r
-}
-
-/// Read-only cached load (`ld.global.nc`, i.e. `__ldg`).
-#[inline(always)]
-pub unsafe fn ldg_f32(p: *const f32) -> f32 {
-    let r: f32;
-    unsafe { asm!("ld.global.nc.f32 {r}, [{p}];", r = out(reg32) r, p = in(reg64) p, options(readonly, nostack)) };
-    r
-}
-
-/// A hint to bring the 128-byte line at `p` (global memory) into L2 (`prefetch.global.L2`): no
-/// register waits for it, and a wrong guess costs only bandwidth.
-#[inline(always)]
-pub fn prefetch_l2(p: *const f32) {
-    unsafe { core::arch::asm!("prefetch.global.L2 [{p}];", p = in(reg64) p, options(nostack, readonly, preserves_flags)) };
+/// Panics with the name of a device-only operation called on the host (module docs).
+#[cfg(not(target_arch = "nvptx64"))]
+#[cold]
+#[track_caller]
+pub(crate) fn gpu_only(what: &str) -> ! {
+    panic!("`{what}` exists only on the GPU (called on the host)")
 }

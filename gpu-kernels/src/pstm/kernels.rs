@@ -21,19 +21,9 @@
 //! Coefficients: 1/v^2 (and eta) per column, per sample for exact and dynamic, every 8th sample for
 //! static8 (held in registers for the whole trace loop).
 
-use core::arch::asm;
-
 use super::traveltime::{Dsr, Model, Vti};
 use super::*;
 use crate::device::*;
-
-/// Repeats a block with a `const` bound to each listed value (register arrays need constant
-/// indices; LLVM's unroller will not unroll bodies this large on its own).
-macro_rules! unroll {
-    ($c:ident in [$($n:literal),*] $body:block) => {
-        $( { #[allow(non_upper_case_globals)] const $c: usize = $n; $body } )*
-    };
-}
 
 #[repr(C, align(16))]
 #[derive(Clone, Copy)]
@@ -42,8 +32,6 @@ struct F4([f32; 4]);
 #[repr(C, align(8))]
 #[derive(Clone, Copy)]
 struct F2([f32; 2]);
-
-use crate::device::{ldg_f32x4, ldg_u32};
 
 /// How a kernel reads packed (a, d) trace entries.
 trait Fetch: Copy {
@@ -99,64 +87,9 @@ impl Fetch for Tex {
     fn row(&self, tr: u32) -> u32 { tr }
     #[inline(always)]
     fn load(&self, row: u32, e: i32) -> (f32, f32) {
-        let (a, d, _c, _w): (f32, f32, f32, f32);
-        unsafe {
-            asm!("tex.2d.v4.f32.s32 {{{a}, {d}, {c}, {w}}}, [{t}, {{{x}, {y}}}];", a = out(reg32) a, d = out(reg32) d,
-                 c = out(reg32) _c, w = out(reg32) _w, t = in(reg64) self.handle, x = in(reg32) e, y = in(reg32) row,
-                 options(readonly, nostack, pure));
-        }
-        (a, d)
+        // SAFETY: the handle is the batch's trace texture (float2, one row per trace), made by the host.
+        unsafe { tex2d_texel_f2(self.handle, e, row) }
     }
-}
-
-/// Shared-memory address (32-bit window offset) of a generic pointer into shared memory.
-#[inline(always)]
-fn shared_addr<T>(p: *const T) -> u32 {
-    let r: u32;
-    unsafe {
-        asm!("{{ .reg .u64 t; cvta.to.shared.u64 t, {p}; cvt.u32.u64 {r}, t; }}", r = out(reg32) r, p = in(reg64) p,
-             options(pure, nomem, nostack))
-    };
-    r
-}
-
-#[inline(always)]
-unsafe fn lds_f32x2(addr: u32) -> (f32, f32) {
-    let (a, d): (f32, f32);
-    unsafe {
-        asm!("ld.shared.v2.f32 {{{a}, {d}}}, [{p}];", a = out(reg32) a, d = out(reg32) d, p = in(reg32) addr,
-             options(readonly, nostack, pure))
-    };
-    (a, d)
-}
-
-#[inline(always)]
-unsafe fn sts_f32x2(addr: u32, v: (f32, f32)) {
-    unsafe { asm!("st.shared.v2.f32 [{p}], {{{a}, {d}}};", p = in(reg32) addr, a = in(reg32) v.0, d = in(reg32) v.1, options(nostack)) };
-}
-
-#[inline(always)]
-unsafe fn lds_u32(addr: u32) -> u32 {
-    let r: u32;
-    unsafe { asm!("ld.shared.u32 {r}, [{p}];", r = out(reg32) r, p = in(reg32) addr, options(readonly, nostack)) };
-    r
-}
-
-#[inline(always)]
-unsafe fn sts_u32(addr: u32, v: u32) {
-    unsafe { asm!("st.shared.u32 [{p}], {v};", p = in(reg32) addr, v = in(reg32) v, options(nostack)) };
-}
-
-/// Global 8-byte load that stays where it is written (not `pure`): the staging load must be issued
-/// before the unit's work, not sunk next to its store.
-#[inline(always)]
-unsafe fn ldg_stage(p: *const f32) -> (f32, f32) {
-    let (a, b): (f32, f32);
-    unsafe {
-        asm!("ld.global.nc.v2.f32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, p = in(reg64) p,
-             options(readonly, nostack))
-    };
-    (a, b)
 }
 
 /// The current trace in a block's shared-memory buffer; the next one is copied into the other
@@ -187,8 +120,8 @@ impl Smem {
         let mut e = u * nthr + tid;
         while e < self.len {
             let e2 = e + nthr;
-            let a = unsafe { ldg_stage(self.src(e)) };
-            let b = if e2 < self.len { unsafe { ldg_stage(self.src(e2)) } } else { (0.0, 0.0) };
+            let a = unsafe { ldg_f32x2_ordered(self.src(e)) };
+            let b = if e2 < self.len { unsafe { ldg_f32x2_ordered(self.src(e2)) } } else { (0.0, 0.0) };
             unsafe { sts_f32x2(self.dst + 8 * e, a) };
             if e2 < self.len {
                 unsafe { sts_f32x2(self.dst + 8 * e2, b) };
@@ -207,7 +140,7 @@ impl Fetch for Smem {
     /// the bias is not re-split into every layer's address.
     type Row = u32;
     #[inline(always)]
-    fn row(&self, _tr: u32) -> u32 { fresh(self.cur.wrapping_add((PAD as u32).wrapping_sub(SPLIT_BIAS).wrapping_mul(8))) }
+    fn row(&self, _tr: u32) -> u32 { opaque_u32(self.cur.wrapping_add((PAD as u32).wrapping_sub(SPLIT_BIAS).wrapping_mul(8))) }
     #[inline(always)]
     fn load(&self, row: u32, e: i32) -> (f32, f32) {
         let bits = (e as u32).wrapping_add(SPLIT_BIAS).wrapping_sub(PAD as u32);
@@ -216,7 +149,7 @@ impl Fetch for Smem {
     /// Same values as [`split`] (the same `add.rm` and subtractions), one address instruction.
     #[inline(always)]
     fn sample(&self, row: u32, s: f32) -> (f32, f32, f32) {
-        let m = super::add_rm(s, 12_582_912.0);
+        let m = add_rm(s, 12_582_912.0);
         let fl = m - 12_582_912.0;
         let (a, d) = unsafe { lds_f32x2(row.wrapping_add(m.to_bits().wrapping_mul(8))) };
         (s - fl, a, d)
@@ -225,7 +158,7 @@ impl Fetch for Smem {
     fn stage_load(&self, u: u32) -> (f32, f32) {
         let (tid, nthr) = tid_fresh();
         let e = u * nthr + tid;
-        if self.next != NO_TRACE && e < self.len { unsafe { ldg_stage(self.src(e)) } } else { (0.0, 0.0) }
+        if self.next != NO_TRACE && e < self.len { unsafe { ldg_f32x2_ordered(self.src(e)) } } else { (0.0, 0.0) }
     }
     #[inline(always)]
     fn stage_store(&self, u: u32, v: (f32, f32)) {
@@ -235,24 +168,6 @@ impl Fetch for Smem {
             unsafe { sts_f32x2(self.dst + 8 * e, v) };
         }
     }
-}
-
-/// The lane index, read afresh each time (not `pure`): values derived from it inside the trace
-/// loop are then recomputed per trace instead of being hoisted into ~100 extra registers.
-#[inline(always)]
-fn lane_fresh() -> u32 {
-    let r: u32;
-    unsafe { asm!("mov.u32 {r}, %laneid;", r = out(reg32) r, options(nomem, nostack)) };
-    r
-}
-
-/// `v`, opaque to the optimiser (not `pure`): per-layer offsets such as z0 + 32 l are then
-/// formed inside the trace loop rather than hoisted into one register each.
-#[inline(always)]
-fn fresh(v: u32) -> u32 {
-    let r: u32;
-    unsafe { asm!("mov.u32 {r}, {v};", r = out(reg32) r, v = in(reg32) v, options(nomem, nostack)) };
-    r
 }
 
 #[inline(always)]
@@ -392,37 +307,6 @@ const SLOT_BYTES: u32 = 256;
 const WALK_BYTES: u32 = 64 + 256;
 const NO_TRACE: u32 = u32::MAX;
 
-/// `threadIdx.y * 32 + lane` and the block's thread count, read afresh (not hoisted into registers
-/// that would stay live across the trace loop).
-#[inline(always)]
-fn tid_fresh() -> (u32, u32) {
-    let (t, n): (u32, u32);
-    unsafe {
-        asm!("{{ .reg .u32 a, b; mov.u32 a, %tid.y; mov.u32 b, %laneid; mad.lo.u32 {t}, a, 32, b; }}", t = out(reg32) t,
-             options(nomem, nostack));
-        asm!("{{ .reg .u32 a; mov.u32 a, %ntid.y; shl.b32 {n}, a, 5; }}", n = out(reg32) n, options(nomem, nostack));
-    }
-    (t, n)
-}
-
-#[inline(always)]
-unsafe fn lds_u32x4(addr: u32) -> [u32; 4] {
-    let (a, b, c, d): (u32, u32, u32, u32);
-    unsafe {
-        asm!("ld.shared.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];", a = out(reg32) a, b = out(reg32) b, c = out(reg32) c,
-             d = out(reg32) d, p = in(reg32) addr, options(readonly, nostack))
-    };
-    [a, b, c, d]
-}
-
-#[inline(always)]
-unsafe fn sts_u32x4(addr: u32, v: [u32; 4]) {
-    unsafe {
-        asm!("st.shared.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};", p = in(reg32) addr, a = in(reg32) v[0], b = in(reg32) v[1],
-             c = in(reg32) v[2], d = in(reg32) v[3], options(nostack))
-    };
-}
-
 /// Shared-memory layout after the per-warp tables (`tables` bytes): mask slots, per-warp walk
 /// areas, then the two trace buffers (the host's `smem_stage_bytes` adds the same).
 #[derive(Clone, Copy)]
@@ -436,7 +320,7 @@ struct Layout {
 impl Layout {
     #[inline(always)]
     fn new(p: &KParams, tables: u32) -> Layout {
-        let slots = shared_addr(dynamic_shared::<u8>()) + tables;
+        let slots = shared_addr_u32(dynamic_shared::<u8>()) + tables;
         let walk = slots + SLOT_BYTES;
         let buf0 = walk + block_dim_y() * WALK_BYTES;
         Layout { slots, walk, buf0, buf_bytes: (p.packed_len * 8).div_ceil(16) * 16 }
@@ -607,7 +491,7 @@ unsafe fn store(image: *mut f32, col: &Column, acc: &[f32; 48], first: u32) {
         return;
     }
     let lane = thread_idx_x() as usize;
-    unroll!(L in [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47] {
+    unroll!(48, |const L| {
         if (L as u32) < col.n_layers {
             let q = unsafe { image.add(col.out + 32 * L + lane) };
             unsafe { *q = if first != 0 { acc[L] } else { *q + acc[L] } };
@@ -620,583 +504,11 @@ unsafe fn coef(arr: *const f32, col: u32, stride: u32, i: u32) -> f32 {
     unsafe { crate::device::ldg_f32(arr.add(col as usize * stride as usize + i as usize)) }
 }
 
-// ---- exact ---------------------------------------------------------------------------------------
+mod modes;
+mod staged;
 
-/// One trace's contributions to a column chunk (exact traveltimes).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn exact_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F, iv2: *const f32, eta: *const f32, tr: u32,
-    c: &Ctx, acc: &mut [f32; 48]) {
-    unsafe {
-            let row = fetch.row(tr);
-            let lane = lane_fresh();
-            let z0 = fresh(col.z0);
-            // In units of 8 layers (the shared-memory kernels copy a share of the next trace per unit).
-            unroll!(U in [0,1,2,3,4,5] {
-                if ((8 * U) as u32) < col.n_layers {
-                    let stg = fetch.stage_load(U as u32);
-                    unroll!(LH in [0,1,2,3,4,5,6,7] {
-                        let l = 8 * U + LH;
-                        if (l as u32) < col.n_layers {
-                            let z = z0 + 32 * l as u32 + lane;
-                            let v2 = coef(iv2, col.col, p.coef_stride, z);
-                            let e = if M::NEEDS_ETA { coef(eta, col.col, p.coef_stride, z) } else { 0.0 };
-                            let s = checked(exact_pos::<M>(z, c, v2, e), z, c);
-                            acc[l] += contrib(fetch, row, s);
-                        }
-                    });
-                    fetch.stage_store(U as u32, stg);
-                }
-            });    }
-}
-
-#[inline(always)]
-unsafe fn exact<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32, bin_start: *const u32,
-    iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
-    let Some(col) = column(p, p.lockstep != 0) else { return };
-    let mut acc = [0.0f32; 48];
-    unsafe {
-        let mut it = Traces::new(p, &col);
-        while let Some((tr, c)) = it.next(p, &col, bin_start, headers) {
-            exact_trace::<M, F>(p, &col, &fetch, iv2, eta, tr, &c, &mut acc);
-        }
-        store(image, &col, &acc, first);
-    }
-}
-
-// ---- static 8-point ----------------------------------------------------------------------------
-
-/// Unit `U` of a trace when every step is FAST and all 8 layers are inside the chunk (`tb`: the
-/// unit's (position, slope) table, laid out as in [`static8_trace`]): no tests, no branches, so the
-/// 8 trace loads are issued together (memory-level parallelism).
-#[inline(always)]
-unsafe fn unit_batched<const U: usize, F: Fetch>(fetch: &F, row: F::Row, tb: *const F4, wj: f32, g: usize, acc: &mut [f32; 48]) {
-    unsafe {
-        let q = [*tb.add(g), *tb.add(4 + g), *tb.add(8 + g), *tb.add(12 + g)];
-        let mut v = [(0.0f32, 0.0f32, 0.0f32); 8];
-        unroll!(LH in [0,1,2,3,4,5,6,7] {
-            let e = q[LH >> 1].0;
-            let (base, slope) = if LH % 2 == 0 { (e[0], e[1]) } else { (e[2], e[3]) };
-            let (f, a, d) = fetch.sample(row, interp(wj, slope, base));
-            v[LH] = (f, d, a);
-        });
-        unroll!(LH in [0,1,2,3,4,5,6,7] {
-            acc[U * 8 + LH] += mul_add(v[LH].0, v[LH].1, v[LH].2);
-        });
-    }
-}
-
-/// Unit `U` of a trace layer by layer (the chunk's layers below `n_layers`): layers whose 4 steps
-/// are all DEAD (`dm`) are skipped, all-FAST ones (`fm`) use the interpolated position untested,
-/// the others test per lane ([`step_sample`]). `z0`, `lane`: the chunk's first sample and the lane.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn unit_layers<const U: usize, F: Fetch>(fetch: &F, row: F::Row, tb: *const F4, n_layers: u32, fm: u32, dm: u32, z0: u32,
-    lane: u32, wj: f32, g: usize, c: &Ctx, acc: &mut [f32; 48]) {
-    let mut pair = F4([0.0; 4]);
-    unroll!(LH in [0,1,2,3,4,5,6,7] {
-        let l = U * 8 + LH;
-        if (l as u32) < n_layers {
-            if LH % 2 == 0 {
-                pair = unsafe { *tb.add((LH >> 1) * 4 + g) };
-            }
-            let f4 = (fm >> (4 * LH)) & 0xF;
-            let d4 = (dm >> (4 * LH)) & 0xF;
-            if d4 != 0xF {
-                let (base, slope) = if LH % 2 == 0 { (pair.0[0], pair.0[1]) } else { (pair.0[2], pair.0[3]) };
-                let mut s = interp(wj, slope, base);
-                if f4 != 0xF {
-                    let z = z0 + 32 * l as u32 + lane;
-                    let cls = if (f4 >> g) & 1 != 0 { FAST } else if (d4 >> g) & 1 != 0 { DEAD_STEP } else { MIXED };
-                    s = step_sample(cls, s, z, c);
-                }
-                acc[l] += contrib(fetch, row, s);
-            }
-        }
-    });
-}
-
-/// One trace's contributions to a column chunk (static8 traveltimes).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn static8_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F, tbl: *mut F4, n_units: u32, last_full: bool,
-    kmax: u32, xiv2: f32, xeta: f32, iv2_8: *const f32, eta_8: *const f32, tr: u32, c: &Ctx, acc: &mut [f32; 48]) {
-    unsafe {
-            let row = fetch.row(tr);
-            let lane = lane_fresh();
-            let z0 = fresh(col.z0);
-            let wj = (lane & 7) as f32;
-            let g = (lane >> 3) as usize;
-            // Exact positions of the grid points (independent: good instruction-level parallelism).
-            // (Coefficients re-read per trace from L1: held across the loop they cost 6-12 registers.)
-            let mut pts = [0.0f32; 6];
-            unroll!(U in [0,1,2,3,4,5] {
-                if (U as u32) < n_units {
-                    let k = z0 / STEP + 32 * U as u32 + lane;
-                    let k = if k < kmax { k } else { kmax };
-                    let v2 = coef(iv2_8, col.col, p.coef8_stride, k);
-                    let e = if M::NEEDS_ETA { coef(eta_8, col.col, p.coef8_stride, k) } else { 0.0 };
-                    pts[U] = exact_pos::<M>(z0 + UNIT * U as u32 + STEP * lane, c, v2, e);
-                }
-            });
-            let extra = if last_full { exact_pos::<M>(z0 + UNIT * n_units, c, xiv2, xeta) } else { 0.0 };
-            unroll!(U in [0,1,2,3,4,5] {
-                if (U as u32) < n_units {
-                    let stg = fetch.stage_load(U as u32);
-                    // This unit's 32 steps: classify, then (position, slope) into the table.
-                    let pa = pts[U];
-                    let nb = shfl_down_f32(pa, 1);
-                    let n31 = if U + 1 < 6 && ((U + 1) as u32) < n_units {
-                        shfl_idx_f32(pts[if U + 1 < 6 { U + 1 } else { 5 }], 0)
-                    } else {
-                        extra
-                    };
-                    let pb = if lane == 31 { n31 } else { nb };
-                    let za = z0 + UNIT * U as u32 + STEP * lane;
-                    let cls = classify(pa, za, pb, za + STEP, c);
-                    let fm = vote_ballot(cls == FAST);
-                    let dm = vote_ballot(cls == DEAD_STEP);
-                    let lh = (lane >> 2) as usize;
-                    let mut continue_unit = true;
-                    sync_warp(); // the previous unit's table reads are done
-                    let slot = tbl.add((lh >> 1) * 4 + (lane & 3) as usize) as *mut F2;
-                    *slot.add(lh & 1) = F2([pa, step_slope(pa, pb, STEP)]);
-                    sync_warp();
-                    let full = (U as u32 + 1) * 8 <= col.n_layers;
-                    if p.batched_units != 0 && full && fm == u32::MAX {
-                        unit_batched::<U, F>(fetch, row, tbl, wj, g, acc);
-                        continue_unit = false;
-                    }
-                    if continue_unit {
-                        unit_layers::<U, F>(fetch, row, tbl, col.n_layers, fm, dm, z0, lane, wj, g, c, acc);
-                    }
-                    fetch.stage_store(U as u32, stg);
-                }
-            });    }
-}
-
-#[inline(always)]
-unsafe fn static8<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32, bin_start: *const u32,
-    iv2_8: *const f32, eta_8: *const f32, image: *mut f32, first: u32) {
-    let Some(col) = column(p, p.lockstep != 0) else { return };
-    let lane = thread_idx_x();
-    // One unit's 32 steps of (position, slope), 16 float4 laid out so that the float4 at
-    // (lh/2)*4 + g holds step g of layer lh (even) and of layer lh + 1.
-    let tbl = unsafe { dynamic_shared::<F4>().add(thread_idx_y() as usize * 16) };
-    let n_units = col.n_layers.div_ceil(8);
-    let last_full = col.n_layers % 8 == 0;
-    let kmax = p.nz_pad / STEP;
-    let kx = col.z0 / STEP + 32 * n_units;
-    let kx = if kx < kmax { kx } else { kmax };
-    let xiv2 = unsafe { coef(iv2_8, col.col, p.coef8_stride, kx) };
-    let xeta = if M::NEEDS_ETA { unsafe { coef(eta_8, col.col, p.coef8_stride, kx) } } else { 0.0 };
-    let mut acc = [0.0f32; 48];
-    unsafe {
-        let mut it = Traces::new(p, &col);
-        while let Some((tr, c)) = it.next(p, &col, bin_start, headers) {
-            static8_trace::<M, F>(p, &col, &fetch, tbl, n_units, last_full, kmax, xiv2, xeta, iv2_8, eta_8, tr, &c, &mut acc);
-        }
-        store(image, &col, &acc, first);
-    }
-}
-
-// ---- dynamic -------------------------------------------------------------------------------------
-
-/// One trace's contributions to a column chunk (dynamic traveltimes).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn dynamic_trace<M: Model, F: Fetch>(p: &KParams, col: &Column, fetch: &F, tbl: *mut F4, iv2: *const f32, eta: *const f32,
-    tr: u32, c: &Ctx, acc: &mut [f32; 48]) {
-    let zmax = p.nz_pad;
-    let eval = |z: u32, c: &Ctx| {
-        let zc = if z < zmax { z } else { zmax };
-        let v2 = unsafe { coef(iv2, col.col, p.coef_stride, zc) };
-        let e = if M::NEEDS_ETA { unsafe { coef(eta, col.col, p.coef_stride, zc) } } else { 0.0 };
-        exact_pos::<M>(z, c, v2, e)
-    };
-    unsafe {
-            let row = fetch.row(tr);
-            let lane = lane_fresh();
-            let z0 = fresh(col.z0);
-            let jf = lane as f32;
-            let g = (lane >> 3) as usize;
-            let mut carry = eval(z0, c);
-            let mut fm = [0u32; 2];
-            let mut dm = [0u32; 2];
-            sync_warp();
-            unroll!(R in [0,1] {
-                if ((32 * R) as u32) < col.n_layers {
-                    let seg = 32 * R as u32 + lane;
-                    let valid = seg < col.n_layers;
-                    let zs = z0 + 32 * seg;
-                    let s32 = eval(zs + 32, c);
-                    let up = shfl_up(s32);
-                    let s0 = if lane == 0 { carry } else { up };
-                    carry = shfl_idx_f32(s32, 31);
-                    let mut fast_all = valid;
-                    let mut dead_all = true;
-                    if valid {
-                        let t = tbl.add(4 * seg as usize);
-                        dynamic_segment(zs, s0, s32, p.tol, p.max_step, c, |o| eval(zs + o, c), |o, len, base, slope, cls| {
-                            let mut q = o / 8;
-                            while q < (o + len) / 8 {
-                                *t.add(q as usize) = F4([base, slope, o as f32, cls as f32]);
-                                q += 1;
-                            }
-                            fast_all &= cls == FAST;
-                            dead_all &= cls == DEAD_STEP;
-                        });
-                    }
-                    fm[R] = vote_ballot(fast_all);
-                    dm[R] = vote_ballot(dead_all);
-                }
-            });
-            sync_warp();
-            unroll!(U in [0,1,2,3,4,5] {
-                if ((8 * U) as u32) < col.n_layers {
-                    let stg = fetch.stage_load(U as u32);
-                    unroll!(LH in [0,1,2,3,4,5,6,7] {
-                        let l = 8 * U + LH;
-                        if (l as u32) < col.n_layers && (dm[l / 32] >> (l % 32)) & 1 == 0 {
-                            let e = *tbl.add(4 * l + g);
-                            let mut s = interp(jf - e.0[2], e.0[1], e.0[0]);
-                            if (fm[l / 32] >> (l % 32)) & 1 == 0 {
-                                s = step_sample(e.0[3] as u32, s, z0 + 32 * l as u32 + lane, c);
-                            }
-                            acc[l] += contrib(fetch, row, s);
-                        }
-                    });
-                    fetch.stage_store(U as u32, stg);
-                }
-            });    }
-}
-
-#[inline(always)]
-unsafe fn dynamic<M: Model, F: Fetch>(p: &KParams, fetch: F, headers: *const f32, bin_start: *const u32,
-    iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
-    let Some(col) = column(p, p.lockstep != 0) else { return };
-    // 48 segments x 4 quarters of (base, slope, step offset, class).
-    let tbl = unsafe { dynamic_shared::<F4>().add(thread_idx_y() as usize * (CHUNK_LAYERS as usize * 4)) };
-    let mut acc = [0.0f32; 48];
-    unsafe {
-        let mut it = Traces::new(p, &col);
-        while let Some((tr, c)) = it.next(p, &col, bin_start, headers) {
-            dynamic_trace::<M, F>(p, &col, &fetch, tbl, iv2, eta, tr, &c, &mut acc);
-        }
-        store(image, &col, &acc, first);
-    }
-}
-
-// ---- shared-memory trace staging ------------------------------------------------------------------
-
-/// Per-warp table bytes at the front of the dynamic shared memory (the host adds the same).
-const STATIC8_TABLE: u32 = 16 * 16;
-const DYNAMIC_TABLE: u32 = CHUNK_LAYERS * 4 * 16;
-
-#[inline(always)]
-unsafe fn exact_smem<M: Model>(p: &KParams, traces: *const f32, headers: *const f32, bin_start: *const u32,
-    iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
-    let Some(col) = column(p, true) else { return };
-    let mut acc = [0.0f32; 48];
-    let n_units = col.n_layers.div_ceil(8);
-    unsafe {
-        let mut it = SmemWalk::new(p, &col, 0, traces, bin_start, headers);
-        while let Some((mine, c, f)) = it.next(p, &col, traces, bin_start, headers) {
-            if mine {
-                exact_trace::<M, Smem>(p, &col, &f, iv2, eta, 0, &c, &mut acc);
-                f.stage_rest(n_units);
-            } else {
-                f.stage_rest(0);
-            }
-        }
-        store(image, &col, &acc, first);
-    }
-}
-
-#[inline(always)]
-unsafe fn static8_smem<M: Model>(p: &KParams, traces: *const f32, headers: *const f32, bin_start: *const u32,
-    iv2_8: *const f32, eta_8: *const f32, image: *mut f32, first: u32) {
-    let Some(col) = column(p, true) else { return };
-    let tbl = unsafe { dynamic_shared::<F4>().add(thread_idx_y() as usize * 16) };
-    let n_units = col.n_layers.div_ceil(8);
-    let last_full = col.n_layers % 8 == 0;
-    let kmax = p.nz_pad / STEP;
-    let kx = col.z0 / STEP + 32 * n_units;
-    let kx = if kx < kmax { kx } else { kmax };
-    let xiv2 = unsafe { coef(iv2_8, col.col, p.coef8_stride, kx) };
-    let xeta = if M::NEEDS_ETA { unsafe { coef(eta_8, col.col, p.coef8_stride, kx) } } else { 0.0 };
-    let mut acc = [0.0f32; 48];
-    unsafe {
-        let mut it = SmemWalk::new(p, &col, block_dim_y() * STATIC8_TABLE, traces, bin_start, headers);
-        while let Some((mine, c, f)) = it.next(p, &col, traces, bin_start, headers) {
-            if mine {
-                static8_trace::<M, Smem>(p, &col, &f, tbl, n_units, last_full, kmax, xiv2, xeta, iv2_8, eta_8, 0, &c, &mut acc);
-                f.stage_rest(n_units);
-            } else {
-                f.stage_rest(0);
-            }
-        }
-        store(image, &col, &acc, first);
-    }
-}
-
-#[inline(always)]
-unsafe fn dynamic_smem<M: Model>(p: &KParams, traces: *const f32, headers: *const f32, bin_start: *const u32,
-    iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
-    let Some(col) = column(p, true) else { return };
-    let tbl = unsafe { dynamic_shared::<F4>().add(thread_idx_y() as usize * (CHUNK_LAYERS as usize * 4)) };
-    let n_units = col.n_layers.div_ceil(8);
-    let mut acc = [0.0f32; 48];
-    unsafe {
-        let mut it = SmemWalk::new(p, &col, block_dim_y() * DYNAMIC_TABLE, traces, bin_start, headers);
-        while let Some((mine, c, f)) = it.next(p, &col, traces, bin_start, headers) {
-            if mine {
-                dynamic_trace::<M, Smem>(p, &col, &f, tbl, iv2, eta, 0, &c, &mut acc);
-                f.stage_rest(n_units);
-            } else {
-                f.stage_rest(0);
-            }
-        }
-        store(image, &col, &acc, first);
-    }
-}
-
-// ---- lean per-unit work (static8 / exact, shared-memory staging) ----------------------------------
-
-const LEAN_NTHR: u32 = 32 * LEAN_WARPS;
-
-/// This thread's share of the next trace's copy with the address arithmetic done once per trace
-/// (the `Smem` hooks recompute tid, bounds and the 64-bit source address per unit, ~21 SASS per
-/// unit): entry tid + u LEAN_NTHR is copied during unit u when u LEAN_NTHR < `left`. Replaces the
-/// fetch's `next` and `dst` (dead once the plan is made: the rest of the copy after the trace goes
-/// through [`Stage::rest`] too).
-#[derive(Clone, Copy)]
-struct Stage {
-    /// This thread's first entry of the next trace (global), and its place in the other buffer.
-    src: *const f32,
-    dst: u32,
-    /// Entries of the next trace from this thread's first one on (0: nothing to copy).
-    left: u32,
-}
-
-impl Smem {
-    #[inline(always)]
-    fn stage_plan(&self) -> Stage {
-        let (tid, _) = tid_fresh();
-        let left = if self.next != NO_TRACE && tid < self.len { self.len - tid } else { 0 };
-        let src = if left != 0 { self.src(tid) } else { self.traces };
-        Stage { src, dst: self.dst + 8 * tid, left }
-    }
-}
-
-impl Stage {
-    #[inline(always)]
-    fn load(&self, u: u32) -> (f32, f32) {
-        let off = u * LEAN_NTHR;
-        if off < self.left { unsafe { ldg_stage(self.src.wrapping_add(2 * off as usize)) } } else { (0.0, 0.0) }
-    }
-    #[inline(always)]
-    fn store(&self, u: u32, v: (f32, f32)) {
-        let off = u * LEAN_NTHR;
-        if off < self.left {
-            unsafe { sts_f32x2(self.dst + 8 * off, v) };
-        }
-    }
-    /// Copies the entries from unit `u` on (as [`Smem::stage_rest`]), two loads in flight.
-    #[inline(always)]
-    fn rest(&self, u: u32) {
-        let mut off = u * LEAN_NTHR;
-        while off < self.left {
-            let o2 = off + LEAN_NTHR;
-            let a = unsafe { ldg_stage(self.src.wrapping_add(2 * off as usize)) };
-            let b = if o2 < self.left { unsafe { ldg_stage(self.src.wrapping_add(2 * o2 as usize)) } } else { (0.0, 0.0) };
-            unsafe { sts_f32x2(self.dst + 8 * off, a) };
-            if o2 < self.left {
-                unsafe { sts_f32x2(self.dst + 8 * o2, b) };
-            }
-            off = o2 + LEAN_NTHR;
-        }
-    }
-}
-
-/// Exact position from an image time `tau` already formed ([`exact_pos`] is this with
-/// tau = [`tau_at`]): the same operations, so the same value; the stretch-mute limit then reuses tau.
-#[inline(always)]
-fn exact_pos_tau<M: Model>(tau: f32, c: &Ctx, inv_v2: f32, eta: f32) -> f32 {
-    sample_pos(M::two_way(traveltime::half_tau_sq(tau), c.ds2, c.dr2, inv_v2, eta), c.t_first, c.inv_dt)
-}
-
-/// Whether grid point (position `s`, image sample `z`, image time `tau`) may start or end a FAST
-/// step: [`live_point`] and z <= nz. A step is FAST exactly when both its ends pass (see
-/// [`classify`]: FAST = zb <= nz and both ends live, and then none of the DEAD conditions holds),
-/// so one test per grid point and a ballot give a unit's FAST mask without classifying its steps.
-#[inline(always)]
-fn fast_end(s: f32, z: u32, tau: f32, c: &Ctx) -> bool {
-    let ml = (c.mute * tau - c.t_first) * c.inv_dt; // = mute_limit(z, c)
-    (s >= 0.0) & (s <= c.smax) & (s <= ml) & (z <= c.nz) // (no short circuit: no branches)
-}
-
-/// One trace's contributions to a column chunk (static8, lean per-unit work; same samples and
-/// arithmetic as [`static8_trace`], so the same image bit for bit):
-/// - the FAST mask of a unit is `B & (B >> 1 | next << 31)` from one ballot of [`fast_end`] per
-///   grid point (each point's mute limit computed once, from the tau of its exact evaluation);
-///   units with a non-FAST step inside the chunk take their DEAD mask from [`dead_step`] (no
-///   branches) and their layers from [`unit_layers_tested`];
-/// - the grid points of unit U + 1 are evaluated during unit U (two units' points live instead of
-///   six: registers for the accumulators); lane 0 of "unit n_units" is the 33rd point of a full
-///   last unit (the value `extra` is in `static8_trace`), evaluated only when the last unit is full;
-/// - one shuffle per unit gives each lane its step's end (lane 0 offers the next unit's point to
-///   lane 31); the table is double-buffered by unit parity, so one warp barrier per unit (after
-///   the store) suffices; all-FAST full units always take the batched path (the lean kernels imply
-///   `batched_units`);
-/// - staging and table addresses computed once per trace.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn static8_lean_trace<M: Model>(p: &KParams, col: &Column, fetch: &Smem, tbl: *mut F4, n_units: u32, last_full: bool,
-    kmax: u32, iv2_8: *const f32, eta_8: *const f32, stage: &Stage, c: &Ctx, acc: &mut [f32; 48]) {
-    // Grid point of lane `lane_fresh()` in unit `u` (z = z0 + 256 u + 8 lane): position, and whether
-    // it may end a FAST step.
-    let point = |u: u32| -> (f32, bool) {
-        let lane = lane_fresh();
-        let z = fresh(col.z0) + UNIT * u + STEP * lane;
-        let k = col.z0 / STEP + 32 * u + lane;
-        let k = if k < kmax { k } else { kmax };
-        let v2 = unsafe { coef(iv2_8, col.col, p.coef8_stride, k) };
-        let e = if M::NEEDS_ETA { unsafe { coef(eta_8, col.col, p.coef8_stride, k) } } else { 0.0 };
-        let tau = tau_at(z, c.tau0, c.dtau);
-        let s = exact_pos_tau::<M>(tau, c, v2, e);
-        (s, fast_end(s, z, tau, c))
-    };
-    unsafe {
-            let row = fetch.row(0);
-            let lane = lane_fresh();
-            let z0 = fresh(col.z0);
-            let wj = (lane & 7) as f32;
-            let g = (lane >> 3) as usize;
-            // Table slot of this lane's step (layer lane / 4, group lane % 4; see `static8_trace`).
-            let lh = lane >> 2;
-            let slot = shared_addr(tbl) + 16 * ((lh >> 1) * 4 + (lane & 3)) + 8 * (lh & 1);
-            let (mut pa, e0) = point(0);
-            let mut b_cur = vote_ballot(e0);
-            unroll!(U in [0,1,2,3,4,5] {
-                if (U as u32) < n_units {
-                    let stg = stage.load(U as u32);
-                    // (Unit n_units's points are only used for lane 0, the 33rd point of a full
-                    // last unit; evaluated unconditionally below unit 5, where it costs at most one
-                    // unused evaluation in a short chunk.)
-                    let (nxt, e_next) = if U + 1 < 6 || last_full { point(U as u32 + 1) } else { (0.0, false) };
-                    // Lane 0 offers the next unit's first point (lane 31's step end), the others their
-                    // own (`shfl.idx` takes the source lane mod 32).
-                    let offer = if lane == 0 { nxt } else { pa };
-                    let pb = shfl_idx_f32(offer, lane + 1);
-                    let b_next = vote_ballot(e_next);
-                    let fm = b_cur & ((b_cur >> 1) | (b_next << 31));
-                    #[allow(unused_assignments)]
-                    {
-                        b_cur = b_next;
-                    }
-                    let this = pa;
-                    #[allow(unused_assignments)]
-                    {
-                        pa = nxt;
-                    }
-                    let pa = this;
-                    // Table of this unit's parity: the last reads of it were unit U - 2's, before
-                    // unit U - 1's barrier.
-                    let tb = tbl.add(16 * (U & 1));
-                    sts_f32x2(slot + 256 * (U & 1) as u32, (pa, step_slope(pa, pb, STEP)));
-                    sync_warp();
-                    let full = (U as u32 + 1) * 8 <= col.n_layers;
-                    if full && fm == u32::MAX {
-                        unit_batched::<U, Smem>(fetch, row, tb, wj, g, acc);
-                    } else {
-                        // DEAD mask only where a step inside the chunk is not FAST.
-                        let valid = if full { u32::MAX } else { !(u32::MAX << (4 * (col.n_layers - 8 * U as u32))) };
-                        let dm = if fm | !valid != u32::MAX {
-                            let za = fresh(z0) + STEP * lane_fresh() + UNIT * U as u32;
-                            vote_ballot(dead_step(pa, za, pb, za + STEP, c))
-                        } else {
-                            0
-                        };
-                        unit_layers_tested::<U>(fetch, row, tb, valid, fm, dm, z0, lane, wj, g, c, acc);
-                    }
-                    stage.store(U as u32, stg);
-                }
-            });    }
-}
-
-/// [`unit_layers`] for the lean2 kernels (`pstm_static8_*_smem_lean2`): the same positions with
-/// fewer instructions and branches in units that are not all FAST (a third of the units of
-/// `pstm-table2`: the unit where the stretch mute ends and the last one, whose steps cross the
-/// record end). `valid`: the steps inside the chunk (whole layers). Per layer one uniform test
-/// (some step live inside the chunk), one more where some step is not FAST, and then the per-lane
-/// class as selects, not branches: FAST lanes keep the interpolated position, DEAD lanes read
-/// [`DEAD`], MIXED lanes the [`checked`] position (the same conditions, without short circuits),
-/// i.e. [`step_sample`]. The table pair is loaded for every pair of layers (one LDS, no branch).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn unit_layers_tested<const U: usize>(fetch: &Smem, row: u32, tb: *const F4, valid: u32, fm: u32, dm: u32, z0: u32,
-    lane: u32, wj: f32, g: usize, c: &Ctx, acc: &mut [f32; 48]) {
-    let live = !dm & valid; // (layers beyond the chunk have no valid step: skipped)
-    let tested = !fm & live;
-    // This lane's class bits in bit 4 LH (its step of layer LH is step g of the layer).
-    let dead_g = (dm & !fm) >> g;
-    let mixed_g = (!fm & !dm) >> g;
-    let mut pair = F4([0.0; 4]);
-    unroll!(LH in [0,1,2,3,4,5,6,7] {
-        let l = U * 8 + LH;
-        if LH % 2 == 0 {
-            pair = unsafe { *tb.add((LH >> 1) * 4 + g) };
-        }
-        if (live >> (4 * LH)) & 0xF != 0 {
-            let (base, slope) = if LH % 2 == 0 { (pair.0[0], pair.0[1]) } else { (pair.0[2], pair.0[3]) };
-            let mut s = interp(wj, slope, base);
-            if (tested >> (4 * LH)) & 0xF != 0 {
-                let z = z0 + 32 * l as u32 + lane;
-                let ok = (z < c.nz) & (s >= 0.0) & (s <= c.smax) & (s <= mute_limit(z, c)); // = live(s, z, c)
-                let dead = (dead_g >> (4 * LH)) & 1 != 0;
-                let mixed = (mixed_g >> (4 * LH)) & 1 != 0;
-                s = if dead | (mixed & !ok) { DEAD } else { s };
-            }
-            acc[l] += contrib(fetch, row, s);
-        }
-    });
-}
-
-#[inline(always)]
-unsafe fn static8_smem_lean<M: Model>(p: &KParams, traces: *const f32, headers: *const f32, bin_start: *const u32,
-    iv2_8: *const f32, eta_8: *const f32, image: *mut f32, first: u32) {
-    let Some(col) = column(p, true) else { return };
-    // Two tables per warp (unit parity).
-    let tbl = unsafe { dynamic_shared::<F4>().add(thread_idx_y() as usize * 32) };
-    let n_units = col.n_layers.div_ceil(8);
-    let last_full = col.n_layers % 8 == 0;
-    let kmax = p.nz_pad / STEP;
-    let mut acc = [0.0f32; 48];
-    unsafe {
-        let mut it = SmemWalk::new(p, &col, block_dim_y() * 2 * STATIC8_TABLE, traces, bin_start, headers);
-        while let Some((mine, c, f)) = it.next(p, &col, traces, bin_start, headers) {
-            if mine {
-                let stage = f.stage_plan();
-                static8_lean_trace::<M>(p, &col, &f, tbl, n_units, last_full, kmax, iv2_8, eta_8, &stage, &c, &mut acc);
-                stage.rest(n_units);
-            } else {
-                f.stage_rest(0);
-            }
-        }
-        store(image, &col, &acc, first);
-    }
-}
-
-/// `__shfl_up_sync(full, v, 1)` (lane 0 keeps its own value).
-#[inline(always)]
-fn shfl_up(v: f32) -> f32 {
-    let r: f32;
-    unsafe {
-        asm!("shfl.sync.up.b32 {r}, {v}, 1, 0, -1;", r = out(reg32) r, v = in(reg32) v, options(nostack))
-    };
-    r
-}
+use modes::{dynamic, exact, static8};
+use staged::{dynamic_smem, exact_smem, static8_smem, static8_smem_lean};
 
 // ---- entry points --------------------------------------------------------------------------------
 

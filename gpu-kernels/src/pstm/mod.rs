@@ -165,7 +165,7 @@ pub fn step_sample(class: u32, s: f32, z: u32, c: &Ctx) -> f32 {
 pub fn split(s: f32) -> (i32, f32) {
     #[cfg(target_arch = "nvptx64")]
     {
-        let m = add_rm(s, 12_582_912.0);
+        let m = crate::device::add_rm(s, 12_582_912.0);
         let fl = m - 12_582_912.0;
         (m.to_bits() as i32 - 0x4B40_0000, s - fl)
     }
@@ -174,18 +174,6 @@ pub fn split(s: f32) -> (i32, f32) {
         let fl = floor(s);
         (fl as i32, s - fl)
     }
-}
-
-/// `a + b` rounded toward minus infinity.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub fn add_rm(a: f32, b: f32) -> f32 {
-    let r: f32;
-    unsafe {
-        core::arch::asm!("add.rm.f32 {r}, {a}, {b};", r = out(reg32) r, a = in(reg32) a, b = in(reg32) b,
-            options(pure, nomem, nostack))
-    };
-    r
 }
 
 /// The contribution of a packed trace (pairs (a, d), `PAD` padding entries first) at position `s`:

@@ -33,44 +33,8 @@ const Z4: F4 = F4 { r0: 0.0, i0: 0.0, r1: 0.0, i1: 0.0 };
 #[derive(Clone, Copy)]
 struct F2([f32; 2]);
 
-/// Expands `$body` for `$m` = 0..13 (`CLUSTER_SEG_ROWS`): every per-row array index is a constant,
-/// so the accumulators and the window live in registers.
-macro_rules! unroll13 {
-    ($m:ident => $body:block) => {
-        unroll13!(@go $m, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12)
-    };
-    (@go $m:ident, $body:block, $($i:literal)*) => {
-        $( { let $m: usize = $i; $body } )*
-    };
-}
-
-/// 0, through an `asm!` the optimiser cannot see through or hoist out of a loop (not `pure`).
-#[inline(always)]
-fn opaque_zero() -> usize {
-    let r: u64;
-    unsafe { core::arch::asm!("mov.b64 {r}, 0;", r = out(reg64) r, options(nomem, nostack)) };
-    r as usize
-}
-
-/// A compiler-only memory fence: keeps the optimiser from hoisting the next row's loads above this
-/// row's work (it batched all 21 window rows' loads at the top: 255 registers and spills).
-#[inline(always)]
-fn row_fence() {
-    unsafe { core::arch::asm!("", options(nostack, preserves_flags)) };
-}
-
-/// `$body` for `$k` = 0..8 (the stencil window's rows).
-macro_rules! unroll8 {
-    ($k:ident => $body:block) => {
-        unroll8!(@go $k, $body, 0 1 2 3 4 5 6 7)
-    };
-    (@go $k:ident, $body:block, $($i:literal)*) => {
-        $( { let $k: usize = $i; $body } )*
-    };
-}
-
 const M: usize = CLUSTER_SEG_ROWS as usize;
-const _: () = assert!(M == 13, "unroll13! expands CLUSTER_SEG_ROWS rows");
+const _: () = assert!(M <= 64, "unroll! writes out at most 64 rows");
 
 /// acc + a t, complex, with fused multiply-adds (rel ~1e-7 from the CPU).
 #[inline(always)]
@@ -149,7 +113,7 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny
 
     // ---- load W (= T_0) and the slowness of the strip, acc = a_0 T_0; T_{-1} = 0 (so that the
     // first step's 1 L T_0 - 0 needs no branch); zero the pad pairs ----
-    unroll13!(m => {
+    unroll!(M, |m| {
         let lr = row0 + m as i32;
         if ownp && lr < ri {
             let gy = y0 + lr;
@@ -218,13 +182,13 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny
         let pn = unsafe { ptab.add(4 * (n * prow) as usize) };
         if ownp && owned(row0) {
             let mut win = [Z4; 9];
-            unroll8!(k => {
+            unroll!(8, |k| {
                 win[k] = row_of(ta, off_a, row0 - 4 + k as i32);
             });
             // Owned rows are a prefix of the segment: `break` at the first row that is not, so that no
             // row after it merges a shifted and an unshifted window (twice the window's registers).
             'rows: {
-            unroll13!(m => {
+            unroll!(M, |m| {
                 let lr = row0 + m as i32;
                 if !owned(lr) {
                     break 'rows;
@@ -252,10 +216,12 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny
                     let a0 = cmadd_fma((acc[m].r0, acc[m].i0), aa, (t.r0, t.i0));
                     let a1 = cmadd_fma((acc[m].r1, acc[m].i1), ab, (t.r1, t.i1));
                     acc[m] = F4 { r0: a0.0, i0: a0.1, r1: a1.0, i1: a1.1 };
-                    unroll8!(k => {
+                    unroll!(8, |k| {
                         win[k] = win[k + 1];
                     });
-                    row_fence();
+                    // The next row's loads stay below this row's work (hoisted, all 21 window rows' loads
+                    // took 255 registers and spilled).
+                    compiler_fence();
                 }
             });
             }
@@ -268,7 +234,7 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny
     // ---- W' = taper * acc ----
     let txa = if ownp { unsafe { *taper_x.add(x0 as usize) } } else { 0.0 };
     let txb = if ownp && in1 { unsafe { *taper_x.add(x0 as usize + 1) } } else { 0.0 };
-    unroll13!(m => {
+    unroll!(M, |m| {
         let lr = row0 + m as i32;
         if owned(lr) {
             let gy = (y0 + lr) as usize;
@@ -355,7 +321,7 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterd(st: Stencil, nx: u32, n
     // ---- load W (= T_0) and the slowness, every row's loads first (their latencies overlap) ----
     let mut wv = [Z4; M];
     let mut sv = [[0.0f32; 2]; M];
-    unroll13!(m => {
+    unroll!(M, |m| {
         if (m as i32) < cnt {
             let row = (y0 + first + dir * m as i32) as usize * nx as usize + x0 as usize;
             // Plain loads: `w` is written by this kernel (W'), so not the read-only (.nc) path.
@@ -374,7 +340,7 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterd(st: Stencil, nx: u32, n
     });
     // ---- T_{n-1} = T_0, T_{n-2} = T_{-1} = 0 (so the first step's 1 L T_0 - 0 needs no branch), the
     // packed positions, acc = a_0 T_0 (a_0 from the offset table's first slice); zero the pads ----
-    unroll13!(m => {
+    unroll!(M, |m| {
         if (m as i32) < cnt {
             let lr = first + dir * m as i32;
             let ((ia, fa), (ib, fb)) = (table_pos(sv[m][0], map, rows), table_pos(sv[m][1], map, rows));
@@ -449,7 +415,7 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterd(st: Stencil, nx: u32, n
         if cnt > 0 {
             // win[k]: row first + dir (k - 4) + dir m at visit m (the y arm's sums are symmetric).
             let mut win = [Z4; 9];
-            unroll8!(k => {
+            unroll!(8, |k| {
                 win[k] = row_of(ta, off_a, first + dir * (k as i32 - 4));
             });
             // The visits, compiled twice: `$fast` when every streamed row is local (the usual case:
@@ -457,7 +423,7 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterd(st: Stencil, nx: u32, n
             macro_rules! visit_rows {
                 ($fast:expr) => {
                     'rows: {
-                    unroll13!(m => {
+                    unroll!(M, |m| {
                         if m as i32 >= cnt {
                             break 'rows;
                         }
@@ -489,13 +455,13 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterd(st: Stencil, nx: u32, n
                         } else {
                             acc[m.min(REG_ACC - 1)] = a;
                         }
-                        unroll8!(k => {
+                        unroll!(8, |k| {
                             win[k] = win[k + 1];
                         });
                         // Keep the optimiser from hoisting later rows' loads (all of them: spills);
                         // in the fast visits two rows may overlap (measured faster).
                         if !$fast || m % 2 == 1 {
-                            row_fence();
+                            compiler_fence();
                         }
                     });
                     }
@@ -536,7 +502,7 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterd(st: Stencil, nx: u32, n
     // ---- W' = taper * acc ----
     let txa = if ownp { unsafe { *taper_x.add(x0 as usize) } } else { 0.0 };
     let txb = if ownp && in1 { unsafe { *taper_x.add(x0 as usize + 1) } } else { 0.0 };
-    unroll13!(m => {
+    unroll!(M, |m| {
         if (m as i32) < cnt {
             let gy = (y0 + first + dir * m as i32) as usize;
             let ty = unsafe { *taper_y.add(gy) };

@@ -36,7 +36,7 @@ pub const PAPER_SHARED_BYTES: u32 = (2 * 2 * PAPER_RW * PAPER_RH * 4) as u32;
 /// (two complex nodes, one 16-byte shared access) and up to this many consecutive rows of its CTA's
 /// strip; its accumulators (4 floats per row) stay in registers for the whole depth step.
 pub const CLUSTER_SEG_ROWS: u32 = 13;
-/// Register cap of `sm90_srm_step_cluster` (added as `.maxnreg` by build.rs, `SM90_MAXNREG`): 448
+/// Register cap of `sm90_srm_step_cluster` (in `registers::CAPS`, added as `.maxnreg` by build.rs): 448
 /// threads = 14 warps, and an SM's 64K registers are four 16K files, one per scheduler, so a
 /// quarter holding 4 of the warps allows 128 registers per thread. Measured on the H100: at 144 the
 /// driver allowed 384 threads per block (3 warps per quarter). ptxas sm_90 at 128: 192 bytes of

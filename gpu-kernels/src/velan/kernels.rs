@@ -10,18 +10,6 @@
 //! construction. The block computes h extra times on each side, so the window sums of its
 //! TILE_T - 2h outputs come from shared memory.
 
-/// Straight-line repetition of `$body` for `$i` = 0, 1, ... while `$i < $n` (at most 8): the
-/// per-velocity register arrays are indexed by literals and stay in registers.
-#[cfg(target_arch = "nvptx64")]
-macro_rules! unroll8 {
-    ($n:expr, |$i:ident| $body:block) => {
-        unroll8!(@go $n, $i, $body, [0 1 2 3 4 5 6 7])
-    };
-    (@go $n:expr, $i:ident, $body:block, [$($k:literal)*]) => {
-        $( if $k < $n { let $i: usize = $k; $body } )*
-    };
-}
-
 #[cfg(target_arch = "nvptx64")]
 mod device_code {
     use crate::device::*;
@@ -70,7 +58,7 @@ mod device_code {
         let jv0 = vtile * VEL_PER_THREAD;
         let mut s2r = [0.0f32; VT];
         let mut v2r = [0.0f32; VT];
-        unroll8!(VT, |j| {
+        unroll!(VT, |j| {
             let jv = if jv0 + (j as u32) < nv { jv0 + j as u32 } else { nv - 1 };
             unsafe {
                 s2r[j] = ldg_f32(s2.add(jv as usize));
@@ -144,7 +132,7 @@ mod device_code {
                 let base = unsafe { stage.add(off as usize) };
                 // Staged when ii >= lo and ii + 1 <= lo + len - 1: one unsigned compare.
                 let staged_below = if len > 0 { len - 1 } else { 0 };
-                unroll8!(VT, |j| {
+                unroll!(VT, |j| {
                     let t = moveout_time(t0, xx, s2r[j], v2r[j], eta);
                     let pos = position(t, t_first, inv_dt);
                     if valid_t && is_live(t, t0, pos, last, max_stretch) {
@@ -171,7 +159,7 @@ mod device_code {
         let fold = (k_end - k_begin) as f32;
         let q1 = stage;
         let q2 = unsafe { stage.add((VT as u32 * TILE_T) as usize) };
-        unroll8!(VT, |j| {
+        unroll!(VT, |j| {
             unsafe {
                 *q1.add(j * TILE_T as usize + tid as usize) = sum[j] * sum[j];
                 *q2.add(j * TILE_T as usize + tid as usize) = fold * energy[j];
@@ -182,7 +170,7 @@ mod device_code {
             let io = (tile * opt + tid - h) as u64;
             if io < ns as u64 {
                 let out_g = unsafe { out.add(block_idx_y() as usize * nv as usize * ns as usize) };
-                unroll8!(VT, |j| {
+                unroll!(VT, |j| {
                     let jv = jv0 + j as u32;
                     if jv < nv {
                         let (mut num, mut den) = (0.0f32, 0.0f32);

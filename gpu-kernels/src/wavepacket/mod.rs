@@ -686,19 +686,8 @@ fn visit_scale<F: FnMut(usize, i32, usize, f32)>(g: &Geometry, j: usize, xi: [i3
 /// `p` valid for two reads.
 #[inline(always)]
 pub unsafe fn load2(p: *const f32) -> (f32, f32) {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let (a, b): (f32, f32);
-        unsafe {
-            core::arch::asm!("ld.global.nc.v2.f32 {{{a}, {b}}}, [{p}];", a = out(reg32) a, b = out(reg32) b,
-                p = in(reg64) p, options(readonly, nostack))
-        };
-        (a, b)
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    unsafe {
-        (*p, *p.add(1))
-    }
+    // SAFETY: the caller's contract (valid for two reads, read-only during the kernel).
+    unsafe { crate::device::ldg_f32x2_ordered(p) }
 }
 
 /// ceil(a / b) for b > 0.

@@ -150,14 +150,14 @@ pub(crate) fn sum_to_host(parts: &[(Arc<Gpu>, &CudaSlice<f32>)]) -> anyhow::Resu
                 for (g, p) in &parts[1..] {
                     if Arc::ptr_eq(g, gpu) {
                         let own = p.slice(range.clone());
-                        crate::launch!(gpu, "saxpy", grid_1d(m, 256), &m32, &one, &own, &mut acc)?;
+                        crate::launch!(gpu, gpu_kernels::smoke::SAXPY, grid_1d(m, 256), &m32, &one, &own, &mut acc)?;
                     } else {
                         let t = match &mut tmp {
                             Some(t) => t,
                             None => tmp.insert(unsafe { stream.alloc::<f32>(m) }.map_err(GpuError::driver("allocating a slice buffer"))?),
                         };
                         copy(p, t)?;
-                        crate::launch!(gpu, "saxpy", grid_1d(m, 256), &m32, &one, &*t, &mut acc)?;
+                        crate::launch!(gpu, gpu_kernels::smoke::SAXPY, grid_1d(m, 256), &m32, &one, &*t, &mut acc)?;
                     }
                 }
                 mark("device sum: copies and adds queued at", t0);

@@ -32,27 +32,9 @@ use crate::traces::TraceSet;
 /// The pstm entry points of `ptx` (all, or only `only`) as a module of their own, each capped at
 /// `max_regs` registers.
 pub fn pstm_ptx(ptx: &str, only: Option<&str>, max_regs: u32) -> anyhow::Result<String> {
-    use crate::runtime::ptx::{entry_span, module_header, push_capped};
-    let mut out = module_header(ptx);
-    let lines: Vec<&str> = ptx.lines().collect();
-    let mut i = 0;
-    let mut n = 0;
-    while i < lines.len() {
-        if lines[i].starts_with(".visible .entry pstm_") {
-            let name = lines[i].trim_start_matches(".visible .entry ").trim_end_matches('(');
-            let span = entry_span(&lines, i, name).map_err(anyhow::Error::msg)?;
-            if only.is_none_or(|o| o == name) {
-                push_capped(&lines, i, span, name, max_regs, &mut out).map_err(anyhow::Error::msg)?;
-                n += 1;
-            }
-            i = span.1 + 1;
-        } else {
-            i += 1;
-        }
-    }
-    ensure!(n > 0, "the embedded PTX has no pstm kernel{} (built with SEISGPU_SKIP_PTX=1?)",
-        only.map(|o| format!(" `{o}`")).unwrap_or_default());
-    Ok(out)
+    let what = only.map(|o| format!("`{o}`")).unwrap_or_else(|| "pstm_*".into());
+    crate::runtime::ptx::entries_ptx(ptx, &what, |n| (n.starts_with("pstm_") && only.is_none_or(|o| o == n)).then_some(Some(max_regs)))
+        .map_err(anyhow::Error::msg)
 }
 
 type ModuleKey = (usize, String, u32);

@@ -2,14 +2,20 @@
 //!
 //! ```ignore
 //! // y = a x + y over n elements, in one line:
-//! launch!(gpu, "saxpy", grid_1d(n, 256), &n, &a, &x, &mut y)?;
+//! launch!(gpu, SAXPY, grid_1d(n, 256), &n, &a, &x, &mut y)?;
 //! ```
+//! The kernel is named by its descriptor (`gpu_kernels::kernel!` writes one per entry point, e.g.
+//! `gpu_kernels::smoke::SAXPY`): the arguments are then checked at compile time against the
+//! kernel's parameters, their count and each type ([`KernelArg`]: `&u32` for a `u32`, `&CudaSlice<T>`
+//! or a view for a `*const T`, `&mut CudaSlice<T>` for a `*mut T`). A kernel named by a string
+//! (entry points not declared with `kernel!`) is launched unchecked.
 //! Arguments go through cudarc's `PushKernelArg`, so each must be a reference to a `DeviceRepr`
 //! scalar or a device buffer (bind temporaries to locals first). Errors name the kernel, grid and
 //! block. Set `SEISGPU_SYNC_LAUNCH=1` to synchronise after every launch so an asynchronous fault is
 //! reported by the kernel that caused it.
 
-use cudarc::driver::{sys, CudaFunction, LaunchConfig};
+use cudarc::driver::{sys, CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchConfig};
+use gpu_kernels::device::Kernel;
 
 use super::context::Gpu;
 use super::error::{GpuError, GpuResult};
@@ -25,13 +31,51 @@ pub fn grid_1d(n: usize, block: u32) -> LaunchConfig {
 }
 
 /// Launches `kernel` on the GPU's default stream, or on a given stream with `on STREAM,`.
+///
+/// With a descriptor, the arguments are checked when the launch compiles:
+///
+/// ```no_run
+/// use seisgpu_host::kernels::smoke::SAXPY;
+/// use seisgpu_host::runtime::{grid_1d, CudaSlice, Gpu};
+/// fn scale_add(gpu: &Gpu, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<(), seisgpu_host::runtime::GpuError> {
+///     let (n, a) = (x.len() as u32, 2.0f32);
+///     seisgpu_host::launch!(gpu, SAXPY, grid_1d(n as usize, 256), &n, &a, x, y)
+/// }
+/// ```
+///
+/// A missing argument, or one of the wrong kind (here the read-only `x` for the written `*mut f32`),
+/// does not compile:
+///
+/// ```compile_fail,E0277
+/// use seisgpu_host::kernels::smoke::SAXPY;
+/// use seisgpu_host::runtime::{grid_1d, CudaSlice, Gpu};
+/// fn scale_add(gpu: &Gpu, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<(), seisgpu_host::runtime::GpuError> {
+///     let (n, a) = (x.len() as u32, 2.0f32);
+///     seisgpu_host::launch!(gpu, SAXPY, grid_1d(n as usize, 256), &n, &a, y, x)
+/// }
+/// ```
+///
+/// ```compile_fail,E0277
+/// use seisgpu_host::kernels::smoke::SAXPY;
+/// use seisgpu_host::runtime::{grid_1d, CudaSlice, Gpu};
+/// fn scale_add(gpu: &Gpu, x: &CudaSlice<f32>, y: &mut CudaSlice<f32>) -> Result<(), seisgpu_host::runtime::GpuError> {
+///     let n = x.len() as u32;
+///     seisgpu_host::launch!(gpu, SAXPY, grid_1d(n as usize, 256), &n, x, y)
+/// }
+/// ```
 #[macro_export]
 macro_rules! launch {
     (on $stream:expr, $gpu:expr, $kernel:expr, $cfg:expr $(, $arg:expr)* $(,)?) => {{
         use $crate::runtime::PushKernelArg as _;
         let gpu: &$crate::runtime::Gpu = &$gpu;
         let cfg: $crate::runtime::LaunchConfig = $cfg;
-        let kernel: &str = $kernel;
+        let target = &$kernel;
+        // Type-checks the arguments against a descriptor's parameters; never runs.
+        #[allow(unreachable_code, unused_must_use)]
+        if false {
+            $crate::runtime::launch::check_args(target, ($(&$arg,)*));
+        }
+        let kernel: &str = $crate::runtime::launch::KernelName::kernel_name(target);
         match gpu.prepare_launch(kernel, &cfg) {
             Err(e) => Err(e),
             Ok(func) => {
@@ -47,6 +91,73 @@ macro_rules! launch {
         $crate::launch!(on $gpu.stream(), $gpu, $kernel, $cfg $(, $arg)*)
     };
 }
+
+/// A kernel as `launch!` names it: a descriptor or a string.
+pub trait KernelName {
+    fn kernel_name(&self) -> &str;
+}
+impl KernelName for str {
+    fn kernel_name(&self) -> &str { self }
+}
+impl KernelName for String {
+    fn kernel_name(&self) -> &str { self }
+}
+impl<T: KernelName + ?Sized> KernelName for &T {
+    fn kernel_name(&self) -> &str { (**self).kernel_name() }
+}
+impl<P> KernelName for Kernel<P> {
+    fn kernel_name(&self) -> &str { self.name() }
+}
+
+/// Host arguments `A` (a tuple) that a launch of this kernel accepts: any for a kernel named by a
+/// string, those matching the parameters for a descriptor.
+pub trait LaunchArgs<A> {}
+impl<A> LaunchArgs<A> for str {}
+impl<A> LaunchArgs<A> for String {}
+impl<A, T: LaunchArgs<A> + ?Sized> LaunchArgs<A> for &T {}
+impl<A: ArgsFor<P>, P> LaunchArgs<A> for Kernel<P> {}
+
+/// A host value that can be passed for a kernel parameter of type `P`.
+#[diagnostic::on_unimplemented(message = "`{Self}` cannot be passed for a kernel parameter of type `{P}`",
+    note = "scalars go by reference (`&n`); `*const T` takes `&CudaSlice<T>` or a view, `*mut T` takes `&mut CudaSlice<T>`")]
+pub trait KernelArg<P> {}
+
+macro_rules! scalar_args {
+    ($($t:ty),*) => { $( impl KernelArg<$t> for &$t {} impl KernelArg<$t> for &mut $t {} )* };
+}
+scalar_args!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64);
+impl<T> KernelArg<*const T> for &CudaSlice<T> {}
+impl<T> KernelArg<*const T> for &mut CudaSlice<T> {}
+impl<T> KernelArg<*const T> for &CudaView<'_, T> {}
+impl<T> KernelArg<*const T> for &CudaViewMut<'_, T> {}
+impl<T> KernelArg<*const T> for &mut CudaViewMut<'_, T> {}
+impl<T> KernelArg<*mut T> for &mut CudaSlice<T> {}
+impl<T> KernelArg<*mut T> for &mut CudaViewMut<'_, T> {}
+
+/// Host argument tuples (borrowed, so that the check moves nothing) matching a kernel's parameter
+/// tuple `P`, element by element.
+#[diagnostic::on_unimplemented(message = "these arguments do not match the kernel's parameters `{P}`",
+    note = "a launch passes one argument per kernel parameter, in order")]
+pub trait ArgsFor<P> {}
+macro_rules! args_for {
+    ($($a:ident $p:ident),*) => { impl<'a, $($a: KernelArg<$p>, $p),*> ArgsFor<($($p,)*)> for ($(&'a $a,)*) {} };
+}
+impl ArgsFor<()> for () {}
+args_for!(A0 P0);
+args_for!(A0 P0, A1 P1);
+args_for!(A0 P0, A1 P1, A2 P2);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10, A11 P11);
+
+/// The compile-time check of `launch!` (called in a branch that never runs).
+pub fn check_args<K: LaunchArgs<A> + ?Sized, A>(_kernel: &K, _args: A) {}
 
 impl Gpu {
     /// Looks the kernel up and validates the launch shape against the device's limits, raising

@@ -1,7 +1,8 @@
 //! Single kernels of the embedded PTX as modules of their own, with a register cap: Rust cannot
 //! emit `.maxnreg`, so the driver JIT-compiles a copy of the entry point with the directive added
-//! after its parameter list (the pstm, srm and nlbf drivers use it). The kernel must call no
-//! function, since the copy carries no other function.
+//! after its parameter list (the pstm, srm and nlbf drivers use it; the edit is
+//! `gpu_kernels::registers::move_entries`, the fixed caps `gpu_kernels::registers::CAPS`). The
+//! kernel must call no function, since the copy carries no other function.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -28,40 +29,27 @@ pub fn module_header(ptx: &str) -> String {
     out
 }
 
-/// Lines of the end of the parameter list and of the body of the entry point `name` that
-/// starts at `lines[start]`.
-pub fn entry_span(lines: &[&str], start: usize, name: &str) -> Result<(usize, usize), String> {
-    let close = (start..lines.len()).find(|&k| lines[k] == ")").ok_or_else(|| format!("PTX of `{name}` has no parameter list end"))?;
-    let end = (close..lines.len()).find(|&k| lines[k] == "}").ok_or_else(|| format!("PTX of `{name}` has no end"))?;
-    Ok((close, end))
-}
-
-/// Appends lines `start..=end` (the entry point `name`, parameter list ending at `close`) to
-/// `out`, with `.maxnreg max_regs` after the parameter list.
-pub fn push_capped(lines: &[&str], start: usize, (close, end): (usize, usize), name: &str, max_regs: u32, out: &mut String)
-    -> Result<(), String> {
-    for (k, l) in lines.iter().enumerate().take(end + 1).skip(start) {
-        if l.trim_start().starts_with("call") {
-            return Err(format!("PTX kernel `{name}` calls a function; it cannot be moved to its own module"));
-        }
-        out.push_str(l);
-        out.push('\n');
-        if k == close {
-            out.push_str(&format!(".maxnreg {max_regs}\n"));
-        }
+/// The entry points of `ptx` that `pick` chooses (`Some(cap)`, see
+/// `gpu_kernels::registers::move_entries`) alone in a module; an error if there is none.
+pub fn entries_ptx(ptx: &str, what: &str, pick: impl Fn(&str) -> Option<Option<u32>>) -> Result<String, String> {
+    let moved = gpu_kernels::registers::move_entries(ptx, pick)?;
+    if moved.count == 0 {
+        return Err(format!("the embedded PTX has no kernel {what}{}", if ptx.trim().is_empty() { " (built with SEISGPU_SKIP_PTX=1?)" } else { "" }));
     }
-    Ok(())
+    Ok(module_header(ptx) + &moved.entries)
 }
 
 /// Entry point `name` of `ptx` alone in a module, with `.maxnreg max_regs`.
 pub fn capped_ptx(ptx: &str, name: &str, max_regs: u32) -> Result<String, String> {
-    let mut out = module_header(ptx);
-    let lines: Vec<&str> = ptx.lines().collect();
-    let head = format!(".visible .entry {name}(");
-    let start = lines.iter().position(|l| *l == head).ok_or_else(|| format!("the embedded PTX has no kernel `{name}`"))?;
-    let span = entry_span(&lines, start, name)?;
-    push_capped(&lines, start, span, name, max_regs, &mut out)?;
-    Ok(out)
+    entries_ptx(ptx, &format!("`{name}`"), |n| (n == name).then_some(Some(max_regs)))
+}
+
+/// Kernel `name` of the embedded PTX with its cap from `gpu_kernels::registers::CAPS` (see
+/// [`capped_kernel`]); an error if the table has none for it.
+pub fn listed_capped_kernel(gpu: &Gpu, name: &str, cfg: &LaunchConfig) -> GpuResult<CudaFunction> {
+    let cap = gpu_kernels::registers::cap(name)
+        .ok_or_else(|| GpuError::BadLaunch { kernel: name.into(), why: "no register cap in gpu_kernels::registers::CAPS".into() })?;
+    capped_kernel(gpu, name, cap, cfg)
 }
 
 type ModuleKey = (usize, String, u32);

@@ -16,7 +16,7 @@ use crate::launch;
 use crate::runtime::cluster::{check_cluster_launch, launch_cluster, max_active_clusters, max_threads, sm90_function, ClusterArgs,
     ClusterConfig};
 use crate::runtime::fft::FftPlan;
-use crate::runtime::ptx::capped_kernel;
+use crate::runtime::ptx::listed_capped_kernel;
 pub use crate::runtime::ptx::capped_ptx;
 use crate::runtime::{grid_1d, Gpu, GpuError};
 use crate::traces::TraceSet;
@@ -137,7 +137,7 @@ impl Planes {
                     block_dim: (48, 8, 1),
                     shared_mem_bytes: PAPER_SHARED_BYTES,
                 };
-                let func = capped_kernel(gpu, name, PAPERQ_MAX_REGS, &cfg)?;
+                let func = listed_capped_kernel(gpu, name, &cfg)?;
                 for n in 1..=degree {
                     let Planes { x, y, acc, maps, taper_x, taper_y, .. } = self;
                     let (tin, tio) = if n % 2 == 1 { (&*x, y) } else { (&*y, x) };
@@ -376,9 +376,8 @@ pub fn cluster_plan_for(gpu: &Gpu, kernel: ClusterKernel, nx: u32, ny: u32, coun
     Ok(plan)
 }
 
-/// Register cap of `paperq56` (`srm_step_paperq`): 56 x 384 threads lets three blocks share an SM (66 registers
-/// unconstrained: two); ptxas sm_90 needs no spills at 56 (48: 68 bytes).
-pub const PAPERQ_MAX_REGS: u32 = 56;
+/// Register cap of `paperq56` (`srm_step_paperq`), from `gpu_kernels::registers::CAPS`.
+pub const PAPERQ_MAX_REGS: u32 = gpu_kernels::registers::cap("srm_step_paperq").unwrap();
 
 /// Times one depth step of `count` planes with every candidate kernel (median of 3 after a
 /// warm-up) and returns the fastest. The planes' contents are overwritten.
