@@ -183,7 +183,8 @@ def migrate(data: Union[np.ndarray, Traces], dt: Optional[float] = None, *, t0: 
     return Image(img, x, y, tau, np.asarray(offsets, dtype=np.float64), skipped, g, line, note)
 
 
-def model(image, ns: int, dt: float, *, t0: float = 0.0, sx=None, sy=None, gx=None, gy=None, cdp_x=None, cdp_y=None,
+def model(image, ns: Optional[int] = None, dt: Optional[float] = None, *, geometry: Optional[Traces] = None,
+          t0: Optional[float] = None, sx=None, sy=None, gx=None, gy=None, cdp_x=None, cdp_y=None,
           x0: Optional[float] = None, dx: Optional[float] = None, nx: Optional[int] = None,
           y0: Optional[float] = None, dy: Optional[float] = None, ny: Optional[int] = None,
           tau0: Optional[float] = None, dtau: Optional[float] = None, ntau: Optional[int] = None,
@@ -199,7 +200,9 @@ def model(image, ns: int, dt: float, *, t0: float = 0.0, sx=None, sy=None, gx=No
     Args:
         image: [nx, ny, ntau] or [classes, nx, ny, ntau] on the image grid, or an :class:`Image`
             (its grid is then used for every grid option left as None).
-        ns: samples per output trace; dt: sample interval (s); t0: time of the first sample (s).
+        ns: samples per output trace; dt: sample interval (s); t0: time of the first sample (s, default 0).
+        geometry: a :class:`seisgpu.Traces` whose sampling and headers the output takes (in place
+            of ``ns``, ``dt``, ``t0``, ``sx``, ``sy``, ``gx``, ``gy``, ``cdp_x``, ``cdp_y``).
         Every other argument as in :func:`migrate` (same names, units and defaults): given the same
         ones, ``model`` is the adjoint of ``migrate`` (``<migrate(d), m> = <d, model(m)>``).
 
@@ -210,15 +213,22 @@ def model(image, ns: int, dt: float, *, t0: float = 0.0, sx=None, sy=None, gx=No
     if isinstance(image, Image):
         grid = {k: (image.grid[k] if v is None else v) for k, v in grid.items()}
         image = image.data
-    if sx is None or gx is None:
-        raise ValueError("sx, gx: the source and receiver x of every output trace (m) are needed")
-    n = np.size(sx)
-    headers = header_arrays({k: v for k, v in dict(sx=sx, sy=sy, gx=gx, gy=gy, cdp_x=cdp_x, cdp_y=cdp_y).items() if v is not None}, n)
+    given = {k: v for k, v in dict(sx=sx, sy=sy, gx=gx, gy=gy, cdp_x=cdp_x, cdp_y=cdp_y).items() if v is not None}
+    if geometry is not None:
+        given = dict({k: v for k, v in geometry.headers.items() if k in ("sx", "sy", "gx", "gy", "cdp_x", "cdp_y")}, **given)
+        ns = geometry.ns if ns is None else ns
+        dt = geometry.dt if dt is None else dt
+        t0 = geometry.t0 if t0 is None else t0
+    if "sx" not in given or "gx" not in given:
+        raise ValueError("sx, gx: the source and receiver x of every output trace (m) are needed (or geometry=)")
+    if ns is None or dt is None:
+        raise ValueError("ns, dt: the output traces' samples and sample interval (s) are needed (or geometry=)")
+    headers = header_arrays(given, np.size(given["sx"]))
     img = as_f32(image, "image")
     if img.ndim not in (3, 4):
         raise ValueError(f"image: {img.ndim}-D array of shape {img.shape}, expected [nx, ny, ntau] or [classes, nx, ny, ntau]")
     opts = options(velocity, aperture, max_angle, taper, no_rho, prep_on_gpu, no_weights, no_antialias, aa_max, aa_spacing,
                    mute_stretch, offset_classes, traveltime, traveltime_model, eta, kernel, paper_block, max_traces_per_chunk,
                    max_columns_per_tile)
-    out, _, _, _ = _native.ktm_model(img, int(ns), float(dt), float(t0), headers, grid, opts, device, int(gpu))
+    out, _, _, _ = _native.ktm_model(img, int(ns), float(dt), float(t0 or 0.0), headers, grid, opts, device, int(gpu))
     return out
