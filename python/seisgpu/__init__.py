@@ -1,6 +1,7 @@
 """seisgpu on NumPy arrays: Kirchhoff prestack time migration and its adjoint (:mod:`seisgpu.ktm`),
-a PyLops operator pair for least-squares migration (:mod:`seisgpu.pylops`), and SEG-Y input
-through segyio (:mod:`seisgpu.segy`).
+a PyLops operator pair for least-squares migration (:mod:`seisgpu.pylops`), PSTM with interpolated
+traveltimes (:mod:`seisgpu.pstm`), NMO (:func:`nmo`) and velocity analysis (:func:`velan`), and
+SEG-Y input through segyio (:mod:`seisgpu.segy`).
 
 Every function takes ``device="auto"|"gpu"|"cpu"`` and ``gpu=N`` (and ``gpus=N|"all"`` where the
 CLI has ``--gpus``), as the CLI's ``--device``, ``--gpu``, ``--gpus``: ``auto`` runs on the GPU
@@ -10,10 +11,11 @@ or RuntimeError (the GPU or a file failed) with the CLI's message. Ctrl-C is see
 not inside one: the computation of a call runs to its end first.
 """
 
-from . import _native, ktm, segy
+from . import _native, ktm, pstm, segy
 from ._common import Traces
+from .gathers import nmo, velan
 
-__all__ = ["Traces", "ktm", "segy", "devices", "has_kernels", "set_threads", "threads"]
+__all__ = ["Traces", "ktm", "pstm", "nmo", "velan", "segy", "devices", "has_kernels", "set_threads", "threads"]
 
 
 def devices(device: str = "auto", gpu: int = 0, gpus=None) -> str:

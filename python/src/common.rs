@@ -158,3 +158,11 @@ pub fn trace_set(data: &PyReadonlyArray2<'_, f32>, dt: f32, t0: f32, fields: &Ha
     t.t0 = t0;
     Ok(t)
 }
+
+/// An NLBF error as an `anyhow` error whose chain keeps a GPU failure visible to [`to_py`].
+pub fn nlbf_error(e: seisgpu_host::nlbf::NlbfError) -> anyhow::Error {
+    match e {
+        seisgpu_host::nlbf::NlbfError::Gpu(g) => anyhow::Error::new(g),
+        other => anyhow::Error::new(other),
+    }
+}

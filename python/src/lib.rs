@@ -4,6 +4,9 @@
 
 mod common;
 mod ktm;
+mod nmo;
+mod pstm;
+mod velan;
 
 use pyo3::prelude::*;
 
@@ -35,5 +38,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ktm::ktm_migrate, m)?)?;
     m.add_function(wrap_pyfunction!(ktm::ktm_model, m)?)?;
     m.add_function(wrap_pyfunction!(ktm::ktm_grid, m)?)?;
+    m.add_function(wrap_pyfunction!(pstm::pstm_migrate, m)?)?;
+    m.add_function(wrap_pyfunction!(nmo::nmo, m)?)?;
+    m.add_function(wrap_pyfunction!(velan::velan_scan, m)?)?;
     Ok(())
 }
