@@ -7,6 +7,7 @@ mod ktm;
 mod nmo;
 mod pstm;
 mod velan;
+mod wavepacket;
 
 use pyo3::prelude::*;
 
@@ -41,5 +42,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pstm::pstm_migrate, m)?)?;
     m.add_function(wrap_pyfunction!(nmo::nmo, m)?)?;
     m.add_function(wrap_pyfunction!(velan::velan_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(wavepacket::wp_forward, m)?)?;
+    m.add_function(wrap_pyfunction!(wavepacket::wp_inverse, m)?)?;
+    m.add_function(wrap_pyfunction!(wavepacket::wp_denoise, m)?)?;
+    m.add_function(wrap_pyfunction!(wavepacket::wp_compress, m)?)?;
+    m.add_function(wrap_pyfunction!(wavepacket::wp_interpolate, m)?)?;
     Ok(())
 }
