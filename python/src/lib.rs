@@ -6,6 +6,7 @@ mod common;
 mod ktm;
 mod nmo;
 mod pstm;
+mod srm;
 mod velan;
 mod wavepacket;
 
@@ -42,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pstm::pstm_migrate, m)?)?;
     m.add_function(wrap_pyfunction!(nmo::nmo, m)?)?;
     m.add_function(wrap_pyfunction!(velan::velan_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(srm::srm_migrate, m)?)?;
     m.add_function(wrap_pyfunction!(wavepacket::wp_forward, m)?)?;
     m.add_function(wrap_pyfunction!(wavepacket::wp_inverse, m)?)?;
     m.add_function(wrap_pyfunction!(wavepacket::wp_denoise, m)?)?;
