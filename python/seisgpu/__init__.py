@@ -11,11 +11,11 @@ or RuntimeError (the GPU or a file failed) with the CLI's message. Ctrl-C is see
 not inside one: the computation of a call runs to its end first.
 """
 
-from . import _native, ktm, pstm, segy, srm, wavepacket
+from . import _native, ktm, nlbf, pstm, segy, srm, wavepacket
 from ._common import Traces
 from .gathers import nmo, velan
 
-__all__ = ["Traces", "ktm", "pstm", "nmo", "velan", "segy", "srm", "wavepacket", "devices", "has_kernels", "set_threads", "threads"]
+__all__ = ["Traces", "ktm", "nlbf", "pstm", "nmo", "velan", "segy", "srm", "wavepacket", "devices", "has_kernels", "set_threads", "threads"]
 
 
 def devices(device: str = "auto", gpu: int = 0, gpus=None) -> str:

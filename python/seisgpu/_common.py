@@ -8,7 +8,8 @@ from typing import Dict, Optional, Union
 import numpy as np
 
 #: Header fields the functions read (all optional; float64 arrays, one value per trace).
-HEADER_FIELDS = ("sx", "sy", "gx", "gy", "offset", "cdp", "inline", "crossline", "ffid", "channel", "cdp_x", "cdp_y")
+HEADER_FIELDS = ("sx", "sy", "gx", "gy", "offset", "cdp", "inline", "crossline", "ffid", "channel", "source_station",
+                 "receiver_station", "cdp_x", "cdp_y")
 
 
 def as_f32(a, name: str, ndim: Optional[int] = None) -> np.ndarray:
@@ -40,7 +41,7 @@ class Traces:
     """Prestack traces: ``data`` [traces, samples] (float32), sample interval ``dt`` (s), time of
     the first sample ``t0`` (s) and per-trace header arrays (``headers``: source ``sx``, ``sy``,
     receiver ``gx``, ``gy``, signed ``offset``, ``cdp_x``, ``cdp_y`` in m; ``cdp``, ``inline``,
-    ``crossline``, ``ffid``, ``channel`` numbers). :func:`seisgpu.segy.traces` reads one from a
+    ``crossline``, ``ffid``, ``channel``, ``source_station``, ``receiver_station`` numbers). :func:`seisgpu.segy.traces` reads one from a
     segyio file; every function takes one in place of its ``data`` argument."""
 
     data: np.ndarray

@@ -22,7 +22,8 @@ def traces(f, keep_aux: bool = False) -> Traces:
     Samples as float32 [traces, samples]; ``dt`` (s) from the file's sample interval, ``t0`` (s)
     from the first trace's delay recording time; headers ``sx``, ``sy``, ``gx``, ``gy`` (bytes
     73-88) with the coordinate scalar (71-72) applied, ``offset`` (37), ``cdp`` (21), ``inline``
-    (189), ``crossline`` (193), ``ffid`` (9), ``channel`` (13), and ``cdp_x``, ``cdp_y`` (181-188)
+    (189), ``crossline`` (193), ``ffid`` (9), ``channel`` (13), ``source_station`` (17),
+    ``receiver_station`` (25), and ``cdp_x``, ``cdp_y`` (181-188)
     where they differ from the source-receiver midpoint (NaN elsewhere: the midpoint stands in).
 
     Auxiliary and dead traces are left out as the CLI does (identification codes 2 and up, and
@@ -49,7 +50,9 @@ def traces(f, keep_aux: bool = False) -> Traces:
     headers = dict(coord)
     headers.update(offset=field(tf.offset).astype(np.float64), cdp=field(tf.CDP).astype(np.float64),
                    inline=field(tf.INLINE_3D).astype(np.float64), crossline=field(tf.CROSSLINE_3D).astype(np.float64),
-                   ffid=field(tf.FieldRecord).astype(np.float64), channel=field(tf.TraceNumber).astype(np.float64))
+                   ffid=field(tf.FieldRecord).astype(np.float64), channel=field(tf.TraceNumber).astype(np.float64),
+                   source_station=field(tf.EnergySourcePoint).astype(np.float64),
+                   receiver_station=field(tf.CDP_TRACE).astype(np.float64))
     if own.any():
         headers["cdp_x"] = np.where(own, cx, np.nan)
         headers["cdp_y"] = np.where(own, cy, np.nan)

@@ -98,9 +98,11 @@ pub fn slice1<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str)
 }
 
 /// Trace headers from per-trace arrays (float64, one value per trace): `sx`, `sy`, `gx`, `gy`,
-/// `offset` (m), `cdp`, `inline`, `crossline`, `ffid`, `channel`, and `cdp_x`, `cdp_y` (m) together.
+/// `offset` (m), `cdp`, `inline`, `crossline`, `ffid`, `channel`, `source_station`, `receiver_station`,
+/// and `cdp_x`, `cdp_y` (m) together.
 pub fn headers(n: usize, fields: &HashMap<String, PyReadonlyArray1<'_, f64>>) -> PyResult<Vec<TraceHeader>> {
-    let known = ["sx", "sy", "gx", "gy", "offset", "cdp", "inline", "crossline", "ffid", "channel", "cdp_x", "cdp_y"];
+    let known = ["sx", "sy", "gx", "gy", "offset", "cdp", "inline", "crossline", "ffid", "channel", "source_station", "receiver_station",
+        "cdp_x", "cdp_y"];
     for name in fields.keys() {
         if !known.contains(&name.as_str()) {
             return Err(PyValueError::new_err(format!("trace header `{name}` is not one of {}", known.join(", "))));
@@ -142,6 +144,8 @@ pub fn headers(n: usize, fields: &HashMap<String, PyReadonlyArray1<'_, f64>>) ->
             crossline: int("crossline", i)?,
             ffid: int("ffid", i)?,
             channel: int("channel", i)?,
+            source_station: int("source_station", i)?,
+            receiver_station: int("receiver_station", i)?,
             cdp_xy: Some((get("cdp_x", i), get("cdp_y", i))).filter(|(x, y)| columns.contains_key("cdp_x") && !x.is_nan() && !y.is_nan()),
             ..Default::default()
         })

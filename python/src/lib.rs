@@ -4,6 +4,7 @@
 
 mod common;
 mod ktm;
+mod nlbf;
 mod nmo;
 mod pstm;
 mod srm;
@@ -43,6 +44,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pstm::pstm_migrate, m)?)?;
     m.add_function(wrap_pyfunction!(nmo::nmo, m)?)?;
     m.add_function(wrap_pyfunction!(velan::velan_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(nlbf::nlbf_estimate, m)?)?;
+    m.add_function(wrap_pyfunction!(nlbf::nlbf_enhance, m)?)?;
     m.add_function(wrap_pyfunction!(srm::srm_migrate, m)?)?;
     m.add_function(wrap_pyfunction!(wavepacket::wp_forward, m)?)?;
     m.add_function(wrap_pyfunction!(wavepacket::wp_inverse, m)?)?;
