@@ -12,10 +12,23 @@ HEADER_FIELDS = ("sx", "sy", "gx", "gy", "offset", "cdp", "inline", "crossline",
                  "receiver_station", "cdp_x", "cdp_y")
 
 
+def from_gpu(a, name: str) -> np.ndarray:
+    """A GPU array (``__cuda_array_interface__``: CuPy, Numba, PyTorch) copied to host memory: the
+    library's drivers read host arrays and upload what they need themselves."""
+    try:
+        import cupy
+    except ImportError:
+        raise ValueError(f"{name}: a GPU array (__cuda_array_interface__) needs CuPy to be copied to the host; "
+                         "pass a NumPy array") from None
+    return cupy.asnumpy(cupy.asarray(a))
+
+
 def as_f32(a, name: str, ndim: Optional[int] = None) -> np.ndarray:
     """``a`` as a C-contiguous float32 array: used as is when it already is one, otherwise copied
-    (other real dtypes are converted, Fortran order is made C order). Complex, object and string
-    arrays are refused with a ValueError naming the argument."""
+    (other real dtypes are converted, Fortran order is made C order; a GPU array is copied to the
+    host). Complex, object and string arrays are refused with a ValueError naming the argument."""
+    if hasattr(a, "__cuda_array_interface__"):
+        a = from_gpu(a, name)
     arr = np.asarray(a)
     if arr.dtype.kind not in "fiub":
         raise ValueError(f"{name}: dtype {arr.dtype} is not a real number type (float32 expected)")
@@ -26,6 +39,8 @@ def as_f32(a, name: str, ndim: Optional[int] = None) -> np.ndarray:
 
 def as_f64(a, name: str, n: int) -> np.ndarray:
     """A per-trace header vector: a scalar broadcast to ``n`` traces, or ``n`` values."""
+    if hasattr(a, "__cuda_array_interface__"):
+        a = from_gpu(a, name)
     arr = np.asarray(a)
     if arr.dtype.kind not in "fiub":
         raise ValueError(f"{name}: dtype {arr.dtype} is not a real number type")
