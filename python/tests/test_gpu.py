@@ -73,3 +73,20 @@ def test_gpu_arrays_are_accepted(gpu):
     want = seisgpu.ktm.migrate(data, 0.004, **geom, **grid, device="gpu").data
     got = seisgpu.ktm.migrate(cupy.asarray(data), 0.004, **{k: cupy.asarray(v) for k, v in geom.items()}, **grid, device="gpu").data
     np.testing.assert_array_equal(got, want)
+
+
+def test_several_gpus(gpu):
+    note = seisgpu.devices("gpu", gpus="all")
+    count = int(note.split()[0])
+    if count < 2:
+        print(f"SKIPPED: one GPU only ({note})")
+        pytest.skip(f"one GPU only: {note}")
+    data, geom = survey(n=200, ns=100, seed=55)
+    grid = dict(x0=0, dx=25, nx=9, y0=0, dy=25, ny=5, tau0=0, dtau=0.004, ntau=100)
+    one = seisgpu.ktm.migrate(data, 0.004, **geom, **grid, device="gpu").data
+    two = seisgpu.ktm.migrate(data, 0.004, **geom, **grid, device="gpu", gpus=2)
+    assert two.device.startswith("2 GPU")
+    close(two.data, one)
+    v = np.random.default_rng(56).standard_normal((40, 36, 40)).astype(np.float32)
+    close(wavepacket.compress(v, cube=32, overlap=8, device="gpu", gpus=2).volume,
+          wavepacket.compress(v, cube=32, overlap=8, device="gpu").volume, 1e-3)
