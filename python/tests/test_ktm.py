@@ -128,3 +128,30 @@ def test_gpu_matches_cpu(gpu):
     d_cpu = ktm.model(m, 100, 0.004, **geom, **GRID, device="cpu")
     d_gpu = ktm.model(m, 100, 0.004, **geom, **GRID, device="gpu")
     np.testing.assert_allclose(d_gpu, d_cpu, rtol=1e-4, atol=1e-4 * np.abs(d_cpu).max())
+
+
+def test_the_gil_is_released_while_computing():
+    """Another Python thread runs while a migration computes."""
+    import threading
+    import time
+
+    data, geom = survey(n=400, ns=400, seed=10)
+    grid = dict(x0=0.0, dx=10.0, nx=40, y0=0.0, dy=10.0, ny=20, tau0=0.0, dtau=0.004, ntau=400)
+    ticks, done = [], threading.Event()
+
+    def tick():
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    time.sleep(0.01)
+    start = time.perf_counter()
+    ktm.migrate(data, 0.004, **geom, **grid, device="cpu")
+    end = time.perf_counter()
+    done.set()
+    t.join()
+    during = [x for x in ticks if start < x < end]
+    assert end - start > 0.05, "the migration was too short to tell"
+    assert len(during) >= 10, (len(during), end - start)
