@@ -40,7 +40,10 @@ type Key = (String, usize, Option<String>);
 
 /// Devices opened once per process: a GPU context and its kernel modules cost a second or more to
 /// set up, and an iterative solver calls the operators hundreds of times.
-static OPENED: Mutex<Option<HashMap<Key, (Vec<Backend>, String, bool)>>> = Mutex::new(None);
+static OPENED: Mutex<Option<HashMap<Key, Opened>>> = Mutex::new(None);
+
+/// Open devices: the backends, the line that says which, whether `gpus` asked for several.
+type Opened = (Vec<Backend>, String, bool);
 
 /// Opens (or finds already open) the devices of `device`, `gpu`, `gpus`; returns them and the line
 /// that says which run (the CLI prints it as "running on ...").

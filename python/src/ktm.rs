@@ -143,14 +143,17 @@ fn migrate_on(traces: &TraceSet, p: &Params, d: &Devices) -> anyhow::Result<Imag
     d.run(|b| ktm::migrate(traces, p, b), |bs| ktm::migrate_multi(traces, p, bs))
 }
 
-/// Migrates traces: returns (image [classes, nx, ny, ntau], grid, class centre offsets, traces in
-/// no offset class, the grid line when any of it came from the data, the devices' line).
+/// (image [classes, nx, ny, ntau], grid, class centre offsets, traces in no offset class, the grid
+/// line when any of it came from the data, the devices' line).
+type Migrated<'py> = (Bound<'py, PyAny>, GridTuple, Vec<f64>, usize, Option<String>, String);
+
+/// Migrates traces: returns [`Migrated`].
 #[pyfunction]
 #[pyo3(signature = (data, dt, t0, headers, grid, options, device, gpu, gpus))]
 #[allow(clippy::too_many_arguments)]
 pub fn ktm_migrate<'py>(py: Python<'py>, data: PyReadonlyArray2<'py, f32>, dt: f32, t0: f32,
     headers: HashMap<String, PyReadonlyArray1<'py, f64>>, grid: GridIn, options: Options<'py>, device: &str, gpu: usize,
-    gpus: Option<String>) -> PyResult<(Bound<'py, PyAny>, GridTuple, Vec<f64>, usize, Option<String>, String)> {
+    gpus: Option<String>) -> PyResult<Migrated<'py>> {
     let traces = trace_set(&data, dt, t0, &headers)?;
     let (g, line) = grid::complete(&grid.request(), &traces).map_err(to_py)?;
     let p = params(&options, g)?;

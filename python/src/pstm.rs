@@ -95,14 +95,16 @@ fn migrate_on(t: &TraceSet, p: &PstmParams, mode: TraveltimeMode, model: Travelt
     d.run(|b| pstm::migrate(t, p, mode, model, b), |bs| pstm::migrate_multi(t, p, mode, model, bs))
 }
 
-/// Migrates traces: returns (image [nx, ny, noff, nz], grid, traces used, contributions, grid line,
-/// devices' line).
+/// (image [nx, ny, noff, nz], grid, traces used, contributions, grid line, devices' line).
+type Migrated<'py> = (Bound<'py, PyAny>, GridTuple, usize, u64, Option<String>, String);
+
+/// Migrates traces: returns [`Migrated`].
 #[pyfunction]
 #[pyo3(signature = (data, dt, t0, headers, options, device, gpu, gpus))]
 #[allow(clippy::too_many_arguments)]
 pub fn pstm_migrate<'py>(py: Python<'py>, data: PyReadonlyArray2<'py, f32>, dt: f32, t0: f32,
     headers: HashMap<String, PyReadonlyArray1<'py, f64>>, options: Options<'py>, device: &str, gpu: usize, gpus: Option<String>)
-    -> PyResult<(Bound<'py, PyAny>, GridTuple, usize, u64, Option<String>, String)> {
+    -> PyResult<Migrated<'py>> {
     let o = &options;
     let traces = trace_set(&data, dt, t0, &headers)?;
     let mode = TraveltimeMode::parse(&o.traveltime, o.tolerance.unwrap_or(pstm::DEFAULT_DYNAMIC_TOLERANCE))

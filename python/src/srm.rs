@@ -99,12 +99,15 @@ fn migrate_on(d: &Devices, t: &TraceSet, m: &VelocityModel, p: &SrmParams, o: Gp
     d.run(|b| srm::migrate_with(b, t, m, p, o, false), |bs| srm::migrate_multi(bs, t, m, p, o))
 }
 
-/// Migrates shot gathers: (image [nz, ny, nx], (x0, dx, y0, dy, dz), devices' line).
+/// The model grid's (x0, dx, y0, dy, dz) in metres.
+type ModelGrid = (f64, f64, f64, f64, f64);
+
+/// Migrates shot gathers: (image [nz, ny, nx], its grid, devices' line).
 #[pyfunction]
 #[pyo3(signature = (data, dt, t0, headers, options, device, gpu, gpus))]
 #[allow(clippy::too_many_arguments)]
 pub fn srm_migrate<'py>(py: Python<'py>, data: PyReadonlyArray2<'py, f32>, dt: f32, t0: f32, headers: HashMap<String, PyReadonlyArray1<'py, f64>>,
-    options: Options<'py>, device: &str, gpu: usize, gpus: Option<String>) -> PyResult<(Bound<'py, PyAny>, (f64, f64, f64, f64, f64), String)> {
+    options: Options<'py>, device: &str, gpu: usize, gpus: Option<String>) -> PyResult<(Bound<'py, PyAny>, ModelGrid, String)> {
     let a = &options;
     let traces = trace_set(&data, dt, t0, &headers)?;
     let m = model(a, &traces)?;
