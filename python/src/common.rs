@@ -1,0 +1,173 @@
+//! What every binding shares: the devices (`device`, `gpu`, `gpus` as the CLI's `--device`,
+//! `--gpu`, `--gpus`), errors as Python exceptions, and trace sets built from NumPy arrays.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use seisgpu_host::multi::GpuCount;
+use seisgpu_host::runtime::GpuError;
+use seisgpu_host::{Backend, DeviceChoice, TraceHeader, TraceSet};
+
+/// The devices of one call: one backend, or several (`gpus=N`: N GPUs, or N CPU work queues).
+pub enum Devices {
+    One(Backend),
+    Many(Vec<Backend>),
+}
+
+impl Devices {
+    /// Every device, as the host library's entries take them (one runs the whole input, several split it).
+    pub fn all(&self) -> &[Backend] {
+        match self {
+            Devices::One(b) => std::slice::from_ref(b),
+            Devices::Many(bs) => bs,
+        }
+    }
+    /// The first device (for the entry points that run on one).
+    pub fn first(&self) -> &Backend {
+        match self {
+            Devices::One(b) => b,
+            Devices::Many(bs) => &bs[0],
+        }
+    }
+}
+
+type Key = (String, usize, Option<String>);
+
+/// Devices opened once per process: a GPU context and its kernel modules cost a second or more to
+/// set up, and an iterative solver calls the operators hundreds of times.
+static OPENED: Mutex<Option<HashMap<Key, Opened>>> = Mutex::new(None);
+
+/// Open devices: the backends, the line that says which, whether `gpus` asked for several.
+type Opened = (Vec<Backend>, String, bool);
+
+/// Opens (or finds already open) the devices of `device`, `gpu`, `gpus`; returns them and the line
+/// that says which run (the CLI prints it as "running on ...").
+pub fn devices(device: &str, gpu: usize, gpus: Option<&str>) -> PyResult<(Devices, String)> {
+    let choice: DeviceChoice = device.parse().map_err(|e: String| PyValueError::new_err(format!("device: {e}")))?;
+    let count: Option<GpuCount> = match gpus {
+        None => None,
+        Some(s) => Some(s.parse().map_err(|e: String| PyValueError::new_err(e.replace("--gpus", "gpus")))?),
+    };
+    let key = (device.to_string(), gpu, gpus.map(str::to_string));
+    let mut opened = OPENED.lock().unwrap_or_else(|p| p.into_inner());
+    let map = opened.get_or_insert_with(HashMap::new);
+    if !map.contains_key(&key) {
+        let entry = match count {
+            None => {
+                let (b, note) = Backend::select(choice, gpu).map_err(gpu_error)?;
+                (vec![b], note, false)
+            }
+            Some(c) => {
+                let (bs, note) = seisgpu_host::multi::backends(choice, c).map_err(gpu_error)?;
+                (bs, note, true)
+            }
+        };
+        map.insert(key.clone(), entry);
+    }
+    let (bs, note, many) = &map[&key];
+    let d = if *many { Devices::Many(bs.clone()) } else { Devices::One(bs[0].clone()) };
+    Ok((d, note.clone()))
+}
+
+fn gpu_error(e: GpuError) -> PyErr { PyRuntimeError::new_err(e.to_string()) }
+
+/// A host error as a Python exception, with the CLI's message (the whole context chain):
+/// RuntimeError where the GPU runtime or the file system failed, ValueError otherwise (the host
+/// library checks its inputs before any work, so the rest are bad arguments or bad data).
+pub fn to_py(e: anyhow::Error) -> PyErr {
+    let message = format!("{e:#}");
+    let runtime = e.chain().any(|c| c.is::<GpuError>() || c.is::<std::io::Error>());
+    if runtime { PyRuntimeError::new_err(message) } else { PyValueError::new_err(message) }
+}
+
+/// Runs `work` with the GIL released (other Python threads go on), checking for Ctrl-C before and
+/// after: the host drivers take no callback, so a running computation finishes before the
+/// KeyboardInterrupt is raised.
+pub fn compute<T: Send>(py: Python<'_>, work: impl FnOnce() -> anyhow::Result<T> + Send) -> PyResult<T> {
+    py.check_signals()?;
+    let out = py.detach(work).map_err(to_py)?;
+    py.check_signals()?;
+    Ok(out)
+}
+
+/// A C-contiguous float32 array's samples (the Python layer converts other dtypes and orders).
+pub fn slice1<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
+    a.as_slice().map_err(|_| PyValueError::new_err(format!("{name}: the array must be C-contiguous")))
+}
+
+/// Trace headers from per-trace arrays (float64, one value per trace): `sx`, `sy`, `gx`, `gy`,
+/// `offset` (m), `cdp`, `inline`, `crossline`, `ffid`, `channel`, `source_station`, `receiver_station`,
+/// and `cdp_x`, `cdp_y` (m) together.
+pub fn headers(n: usize, fields: &HashMap<String, PyReadonlyArray1<'_, f64>>) -> PyResult<Vec<TraceHeader>> {
+    let known = ["sx", "sy", "gx", "gy", "offset", "cdp", "inline", "crossline", "ffid", "channel", "source_station", "receiver_station",
+        "cdp_x", "cdp_y"];
+    for name in fields.keys() {
+        if !known.contains(&name.as_str()) {
+            return Err(PyValueError::new_err(format!("trace header `{name}` is not one of {}", known.join(", "))));
+        }
+    }
+    let mut columns: HashMap<&str, &[f64]> = HashMap::new();
+    for (name, a) in fields {
+        let s = slice1(a, name)?;
+        if s.len() != n {
+            return Err(PyValueError::new_err(format!("{name}: {} values for {n} traces", s.len())));
+        }
+        // NaN in cdp_x/cdp_y: the trace's CDP is its midpoint (as a SEG-Y file with zeros there).
+        let optional = name == "cdp_x" || name == "cdp_y";
+        if let Some(i) = s.iter().position(|v| !v.is_finite() && !(optional && v.is_nan())) {
+            return Err(PyValueError::new_err(format!("{name}: trace {i} has a value that is not finite")));
+        }
+        columns.insert(name.as_str(), s);
+    }
+    if columns.contains_key("cdp_x") != columns.contains_key("cdp_y") {
+        return Err(PyValueError::new_err("cdp_x and cdp_y go together"));
+    }
+    let get = |name: &str, i: usize| columns.get(name).map_or(0.0, |c| c[i]);
+    let int = |name: &str, i: usize| -> PyResult<i32> {
+        let v = get(name, i);
+        if v.fract() != 0.0 || v < i32::MIN as f64 || v > i32::MAX as f64 {
+            return Err(PyValueError::new_err(format!("{name}: trace {i} has {v}, not a 32-bit integer")));
+        }
+        Ok(v as i32)
+    };
+    (0..n).map(|i| {
+        Ok(TraceHeader {
+            sx: get("sx", i),
+            sy: get("sy", i),
+            gx: get("gx", i),
+            gy: get("gy", i),
+            offset: get("offset", i),
+            cdp: int("cdp", i)?,
+            inline: int("inline", i)?,
+            crossline: int("crossline", i)?,
+            ffid: int("ffid", i)?,
+            channel: int("channel", i)?,
+            source_station: int("source_station", i)?,
+            receiver_station: int("receiver_station", i)?,
+            cdp_xy: Some((get("cdp_x", i), get("cdp_y", i))).filter(|(x, y)| columns.contains_key("cdp_x") && !x.is_nan() && !y.is_nan()),
+            ..Default::default()
+        })
+    }).collect()
+}
+
+/// A trace set: `data` [traces, samples], `dt` and `t0` (s), the headers' arrays.
+pub fn trace_set(data: &PyReadonlyArray2<'_, f32>, dt: f32, t0: f32, fields: &HashMap<String, PyReadonlyArray1<'_, f64>>)
+    -> PyResult<TraceSet> {
+    let shape = data.shape();
+    let (n, ns) = (shape[0], shape[1]);
+    let samples = data.as_slice().map_err(|_| PyValueError::new_err("data: the array must be C-contiguous"))?;
+    let mut t = TraceSet { headers: headers(n, fields)?, data: samples.to_vec(), ns, dt, t0 };
+    t.t0 = t0;
+    Ok(t)
+}
+
+/// An NLBF error as an `anyhow` error whose chain keeps a GPU failure visible to [`to_py`].
+pub fn nlbf_error(e: seisgpu_host::nlbf::NlbfError) -> anyhow::Error {
+    match e {
+        seisgpu_host::nlbf::NlbfError::Gpu(g) => anyhow::Error::new(g),
+        other => anyhow::Error::new(other),
+    }
+}
