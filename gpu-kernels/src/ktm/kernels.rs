@@ -34,17 +34,18 @@ macro_rules! unroll {
         { let $k: usize = 15; if $k < $n $body }
     }};
 }
+pub(super) use unroll;
 
 #[inline(always)]
-fn min_u32(a: u32, b: u32) -> u32 { if a < b { a } else { b } }
+pub(super) fn min_u32(a: u32, b: u32) -> u32 { if a < b { a } else { b } }
 
 /// Read-only 8-byte load (`device::ldg_f32x2`).
 #[inline(always)]
-unsafe fn ldg_pair(p: *const [f32; 2]) -> [f32; 2] { unsafe { crate::device::ldg_f32x2(p as *const f32) } }
+pub(super) unsafe fn ldg_pair(p: *const [f32; 2]) -> [f32; 2] { unsafe { crate::device::ldg_f32x2(p as *const f32) } }
 
 /// Read-only 16-byte load (`device::ldg_f32x4`).
 #[inline(always)]
-unsafe fn ldg_quad(p: *const [f32; 4]) -> [f32; 4] { unsafe { crate::device::ldg_f32x4(p as *const f32) } }
+pub(super) unsafe fn ldg_quad(p: *const [f32; 4]) -> [f32; 4] { unsafe { crate::device::ldg_f32x4(p as *const f32) } }
 
 /// [`lerp_pair`] through `ld.global.nc` (same arithmetic).
 #[inline(always)]
@@ -67,14 +68,14 @@ unsafe fn aa_nc(p: *const [f32; 2], len: u32, s: f32, m: f32) -> f32 {
 
 /// Image x, y (relative to the origin) of launch column `col_l`.
 #[inline(always)]
-fn column_xy(c: &KtmConsts, col_l: u32) -> (f32, f32) {
+pub(super) fn column_xy(c: &KtmConsts, col_l: u32) -> (f32, f32) {
     let col = c.col0 + col_l;
     ((col / c.ny) as f32 * c.dx, (col % c.ny) as f32 * c.dy)
 }
 
 /// Sample geometry of launch column `col_l`, image time `it` (clamped into the column).
 #[inline(always)]
-unsafe fn sample_at(c: &KtmConsts, vel: *const f32, col_l: u32, it: u32) -> SampleGeom {
+pub(super) unsafe fn sample_at(c: &KtmConsts, vel: *const f32, col_l: u32, it: u32) -> SampleGeom {
     let it = min_u32(it, c.ntau - 1);
     let v = unsafe { *vel.add(col_l as usize * c.vel_stride as usize + it as usize) };
     sample_geom(c, c.tau0 + it as f32 * c.dtau, v)
@@ -82,7 +83,7 @@ unsafe fn sample_at(c: &KtmConsts, vel: *const f32, col_l: u32, it: u32) -> Samp
 
 /// One contribution read from global memory, weighted, 0 when it does not count.
 #[inline(always)]
-unsafe fn read_global<const AA: bool, const CORR: bool>(c: &KtmConsts, pairs: *const [f32; 2], k: &Contribution) -> f32 {
+pub(super) unsafe fn read_global<const AA: bool, const CORR: bool>(c: &KtmConsts, pairs: *const [f32; 2], k: &Contribution) -> f32 {
     unsafe {
         if AA {
             if k.w != 0.0 && antialias_valid(c, k.s) { k.w * aa_nc(pairs, c.stride, k.s, k.m) } else { 0.0 }
