@@ -12,6 +12,7 @@
 
 pub mod bench;
 pub mod cpu;
+pub mod cpu_interp;
 pub mod gpu;
 pub mod interpolated;
 pub mod output;
@@ -21,6 +22,7 @@ pub mod prep_gpu;
 use std::ops::Range;
 
 use anyhow::{bail, ensure, Context};
+use gpu_kernels::ktm::interp::{TT_DYNAMIC, TT_EXACT, TT_STATIC8};
 use gpu_kernels::ktm::{KtmConsts, APERTURE, MUTE, WEIGHTS};
 use rayon::prelude::*;
 
@@ -242,10 +244,13 @@ impl Params {
     pub fn corrections(&self) -> bool { self.weights || self.mute_stretch.is_some() || !self.aperture.is_full() }
 
     fn validate(&self) -> anyhow::Result<()> {
-        if self.traveltime != TraveltimeMode::Exact || self.traveltime_model != TraveltimeModel::Dsr {
-            bail!("traveltime {:?} with model {:?}: the Kirchhoff engine (`seisgpu ktm`) computes exact DSR traveltimes \
-                   only; interpolated (static8, dynamic) and VTI traveltimes run in the PSTM engine (`seisgpu pstm`)",
-                self.traveltime, self.traveltime_model);
+        if self.traveltime_model != TraveltimeModel::Dsr {
+            bail!("traveltime model {:?}: the Kirchhoff engine (`seisgpu ktm`) computes DSR traveltimes only; VTI \
+                   traveltimes run in the PSTM engine (`seisgpu pstm`)", self.traveltime_model);
+        }
+        if let TraveltimeMode::Dynamic { tolerance } = self.traveltime {
+            ensure!(tolerance >= 0.0 && tolerance.is_finite(),
+                "dynamic interpolation tolerance {tolerance} s must be >= 0 (the largest traveltime error a step may make)");
         }
         self.grid.validate()?;
         let a = &self.aperture;
@@ -421,6 +426,15 @@ impl Plan {
             aa_dx: aa.dx as f32,
             aa_dy: aa.dy as f32,
             aa_max: aa.max_half_length,
+            tt_mode: match params.traveltime {
+                TraveltimeMode::Exact => TT_EXACT,
+                TraveltimeMode::Static8 => TT_STATIC8,
+                TraveltimeMode::Dynamic { .. } => TT_DYNAMIC,
+            },
+            tt_tol: match params.traveltime {
+                TraveltimeMode::Dynamic { tolerance } => tolerance / dt,
+                _ => 0.0,
+            },
         };
         Ok(Plan {
             consts,
@@ -574,25 +588,53 @@ fn prepare_on(backend: &Backend, traces: &TraceSet, plan: &Plan, params: &Params
     }
 }
 
+/// Wall-clock split of one migration (s): trace preparation (validation, plan, rho filter, pair
+/// layout), uploads, kernels (the CPU reference's migration on a CPU, the whole PSTM engine for
+/// VTI), image download.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Timings {
+    pub prepare_s: f64,
+    pub upload_s: f64,
+    pub kernels_s: f64,
+    pub download_s: f64,
+}
+
 /// Migrates `traces` into an image: the entry point (CPU reference or GPU, by `backend`).
 pub fn migrate(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow::Result<Image> {
+    migrate_timed(traces, params, backend).map(|(img, _)| img)
+}
+
+/// [`migrate`] with its time split ([`Timings`]).
+pub fn migrate_timed(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow::Result<(Image, Timings)> {
+    let mut times = Timings::default();
+    let t = std::time::Instant::now();
     traces.validate("ktm input").map_err(anyhow::Error::msg)?;
     if interpolated::needed(params) {
-        return interpolated::migrate(traces, params, backend);
+        let img = interpolated::migrate(traces, params, backend)?;
+        times.kernels_s = t.elapsed().as_secs_f64();
+        return Ok((img, times));
     }
     let plan = Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, params)?;
     let prepared = prepare_on(backend, traces, &plan, params)?;
+    times.prepare_s = t.elapsed().as_secs_f64();
     let data = match backend {
-        Backend::Cpu => cpu::migrate(&plan, &prepared),
-        Backend::Gpu(gpu) => gpu::migrate(gpu, &plan, &prepared, params.variant, &params.limits).context("GPU migration")?,
+        Backend::Cpu => {
+            let t = std::time::Instant::now();
+            let d = cpu::migrate(&plan, &prepared);
+            times.kernels_s = t.elapsed().as_secs_f64();
+            d
+        }
+        Backend::Gpu(gpu) => gpu::migrate_timed(gpu, &plan, &prepared, params.variant, &params.limits, Some(&mut times))
+            .context("GPU migration")?,
     };
-    Ok(Image {
+    let img = Image {
         grid: plan.grid,
         classes: plan.classes(),
         class_offsets: plan.class_offsets(params),
         data,
         skipped_traces: plan.skipped_traces,
-    })
+    };
+    Ok((img, times))
 }
 
 /// Work items of a multi-device (`--gpus`) or MPI migration: contiguous ranges of input traces,
@@ -770,6 +812,8 @@ pub fn migrate_multi(traces: &TraceSet, params: &Params, backends: &[Backend]) -
 /// `dt` (first at `t0`) from `image`. Traces in no offset class come back as zeros.
 pub fn model(image: &Image, headers: &[TraceHeader], ns: usize, dt: f32, t0: f32, params: &Params, backend: &Backend)
     -> anyhow::Result<TraceSet> {
+    ensure!(params.traveltime == TraveltimeMode::Exact,
+        "modelling computes exact traveltimes only (it is the adjoint of the exact migration): use --traveltime exact");
     let plan = Plan::new(headers, ns, dt, t0, params)?;
     ensure!(image.grid == plan.grid && image.classes == plan.classes() && image.data.len() == plan.classes() * plan.grid.len(),
         "modelling: the image ({} classes of {:?}) does not match the parameters ({} classes of {:?})",
