@@ -7,6 +7,7 @@ mod common;
 mod defaults;
 
 mod ktm;
+mod ktm_interp;
 mod nlbf;
 mod output;
 mod plot;

@@ -190,7 +190,10 @@ mod tests {
         for i in 0..20_000 {
             // Positions along a hyperbola-like curve of random curvature, plus a little noise.
             let (a, b, k) = (100.0 * next(), 3.0 * next(), 1e-3 * next() * (i % 7) as f32);
-            let f = |o: u32| a + b * o as f32 + k * (o * o) as f32 + if i % 5 == 0 { 0.01 * next_fixed(o) } else { 0.0 };
+            // Some with a bend in the first quarter only (the tree's "8, then 24" branch).
+            let bend = if i % 3 == 1 { 0.01 * (i % 8) as f32 } else { 0.0 };
+            let f = |o: u32| a + b * o as f32 + k * (o * o) as f32 + if i % 5 == 0 { 0.01 * next_fixed(o) } else { 0.0 }
+                + bend * ((8 - o.min(8)) * (8 - o.min(8))) as f32;
             let n = [f(0), f(8), f(16), f(24), f(32)];
             let tol = [0.0, 0.001, 0.01, 0.05, 0.3, 10.0][i % 6];
             let mut want = [(9, 9); 4];

@@ -11,6 +11,7 @@
 //! The per-contribution math is `gpu_kernels::ktm`, shared by both.
 
 pub mod bench;
+pub mod bench_interp;
 pub mod cpu;
 pub mod cpu_interp;
 pub mod gpu;
