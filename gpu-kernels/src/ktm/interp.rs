@@ -13,8 +13,10 @@
 //!   from the start (paper 5's production CPU scheme, `pstm::dynamic_segment` with a largest step
 //!   of 32: the same decisions, unit-tested). Midpoints off the nodes are at z0 + 12 and z0 + 20.
 //!
-//! The position of segment sample r in the step from node a to node b is `pstm::interp(r - 8a,
-//! step_slope(s_a, s_b, 8 (b - a)), s_a)`, the PSTM engine's formula, so it is exact at the nodes.
+//! The position of segment sample r in the step from node a to node b is the PSTM engine's
+//! `interp`, slope `step_slope(s_a, s_b, 8 (b - a))`, taken from the position at the start of r's
+//! quarter: exact at the nodes; for static8 `pstm::interp(r - 8a, slope, s_a)` itself, for dynamic
+//! steps longer than a quarter within an ulp of it (one more rounding at the quarter's start).
 //! With anti-aliasing the triangle half-length is interpolated the same way between its exact
 //! values at the nodes; weights, mute and aperture are evaluated per sample from the interpolated
 //! traveltime (`s - s_off`), as the exact path does from the exact one.
@@ -34,15 +36,19 @@ pub const SEG: u32 = 32;
 /// Image samples per quarter (the static step).
 pub const STEP: u32 = 8;
 
-/// Quarter steps in a warp's table of the interpolated kernels: 32 / K traces x K segments x 4.
-pub const TABLE: u32 = 128;
+/// Bytes of a warp's step table in the interpolated kernels: 32 / K traces x 4 quarters x K rows
+/// of (base, slope), each quarter's K rows padded by 16 bytes (no bank conflicts between the four
+/// quarters a warp reads at once): at most 2048 for K = 4 or 8.
+pub const TABLE_BYTES: u32 = 2048;
+
+/// Bytes between the quarters of one trace in a step table (K rows of 8 bytes, plus 16).
+pub const fn quarter_stride(k: u32) -> u32 { 8 * k + 16 }
 
 /// Dynamic shared memory of an interpolated migration launch (bytes): the staged trace
 /// coordinates, each warp's position table and, with anti-aliasing, its length table.
 pub const fn interp_shared_bytes(aa: bool) -> u32 {
     let coords = 32 * COL_WARPS * 16;
-    let tab = COL_WARPS * TABLE * 16;
-    coords + tab + if aa { COL_WARPS * TABLE * 8 } else { 0 }
+    coords + COL_WARPS * TABLE_BYTES * if aa { 2 } else { 1 }
 }
 
 /// The exact values at a node: read position (padded index, as `Contribution::s`) and, with
@@ -127,24 +133,26 @@ pub fn pick(n: &[f32; 5], i: u32) -> f32 {
 }
 
 /// One quarter's step as its samples use it: position of quarter sample j (0..8) is
-/// `interp(j + roff, slope, base)`; `roff` = 8 (quarter - a) is the quarter's offset in the step.
+/// `interp(j, slope, base)`, `base` being the step's position at the quarter's first sample
+/// (`interp(8 (quarter - a), slope, s_a)`; for static8 steps exactly `s_a`). One (base, slope) pair
+/// per quarter whatever the mode, so the kernels read static8 and dynamic steps alike.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct QuarterStep {
     pub base: f32,
     pub slope: f32,
-    pub roff: f32,
 }
 
-/// Quarter `quarter`'s step from node values `n` and the steps' node range `(a, b)`.
+/// Quarter `quarter`'s step from node values `n` and the step's node range `(a, b)`.
 #[inline(always)]
 pub fn quarter_step(n: &[f32; 5], quarter: u32, (a, b): (u32, u32)) -> QuarterStep {
-    let base = pick(n, a);
-    QuarterStep { base, slope: step_slope(base, pick(n, b), 8 * (b - a)), roff: (8 * (quarter - a)) as f32 }
+    let start = pick(n, a);
+    let slope = step_slope(start, pick(n, b), 8 * (b - a));
+    QuarterStep { base: interp((8 * (quarter - a)) as f32, slope, start), slope }
 }
 
 /// Position (or AA length) of quarter sample `j` (0..8).
 #[inline(always)]
-pub fn quarter_value(st: &QuarterStep, j: u32) -> f32 { interp(j as f32 + st.roff, st.slope, st.base) }
+pub fn quarter_value(st: &QuarterStep, j: u32) -> f32 { interp(j as f32, st.slope, st.base) }
 
 /// Per-sample weight (weights x aperture taper x mute) of a contribution with traveltime `t`
 /// (samples), as `contribution::<_, true>` applies them: 0 means the trace is not read.
@@ -201,7 +209,7 @@ mod tests {
                 for q in o / 8..(o + len) / 8 {
                     want[q as usize] = (o / 8, (o + len) / 8);
                     let st = quarter_step(&n, q, (o / 8, (o + len) / 8));
-                    assert_eq!((st.base, st.slope), (base, slope));
+                    assert_eq!((st.base, st.slope), (interp((8 * q - o) as f32, slope, base), slope));
                 }
             });
             let got = dynamic_steps(&n, f(12), f(20), tol);
@@ -224,7 +232,7 @@ mod tests {
         }
         // A 32-sample step: quarter 2 starts 16 samples in.
         let st = quarter_step(&n, 2, (0, 4));
-        assert_eq!(st.roff, 16.0);
+        assert_eq!(st.slope, 13.0 / 32.0);
         assert_eq!(quarter_value(&st, 0), 10.0 + 16.0 * (13.0 / 32.0));
     }
 

@@ -6,11 +6,13 @@
 //! traces in step. Row k of a warp is exactly one interpolation segment (32 samples from a
 //! multiple of 32), so the traces go through in batches of 32 / K:
 //! - *nodes*: lane l = K b + g takes trace b of the batch, segment g: its five node positions (and
-//!   two midpoints for dynamic), the segment's steps, and one [`QuarterStep`] per quarter written
-//!   to the warp's table in shared memory. Every lane is busy: 5 (dynamic 7) exact traveltimes per
+//!   two midpoints for dynamic), the segment's steps, and one [`QuarterStep`] (base, slope) per
+//!   quarter written to the warp's table in shared memory, laid out [trace][quarter][row] so that
+//!   one 16-byte load gives a lane the steps of two rows. Every lane is busy: 5 (dynamic 7) exact traveltimes per
 //!   lane per batch of 32 / K traces, 5 K / 32 per trace, against K for the exact kernel;
-//! - *reads*: for each trace of the batch and each row, lane l reads its quarter's step (one
-//!   broadcast shared-memory load), interpolates its position (one FMA) and reads the trace.
+//! - *reads*: for each trace of the batch and each pair of rows, lane l loads its quarter's two
+//!   steps (one broadcast 16-byte shared-memory load), interpolates each position (one FMA) and
+//!   reads the trace. Static8 and dynamic steps are read alike; only the node phase differs.
 //!
 //! Flavours as the exact kernels: `_bare` (K = 8, the magic-number floor of `mig_columns2`),
 //! `_corr` and `_aa` (K = 4; the AA length is interpolated like the position).
@@ -20,6 +22,15 @@ use super::kernels::{column_xy, ldg_pair, ldg_quad, min_u32, read_global, sample
 use super::*;
 use crate::device::*;
 
+
+/// Two f32 on an 8-byte boundary (one 64-bit shared-memory access).
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+struct F2([f32; 2]);
+/// Four f32 on a 16-byte boundary (one 128-bit shared-memory access).
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct F4([f32; 4]);
 
 #[inline(always)]
 unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR: bool>(c: &KtmConsts, geom: *const [f32; 4],
@@ -53,9 +64,12 @@ unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR
     let (jf, quarter) = ((lane % STEP) as f32, lane / STEP);
     let mut acc = [0.0f32; K];
     let mut acc_b = [0.0f32; K];
+    // Step tables, [trace of the batch][quarter][row] of (base, slope), quarters `qs` bytes apart.
     let coords = dynamic_shared::<[f32; 4]>();
-    let tab = unsafe { coords.add((nthreads + warp * TABLE) as usize) };
-    let mtab = unsafe { (coords.add((nthreads + COL_WARPS * TABLE) as usize) as *mut [f32; 2]).add((warp * TABLE) as usize) };
+    let qs = quarter_stride(kk);
+    let tables = unsafe { (coords.add(nthreads as usize) as *mut u8).add((warp * TABLE_BYTES) as usize) };
+    let mtables = unsafe { (coords.add(nthreads as usize) as *mut u8).add(((COL_WARPS + warp) * TABLE_BYTES) as usize) };
+    let w_off = (tb * 4 * qs + seg * 8) as usize;
     let seg_n = c.ntraces.div_ceil(grid_dim_z());
     let mut base = block_idx_z() * seg_n;
     let end = min_u32(base + seg_n, c.ntraces);
@@ -82,11 +96,11 @@ unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR
             let ms = nd.map(|v| v.m);
             unroll!(qi < 4, {
                 let st = quarter_step(&s, qi as u32, steps[qi]);
-                let e = (lane * 4) as usize + qi;
-                unsafe { *tab.add(e) = [st.base, st.slope, st.roff, 0.0] };
+                let off = w_off + (qi as u32 * qs) as usize;
+                unsafe { *(tables.add(off) as *mut F2) = F2([st.base, st.slope]) };
                 if AA {
                     let mt = quarter_step(&ms, qi as u32, steps[qi]);
-                    unsafe { *mtab.add(e) = [mt.base, mt.slope] };
+                    unsafe { *(mtables.add(off) as *mut F2) = F2([mt.base, mt.slope]) };
                 }
             });
             sync_warp();
@@ -99,18 +113,10 @@ unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR
                 }
                 // Pre-offset so that the magic-number bits index it directly (wrapping: only the sum is used).
                 let pairs_m = pairs.wrapping_sub(FLOOR_MAGIC_BITS as usize);
-                unroll!(k < K, {
-                    let e = ((bb * kk + k as u32) * 4 + quarter) as usize;
-                    // static8 steps start at their quarter (roff = 0, and j + 0.0 = j).
-                    let (sb, sl, ro) = if DYN {
-                        let [sb, sl, ro, _] = unsafe { *tab.add(e) };
-                        (sb, sl, ro)
-                    } else {
-                        let [sb, sl] = unsafe { *(tab.add(e) as *const [f32; 2]) };
-                        (sb, sl, 0.0)
-                    };
-                    let r = if DYN { jf + ro } else { jf };
-                    let pos = crate::pstm::interp(r, sl, sb);
+                let r_off = (bb * 4 * qs + quarter * qs) as usize;
+                // One sample: row k's step (base, slope) and AA length step (mb, msl).
+                let mut sample = |k: usize, sb: f32, sl: f32, mb: f32, msl: f32| {
+                    let pos = crate::pstm::interp(jf, sl, sb);
                     if !CORR {
                         // Positions before the padded trace read its leading zeros (the magic floor needs s >= 0).
                         let (b, f) = split_index_magic(if pos > 0.0 { pos } else { 0.0 }, c.stride, FLOOR_MAGIC);
@@ -118,15 +124,17 @@ unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR
                         acc[k] += a;
                         acc_b[k] = crate::math::mul_add(f, d, acc_b[k]);
                     } else {
-                        let m = if AA {
-                            let [mb, msl] = unsafe { *mtab.add(e) };
-                            crate::pstm::interp(r, msl, mb)
-                        } else {
-                            1.0
-                        };
+                        let m = if AA { crate::pstm::interp(jf, msl, mb) } else { 1.0 };
                         let ct = contribution_at::<CORR>(c, &pgr, &q[k], pos, m);
                         acc[k] += unsafe { read_global::<AA, CORR>(c, pairs, &ct) };
                     }
+                };
+                // Two rows per 16-byte table read.
+                unroll!(kp < K / 2, {
+                    let F4([b0, s0, b1, s1]) = unsafe { *(tables.add(r_off + 16 * kp) as *const F4) };
+                    let F4([mb0, ms0, mb1, ms1]) = if AA { unsafe { *(mtables.add(r_off + 16 * kp) as *const F4) } } else { F4([0.0; 4]) };
+                    sample(2 * kp, b0, s0, mb0, ms0);
+                    sample(2 * kp + 1, b1, s1, mb1, ms1);
                 });
             }
             sync_warp();
