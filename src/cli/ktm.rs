@@ -17,7 +17,8 @@ use super::Global;
 
 #[derive(clap::Args, Debug)]
 #[command(about = "Kirchhoff prestack time migration into an (inline x, crossline y, two-way time tau) image",
-    long_about = "Kirchhoff prestack time migration (paper 2) with exact double-square-root traveltimes in RMS velocity.\n\
+    long_about = "Kirchhoff prestack time migration (paper 2) with double-square-root traveltimes in RMS velocity: exact, or\n\
+    interpolated along image time (--traveltime static8|dynamic, paper 5).\n\
     The image time axis tau is TWO-WAY vertical time (as in production PSTM; the paper's equation writes one-way tau).\n\
     `migrate` images traces, `model` is its exact adjoint (demigration), `bench` and `demo` run the built-in workloads.")]
 pub struct Args {
