@@ -57,7 +57,7 @@ pub fn other_instr_per_contribution(v: Variant) -> Option<(f64, bool)> {
 pub const COLUMNS_AA_INSTR_PER_CONTRIBUTION: f64 = 71.25;
 
 /// The first `n` traces of a set.
-fn subset(t: &TraceSet, n: usize) -> TraceSet {
+pub(crate) fn subset(t: &TraceSet, n: usize) -> TraceSet {
     let n = n.min(t.len());
     TraceSet { headers: t.headers[..n].to_vec(), data: t.data[..n * t.ns].to_vec(), ns: t.ns, dt: t.dt, t0: t.t0 }
 }
@@ -67,7 +67,7 @@ fn scale(s: Stats, f: f64) -> Stats {
 }
 
 /// CUDA-event timing of `f` on the GPU's default stream: warm-up, then the median of repeats.
-fn time_gpu(gpu: &Gpu, warmup: usize, repeats: usize, mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<Stats> {
+pub(crate) fn time_gpu(gpu: &Gpu, warmup: usize, repeats: usize, mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<Stats> {
     let timer = GpuTimer::new(gpu.stream())?;
     for _ in 0..warmup {
         f()?;
@@ -218,6 +218,10 @@ pub fn bench_workload(backend: &Backend, size: BenchSize, ceilings: &Ceilings, w
         };
         row.note = format!("{note_sub}{:.1}x the CPU reference", row.throughput() / cpu_rate);
         rows.push(row);
+    }
+    // Interpolated traveltimes (paper 5) beside the exact columns rows: the 4096- and 40960-trace cases.
+    if wl.name.starts_with("ktm-table2") && (size == BenchSize::Small || n == 4096 || n == 40960) {
+        rows.extend(crate::ktm_interp::rows(gpu, wl, &sub, &cpu_image, cpu_rate, peak_issue)?);
     }
     // The production configuration (rho filter, weights, anti-aliasing) with the default kernel.
     if wl.name.starts_with("ktm-table2") && n <= 8192 {

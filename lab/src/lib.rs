@@ -14,6 +14,7 @@ pub mod micro;
 pub mod report;
 
 pub mod ktm;
+pub mod ktm_interp;
 pub mod nlbf;
 pub mod pstm;
 pub mod srm;

@@ -17,7 +17,8 @@ use super::Global;
 
 #[derive(clap::Args, Debug)]
 #[command(about = "Kirchhoff prestack time migration into an (inline x, crossline y, two-way time tau) image",
-    long_about = "Kirchhoff prestack time migration (paper 2) with exact double-square-root traveltimes in RMS velocity.\n\
+    long_about = "Kirchhoff prestack time migration (paper 2) with double-square-root traveltimes in RMS velocity: exact, or\n\
+    interpolated along image time (--traveltime static8|dynamic, paper 5).\n\
     The image time axis tau is TWO-WAY vertical time (as in production PSTM; the paper's equation writes one-way tau).\n\
     `migrate` images traces, `model` is its exact adjoint (demigration), `bench` and `demo` run the built-in workloads.")]
 pub struct Args {
@@ -167,9 +168,10 @@ pub struct MigrationOptions {
     /// Common-offset image gathers: `first,width,count` (m, m, classes) of |offset|.
     #[arg(long)]
     pub offset_classes: Option<String>,
-    /// Traveltime computation: exact (every image sample), static8 (exact every 8th sample, linear
-    /// between) or dynamic (steps of 8..32 samples under a 0.1 ms error); static8 and dynamic run in
-    /// the PSTM engine of paper 5 (unit weights: add --no-weights --no-antialias).
+    /// Traveltime computation: exact (every image sample), static8 (exact every 8th image sample,
+    /// linear between) or dynamic (steps of 8..32 samples under a 0.1 ms traveltime error), paper 5;
+    /// with every correction. With --traveltime-model vti the PSTM engine runs it (unit weights:
+    /// add --no-weights --no-antialias).
     #[arg(long, default_value = "exact")]
     pub traveltime: String,
     /// Traveltime model: dsr (straight-ray double square root) or vti (non-hyperbolic, with --eta;
@@ -398,13 +400,26 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     }
     let (p, traces) = params_and_input(&a.opts, &a.input)?;
     let t0 = std::time::Instant::now();
-    let img = ktm::migrate(&traces, &p, &global.devices()?)?;
+    let devices = global.devices()?;
+    let (img, times) = match devices.as_slice() {
+        [backend] => {
+            let (img, times) = ktm::migrate_timed(&traces, &p, backend)?;
+            (img, Some(times))
+        }
+        _ => (ktm::migrate(&traces, &p, &devices)?, None),
+    };
     let t = t0;
     eprintln!("ktm: {} traces into {} x {} x {} x {} (classes x inline x crossline x time) in {:.3} s{}", traces.len(), img.classes,
         p.grid.nx, p.grid.ny, p.grid.ntau, t.elapsed().as_secs_f64(),
         if img.skipped_traces > 0 { format!("; {} traces in no offset class", img.skipped_traces) } else { String::new() });
+    let tw = std::time::Instant::now();
     ktm::output::write_image(&a.output, &img)?;
+    let write_s = tw.elapsed().as_secs_f64();
     eprintln!("ktm: wrote {}", a.output.display());
+    if let Some(tm) = times {
+        eprintln!("ktm: time split: preparation {:.3} s, upload {:.3} s, kernels {:.3} s, download {:.3} s, write {:.3} s",
+            tm.prepare_s, tm.upload_s, tm.kernels_s, tm.download_s, write_s);
+    }
     Ok(())
 }
 

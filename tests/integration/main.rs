@@ -8,6 +8,7 @@ mod bench;
 mod defaults;
 
 mod ktm;
+mod ktm_interp;
 mod nlbf;
 mod output;
 mod plot;

@@ -11,40 +11,18 @@
 
 use super::*;
 use crate::device::*;
-
-/// `for $k in 0..$n { $body }` written out for `$n <= 16` (LLVM does not unroll the columns
-/// kernel's time loop by itself, and a rolled loop puts the per-lane arrays in local memory).
-macro_rules! unroll {
-    ($k:ident < $n:expr, $body:block) => {{
-        { let $k: usize = 0; if $k < $n $body }
-        { let $k: usize = 1; if $k < $n $body }
-        { let $k: usize = 2; if $k < $n $body }
-        { let $k: usize = 3; if $k < $n $body }
-        { let $k: usize = 4; if $k < $n $body }
-        { let $k: usize = 5; if $k < $n $body }
-        { let $k: usize = 6; if $k < $n $body }
-        { let $k: usize = 7; if $k < $n $body }
-        { let $k: usize = 8; if $k < $n $body }
-        { let $k: usize = 9; if $k < $n $body }
-        { let $k: usize = 10; if $k < $n $body }
-        { let $k: usize = 11; if $k < $n $body }
-        { let $k: usize = 12; if $k < $n $body }
-        { let $k: usize = 13; if $k < $n $body }
-        { let $k: usize = 14; if $k < $n $body }
-        { let $k: usize = 15; if $k < $n $body }
-    }};
-}
+use crate::unroll;
 
 #[inline(always)]
-fn min_u32(a: u32, b: u32) -> u32 { if a < b { a } else { b } }
+pub(super) fn min_u32(a: u32, b: u32) -> u32 { if a < b { a } else { b } }
 
 /// Read-only 8-byte load (`device::ldg_f32x2`).
 #[inline(always)]
-unsafe fn ldg_pair(p: *const [f32; 2]) -> [f32; 2] { unsafe { crate::device::ldg_f32x2(p as *const f32) } }
+pub(super) unsafe fn ldg_pair(p: *const [f32; 2]) -> [f32; 2] { unsafe { crate::device::ldg_f32x2(p as *const f32) } }
 
 /// Read-only 16-byte load (`device::ldg_f32x4`).
 #[inline(always)]
-unsafe fn ldg_quad(p: *const [f32; 4]) -> [f32; 4] { unsafe { crate::device::ldg_f32x4(p as *const f32) } }
+pub(super) unsafe fn ldg_quad(p: *const [f32; 4]) -> [f32; 4] { unsafe { crate::device::ldg_f32x4(p as *const f32) } }
 
 /// [`lerp_pair`] through `ld.global.nc` (same arithmetic).
 #[inline(always)]
@@ -67,14 +45,14 @@ unsafe fn aa_nc(p: *const [f32; 2], len: u32, s: f32, m: f32) -> f32 {
 
 /// Image x, y (relative to the origin) of launch column `col_l`.
 #[inline(always)]
-fn column_xy(c: &KtmConsts, col_l: u32) -> (f32, f32) {
+pub(super) fn column_xy(c: &KtmConsts, col_l: u32) -> (f32, f32) {
     let col = c.col0 + col_l;
     ((col / c.ny) as f32 * c.dx, (col % c.ny) as f32 * c.dy)
 }
 
 /// Sample geometry of launch column `col_l`, image time `it` (clamped into the column).
 #[inline(always)]
-unsafe fn sample_at(c: &KtmConsts, vel: *const f32, col_l: u32, it: u32) -> SampleGeom {
+pub(super) unsafe fn sample_at(c: &KtmConsts, vel: *const f32, col_l: u32, it: u32) -> SampleGeom {
     let it = min_u32(it, c.ntau - 1);
     let v = unsafe { *vel.add(col_l as usize * c.vel_stride as usize + it as usize) };
     sample_geom(c, c.tau0 + it as f32 * c.dtau, v)
@@ -82,7 +60,7 @@ unsafe fn sample_at(c: &KtmConsts, vel: *const f32, col_l: u32, it: u32) -> Samp
 
 /// One contribution read from global memory, weighted, 0 when it does not count.
 #[inline(always)]
-unsafe fn read_global<const AA: bool, const CORR: bool>(c: &KtmConsts, pairs: *const [f32; 2], k: &Contribution) -> f32 {
+pub(super) unsafe fn read_global<const AA: bool, const CORR: bool>(c: &KtmConsts, pairs: *const [f32; 2], k: &Contribution) -> f32 {
     unsafe {
         if AA {
             if k.w != 0.0 && antialias_valid(c, k.s) { k.w * aa_nc(pairs, c.stride, k.s, k.m) } else { 0.0 }
@@ -168,7 +146,7 @@ unsafe fn mig_columns<const K: usize, const AA: bool, const CORR: bool>(c: &KtmC
     // The bare kernel sums the two halves of the interpolation a + f d separately (an add and an
     // FMA instead of a multiply and two adds).
     let mut acc_b = [0.0f32; K];
-    unroll!(k < K, {
+    unroll!(K, |k| {
         q[k] = unsafe { sample_at(c, vel, col_l, it0 + 32 * k as u32) };
     });
     let coords = dynamic_shared::<[f32; 4]>();
@@ -187,7 +165,7 @@ unsafe fn mig_columns<const K: usize, const AA: bool, const CORR: bool>(c: &KtmC
                 continue; // outside the distance aperture at every time (uniform in the warp)
             }
             let pairs = unsafe { data.add((base + j) as usize * c.stride as usize) };
-            unroll!(k < K, {
+            unroll!(K, |k| {
                 let kk = contribution::<AA, CORR>(c, &pg, &q[k]);
                 if !CORR {
                     let (i, f) = split_index(kk.s, c.stride);
@@ -203,7 +181,7 @@ unsafe fn mig_columns<const K: usize, const AA: bool, const CORR: bool>(c: &KtmC
         base += nthreads;
     }
     if active {
-        unroll!(k < K, {
+        unroll!(K, |k| {
             let it = it0 + 32 * k as u32;
             if it < c.ntau {
                 let dst = unsafe { image.add(col_l as usize * c.ntau as usize + it as usize) };
@@ -249,7 +227,7 @@ unsafe fn mig_columns2<const K: usize, const FAST: bool>(c: &KtmConsts, geom: *c
     let mut iv = [0.0f32; K];
     let mut acc = [0.0f32; K];
     let mut acc_b = [0.0f32; K];
-    unroll!(k < K, {
+    unroll!(K, |k| {
         let q = unsafe { sample_at(c, vel, col_l, it0 + 32 * k as u32) };
         h2[k] = q.h2s;
         iv[k] = q.ivs;
@@ -266,7 +244,7 @@ unsafe fn mig_columns2<const K: usize, const FAST: bool>(c: &KtmConsts, geom: *c
         let (exs, eys, exr, eyr) = (x - g[0], y - g[1], x - g[2], y - g[3]);
         let ds2 = exs * exs + eys * eys;
         let dr2 = exr * exr + eyr * eyr;
-        unroll!(k < K, {
+        unroll!(K, |k| {
             let t = if FAST {
                 sqrt_amp(crate::math::mul_add(ds2, iv[k], h2[k])) + sqrt_amp(crate::math::mul_add(dr2, iv[k], h2[k]))
             } else {
@@ -302,7 +280,7 @@ unsafe fn mig_columns2<const K: usize, const FAST: bool>(c: &KtmConsts, geom: *c
         base += nthreads;
     }
     if active {
-        unroll!(k < K, {
+        unroll!(K, |k| {
             let it = it0 + 32 * k as u32;
             if it < c.ntau {
                 let dst = unsafe { image.add(col_l as usize * c.ntau as usize + it as usize) };

@@ -14,8 +14,11 @@
 //! and an index past either end reads zeros without a branch (see [`lerp_pair`]). With
 //! anti-aliasing on, the pairs hold the doubly integrated trace instead (see [`antialias_read`]).
 
+pub mod interp;
 #[cfg(target_arch = "nvptx64")]
 pub mod kernels;
+#[cfg(target_arch = "nvptx64")]
+pub mod kernels_interp;
 pub mod prep;
 
 use crate::math::sqrt;
@@ -89,6 +92,10 @@ pub struct KtmConsts {
     pub aa_dx: f32,
     pub aa_dy: f32,
     pub aa_max: f32,
+    /// Traveltime mode: `interp::TT_EXACT`, `TT_STATIC8` or `TT_DYNAMIC`, and the dynamic mode's
+    /// tolerance (samples).
+    pub tt_mode: u32,
+    pub tt_tol: f32,
 }
 
 impl KtmConsts {
@@ -329,18 +336,7 @@ pub fn contribution<const AA: bool, const CORR: bool>(c: &KtmConsts, p: &PairGeo
     } else {
         (traveltime(p, q), 1.0)
     };
-    let mut w = 1.0;
-    if CORR {
-        if c.flags & MUTE != 0 && q.tau_s < c.mute_cos * t {
-            w = 0.0;
-        }
-        if c.flags & APERTURE != 0 {
-            w *= aperture_taper(p.dm, q);
-        }
-        if c.flags & WEIGHTS != 0 {
-            w *= weight(q.tau_s, t, q.wa);
-        }
-    }
+    let w = if CORR { interp::correction_weight(c, p, q, t) } else { 1.0 };
     Contribution { s: c.sample_index(t), w, m }
 }
 

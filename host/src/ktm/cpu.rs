@@ -5,6 +5,7 @@
 //! the interpolated reads (gathers). The per-contribution math is `gpu_kernels::ktm`, shared with
 //! the kernels, so positions agree with the GPU bit for bit.
 
+use gpu_kernels::ktm::interp::{contribution_at, TT_EXACT};
 use gpu_kernels::ktm::{
     antialias_read, antialias_valid, contribution, lerp_pair, pair_geom, rcp_amp, sample_geom, scatter_weights, KtmConsts,
     PairGeom, SampleGeom, APERTURE,
@@ -64,6 +65,15 @@ fn migrate_group<const AA: bool, const CORR: bool>(plan: &Plan, prep: &Prepared,
     let h2s: Vec<Vec<f32>> = cols.iter().map(|q| q.iter().map(|s| s.h2s).collect()).collect();
     let ivs: Vec<Vec<f32>> = cols.iter().map(|q| q.iter().map(|s| s.ivs).collect()).collect();
     let xy: Vec<(f32, f32)> = (0..ncols).map(|j| plan.column_xy(col0 + j)).collect();
+    // Interpolated traveltimes: each column's node geometry (`cpu_interp`).
+    let interp = c.tt_mode != TT_EXACT;
+    let nodes: Vec<super::cpu_interp::ColumnNodes> = if !interp {
+        vec![]
+    } else if shared.is_some() {
+        vec![super::cpu_interp::column_nodes(plan, 0)]
+    } else {
+        (0..ncols).map(|j| super::cpu_interp::column_nodes(plan, col0 + j)).collect()
+    };
     let (mut s, mut w, mut m) = (vec![0.0f32; ntau], vec![0.0f32; ntau], vec![0.0f32; ntau]);
     for p in traces {
         let geom = plan.geom[p];
@@ -74,16 +84,27 @@ fn migrate_group<const AA: bool, const CORR: bool>(plan: &Plan, prep: &Prepared,
                 continue; // outside the distance aperture at every time
             }
             let column = &mut out[j * ntau..(j + 1) * ntau];
+            if interp {
+                super::cpu_interp::positions::<AA>(c, &pg, &nodes[if shared.is_some() { 0 } else { j }], &mut s, &mut m);
+                if CORR {
+                    let q = cols[j];
+                    for it in 0..ntau {
+                        w[it] = contribution_at::<CORR>(c, &pg, &q[it], s[it], m[it]).w;
+                    }
+                }
+            }
             if !CORR {
                 // Pass 1: positions (vectorised), pass 2: reads.
-                positions(c, &pg, &h2s[j], &ivs[j], &mut s);
+                if !interp {
+                    positions(c, &pg, &h2s[j], &ivs[j], &mut s);
+                }
                 for it in 0..ntau {
                     // SAFETY: lerp_pair clamps its index into the trace's `len` pairs.
                     column[it] += unsafe { lerp_pair(pairs, len, s[it]) };
                 }
             } else {
                 let q = cols[j];
-                for it in 0..ntau {
+                for it in (0..ntau).filter(|_| !interp) {
                     let k = contribution::<AA, CORR>(c, &pg, &q[it]);
                     (s[it], w[it], m[it]) = (k.s, k.w, k.m);
                 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, ensure};
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr, LaunchConfig};
+use gpu_kernels::ktm::interp::{interp_shared_bytes, TT_DYNAMIC, TT_EXACT};
 use gpu_kernels::ktm::{KtmConsts, COL_K_BARE, COL_K_CORR, COL_WARPS};
 
 use super::prep::Prepared;
@@ -18,7 +19,7 @@ use super::{GpuLimits, Plan, Variant};
 use crate::launch;
 use crate::runtime::{Gpu, GpuError};
 
-/// The launch constants as a kernel argument (passed by value, 92 bytes).
+/// The launch constants as a kernel argument (passed by value, 100 bytes).
 #[repr(transparent)]
 #[derive(Clone, Copy)]
 struct DevConsts(KtmConsts);
@@ -44,6 +45,14 @@ pub fn migration_kernel(variant: Variant, aa: bool, corr: bool, s_off: f32) -> S
     format!("{base}_{flavour}")
 }
 
+/// Kernel name of an interpolated-traveltime migration (`tt_mode` static8 or dynamic): the columns
+/// layout whatever the variant (`kernels_interp.rs`).
+pub fn interp_kernel(tt_mode: u32, aa: bool, corr: bool) -> String {
+    let flavour = if aa { "aa" } else if corr { "corr" } else { "bare" };
+    let mode = if tt_mode == TT_DYNAMIC { "dynamic" } else { "static8" };
+    format!("ktm_mig_{mode}_{flavour}")
+}
+
 /// Image times per lane of a columns kernel (by name).
 fn columns_k(aa: bool, corr: bool) -> usize {
     if corr || aa {
@@ -59,7 +68,10 @@ fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool, consts: K
     pairs: &CudaView<f32>, vel: &CudaView<f32>, image: &mut CudaViewMut<f32>) -> anyhow::Result<()> {
     let ncols = consts.ncols;
     let ntau = consts.ntau;
-    let name = migration_kernel(variant, aa, corr, consts.s_off);
+    let interp = consts.tt_mode != TT_EXACT;
+    ensure!(!interp || variant.is_columns(),
+        "the paper's kernel computes exact traveltimes only; interpolated ones run in the columns kernels (--kernel columns)");
+    let name = if interp { interp_kernel(consts.tt_mode, aa, corr) } else { migration_kernel(variant, aa, corr, consts.s_off) };
     let cfg = match variant {
         Variant::Columns | Variant::ColumnsV1 | Variant::ColumnsFast => {
             let k = columns_k(aa, corr) as u32;
@@ -70,7 +82,7 @@ fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool, consts: K
             LaunchConfig {
                 grid_dim: (gx, gy, splits),
                 block_dim: (32, COL_WARPS, 1),
-                shared_mem_bytes: 32 * COL_WARPS * 16,
+                shared_mem_bytes: if interp { interp_shared_bytes(aa) } else { 32 * COL_WARPS * 16 },
             }
         }
         Variant::Paper { block_x, block_y } => {
@@ -173,19 +185,34 @@ impl Accumulator {
     /// Migrates the traces of `plan` (the accumulator's plan or one restricted to a work item:
     /// same grid, classes and launch constants) into the image. Asynchronous: returns once the
     /// launches are queued (the uploads of the next call wait for them on the stream).
-    pub fn add(&mut self, plan: &Plan, prep: &Prepared) -> anyhow::Result<()> {
+    pub fn add(&mut self, plan: &Plan, prep: &Prepared) -> anyhow::Result<()> { self.add_timed(plan, prep, None) }
+
+    /// [`Accumulator::add`], synchronising after each upload and launch to add their times into
+    /// `times` when given.
+    fn add_timed(&mut self, plan: &Plan, prep: &Prepared, mut times: Option<&mut super::Timings>) -> anyhow::Result<()> {
         let gpu = &*self.gpu;
+        let mut mark = |upload: bool, t: std::time::Instant| -> anyhow::Result<()> {
+            if let Some(tm) = times.as_deref_mut() {
+                gpu.synchronize()?;
+                *if upload { &mut tm.upload_s } else { &mut tm.kernels_s } += t.elapsed().as_secs_f64();
+            }
+            Ok(())
+        };
         let (ntau, ncols, stride) = (plan.grid.ntau, plan.grid.ncols(), plan.stride());
         ensure!(self.d_image.len() == plan.classes() * ncols * ntau, "ktm: a plan of another image shape for this accumulator");
         for (k, range) in plan.class_ranges.iter().enumerate() {
             let mut t0 = range.start;
             while t0 < range.end {
                 let n = self.lay.traces_per_chunk.min(range.end - t0);
+                let t = std::time::Instant::now();
                 htod(gpu, flat4(&plan.geom[t0..t0 + n]), &mut self.d_geom)?;
                 htod(gpu, prep.flat(stride, t0..t0 + n), &mut self.d_pairs)?;
+                mark(true, t)?;
+                let t = std::time::Instant::now();
                 let consts = KtmConsts { col0: 0, ncols: ncols as u32, ntraces: n as u32, ..plan.consts };
                 launch_migration(gpu, self.variant, plan.antialias, plan.corrections, consts, &self.d_geom.slice(..),
                     &self.d_pairs.slice(..), &self.d_vel.slice(..), &mut self.d_image.slice_mut(k * ncols * ntau..(k + 1) * ncols * ntau))?;
+                mark(false, t)?;
                 t0 += n;
             }
         }
@@ -218,11 +245,25 @@ impl Accumulator {
 /// Migration of every class (`classes * ncols * ntau` samples): the whole image resident when it
 /// fits ([`Accumulator`]), else chunked and tiled as memory allows.
 pub fn migrate(gpu: &Arc<Gpu>, plan: &Plan, prep: &Prepared, variant: Variant, limits: &GpuLimits) -> anyhow::Result<Vec<f32>> {
+    migrate_timed(gpu, plan, prep, variant, limits, None)
+}
+
+/// [`migrate`], adding the time of the uploads, kernels and download into `times` when given
+/// (the device is then synchronised between the steps: one upload and one launch per offset
+/// class when the image is resident, so the pauses cost microseconds).
+pub fn migrate_timed(gpu: &Arc<Gpu>, plan: &Plan, prep: &Prepared, variant: Variant, limits: &GpuLimits,
+    mut times: Option<&mut super::Timings>) -> anyhow::Result<Vec<f32>> {
     let biggest_class = plan.class_ranges.iter().map(|r| r.len()).max().unwrap_or(1);
     if let Some(mut acc) = Accumulator::new(gpu, plan, variant, limits, biggest_class)? {
-        acc.add(plan, prep)?;
-        return acc.download();
+        acc.add_timed(plan, prep, times.as_deref_mut())?;
+        let t = std::time::Instant::now();
+        let image = acc.download()?;
+        if let Some(tm) = times {
+            tm.download_s += t.elapsed().as_secs_f64();
+        }
+        return Ok(image);
     }
+    let t_tiled = std::time::Instant::now();
     let ntau = plan.grid.ntau;
     let ncols = plan.grid.ncols();
     let stride = plan.stride();
@@ -264,6 +305,10 @@ pub fn migrate(gpu: &Arc<Gpu>, plan: &Plan, prep: &Prepared, variant: Variant, l
         }
     }
     gpu.synchronize()?;
+    if let Some(tm) = times {
+        // Tiles interleave uploads, launches and downloads: all counted as kernel time.
+        tm.kernels_s += t_tiled.elapsed().as_secs_f64();
+    }
     Ok(image)
 }
 

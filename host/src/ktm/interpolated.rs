@@ -1,5 +1,6 @@
-//! `--traveltime static8|dynamic` and `--traveltime-model vti`: the Kirchhoff engine hands the
-//! migration to the PSTM engine of paper 5 (`crate::pstm`), which computes traveltimes that way.
+//! `--traveltime-model vti`: the Kirchhoff engine hands the migration to the PSTM engine of paper 5
+//! (`crate::pstm`), which computes VTI traveltimes (exact, static8 or dynamic). DSR traveltimes,
+//! interpolated ones included, stay in the Kirchhoff engine (`gpu_kernels::ktm::interp`).
 //! The rho filter runs here first, so the preprocessing is the one the exact path uses; the PSTM
 //! engine sums unit-weight contributions, so amplitude weights, anti-aliasing and angle/taper
 //! apertures are refused with a message rather than silently dropped.
@@ -13,10 +14,8 @@ use crate::backend::Backend;
 use crate::pstm::{self, PstmParams};
 use crate::traces::TraceSet;
 
-/// Whether `params` asks for traveltimes that only the PSTM engine computes.
-pub fn needed(params: &Params) -> bool {
-    params.traveltime != pstm::TraveltimeMode::Exact || params.traveltime_model != pstm::TraveltimeModel::Dsr
-}
+/// Whether `params` asks for traveltimes that only the PSTM engine computes (VTI).
+pub fn needed(params: &Params) -> bool { params.traveltime_model != pstm::TraveltimeModel::Dsr }
 
 /// The full aperture as a distance: the farthest any trace midpoint lies from any image column
 /// (plus a metre), so every trace contributes to every column as in the exact path.
@@ -32,15 +31,15 @@ fn full_aperture(traces: &TraceSet, g: &super::ImageGrid) -> f32 {
 }
 
 /// Migrates through the PSTM engine; the image comes back in the Kirchhoff engine's layout.
-pub fn migrate(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow::Result<Image> {
+pub fn migrate(traces: &TraceSet, params: &Params, devices: &[Backend]) -> anyhow::Result<Image> {
     let what = format!("traveltime {} with model {}", params.traveltime.name(), params.traveltime_model.name());
     ensure!(!params.weights && params.antialias.is_none(),
         "{what} runs in the PSTM engine, which has no amplitude weights or anti-aliasing: add --no-weights \
-         --no-antialias, or use --traveltime exact");
+         --no-antialias, or use --traveltime-model dsr");
     let a = &params.aperture;
     // A taper only matters at a finite edge (the full aperture carries a nominal one).
     ensure!(a.max_angle_deg >= 90.0 && (a.taper == 0.0 || !a.max_distance.is_finite()),
-        "{what} runs in the PSTM engine, whose aperture is a maximum distance only: drop --max-angle and --taper");
+        "{what} runs in the PSTM engine, whose aperture is a maximum distance only: drop --max-angle and --taper, or use --traveltime-model dsr");
     let g = params.grid;
     let vrms = velocity_on_grid(&params.velocity, &g)?;
     let eta = if params.traveltime_model == pstm::TraveltimeModel::Vti { vec![params.eta; g.ntau] } else { Vec::new() };
@@ -79,7 +78,7 @@ pub fn migrate(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow:
     } else {
         traces
     };
-    let img = pstm::migrate(input, &p, params.traveltime, params.traveltime_model, std::slice::from_ref(backend))?;
+    let img = pstm::migrate(input, &p, params.traveltime, params.traveltime_model, devices)?;
     // PSTM layout ((ix*ny + iy)*noff + k)*nz_pad + z  ->  Kirchhoff layout (k*ncols + col)*ntau + z.
     let ncols = g.ncols();
     let mut data = vec![0.0f32; noff * ncols * g.ntau];

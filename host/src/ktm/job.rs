@@ -157,6 +157,10 @@ impl<'a> Migration<'a> {
     /// by every work item as the devices take them (in parallel with the other devices' work), not
     /// in a serial scan of the whole input first.
     pub fn of(traces: &'a TraceSet, params: &'a Params) -> anyhow::Result<Self> {
+        // The items run in the Kirchhoff engine, whose traveltimes are DSR only.
+        anyhow::ensure!(!super::interpolated::needed(params),
+            "ktm: --traveltime-model {} runs in the PSTM engine, not split by the Kirchhoff work items: use `seisgpu pstm migrate` \
+             for VTI across MPI ranks", params.traveltime_model.name());
         let t = std::time::Instant::now();
         exec::validate_shape(traces, "ktm input")?;
         mark("validate", t);

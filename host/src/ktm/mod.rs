@@ -13,6 +13,7 @@
 pub mod cpu;
 #[cfg(feature = "mpi")]
 pub mod distributed;
+pub mod cpu_interp;
 pub mod gpu;
 pub mod interpolated;
 mod job;
@@ -22,18 +23,20 @@ pub mod prep_gpu;
 pub mod workloads;
 
 pub use job::{add_image, migrate_item, work_items, DeviceImage, Migration, WORK_ITEMS};
+mod velocity;
 
 use std::ops::Range;
 
 use anyhow::{bail, ensure, Context};
+use gpu_kernels::ktm::interp::{TT_DYNAMIC, TT_EXACT, TT_STATIC8};
 use gpu_kernels::ktm::{KtmConsts, APERTURE, MUTE, WEIGHTS};
-use rayon::prelude::*;
 
 use crate::backend::Backend;
 use crate::pstm::{TraveltimeMode, TraveltimeModel};
 use crate::traces::{TraceHeader, TraceSet};
 
 pub use crate::grid::ImageGrid;
+pub use velocity::velocity_on_grid;
 
 impl ImageGrid {
     /// Image columns (x, y bins); column `ix * ny + iy`.
@@ -247,10 +250,13 @@ impl Params {
     pub fn corrections(&self) -> bool { self.weights || self.mute_stretch.is_some() || !self.aperture.is_full() }
 
     fn validate(&self) -> anyhow::Result<()> {
-        if self.traveltime != TraveltimeMode::Exact || self.traveltime_model != TraveltimeModel::Dsr {
-            bail!("traveltime {:?} with model {:?}: the Kirchhoff engine (`seisgpu ktm`) computes exact DSR traveltimes \
-                   only; interpolated (static8, dynamic) and VTI traveltimes run in the PSTM engine (`seisgpu pstm`)",
-                self.traveltime, self.traveltime_model);
+        if self.traveltime_model != TraveltimeModel::Dsr {
+            bail!("traveltime model {:?}: the Kirchhoff engine (`seisgpu ktm`) computes DSR traveltimes only; VTI \
+                   traveltimes run in the PSTM engine (`seisgpu pstm`)", self.traveltime_model);
+        }
+        if let TraveltimeMode::Dynamic { tolerance } = self.traveltime {
+            ensure!(tolerance >= 0.0 && tolerance.is_finite(),
+                "dynamic interpolation tolerance {tolerance} s must be >= 0 (the largest traveltime error a step may make)");
         }
         self.grid.validate()?;
         let a = &self.aperture;
@@ -426,6 +432,15 @@ impl Plan {
             aa_dx: aa.dx as f32,
             aa_dy: aa.dy as f32,
             aa_max: aa.max_half_length,
+            tt_mode: match params.traveltime {
+                TraveltimeMode::Exact => TT_EXACT,
+                TraveltimeMode::Static8 => TT_STATIC8,
+                TraveltimeMode::Dynamic { .. } => TT_DYNAMIC,
+            },
+            tt_tol: match params.traveltime {
+                TraveltimeMode::Dynamic { tolerance } => tolerance / dt,
+                _ => 0.0,
+            },
         };
         Ok(Plan {
             consts,
@@ -480,96 +495,6 @@ impl Plan {
     }
 }
 
-/// RMS velocity at every image time (v_rms(tau): `ntau` values) or image sample (volume).
-/// Errors when the model does not cover the image or holds a non-positive value.
-pub fn velocity_on_grid(vel: &Velocity, grid: &ImageGrid) -> anyhow::Result<Vec<f32>> {
-    let (tau_first, tau_last) = (grid.tau0, grid.tau_last());
-    let check_v = |v: &[f32], what: &str| -> anyhow::Result<()> {
-        if let Some(i) = v.iter().position(|&x| x.is_nan() || x <= 0.0 || x.is_infinite()) {
-            bail!("velocity model: {what} value {i} is {} m/s; RMS velocities must be positive and finite", v[i]);
-        }
-        Ok(())
-    };
-    let covers = |t0: f32, dt: f32, n: usize, what: &str| -> anyhow::Result<()> {
-        let last = t0 + (n.max(1) - 1) as f32 * dt;
-        let eps = 1e-4 * grid.dtau;
-        ensure!(t0 <= tau_first + eps && last >= tau_last - eps,
-            "velocity model does not cover the image: {what} spans {t0}..{last} s, the image {tau_first}..{tau_last} s");
-        Ok(())
-    };
-    match vel {
-        Velocity::Constant(v) => {
-            check_v(&[*v], "the constant")?;
-            Ok(vec![*v; grid.ntau])
-        }
-        Velocity::Function { t0, dt, v } => {
-            ensure!(!v.is_empty(), "velocity model: v_rms(tau) has no samples");
-            ensure!(*dt > 0.0 || v.len() == 1, "velocity model: time step {dt} s must be positive");
-            check_v(v, "v_rms(tau)")?;
-            covers(*t0, *dt, v.len(), "v_rms(tau)")?;
-            Ok((0..grid.ntau).map(|it| interp1(v, *t0, *dt, grid.tau(it))).collect())
-        }
-        Velocity::Volume(vol) => {
-            ensure!(vol.nx >= 1 && vol.ny >= 1 && vol.nt >= 1 && vol.v.len() == vol.nx * vol.ny * vol.nt,
-                "velocity volume: {} values for {} x {} x {} samples", vol.v.len(), vol.nx, vol.ny, vol.nt);
-            ensure!(vol.dt > 0.0 || vol.nt == 1, "velocity volume: time step {} s must be positive", vol.dt);
-            check_v(&vol.v, "volume")?;
-            covers(vol.t0, vol.dt, vol.nt, "the velocity volume")?;
-            let axis = |o: f64, d: f64, n: usize, lo: f64, hi: f64, name: &str| -> anyhow::Result<()> {
-                let tol = 1e-3;
-                if n == 1 {
-                    ensure!((lo - o).abs() <= tol && (hi - o).abs() <= tol,
-                        "velocity model does not cover the image: one {name} position {o} m, the image spans {lo}..{hi} m");
-                } else {
-                    ensure!(d > 0.0, "velocity volume: {name} spacing {d} m must be positive");
-                    let last = o + (n - 1) as f64 * d;
-                    ensure!(o <= lo + tol && last >= hi - tol,
-                        "velocity model does not cover the image: {name} spans {o}..{last} m, the image {lo}..{hi} m");
-                }
-                Ok(())
-            };
-            axis(vol.x0, vol.dx, vol.nx, grid.x0, grid.x(grid.nx - 1), "inline x")?;
-            axis(vol.y0, vol.dy, vol.ny, grid.y0, grid.y(grid.ny - 1), "crossline y")?;
-            let mut out = vec![0.0f32; grid.len()];
-            out.par_chunks_mut(grid.ntau).enumerate().for_each(|(col, column)| {
-                let (ix, iy) = (col / grid.ny, col % grid.ny);
-                let (fx, ix0) = frac_index(grid.x(ix), vol.x0, vol.dx, vol.nx);
-                let (fy, iy0) = frac_index(grid.y(iy), vol.y0, vol.dy, vol.ny);
-                let ix1 = (ix0 + 1).min(vol.nx - 1);
-                let iy1 = (iy0 + 1).min(vol.ny - 1);
-                let tr = |a: usize, b: usize| &vol.v[(a * vol.ny + b) * vol.nt..(a * vol.ny + b + 1) * vol.nt];
-                let (v00, v01, v10, v11) = (tr(ix0, iy0), tr(ix0, iy1), tr(ix1, iy0), tr(ix1, iy1));
-                for (it, out) in column.iter_mut().enumerate() {
-                    let t = grid.tau(it);
-                    let g = |v: &[f32]| interp1(v, vol.t0, vol.dt, t) as f64;
-                    let v = (1.0 - fx) * ((1.0 - fy) * g(v00) + fy * g(v01)) + fx * ((1.0 - fy) * g(v10) + fy * g(v11));
-                    *out = v as f32;
-                }
-            });
-            Ok(out)
-        }
-    }
-}
-
-/// Fractional position of `x` on an axis (clamped into it): (fraction, lower index).
-fn frac_index(x: f64, o: f64, d: f64, n: usize) -> (f64, usize) {
-    if n == 1 {
-        return (0.0, 0);
-    }
-    let p = ((x - o) / d).clamp(0.0, (n - 1) as f64);
-    let i = (p.floor() as usize).min(n - 2);
-    (p - i as f64, i)
-}
-
-/// Linear interpolation of `v` (sampled at `t0 + i dt`) at `t`, clamped at the ends.
-fn interp1(v: &[f32], t0: f32, dt: f32, t: f32) -> f32 {
-    if v.len() == 1 {
-        return v[0];
-    }
-    let (f, i) = frac_index(t as f64, t0 as f64, dt as f64, v.len());
-    ((1.0 - f) * v[i] as f64 + f * v[i + 1] as f64) as f32
-}
-
 /// Rho filter, integration and pair layout: on the host, or on the GPU with `prep_on_gpu`.
 fn prepare_on(backend: &Backend, traces: &TraceSet, plan: &Plan, params: &Params) -> anyhow::Result<prep::Prepared> {
     match backend {
@@ -579,42 +504,69 @@ fn prepare_on(backend: &Backend, traces: &TraceSet, plan: &Plan, params: &Params
     }
 }
 
+/// Wall-clock split of one migration (s): trace preparation (validation, plan, rho filter, pair
+/// layout), uploads, kernels (the CPU reference's migration on a CPU, the whole PSTM engine for
+/// VTI), image download.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Timings {
+    pub prepare_s: f64,
+    pub upload_s: f64,
+    pub kernels_s: f64,
+    pub download_s: f64,
+}
+
 /// Migrates `traces` into an image: the entry point (CPU reference or GPU, by the device). On one
 /// device the whole input migrates at once; on several the [`work_items`] are split over them
 /// ([`Migration`], whose image is the devices' images summed in device order).
 pub fn migrate(traces: &TraceSet, params: &Params, devices: &[Backend]) -> anyhow::Result<Image> {
     match devices {
         [] => bail!("ktm: no device to migrate on"),
-        [backend] => migrate_on(traces, params, backend),
+        [backend] => migrate_timed(traces, params, backend).map(|(img, _)| img),
+        // VTI runs in the PSTM engine, which splits its own work over the devices.
+        _ if interpolated::needed(params) => interpolated::migrate(traces, params, devices),
         _ => job::migrate_split(traces, params, devices),
     }
 }
 
-/// [`migrate`] on one device, the whole input at once.
-fn migrate_on(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow::Result<Image> {
+/// [`migrate`] on one device, the whole input at once, with its time split ([`Timings`]).
+pub fn migrate_timed(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow::Result<(Image, Timings)> {
+    let mut times = Timings::default();
+    let t = std::time::Instant::now();
     traces.validate("ktm input").map_err(anyhow::Error::msg)?;
     if interpolated::needed(params) {
-        return interpolated::migrate(traces, params, backend);
+        let img = interpolated::migrate(traces, params, std::slice::from_ref(backend))?;
+        times.kernels_s = t.elapsed().as_secs_f64();
+        return Ok((img, times));
     }
     let plan = Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, params)?;
     let prepared = prepare_on(backend, traces, &plan, params)?;
+    times.prepare_s = t.elapsed().as_secs_f64();
     let data = match backend {
-        Backend::Cpu => cpu::migrate(&plan, &prepared),
-        Backend::Gpu(gpu) => gpu::migrate(gpu, &plan, &prepared, params.variant, &params.limits).context("GPU migration")?,
+        Backend::Cpu => {
+            let t = std::time::Instant::now();
+            let d = cpu::migrate(&plan, &prepared);
+            times.kernels_s = t.elapsed().as_secs_f64();
+            d
+        }
+        Backend::Gpu(gpu) => gpu::migrate_timed(gpu, &plan, &prepared, params.variant, &params.limits, Some(&mut times))
+            .context("GPU migration")?,
     };
-    Ok(Image {
+    let img = Image {
         grid: plan.grid,
         classes: plan.classes(),
         class_offsets: plan.class_offsets(params),
         data,
         skipped_traces: plan.skipped_traces,
-    })
+    };
+    Ok((img, times))
 }
 
 /// Kirchhoff modelling, the exact adjoint of [`migrate`]: traces with `headers`, `ns` samples at
 /// `dt` (first at `t0`) from `image`. Traces in no offset class come back as zeros.
 pub fn model(image: &Image, headers: &[TraceHeader], ns: usize, dt: f32, t0: f32, params: &Params, backend: &Backend)
     -> anyhow::Result<TraceSet> {
+    ensure!(params.traveltime == TraveltimeMode::Exact,
+        "modelling computes exact traveltimes only (it is the adjoint of the exact migration): use --traveltime exact");
     let plan = Plan::new(headers, ns, dt, t0, params)?;
     ensure!(image.grid == plan.grid && image.classes == plan.classes() && image.data.len() == plan.classes() * plan.grid.len(),
         "modelling: the image ({} classes of {:?}) does not match the parameters ({} classes of {:?})",

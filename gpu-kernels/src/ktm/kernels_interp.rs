@@ -1,0 +1,177 @@
+//! Kirchhoff migration kernels with interpolated traveltimes (static8, dynamic; the math is
+//! `super::interp`, shared with the CPU reference, so both read the same positions bit for bit).
+//!
+//! The columns layout (`kernels::mig_columns`): one warp per image column, lane l owning image
+//! times l, l + 32, .., l + 32 (K - 1) of the block row, the block's warps walking the staged
+//! traces in step. Row k of a warp is exactly one interpolation segment (32 samples from a
+//! multiple of 32), so the traces go through in batches of 32 / K:
+//! - *nodes*: lane l = K b + g takes trace b of the batch, segment g: its five node positions (and
+//!   two midpoints for dynamic), the segment's steps, and one [`QuarterStep`] (base, slope) per
+//!   quarter written to the warp's table in shared memory, laid out [trace][quarter][row] so that
+//!   one 16-byte load gives a lane the steps of two rows. Every lane is busy: 5 (dynamic 7) exact traveltimes per
+//!   lane per batch of 32 / K traces, 5 K / 32 per trace, against K for the exact kernel;
+//! - *reads*: for each trace of the batch and each pair of rows, lane l loads its quarter's two
+//!   steps (one broadcast 16-byte shared-memory load), interpolates each position (one FMA) and
+//!   reads the trace. Static8 and dynamic steps are read alike; only the node phase differs.
+//!
+//! Flavours as the exact kernels: `_bare` (K = 8, the magic-number floor of `mig_columns2`),
+//! `_corr` and `_aa` (K = 4; the AA length is interpolated like the position).
+
+use super::interp::*;
+use super::kernels::{column_xy, ldg_pair, ldg_quad, min_u32, read_global, sample_at};
+use crate::unroll;
+use super::*;
+use crate::device::*;
+
+
+/// Two f32 on an 8-byte boundary (one 64-bit shared-memory access).
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+struct F2([f32; 2]);
+/// Four f32 on a 16-byte boundary (one 128-bit shared-memory access).
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct F4([f32; 4]);
+
+#[inline(always)]
+unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR: bool>(c: &KtmConsts, geom: *const [f32; 4],
+    data: *const [f32; 2], vel: *const f32, image: *mut f32) {
+    let lane = thread_idx_x();
+    let warp = thread_idx_y();
+    let tid = warp * 32 + lane;
+    let nthreads = 32 * COL_WARPS;
+    let col_req = block_idx_x() * COL_WARPS + warp;
+    let active = col_req < c.ncols;
+    let col_l = if active { col_req } else { c.ncols - 1 };
+    let (x, y) = column_xy(c, col_l);
+    let zb = block_idx_y() * 32 * K as u32;
+    let it0 = zb + lane;
+    let kk = K as u32;
+    let batch = 32 / kk;
+    // Node phase: this lane's trace of each batch and its segment.
+    let (tb, seg) = (lane / kk, lane % kk);
+    let z0 = zb + 32 * seg;
+    let vcol = unsafe { vel.add(col_l as usize * c.vel_stride as usize) };
+    let v_at = |z: u32| unsafe { *vcol.add(min_u32(z, c.ntau - 1) as usize) };
+    let nq = [0u32, 8, 16, 24, 32].map(|o| node_sample(c, z0 + o, v_at(z0 + o)));
+    let mq = [12u32, 20].map(|o| node_sample(c, z0 + o, v_at(z0 + o)));
+    // Read phase: per-sample geometry for the corrections, position within the quarter.
+    let mut q = [SampleGeom::default(); K];
+    if CORR {
+        unroll!(K, |k| {
+            q[k] = unsafe { sample_at(c, vel, col_l, it0 + 32 * k as u32) };
+        });
+    }
+    let (jf, quarter) = ((lane % STEP) as f32, lane / STEP);
+    let mut acc = [0.0f32; K];
+    let mut acc_b = [0.0f32; K];
+    // Step tables, [trace of the batch][quarter][row] of (base, slope), quarters `qs` bytes apart.
+    let coords = dynamic_shared::<[f32; 4]>();
+    let qs = quarter_stride(kk);
+    let tables = unsafe { (coords.add(nthreads as usize) as *mut u8).add((warp * TABLE_BYTES) as usize) };
+    let mtables = unsafe { (coords.add(nthreads as usize) as *mut u8).add(((COL_WARPS + warp) * TABLE_BYTES) as usize) };
+    let w_off = (tb * 4 * qs + seg * 8) as usize;
+    let seg_n = c.ntraces.div_ceil(grid_dim_z());
+    let mut base = block_idx_z() * seg_n;
+    let end = min_u32(base + seg_n, c.ntraces);
+    let stride = c.stride as usize;
+    while base < end {
+        let n = min_u32(nthreads, end - base);
+        if tid < n {
+            unsafe { *coords.add(tid as usize) = ldg_quad(geom.add((base + tid) as usize)) };
+        }
+        sync_threads();
+        let mut j = 0;
+        while j < n {
+            let nb = min_u32(batch, n - j);
+            // Nodes of trace tb (the batch's last for lanes past its end: computed, never read).
+            let pg = pair_geom(x, y, unsafe { *coords.add((j + min_u32(tb, nb - 1)) as usize) });
+            let nd = nq.map(|g| node::<AA>(c, &pg, &g));
+            let s = nd.map(|v| v.s);
+            let steps = if DYN {
+                let m = mq.map(|g| node::<false>(c, &pg, &g).s);
+                dynamic_steps(&s, m[0], m[1], c.tt_tol)
+            } else {
+                STATIC8_STEPS
+            };
+            let ms = nd.map(|v| v.m);
+            unroll!(4, |qi| {
+                let st = quarter_step(&s, qi as u32, steps[qi]);
+                let off = w_off + (qi as u32 * qs) as usize;
+                unsafe { *(tables.add(off) as *mut F2) = F2([st.base, st.slope]) };
+                if AA {
+                    let mt = quarter_step(&ms, qi as u32, steps[qi]);
+                    unsafe { *(mtables.add(off) as *mut F2) = F2([mt.base, mt.slope]) };
+                }
+            });
+            sync_warp();
+            for bb in 0..nb {
+                let t = (base + j + bb) as usize;
+                let pairs = unsafe { data.add(t * stride) };
+                let pgr = if CORR { pair_geom(x, y, unsafe { *coords.add((j + bb) as usize) }) } else { pg };
+                if CORR && c.flags & APERTURE != 0 && pgr.dm >= c.ap_dist {
+                    continue; // outside the distance aperture at every time (uniform in the warp)
+                }
+                // Pre-offset so that the magic-number bits index it directly (wrapping: only the sum is used).
+                let pairs_m = pairs.wrapping_sub(FLOOR_MAGIC_BITS as usize);
+                let r_off = (bb * 4 * qs + quarter * qs) as usize;
+                // One sample: row k's step (base, slope) and AA length step (mb, msl).
+                let mut sample = |k: usize, sb: f32, sl: f32, mb: f32, msl: f32| {
+                    let pos = crate::pstm::interp(jf, sl, sb);
+                    if !CORR {
+                        // Positions before the padded trace read its leading zeros (the magic floor needs s >= 0).
+                        let (b, f) = split_index_magic(if pos > 0.0 { pos } else { 0.0 }, c.stride, FLOOR_MAGIC);
+                        let [a, d] = unsafe { ldg_pair(pairs_m.wrapping_add(b as usize)) };
+                        acc[k] += a;
+                        acc_b[k] = crate::math::mul_add(f, d, acc_b[k]);
+                    } else {
+                        let m = if AA { crate::pstm::interp(jf, msl, mb) } else { 1.0 };
+                        let ct = contribution_at::<CORR>(c, &pgr, &q[k], pos, m);
+                        acc[k] += unsafe { read_global::<AA, CORR>(c, pairs, &ct) };
+                    }
+                };
+                // Two rows per 16-byte table read.
+                unroll!(K / 2, |kp| {
+                    let F4([b0, s0, b1, s1]) = unsafe { *(tables.add(r_off + 16 * kp) as *const F4) };
+                    let F4([mb0, ms0, mb1, ms1]) = if AA { unsafe { *(mtables.add(r_off + 16 * kp) as *const F4) } } else { F4([0.0; 4]) };
+                    sample(2 * kp, b0, s0, mb0, ms0);
+                    sample(2 * kp + 1, b1, s1, mb1, ms1);
+                });
+            }
+            sync_warp();
+            j += nb;
+        }
+        sync_threads();
+        base += nthreads;
+    }
+    if active {
+        unroll!(K, |k| {
+            let it = it0 + 32 * k as u32;
+            if it < c.ntau {
+                let dst = unsafe { image.add(col_l as usize * c.ntau as usize + it as usize) };
+                if grid_dim_z() == 1 {
+                    unsafe { *dst += acc[k] + acc_b[k] };
+                } else {
+                    unsafe { atomic_add_f32(dst, acc[k] + acc_b[k]) };
+                }
+            }
+        });
+    }
+}
+
+macro_rules! interp_entry {
+    ($name:ident, $k:expr, $dyn:expr, $aa:expr, $corr:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(c: KtmConsts, geom: *const [f32; 4], data: *const [f32; 2], vel: *const f32,
+            image: *mut f32) {
+            unsafe { mig_interp::<$k, $dyn, $aa, $corr>(&c, geom, data, vel, image) }
+        }
+    };
+}
+
+interp_entry!(ktm_mig_static8_bare, COL_K_BARE, false, false, false);
+interp_entry!(ktm_mig_static8_corr, COL_K_CORR, false, false, true);
+interp_entry!(ktm_mig_static8_aa, COL_K_CORR, false, true, true);
+interp_entry!(ktm_mig_dynamic_bare, COL_K_BARE, true, false, false);
+interp_entry!(ktm_mig_dynamic_corr, COL_K_CORR, true, false, true);
+interp_entry!(ktm_mig_dynamic_aa, COL_K_CORR, true, true, true);

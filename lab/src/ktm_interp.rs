@@ -1,0 +1,129 @@
+//! Benchmark rows of the interpolated traveltimes (`--traveltime static8|dynamic`, paper 5) in the
+//! columns kernels, beside the exact `gpu-columns` rows of the same run: kernel-only and end to
+//! end, checked against the CPU reference of the same mode, with the traveltime error against
+//! exact in the form of paper 5's Table 1 (largest error in samples, share of image samples read
+//! at exactly the exact position) and the image's rel L2 to the exact image.
+
+use rayon::prelude::*;
+
+use crate::ktm::{subset, time_gpu, Workload};
+use seisgpu_host::ktm::{cpu_interp, migrate, Image, Params, Plan, Variant};
+use seisgpu_host::backend::Backend;
+use crate::bench::{rel_l2, BenchRow};
+use seisgpu_host::pstm::TraveltimeMode;
+use seisgpu_host::runtime::timing::measure_cpu;
+use seisgpu_host::runtime::Gpu;
+use seisgpu_host::kernels::ktm::{contribution, pair_geom, sample_geom};
+
+/// The modes benchmarked: static8, and dynamic at the CLI's tolerance (0.1 ms).
+pub const MODES: [TraveltimeMode; 2] = [TraveltimeMode::Static8, TraveltimeMode::Dynamic { tolerance: 1e-4 }];
+
+/// SASS instructions per contribution of the bare static8 kernel (sm_90, cuobjdump of the embedded
+/// PTX; docs/notes/ktm.md): 100 per trace in the read loop (8 image times) plus 114 per batch of
+/// 4 traces in the node phase. The dynamic kernel's node phase branches on the data, so it has no
+/// fixed count.
+pub fn interp_instr_per_contribution(mode: TraveltimeMode) -> Option<f64> {
+    match mode {
+        TraveltimeMode::Static8 => Some(16.1),
+        _ => None,
+    }
+}
+
+/// Traveltime error of `params`' interpolated mode against exact over every (trace, column,
+/// image sample) of `traces` x every 7th column: (largest |error| in samples, share of samples
+/// with no error at all).
+pub fn traveltime_error(traces: &seisgpu_host::traces::TraceSet, params: &Params) -> anyhow::Result<(f64, f64)> {
+    let plan = Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, params)?;
+    let c = plan.consts;
+    let ntau = plan.grid.ntau;
+    let cols: Vec<usize> = (0..plan.grid.ncols()).step_by(7).collect();
+    let per_col: Vec<(f64, u64, u64)> = cols.par_iter().map(|&col| {
+        let nodes = cpu_interp::column_nodes(&plan, col);
+        let vcol = if c.vel_stride == 0 { 0 } else { col };
+        let v = &plan.vel[vcol * ntau..(vcol + 1) * ntau];
+        let (x, y) = plan.column_xy(col);
+        let (mut s, mut m) = (vec![0.0f32; ntau], vec![0.0f32; ntau]);
+        let (mut worst, mut zero, mut total) = (0.0f64, 0u64, 0u64);
+        for g in &plan.geom {
+            let pg = pair_geom(x, y, *g);
+            cpu_interp::positions::<false>(&c, &pg, &nodes, &mut s, &mut m);
+            for it in 0..ntau {
+                let e = contribution::<false, false>(&c, &pg, &sample_geom(&c, plan.grid.tau(it), v[it])).s;
+                let d = (s[it] as f64 - e as f64).abs();
+                worst = worst.max(d);
+                zero += (d == 0.0) as u64;
+                total += 1;
+            }
+        }
+        (worst, zero, total)
+    }).collect();
+    let worst = per_col.iter().map(|r| r.0).fold(0.0, f64::max);
+    let (zero, total) = per_col.iter().fold((0u64, 0u64), |a, r| (a.0 + r.1, a.1 + r.2));
+    Ok((worst, zero as f64 / total.max(1) as f64))
+}
+
+/// The rows of both modes for one workload: `sub` and `cpu_exact` are the CPU reference's traces
+/// and exact image, `cpu_rate` its throughput (contributions/s).
+pub fn rows(gpu: &std::sync::Arc<Gpu>, wl: &Workload, sub: &seisgpu_host::traces::TraceSet, cpu_exact: &Image, cpu_rate: f64,
+    peak_issue: f64) -> anyhow::Result<Vec<BenchRow>> {
+    let backend = Backend::Gpu(gpu.clone());
+    let n = wl.traces.len();
+    let full_work = n as f64 * wl.params.grid.len() as f64;
+    let mut rows = Vec::new();
+    for mode in MODES {
+        let params = Params { traveltime: mode, variant: Variant::Columns, ..wl.params.clone() };
+        let cpu = migrate(sub, &params, &[Backend::Cpu])?;
+        let gpu_img = migrate(sub, &params, std::slice::from_ref(&backend))?;
+        let err = rel_l2(&gpu_img.data, &cpu.data);
+        anyhow::ensure!(err < 1e-5, "{} {}: GPU differs from the CPU reference of the same mode (rel L2 {err:.2e})", wl.name,
+            mode.name());
+        let vs_exact = rel_l2(&cpu.data, &cpu_exact.data);
+        let (worst, zero) = traveltime_error(&subset(sub, 8), &params)?;
+        let check = format!("rel L2 {err:.1e} vs CPU {} on {} traces; vs exact: max traveltime error {worst:.3} samples, \
+            {:.1}% of samples exact, image rel L2 {vs_exact:.1e}", mode.name(), sub.len(), 100.0 * zero);
+        let plan = Plan::new(&wl.traces.headers, wl.traces.ns, wl.traces.dt, wl.traces.t0, &params)?;
+        let prep = seisgpu_host::ktm::prep::prepare(&wl.traces, &plan, &params);
+        let mut res = seisgpu_host::ktm::gpu::Resident::new(gpu, &plan, &prep)?;
+        let k = time_gpu(gpu, 1, 3, || res.run(gpu, Variant::Columns))?;
+        drop(res);
+        let name = format!("gpu-columns-{}", mode.name());
+        let mut kernel_row = BenchRow {
+            workload: wl.name.clone(),
+            variant: name.clone(),
+            scope: "kernel".into(),
+            stats: k,
+            work: full_work,
+            work_unit: "contributions".into(),
+            ceiling: None,
+            fraction_of_ceiling: None,
+            check: check.clone(),
+            paper: None,
+            note: String::new(),
+        };
+        let rate = kernel_row.throughput();
+        kernel_row.note = format!("{rate:.2e} contributions/s, {:.1}x the CPU reference (exact)", rate / cpu_rate);
+        if let Some(ipc) = interp_instr_per_contribution(mode) {
+            crate::bench::set_issue_ceiling(&mut kernel_row, ipc, "SASS instr/contribution", peak_issue);
+        }
+        rows.push(kernel_row);
+        let e2e = measure_cpu(0, 2, || {
+            migrate(&wl.traces, &params, std::slice::from_ref(&backend)).expect("GPU migration");
+        });
+        let mut row = BenchRow {
+            workload: wl.name.clone(),
+            variant: name,
+            scope: "end-to-end".into(),
+            stats: e2e,
+            work: full_work,
+            work_unit: "contributions".into(),
+            ceiling: None,
+            fraction_of_ceiling: None,
+            check,
+            paper: None,
+            note: String::new(),
+        };
+        row.note = format!("{:.1}x the CPU reference (exact)", row.throughput() / cpu_rate);
+        rows.push(row);
+    }
+    Ok(rows)
+}
