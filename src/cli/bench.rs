@@ -30,7 +30,8 @@ pub struct Args {
     pub merge: Vec<PathBuf>,
     /// Run only these workloads (comma-separated names, e.g. `ktm-table2-4096,nlbf-crossspread-3d`):
     /// the ktm and nlbf workloads have names; only the benchmarks owning one run. An unknown name is
-    /// an error listing the known ones at this --size.
+    /// an error listing the known ones at this --size. With --gpus: the scaling workloads (e.g.
+    /// `scale-wavepacket-480x480x480`) instead.
     #[arg(long, value_name = "NAME[,NAME...]")]
     pub case: Option<String>,
     /// SRM GPU kernels to time (comma-separated: paper, paperq56, cluster, clusterd); default all.
@@ -47,8 +48,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     }
     let selected = harness::select(&args.what)?;
     if global.gpus.is_some() {
-        anyhow::ensure!(args.case.is_none() && args.kernels.is_none(),
-            "--case and --kernels pick single-device workloads; the strong-scaling rows (--gpus) take the SEISGPU_SCALE_CASE variable");
+        anyhow::ensure!(args.kernels.is_none(), "--kernels picks single-device SRM kernels; the strong-scaling rows (--gpus) time each pipeline's split");
     }
     if let Some(devices) = global.backends()? {
         let names: Vec<&str> = selected.iter().map(|a| a.name).collect();
@@ -79,9 +79,13 @@ fn scaling(args: &Args, devices: &[Backend], names: &[&str]) -> anyhow::Result<(
         failures: Vec::new(),
     };
     let mut targets = Vec::new();
+    let mut known = Vec::new();
     for name in names {
         let t = std::time::Instant::now();
-        let rows = scale_workloads(name, args.size).and_then(|w| {
+        let rows = scale_workloads(name, args.size).map(|w| {
+            known.extend(w.iter().map(|w| w.name.clone()));
+            scale_cases(w, args.case.as_deref())
+        }).and_then(|w| {
             targets.extend(scale::targets(&w));
             scale::bench(w, devices)
         });
@@ -96,6 +100,10 @@ fn scaling(args: &Args, devices: &[Backend], names: &[&str]) -> anyhow::Result<(
             }
         }
         report.write(&args.out)?;
+    }
+    if let Some(case) = &args.case {
+        anyhow::ensure!(!report.rows.is_empty() || !report.failures.is_empty(),
+            "--case {case}: no scaling workload of that name; known at this --size: {}", known.join(", "));
     }
     let files = report.write(&args.out)?;
     println!("{}", report.markdown());
@@ -112,6 +120,13 @@ fn scaling(args: &Args, devices: &[Backend], names: &[&str]) -> anyhow::Result<(
             report.failures.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(", "));
     }
     Ok(())
+}
+
+/// The scaling workloads named in `case` (comma-separated; all without it).
+fn scale_cases(workloads: Vec<scale::Workload>, case: Option<&str>) -> Vec<scale::Workload> {
+    let Some(case) = case else { return workloads };
+    let names: Vec<&str> = case.split(',').map(str::trim).collect();
+    workloads.into_iter().filter(|w| names.contains(&w.name.as_str())).collect()
 }
 
 /// The strong-scaling workloads of the pipeline `name` (each made by its `seisgpu_lab` module).

@@ -55,3 +55,15 @@ fn bench_help_lists_the_filters() {
         assert!(h.contains(flag), "bench --help lacks {flag}:\n{h}");
     }
 }
+
+#[test]
+fn scaling_case_names_the_scaling_workloads() {
+    // With --gpus the names are the scaling workloads'; an unknown one lists them, and no report is written.
+    let dir = fresh_dir("bench", "scale-case");
+    let out = dir.join("run");
+    let o = run_cli(&["--device", "cpu", "--gpus", "2", "bench", "ktm", "--case", "ktm-table2-128", "--out", out.to_str().unwrap()]);
+    let e = printed(&o);
+    assert!(!o.status.success() && e.contains("no scaling workload of that name") && e.contains("scale-ktm-table2-256"), "{e}");
+    assert!(!out.join("scaling.md").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -79,12 +79,7 @@ impl Workload {
 pub fn bench(workloads: Vec<Workload>, devices: &[Backend]) -> Result<Vec<BenchRow>> {
     ensure!(!devices.is_empty(), "scaling bench: no device");
     let mut rows = Vec::new();
-    // `SEISGPU_SCALE_CASE=<text>`: only the workloads whose name contains it.
-    let case = std::env::var("SEISGPU_SCALE_CASE").ok();
     for w in workloads {
-        if case.as_ref().is_some_and(|c| !w.name.contains(c.as_str())) {
-            continue;
-        }
         rows.extend(bench_workload(w, devices)?);
     }
     Ok(rows)
