@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use seisgpu_host::multi::GpuCount;
+use seisgpu_host::exec::GpuCount;
 use seisgpu_host::runtime::GpuError;
 use seisgpu_host::{Backend, DeviceChoice, TraceHeader, TraceSet};
 
@@ -61,7 +61,7 @@ pub fn devices(device: &str, gpu: usize, gpus: Option<&str>) -> PyResult<(Device
                 (vec![b], note, false)
             }
             Some(c) => {
-                let (bs, note) = seisgpu_host::multi::backends(choice, c).map_err(gpu_error)?;
+                let (bs, note) = seisgpu_host::exec::backends(choice, c).map_err(gpu_error)?;
                 (bs, note, true)
             }
         };

@@ -9,7 +9,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use seisgpu_host::nlbf::{self, Aperture, CoordKey, EnhanceParams, Estimate, EstimateParams, Param, Range, Variant};
-use seisgpu_host::{Backend, TraceSet};
+use seisgpu_host::TraceSet;
 
 use crate::common::{compute, devices, nlbf_error, trace_set, Devices};
 

@@ -63,8 +63,11 @@ fn transform(shape: [usize; 3], f: &FrameIn, finest: Finest, cube: Option<usize>
     if matches!(d, Devices::Many(_)) && f.all_gpus {
         return Err(PyValueError::new_err("all_gpus and gpus both choose the devices: give one (gpus='all' takes every GPU)"));
     }
-    let tr = d.run(|b| Fragmented::from_tiling(b, tiling.clone(), &params, f.all_gpus), |bs| Fragmented::on_backends(bs, tiling.clone(), &params))
-        .map_err(err)?;
+    // One device (with `all_gpus`, every GPU of the machine beside it) or the ones `gpus` chose.
+    let tr = match &d {
+        Devices::One(b) => Fragmented::from_tiling(b, tiling, &params, f.all_gpus),
+        Devices::Many(bs) => Fragmented::on_backends(bs, tiling, &params),
+    }.map_err(err)?;
     Ok((tr, note))
 }
 
