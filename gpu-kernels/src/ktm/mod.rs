@@ -193,19 +193,7 @@ pub fn sample_geom(c: &KtmConsts, tau: f32, v: f32) -> SampleGeom {
 pub fn sqrt_tt(x: f32) -> f32 {
     #[cfg(target_arch = "nvptx64")]
     {
-        let r: f32;
-        unsafe {
-            core::arch::asm!(
-                "{{ .reg .f32 q, y, h, e, ny;",
-                "rsqrt.approx.ftz.f32 q, {x};",
-                "mul.rn.ftz.f32 y, {x}, q;",
-                "mul.rn.ftz.f32 h, q, 0f3F000000;",
-                "neg.f32 ny, y;",
-                "fma.rn.f32 e, ny, y, {x};",
-                "fma.rn.f32 {r}, e, h, y; }}",
-                x = in(reg32) x, r = out(reg32) r, options(pure, nomem, nostack));
-        }
-        r
+        crate::device::sqrt_rsqrt_newton(x)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
@@ -380,11 +368,7 @@ pub fn split_index(s: f32, len: u32) -> (u32, f32) {
     // PTX's float-to-integer conversion saturates (NaN to 0) like Rust's `as`, in one instruction
     // instead of LLVM's conversion-compare-select expansion.
     #[cfg(target_arch = "nvptx64")]
-    let i: u32 = {
-        let r: u32;
-        unsafe { core::arch::asm!("cvt.rzi.u32.f32 {r}, {s};", r = out(reg32) r, s = in(reg32) s, options(pure, nomem, nostack)) };
-        r
-    };
+    let i: u32 = crate::device::cvt_rzi_u32(s);
     #[cfg(not(target_arch = "nvptx64"))]
     let i = s as u32;
     let i = if i < len - 1 { i } else { len - 1 };
@@ -405,9 +389,7 @@ pub const FLOOR_MAGIC_BITS: u32 = 0x4B40_0000;
 pub fn add_rd(a: f32, b: f32) -> f32 {
     #[cfg(target_arch = "nvptx64")]
     {
-        let r: f32;
-        unsafe { core::arch::asm!("add.rm.f32 {r}, {a}, {b};", r = out(reg32) r, a = in(reg32) a, b = in(reg32) b, options(pure, nomem, nostack)) };
-        r
+        crate::device::add_rm(a, b)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
