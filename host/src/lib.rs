@@ -5,7 +5,8 @@
 //! several), `cpu.rs` (the rayon reference), `gpu.rs` (uploads, launches, downloads), `distributed.rs`
 //! (feature `mpi`: the algorithm across MPI ranks). How a job runs on one device, several or MPI
 //! ranks is [`exec`]'s: each algorithm describes its multi-device job once as an [`exec::Job`]. The
-//! benchmark harness, reports and the demo are the `seisgpu-lab` crate; what it times below the
+//! benchmarks (their workloads and surveys, the strong-scaling bench), reports and the demo are the
+//! `seisgpu-lab` crate, and no benchmark code is here; what it times below the
 //! drivers (each algorithm's GPU engine or resident buffers, e.g. `ktm::gpu::Resident`,
 //! `wavepacket::gpu::GpuEngine`) is public for it.
 //! Pure math (moveout, traveltime, weights, recursions) lives in `gpu_kernels` and is shared.
@@ -53,7 +54,6 @@
 //! ```
 
 pub mod backend;
-pub mod bench;
 pub mod exec;
 pub mod gain;
 pub mod grid;

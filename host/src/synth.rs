@@ -50,6 +50,40 @@ pub fn snr_db(clean: &[f32], estimate: &[f32]) -> f64 {
     10.0 * (sig / err.max(1e-300)).log10()
 }
 
+/// Relative L2 difference ||a - b|| / ||b|| in f64 (||a - b|| where b is all zeros): how far a
+/// result is from its reference.
+pub fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
+    assert_eq!(a.len(), b.len(), "rel_l2 of slices of different lengths");
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for (&x, &y) in a.iter().zip(b) {
+        let d = x as f64 - y as f64;
+        num += d * d;
+        den += (y as f64) * (y as f64);
+    }
+    if den == 0.0 { num.sqrt() } else { (num / den).sqrt() }
+}
+
+/// Size of the synthetic surveys built with fixed shapes (e.g. the NLBF gathers of
+/// [`crate::nlbf::synth`]): `small` for CPU-only machines, `paper` for the papers' workloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Size {
+    /// Small enough for a CPU-only CI machine (seconds).
+    Small,
+    /// The papers' workloads.
+    Paper,
+}
+
+impl std::str::FromStr for Size {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "small" => Ok(Self::Small),
+            "paper" => Ok(Self::Paper),
+            o => Err(format!("unknown size `{o}` (expected small or paper)")),
+        }
+    }
+}
+
 /// Survey geometries.
 pub mod geometry {
     use super::*;

@@ -1,9 +1,39 @@
 //! What every benchmark reports, so `seisgpu bench` can print one table, JSON and charts: the
-//! rows and sizes (shared with the host crate's strong-scaling rows), the device's ceilings, the demo's rows.
+//! problem size, the measured rows, the device's ceilings, the demo's rows.
 
 use serde::{Deserialize, Serialize};
 
-pub use seisgpu_host::bench::{rel_l2, BenchRow, BenchSize};
+/// Problem size of a benchmark run: the host's synthetic survey size (`small` or `paper`).
+pub use seisgpu_host::synth::Size as BenchSize;
+pub use seisgpu_host::synth::rel_l2;
+use seisgpu_host::runtime::Stats;
+
+/// One measured line: a workload run by one variant in one scope.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BenchRow {
+    /// Workload name, e.g. `nlbf-crossspread-3d`.
+    pub workload: String,
+    /// `cpu-reference`, `gpu-paper`, `gpu-best`, ...
+    pub variant: String,
+    /// `kernel` (device time only) or `end-to-end` (host data in, host results out).
+    pub scope: String,
+    pub stats: Stats,
+    /// Amount of work, in `work_unit`s (e.g. trace-sample contributions), for throughput.
+    pub work: f64,
+    pub work_unit: String,
+    /// The ceiling that bounds this kernel and the fraction of it reached, when known.
+    pub ceiling: Option<String>,
+    pub fraction_of_ceiling: Option<f64>,
+    /// How the result was checked against the reference before timing.
+    pub check: String,
+    /// The paper's figure for this workload, when it has one.
+    pub paper: Option<String>,
+    pub note: String,
+}
+
+impl BenchRow {
+    pub fn throughput(&self) -> f64 { self.work / (self.stats.median_ms * 1e-3) }
+}
 use seisgpu_host::srm::GpuVariant;
 
 /// Which workloads and kernels a run times (`seisgpu bench --case`, `--kernels`); the default,

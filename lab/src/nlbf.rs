@@ -18,7 +18,7 @@ use crate::bench::{BenchRow, BenchSize, Ceilings, DemoRow, DemoSize, Selection};
 use seisgpu_host::runtime::timing::{measure_cpu, GpuTimer, Stats};
 use seisgpu_host::runtime::Gpu;
 use seisgpu_host::traces::TraceSet;
-use seisgpu_host::exec::scale::Workload as ScaleWorkload;
+use crate::scale::Workload as ScaleWorkload;
 
 /// Largest |S difference| that counts as a near-tie or as agreement (the agreement bound, 1e-5).
 pub const TIE_TOL: f32 = 1e-5;
@@ -565,12 +565,12 @@ pub fn demo_gather_sized(k: usize) -> (TraceSet, TraceSet, EstimateParams) {
     (clean, noisy, p)
 }
 
-/// The strong-scaling workload (`seisgpu bench --gpus`, [`seisgpu_host::exec::scale`]): the paper's field
+/// The strong-scaling workload (`seisgpu bench --gpus`, [`crate::scale`]): the paper's field
 /// cross-spread shape on the search split by parameter traces.
 pub fn scale_workload(size: BenchSize) -> anyhow::Result<ScaleWorkload> {
 
     // The paper's field cross-spread shape (94 x 224 traces, 1500 samples).
-    use seisgpu_host::exec::scale::{cached, PerCount};
+    use crate::scale::{cached, PerCount};
     use seisgpu_host::nlbf::{self, NlbfDevice, Setup, Variant};
     use rayon::prelude::*;
     let (traces, params) = nlbf::synth::crossspread_3d(size);

@@ -24,7 +24,7 @@ use seisgpu_host::backend::Backend;
 use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize, Selection};
 use seisgpu_host::runtime::timing::measure_cpu;
 use seisgpu_host::runtime::{Gpu, GpuTimer, Stats};
-use seisgpu_host::exec::scale::Workload as ScaleWorkload;
+use crate::scale::Workload as ScaleWorkload;
 
 const PAPER: &str = "paper 4 (SRMIP, G80): 8x to 15x over one optimised CPU core";
 
@@ -335,13 +335,13 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
     })
 }
 
-/// The strong-scaling workload (`seisgpu bench --gpus`, [`seisgpu_host::exec::scale`]): one shot window on the
+/// The strong-scaling workload (`seisgpu bench --gpus`, [`crate::scale`]): one shot window on the
 /// split migration ([`seisgpu_host::srm::Migration`]).
 pub fn scale_workload(size: BenchSize) -> anyhow::Result<ScaleWorkload> {
     let paper = size == BenchSize::Paper;
 
     // The srm-shot workload (one 400 x 400 shot window, 500 depths, 256 frequencies); small: 64 x 64.
-    use seisgpu_host::exec::scale::{cached, PerCount};
+    use crate::scale::{cached, PerCount};
     use seisgpu_host::srm::{self, synthetic::flat_reflector, GpuOptions, SrmParams};
     let (n, nz, nfreq, ns) = if paper { (400, 500, 256, 1024) } else { (48, 30, 24, 256) };
     let (d, dz, dt) = (25.0, 10.0, 0.004f32);

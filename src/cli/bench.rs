@@ -7,7 +7,7 @@ use seisgpu_host::Backend;
 use seisgpu_lab::bench::BenchSize;
 use seisgpu_lab::harness::{self, now_utc};
 use seisgpu_lab::report::Report;
-use seisgpu_host::exec::scale;
+use seisgpu_lab::scale;
 
 use super::Global;
 
@@ -59,7 +59,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
 }
 
 /// `seisgpu bench [what] --gpus N|all`: strong scaling of each selected pipeline on 1, 2, 4, ...
-/// of the devices (`seisgpu_host::exec::scale`), into the same report files.
+/// of the devices (`seisgpu_lab::scale`), into the same report files.
 fn scaling(args: &Args, devices: &[Backend], names: &[&str]) -> anyhow::Result<()> {
     let device = match devices[0].gpu() {
         Some(g) => format!("{} x {}", devices.len(), g.info().name),
@@ -136,7 +136,7 @@ fn scale_workloads(name: &str, size: BenchSize) -> anyhow::Result<Vec<scale::Wor
         "nlbf" => vec![nlbf::scale_workload(size)?],
         "ktm" => vec![ktm::scale_workload(size)?],
         "pstm" => vec![pstm::scale_workload(size)?],
-        "wavepacket" => seisgpu_host::wavepacket::scaling::scale_workloads(size)?,
+        "wavepacket" => seisgpu_lab::wavepacket::scaling::scale_workloads(size)?,
         "srm" => vec![srm::scale_workload(size)?],
         other => anyhow::bail!("no scaling workload for `{other}` (expected one of nlbf, ktm, pstm, wavepacket, srm)"),
     })

@@ -50,4 +50,4 @@ pub fn test_seed() -> u64 {
     })
 }
 
-pub use seisgpu_host::bench::rel_l2;
+pub use seisgpu_lab::bench::rel_l2;

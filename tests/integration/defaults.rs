@@ -121,7 +121,7 @@ fn gpu_migrations_image_a_utm_survey_over_its_midpoints() {
     let p = ktm::Params::full(ig, ktm::Velocity::Constant(2000.0));
     let cpu = ktm::migrate(&t, &p, &[Backend::Cpu]).unwrap();
     let on_gpu = ktm::migrate(&t, &p, &[Backend::Gpu(gpu.clone())]).unwrap();
-    assert!(seisgpu_host::bench::rel_l2(&on_gpu.data, &cpu.data) < 1e-4);
+    assert!(seisgpu_lab::bench::rel_l2(&on_gpu.data, &cpu.data) < 1e-4);
     assert!((focus_x(&ig, &on_gpu.data) - xd).abs() <= 2.0 * g.dx);
     let pp = pstm_params(&g);
     let (m, d) = (pstm::TraveltimeMode::Static8, pstm::TraveltimeModel::Dsr);
@@ -224,7 +224,7 @@ fn gpu_nlbf_leaves_the_gap_unestimated_as_the_cpu() {
     let ep = EnhanceParams { aperture: p.aperture_c };
     let a = nlbf::enhance(&t, &p.coords, &cpu, &ep, &[Backend::Cpu]).unwrap();
     let b = nlbf::enhance(&t, &p.coords, &cpu, &ep, &[Backend::Gpu(gpu)]).unwrap();
-    assert!(seisgpu_host::bench::rel_l2(&b.data, &a.data) < 1e-5);
+    assert!(seisgpu_lab::bench::rel_l2(&b.data, &a.data) < 1e-5);
 }
 
 #[test]

@@ -427,7 +427,7 @@ fn bad_input_gives_clear_errors() {
 #[test]
 fn bench_small_runs_and_checks() {
     let backend = gpu_or_skip("bench_small_runs_and_checks (GPU rows)").map(Backend::Gpu).unwrap_or(Backend::Cpu);
-    let rows = seisgpu_lab::ktm::bench(&backend, seisgpu_host::bench::BenchSize::Small, &Default::default()).unwrap();
+    let rows = seisgpu_lab::ktm::bench(&backend, seisgpu_lab::bench::BenchSize::Small, &Default::default()).unwrap();
     for r in &rows {
         println!("{:20} {:34} {:10} {:10.4} s {:10.3e}/s {} | {}", r.workload, r.variant, r.scope, r.stats.median_ms * 1e-3,
             r.throughput(), r.check, r.note);

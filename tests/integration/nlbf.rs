@@ -1,7 +1,7 @@
 //! NLBF: the 2+2+1 search (known answers, CPU vs every GPU variant), enhancement, NMO, bad input.
 
 use seisgpu_host::backend::gpu_or_skip;
-use seisgpu_host::bench::BenchSize;
+use seisgpu_lab::bench::BenchSize;
 use seisgpu_lab::nlbf::{compare, demo_gather};
 use seisgpu_host::nlbf::{self, cpu, gpu, synth, Aperture, Coordinates, EnhanceParams, EstimateParams, NmoParams, Range,
     SearchSpace, Setup};

@@ -2,7 +2,7 @@
 //! properties, accuracy on band-limited data, a diffractor that must focus, and bad input.
 
 use seisgpu_host::backend::gpu_or_skip;
-use seisgpu_host::bench::BenchSize;
+use seisgpu_lab::bench::BenchSize;
 use seisgpu_lab::pstm::{self as pb, AccuracyConfig};
 use seisgpu_host::pstm::gpu::{Image, Prepared, TraceStaging};
 use seisgpu_host::pstm::{cpu, migrate, plan, GpuTuning, PstmParams, TraveltimeMode, TraveltimeModel};

@@ -10,13 +10,15 @@
 //! bit. The GPU tests need two GPUs or more and skip with a printed reason otherwise.
 
 use seisgpu_host::backend::{gpu_or_skip, Backend};
-use seisgpu_host::bench::BenchSize;
+use seisgpu_lab::bench::BenchSize;
 use seisgpu_host::ktm::{self, ImageGrid, OffsetClasses, Params, Velocity};
-use seisgpu_host::exec::{self, reduce, scale, GpuCount};
+use seisgpu_host::exec::{self, reduce, GpuCount};
+use seisgpu_lab::scale;
 use seisgpu_host::nlbf::{self, Setup};
-use seisgpu_host::pstm::{self, workloads as pb, GpuTuning, PstmParams, TraveltimeMode, TraveltimeModel};
+use seisgpu_host::pstm::{self, GpuTuning, PstmParams, TraveltimeMode, TraveltimeModel};
 use seisgpu_host::runtime::Gpu;
 use seisgpu_host::srm::{self, GpuOptions, SrmParams};
+use seisgpu_lab::pstm as pb;
 use seisgpu_host::traces::TraceSet;
 use seisgpu_host::wavepacket::fragments::{Fragmented, Tiling};
 use seisgpu_host::wavepacket::Params as WpParams;
@@ -71,7 +73,7 @@ fn gpus_or_skip(test: &str, n: usize) -> Option<Vec<Backend>> {
 fn ktm_case(ntr: usize) -> (TraceSet, Vec<(&'static str, Params)>) {
     // 17 x 13 columns, 97 times: nothing is a multiple of a block or a tile.
     let grid = ImageGrid { x0: 0.0, dx: 25.0, nx: 17, y0: 0.0, dy: 25.0, ny: 13, tau0: 0.0, dtau: 0.004, ntau: 97 };
-    let mut t = ktm::workloads::scattered_traces(ntr, 140, 0.004, &grid, 1200.0, 11);
+    let mut t = seisgpu_lab::ktm::scattered_traces(ntr, 140, 0.004, &grid, 1200.0, 11);
     t.data = random_vec(t.data.len(), "ktm traces");
     let bare = Params::bare(grid, Velocity::Constant(2100.0));
     let mut full = Params::full(grid, Velocity::Function { t0: 0.0, dt: 0.1, v: vec![1800.0, 2000.0, 2300.0, 2500.0, 2700.0] });
@@ -150,7 +152,7 @@ fn scale_ktm_split_on_gpus() {
     }
     // A production-sized image (one trace segment per launch: no atomics): N GPUs repeatable bit for bit.
     let grid = ImageGrid { x0: 0.0, dx: 25.0, nx: 101, y0: 0.0, dy: 25.0, ny: 99, tau0: 0.0, dtau: 0.004, ntau: 300 };
-    let mut t = ktm::workloads::scattered_traces(700, 400, 0.004, &grid, 1500.0, 5);
+    let mut t = seisgpu_lab::ktm::scattered_traces(700, 400, 0.004, &grid, 1500.0, 5);
     t.data = random_vec(t.data.len(), "ktm traces");
     let p = Params::bare(grid, Velocity::Constant(2100.0));
     let (a, b) = (ktm_split(&t, &p, &gpus).unwrap(), ktm_split(&t, &p, &gpus).unwrap());
@@ -396,7 +398,7 @@ fn scale_bench_rows_on_cpu_queues() {
         assert!(rows.iter().all(|r| r.stats.median_ms > 0.0 && r.work > 0.0));
     }
     // One device: its row alone, the larger counts skipped with a note.
-    let rows = scale::bench(seisgpu_host::wavepacket::scaling::scale_workloads(BenchSize::Small).unwrap(), &cpus(1)).unwrap();
+    let rows = scale::bench(seisgpu_lab::wavepacket::scaling::scale_workloads(BenchSize::Small).unwrap(), &cpus(1)).unwrap();
     assert_eq!(rows.len(), 1);
     assert!(rows[0].note.contains("[2, 4]-device rows skipped"), "{}", rows[0].note);
     assert!(scale::bench(Vec::new(), &[]).is_err());
@@ -407,7 +409,7 @@ fn scale_bench_rows_on_gpus() {
     let Some(gpus) = gpus_or_skip("scale_bench_rows_on_gpus", 2) else { return };
     let size = BenchSize::Small;
     let workloads = vec![seisgpu_lab::nlbf::scale_workload(size).unwrap(), seisgpu_lab::ktm::scale_workload(size).unwrap(),
-        seisgpu_lab::pstm::scale_workload(size).unwrap(), seisgpu_host::wavepacket::scaling::scale_workloads(size).unwrap().remove(0),
+        seisgpu_lab::pstm::scale_workload(size).unwrap(), seisgpu_lab::wavepacket::scaling::scale_workloads(size).unwrap().remove(0),
         seisgpu_lab::srm::scale_workload(size).unwrap()];
     let n = workloads.len();
     let rows = scale::bench(workloads, &gpus).unwrap();

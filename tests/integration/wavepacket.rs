@@ -290,8 +290,8 @@ fn wavepacket_bad_input_is_named() {
 fn wavepacket_bench_paper() {
     let Some(gpu) = gpu_or_skip("wavepacket_bench_paper") else { return };
     let size = match std::env::var("WP_BENCH_SIZE").as_deref() {
-        Ok("small") => seisgpu_host::bench::BenchSize::Small,
-        _ => seisgpu_host::bench::BenchSize::Paper,
+        Ok("small") => seisgpu_lab::bench::BenchSize::Small,
+        _ => seisgpu_lab::bench::BenchSize::Paper,
     };
     // Full rows go to $WP_BENCH_OUT (as measured, so a cut-off run keeps what it had); a summary to stdout.
     let out = std::env::var("WP_BENCH_OUT").ok();

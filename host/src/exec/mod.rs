@@ -46,15 +46,14 @@
 //!   in item order), the block of an MPI rank.
 //! - [`reduce`]: sums in device (or rank) order, on the host or on the GPUs.
 //! - [`mpi`]: the ranks ([`mpi::Cluster`]), reading a rank's share, writing one file from every rank.
-//! - [`scale`]: the strong-scaling benchmark over any job's workload.
 //!
-//! The phase timing log the scaling bench prints is [`crate::runtime::phases`].
+//! The strong-scaling benchmark over these runners is `seisgpu_lab::scale`; the phase timing log it
+//! prints is [`crate::runtime::phases`].
 
 pub mod devices;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod reduce;
-pub mod scale;
 pub mod split;
 
 use std::ops::Range;

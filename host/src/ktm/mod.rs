@@ -20,7 +20,6 @@ mod job;
 pub mod output;
 pub mod prep;
 pub mod prep_gpu;
-pub mod workloads;
 
 pub use job::{add_image, migrate_item, work_items, DeviceImage, Migration, WORK_ITEMS};
 mod velocity;

@@ -84,7 +84,7 @@ pub use enhance::*;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::BenchSize;
+    use crate::synth::Size;
     use crate::nlbf::synth;
 
     /// The last band's C-scan split: both parts non-empty, the second about 1/8; small bands whole.
@@ -147,7 +147,7 @@ mod tests {
     /// them), and each band's need covers every trace its apertures read.
     #[test]
     fn bands_tile_and_offsets_reproduce_the_apertures() {
-        let (t, p) = synth::crossspread_3d(BenchSize::Small);
+        let (t, p) = synth::crossspread_3d(Size::Small);
         let s = Setup::new(&t, &p).unwrap();
         let ap = &s.apertures;
         let np = s.np();

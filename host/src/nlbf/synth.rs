@@ -5,7 +5,7 @@ use rand::RngExt;
 use rayon::prelude::*;
 
 use super::{Aperture, Coordinates, EstimateParams, Range, SearchSpace};
-use crate::bench::BenchSize;
+use crate::synth::Size;
 use crate::synth::{self, geometry};
 use crate::traces::TraceSet;
 
@@ -83,10 +83,10 @@ pub fn params_crossspread_3d() -> EstimateParams {
 /// `nlbf-synthetic-2d`: sources and receivers every 25 m on an 8 km line (321 x 321 traces), 4 ms,
 /// 2.5 s (625 samples); flattish (post-NMO) reflections with gentle dips and curvatures plus
 /// random noise. Small: 33 x 33 traces, 0.48 s.
-pub fn synthetic_2d(size: BenchSize) -> (TraceSet, EstimateParams) {
+pub fn synthetic_2d(size: Size) -> (TraceSet, EstimateParams) {
     let (n, ns) = match size {
-        BenchSize::Paper => (321, 625),
-        BenchSize::Small => (33, 120),
+        Size::Paper => (321, 625),
+        Size::Small => (33, 120),
     };
     let h = geometry::line_2d(n, 25.0, n, 25.0);
     let mut t = TraceSet::zeros(h, ns, 0.004);
@@ -107,10 +107,10 @@ pub fn synthetic_2d(size: BenchSize) -> (TraceSet, EstimateParams) {
 /// `nlbf-crossspread-3d`: 94 sources (along y) x 224 receivers (along x), 20 m, 2 ms, 3 s (1500
 /// samples); a few curved (hyperbolic, un-NMO'd) reflections plus strong random noise, as the
 /// field cross-spread. Small: 10 sources x 20 receivers, 0.128 s.
-pub fn crossspread_3d(size: BenchSize) -> (TraceSet, EstimateParams) {
+pub fn crossspread_3d(size: Size) -> (TraceSet, EstimateParams) {
     let (nsrc, nrec, ns) = match size {
-        BenchSize::Paper => (94, 224, 1500),
-        BenchSize::Small => (10, 20, 64),
+        Size::Paper => (94, 224, 1500),
+        Size::Small => (10, 20, 64),
     };
     let h = geometry::cross_spread(nsrc, 20.0, nrec, 20.0);
     let mut t = TraceSet::zeros(h, ns, 0.002);
@@ -132,11 +132,11 @@ mod tests {
         let p = params_crossspread_3d();
         assert_eq!(p.search.a.count(), 151);
         assert_eq!(p.search.c.count(), 11);
-        let (t, p) = crossspread_3d(BenchSize::Small);
+        let (t, p) = crossspread_3d(Size::Small);
         assert_eq!(t.len(), 10 * 20);
         let s = Setup::new(&t, &p).unwrap();
         assert_eq!(s.tables.n_ad(), 1661);
-        let (t, p) = synthetic_2d(BenchSize::Small);
+        let (t, p) = synthetic_2d(Size::Small);
         let s = Setup::new(&t, &p).unwrap();
         assert_eq!(s.tables.n_ad(), 231);
         assert_eq!((s.grid.nx, s.grid.ny), (6, 6));

@@ -99,10 +99,10 @@ fn bad_input_gives_clear_errors() {
 fn apertures_and_bounds_equal_the_reference() {
     use rand::RngExt;
     let mut cases: Vec<(TraceSet, EstimateParams)> = vec![
-        super::synth::crossspread_3d(crate::bench::BenchSize::Small),
-        super::synth::synthetic_2d(crate::bench::BenchSize::Small),
+        super::synth::crossspread_3d(crate::synth::Size::Small),
+        super::synth::synthetic_2d(crate::synth::Size::Small),
     ];
-    let (mut t, p) = super::synth::crossspread_3d(crate::bench::BenchSize::Small);
+    let (mut t, p) = super::synth::crossspread_3d(crate::synth::Size::Small);
     let mut r = crate::synth::rng(7);
     for i in (1..t.headers.len()).rev() {
         let j = r.random_range(0..=i);
@@ -133,9 +133,9 @@ fn apertures_and_bounds_equal_the_reference() {
 /// need equal those read from the full lists.
 #[test]
 fn band_by_band_setup_equals_the_full_setup() {
-    let mut cases = vec![super::synth::crossspread_3d(crate::bench::BenchSize::Small),
-        super::synth::synthetic_2d(crate::bench::BenchSize::Small)];
-    let (t, mut p) = super::synth::crossspread_3d(crate::bench::BenchSize::Small);
+    let mut cases = vec![super::synth::crossspread_3d(crate::synth::Size::Small),
+        super::synth::synthetic_2d(crate::synth::Size::Small)];
+    let (t, mut p) = super::synth::crossspread_3d(crate::synth::Size::Small);
     p.aperture_ad = Aperture { x: 61.0, y: 20.0 };
     p.spacing_x = 20.0;
     p.spacing_y = 13.0;
@@ -182,7 +182,7 @@ fn band_by_band_setup_equals_the_full_setup() {
 #[test]
 #[ignore]
 fn setup_timing_crossspread() {
-    let (t, p) = super::synth::crossspread_3d(crate::bench::BenchSize::Paper);
+    let (t, p) = super::synth::crossspread_3d(crate::synth::Size::Paper);
     let ms = |t0: std::time::Instant| t0.elapsed().as_secs_f64() * 1e3;
     let med = |mut v: Vec<f64>| { v.sort_by(f64::total_cmp); (v[v.len() / 2], v[0]) };
     for _ in 0..2 {

@@ -306,7 +306,7 @@ mod tests {
             }
         }
         assert!(nonzero > 20);
-        let d = crate::bench::rel_l2(&s8.data, &ex.data);
+        let d = crate::synth::rel_l2(&s8.data, &ex.data);
         assert!(d > 0.0 && d < 0.5, "{d}");
         assert!(ex.data.chunks(ex.nz_pad).all(|c| c[77..].iter().all(|&v| v == 0.0)));
     }

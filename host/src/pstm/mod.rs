@@ -10,13 +10,12 @@
 //! GPU).
 //!
 //! Shape: this file (parameters, validation, the trace plan, the driver [`migrate`]), [`cpu`] (the
-//! rayon reference), [`gpu`] (uploads, launches), [`workloads`] (the benchmark surveys and models).
+//! rayon reference), [`gpu`] (uploads, launches). The benchmark surveys and models are `seisgpu_lab::pstm`'s.
 
 pub mod cpu;
 #[cfg(feature = "mpi")]
 pub mod distributed;
 pub mod gpu;
-pub mod workloads;
 mod job;
 
 pub use job::{add_image, add_stats, work_items, zero_image, DeviceImage, Migration, WORK_ITEMS};

@@ -356,7 +356,7 @@ mod tests {
         let mut got = flat.clone();
         step_planes(&op, &[map], &slow, &Taper::none(nx, ny), nx, ny, &mut got);
         let want_flat: Vec<f32> = want.iter().flat_map(|c| [c.re, c.im]).collect();
-        let e = crate::bench::rel_l2(&got, &want_flat);
+        let e = crate::synth::rel_l2(&got, &want_flat);
         assert!(e < 1e-5, "rel L2 {e}");
     }
 }

@@ -16,7 +16,6 @@ pub mod cpu;
 pub mod distributed;
 pub mod fragments;
 pub mod gpu;
-pub mod scaling;
 mod tiling;
 
 use std::sync::Arc;

@@ -18,7 +18,7 @@ fn frame(n: usize, eps: f64, gather: Gather) -> Arc<Frame> {
     Arc::new(Frame::new(n, &Params { eps, gather, ..Params::default() }).unwrap())
 }
 
-fn rel(a: &[f32], b: &[f32]) -> f64 { crate::bench::rel_l2(a, b) }
+fn rel(a: &[f32], b: &[f32]) -> f64 { crate::synth::rel_l2(a, b) }
 
 #[test]
 fn windows_square_sum_to_one_everywhere() {

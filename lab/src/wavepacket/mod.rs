@@ -41,6 +41,7 @@ use crate::bench::{BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
 use seisgpu_host::runtime::{GpuTimer, Stats};
 
 mod estimate;
+pub mod scaling;
 pub use estimate::{dry_run, estimate, Estimate};
 
 /// Seconds into the wave-packet benchmark after which no more repeats are added (each measurement

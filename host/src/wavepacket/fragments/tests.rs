@@ -284,7 +284,7 @@ fn boxes_cover_the_cubes_and_fold_like_cubes(k: usize) {
         }
         t.fold_box(&mut got, b, &partial).unwrap();
     }
-    let err = crate::bench::rel_l2(&got, &want);
+    let err = crate::synth::rel_l2(&got, &want);
     assert!(err < 1e-6, "{k} cubes per box: box folds vs cube folds: rel L2 {err:.2e}");
     // A GPU's direct output: each box's fresh block copied into the volume, then only the
     // covered shell added from a partial sum whose fresh block is poisoned. Fresh block and
@@ -540,7 +540,7 @@ fn fragmented_transform_is_tight() {
     let vol: Vec<f32> = (0..shape.iter().product()).map(|_| r.random_range(-1.0..1.0)).collect();
     let c = f.forward(&vol).unwrap();
     let back = f.inverse(&c).unwrap();
-    let err = crate::bench::rel_l2(&back, &vol);
+    let err = crate::synth::rel_l2(&back, &vol);
     assert!(err < 1e-5, "fragmented inverse(forward) error {err:.2e}");
     let ev: f64 = vol.iter().map(|&v| (v as f64).powi(2)).sum();
     let ec: f64 = c.iter().map(|v| v.norm_sqr() as f64).sum();

@@ -1,11 +1,11 @@
 //! The Kirchhoff benchmark workloads (paper 2, Tables 1 and 2): synthetic surveys shared by the
-//! `seisgpu-lab` benchmarks and the strong-scaling rows ([`crate::scale`]).
+//! benchmarks and the strong-scaling rows ([`crate::scale`]).
 
 use rayon::prelude::*;
 
-use super::{ImageGrid, Params, Velocity};
+use seisgpu_host::ktm::{ImageGrid, Params, Velocity};
 use crate::bench::BenchSize;
-use crate::traces::{TraceHeader, TraceSet};
+use seisgpu_host::{TraceHeader, TraceSet};
 
 /// One workload: a geometry, a grid, the traces.
 pub struct Workload {
@@ -20,7 +20,7 @@ pub struct Workload {
 /// Gaussian noise samples (seeded; the migration's cost does not depend on the data).
 pub fn scattered_traces(n: usize, ns: usize, dt: f32, g: &ImageGrid, max_offset: f64, seed: u64) -> TraceSet {
     use rand::RngExt;
-    let mut r = crate::synth::rng(seed);
+    let mut r = seisgpu_host::synth::rng(seed);
     let (wx, wy) = ((g.nx.max(2) - 1) as f64 * g.dx, (g.ny.max(2) - 1) as f64 * g.dy);
     let headers: Vec<TraceHeader> = (0..n)
         .map(|_| {
@@ -32,7 +32,7 @@ pub fn scattered_traces(n: usize, ns: usize, dt: f32, g: &ImageGrid, max_offset:
         })
         .collect();
     let mut t = TraceSet::zeros(headers, ns, dt);
-    t.data.par_chunks_mut(ns).enumerate().for_each(|(i, tr)| crate::synth::add_noise(tr, 1.0, seed ^ (i as u64 + 1)));
+    t.data.par_chunks_mut(ns).enumerate().for_each(|(i, tr)| seisgpu_host::synth::add_noise(tr, 1.0, seed ^ (i as u64 + 1)));
     t
 }
 

@@ -13,14 +13,15 @@ use rayon::prelude::*;
 use seisgpu_host::pstm::{count_pairs, cpu, plan, GpuTuning, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel,
     DEFAULT_DYNAMIC_TOLERANCE};
 use seisgpu_host::backend::Backend;
-use seisgpu_host::exec::scale::Workload as ScaleWorkload;
+use crate::scale::Workload as ScaleWorkload;
 use crate::bench::{rel_l2, BenchRow, BenchSize, Ceilings, DemoRow, DemoSize};
 use seisgpu_host::runtime::timing::measure_cpu;
 use seisgpu_host::runtime::{GpuTimer, Stats};
 use seisgpu_host::synth;
 use seisgpu_host::traces::TraceSet;
 
-pub use seisgpu_host::pstm::workloads::{band_limited, fast_noise, smooth_model, survey, table2};
+mod workloads;
+pub use workloads::{band_limited, fast_noise, smooth_model, survey, table2};
 
 /// Modes in the order they are benchmarked (the production one first).
 fn modes() -> [TraveltimeMode; 3] {
@@ -685,13 +686,14 @@ mod probe {
     }
 }
 
-/// The strong-scaling workload (`seisgpu bench --gpus`, [`seisgpu_host::exec::scale`]): Table 2's image with a fifth
+/// The strong-scaling workload (`seisgpu bench --gpus`, [`crate::scale`]): Table 2's image with a fifth
 /// of its traces on the split migration ([`seisgpu_host::pstm::Migration`]); small: the small table.
 pub fn scale_workload(size: BenchSize) -> anyhow::Result<ScaleWorkload> {
     let paper = size == BenchSize::Paper;
 
     // Table 2's image (50 x 1097 x 1504) with a fifth of its 450,000 traces; small: the small table.
-    use seisgpu_host::pstm::{self, workloads as pb, TraveltimeMode, TraveltimeModel};
+    use seisgpu_host::pstm::{self, TraveltimeMode, TraveltimeModel};
+    use self::workloads as pb;
     let (mut p, ntr, ns) = pb::table2(size);
     p.gpu = pstm::GpuTuning::fastest(); // what `seisgpu pstm migrate` runs
     let ntr = if paper { ntr / 5 } else { ntr };

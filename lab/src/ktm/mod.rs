@@ -22,8 +22,9 @@ use seisgpu_host::runtime::timing::measure_cpu;
 use seisgpu_host::runtime::{Gpu, GpuTimer, Stats};
 use seisgpu_host::traces::{TraceHeader, TraceSet};
 
-pub use seisgpu_host::ktm::workloads::{names, scattered_traces, vrms, workloads, workloads_named, Workload};
-use seisgpu_host::exec::scale::Workload as ScaleWorkload;
+mod workloads;
+pub use workloads::{names, scattered_traces, vrms, workloads, workloads_named, Workload};
+use crate::scale::Workload as ScaleWorkload;
 
 /// SASS instructions per contribution of the bare columns kernels (sm_90, from the disassembly of
 /// their inner loops; docs/notes/ktm.md): v1 205 for 8 image times of one trace, v2 396 and fast
@@ -315,7 +316,7 @@ pub fn demo(backend: &Backend, out_dir: &Path, size: DemoSize) -> anyhow::Result
     })
 }
 
-/// The strong-scaling workload (`seisgpu bench --gpus`, [`seisgpu_host::exec::scale`]): Table 2's 40960-trace run
+/// The strong-scaling workload (`seisgpu bench --gpus`, [`crate::scale`]): Table 2's 40960-trace run
 /// on the split migration ([`seisgpu_host::ktm::Migration`]); small: its 1/32.
 pub fn scale_workload(size: BenchSize) -> anyhow::Result<ScaleWorkload> {
     let paper = size == BenchSize::Paper;

@@ -1,11 +1,12 @@
-//! The wave packets' strong-scaling workloads (`seisgpu bench --gpus`, [`crate::exec::scale`]):
+//! The wave packets' strong-scaling workloads (`seisgpu bench --gpus`, [`crate::scale`]):
 //! the paper's variant 2, cubes of one volume spread over the devices and summed in cube order.
 
 use anyhow::{Context, Result};
 
+use seisgpu_host::runtime::memory::HostSamples;
+
 use crate::bench::BenchSize;
-use crate::exec::scale::{cached, PerCount, Workload};
-use crate::runtime::memory::HostSamples;
+use crate::scale::{cached, PerCount, Workload};
 
 /// Variant 2 of the paper: 2 x 2 x 2 overlapping 256^3 cubes (2 per GPU on 4), and, as the scheme
 /// is meant for large volumes, 4 x 4 x 2 cubes (8 per GPU: start-up and tail weigh 1/8 of a
@@ -34,7 +35,7 @@ pub const LARGE: [usize; 3] = [928, 928, 480];
 /// (2.65x against 3.18x on 4 GPUs), boxes of two cubes (3.60x against 3.67x), the identity as a
 /// host edit (the coefficients down and up: twice the one-GPU time).
 fn workload(shape: [usize; 3], cube: usize, overlap: usize) -> Result<Workload> {
-    use super::{apps, fragments::{Fragmented, Tiling}, CoeffEdit, Params};
+    use seisgpu_host::wavepacket::{apps, fragments::{Fragmented, Tiling}, CoeffEdit, Params};
     use rayon::prelude::*;
     let params = Params::default();
     let tiling = Tiling::new(shape, cube, overlap)?;
@@ -80,7 +81,7 @@ fn workload(shape: [usize; 3], cube: usize, overlap: usize) -> Result<Workload> 
             }
             let popped = outputs.lock().map_err(|_| anyhow::anyhow!("output buffers poisoned"))?.pop();
             // (Buffers come back poisoned through `recycle`.)
-            let mut out = popped.unwrap_or_else(|| HostSamples::Pageable(crate::runtime::memory::zeroed_host(len)));
+            let mut out = popped.unwrap_or_else(|| HostSamples::Pageable(seisgpu_host::runtime::memory::zeroed_host(len)));
             f.process_into(vol, CoeffEdit::Identity, out.as_mut_slice()?)?;
             Ok(out)
         }) })
@@ -92,7 +93,7 @@ mod tests {
 
     #[test]
     fn scale_wavepacket_volumes_tile_into_whole_cubes_per_device() {
-        use crate::wavepacket::fragments::Tiling;
+        use seisgpu_host::wavepacket::fragments::Tiling;
         let small = Tiling::new([480, 480, 480], 256, 32).unwrap();
         let large = Tiling::new(LARGE, 256, 32).unwrap();
         assert_eq!(small.count(), 8);

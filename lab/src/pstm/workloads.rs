@@ -1,14 +1,14 @@
 //! The PSTM benchmark workloads: surveys, velocity models and data for the speed table (the
-//! paper's Table 2) and the accuracy table, shared by the `seisgpu-lab` benchmarks and the
+//! paper's Table 2) and the accuracy table, shared by the benchmarks and the
 //! strong-scaling rows ([`crate::scale`]).
 
 use rand::{RngExt, SeedableRng};
 use rayon::prelude::*;
 
-use super::{GpuTuning, PstmParams};
+use seisgpu_host::pstm::{GpuTuning, PstmParams};
 use crate::bench::BenchSize;
-use crate::synth;
-use crate::traces::{TraceHeader, TraceSet};
+use seisgpu_host::synth;
+use seisgpu_host::{TraceHeader, TraceSet};
 
 /// A 3D survey over the image of `p`: `n` traces whose midpoints are uniform over the image area
 /// grown by `margin` (m), with offsets uniform in [0, `max_offset`] and azimuths uniform

@@ -1,11 +1,11 @@
 //! Strong scaling: a job's multi-device split on 1, 2, 4 (, 8, ...) of the given devices, one
-//! fixed workload (each algorithm's `bench.rs` makes its [`Workload`]s), wall-clock time of the
+//! fixed workload (each algorithm's module of this crate makes its [`Workload`]s), wall-clock time of the
 //! whole job (host data in, host result out) and the speed-up over one device. `seisgpu bench
 //! --gpus N|all` prints these rows and a summary table ([`summary`]).
 //!
 //! What a timed run includes: everything a job does with its input on devices that are already
 //! open: planning the items, host preparation, uploads, kernels, downloads, the reduction of the
-//! devices' parts (images summed on the GPUs, [`super::reduce::sum_parts`], each GPU downloading
+//! devices' parts (images summed on the GPUs, [`seisgpu_host::exec::reduce::sum_parts`], each GPU downloading
 //! its slice of the sum; with one, the image comes down whole). What it excludes, as one-time
 //! setup that a processing job pays once for many inputs: opening the devices (context, peer
 //! access between them), loading and JIT-compiling modules (the untimed check run before the timed
@@ -24,9 +24,11 @@
 
 use anyhow::{ensure, Context, Result};
 
-use crate::backend::Backend;
+use seisgpu_host::runtime::memory::HostSamples;
+use seisgpu_host::runtime::{phases, timing};
+use seisgpu_host::Backend;
+
 use crate::bench::{rel_l2, BenchRow};
-use crate::runtime::memory::HostSamples;
 
 /// Device counts measured out of `available`: 1, 2, 4, 8, ... up to it, and `available` itself.
 pub fn counts(available: usize) -> Vec<usize> {
@@ -122,15 +124,15 @@ fn bench_workload(w: Workload, devices: &[Backend]) -> Result<Vec<BenchRow>> {
         // The earlier timed runs' results, freed after the timing: unmapping a big result (442 MB
         // for a 480^3 volume) is not the next run's work.
         let mut spent: Vec<HostSamples> = Vec::new();
-        // The last timed run's wall-clock marks (crate::runtime::phases::mark): where its serial time goes.
+        // The last timed run's wall-clock marks (phases::mark): where its serial time goes.
         let mut marks = Vec::new();
         let mut times = Vec::new();
         while times.len() < repeats {
-            crate::runtime::phases::take_marks();
+            phases::take_marks();
             let t = std::time::Instant::now();
             let r = (w.run)(devs);
             times.push(t.elapsed().as_secs_f64() * 1e3);
-            marks = crate::runtime::phases::take_marks();
+            marks = phases::take_marks();
             if times.len() == 1 && times[0] < 200.0 {
                 repeats = 7;
             }
@@ -145,7 +147,7 @@ fn bench_workload(w: Workload, devices: &[Backend]) -> Result<Vec<BenchRow>> {
                 }
             }
         }
-        let stats = crate::runtime::timing::Stats::from_samples(&times);
+        let stats = timing::Stats::from_samples(&times);
         drop(spent);
         if let Some(e) = err {
             return Err(e.context(format!("{} on {n} device(s), timed run", w.name)));
@@ -166,7 +168,7 @@ fn bench_workload(w: Workload, devices: &[Backend]) -> Result<Vec<BenchRow>> {
             None => format!("{n} {kind}; speed-up 1.00x"),
             Some((_, t1)) => format!("{n} {kind}s; speed-up {:.2}x vs 1 (efficiency {:.0} %)", t1 / t, 100.0 * t1 / t / n as f64),
         };
-        let note = if marks.is_empty() { note } else { format!("{note}; last run: {}", crate::runtime::phases::marks_line(&marks)) };
+        let note = if marks.is_empty() { note } else { format!("{note}; last run: {}", phases::marks_line(&marks)) };
         match (&one, &w.recycle) {
             (None, _) => one = Some((got, t)),
             (Some(_), Some(r)) => r(got),
@@ -265,7 +267,7 @@ mod tests {
     fn scale_summary_has_speed_up_and_target() {
         let row = |w: &str, n: usize, ms: f64| BenchRow {
             workload: w.into(), variant: format!("{n}-gpu"), scope: "end-to-end".into(),
-            stats: crate::runtime::timing::Stats::from_samples(&[ms]), work: 1.0, work_unit: "x".into(), ceiling: None,
+            stats: timing::Stats::from_samples(&[ms]), work: 1.0, work_unit: "x".into(), ceiling: None,
             fraction_of_ceiling: None, check: "ok".into(), paper: None, note: String::new(),
         };
         let rows = [row("scale-a", 1, 4000.0), row("scale-a", 4, 1000.0),
