@@ -122,6 +122,25 @@ unsafe fn mig_paper<const AA: bool, const CORR: bool>(c: &KtmConsts, geom: *cons
 
 // ---- (b) columns: one warp per column, K image times per lane (register tiling) -----------------
 
+/// Adds a lane's K image times (`acc + acc_b`, times `it0 + 32 k` of column `col_l`) into the image:
+/// a plain add when the launch has one trace segment (z = 1), else an atomic add. Shared by the
+/// exact and the interpolated columns kernels.
+#[inline(always)]
+pub(super) unsafe fn store_column<const K: usize>(c: &KtmConsts, image: *mut f32, col_l: u32, it0: u32, acc: &[f32; K],
+    acc_b: &[f32; K]) {
+    unroll!(K, |k| {
+        let it = it0 + 32 * k as u32;
+        if it < c.ntau {
+            let dst = unsafe { image.add(col_l as usize * c.ntau as usize + it as usize) };
+            if grid_dim_z() == 1 {
+                unsafe { *dst += acc[k] + acc_b[k] };
+            } else {
+                unsafe { atomic_add_f32(dst, acc[k] + acc_b[k]) };
+            }
+        }
+    });
+}
+
 /// blockIdx.x = group of COL_WARPS columns (one per warp), blockIdx.y = 32 K image times,
 /// blockIdx.z = segment of the traces (more than one only for small images, which would not fill
 /// the GPU otherwise; the segments then add into the image atomically); lane l
@@ -181,17 +200,7 @@ unsafe fn mig_columns<const K: usize, const AA: bool, const CORR: bool>(c: &KtmC
         base += nthreads;
     }
     if active {
-        unroll!(K, |k| {
-            let it = it0 + 32 * k as u32;
-            if it < c.ntau {
-                let dst = unsafe { image.add(col_l as usize * c.ntau as usize + it as usize) };
-                if grid_dim_z() == 1 {
-                    unsafe { *dst += acc[k] + acc_b[k] };
-                } else {
-                    unsafe { atomic_add_f32(dst, acc[k] + acc_b[k]) };
-                }
-            }
-        });
+        unsafe { store_column::<K>(c, image, col_l, it0, &acc, &acc_b) };
     }
 }
 
@@ -280,17 +289,7 @@ unsafe fn mig_columns2<const K: usize, const FAST: bool>(c: &KtmConsts, geom: *c
         base += nthreads;
     }
     if active {
-        unroll!(K, |k| {
-            let it = it0 + 32 * k as u32;
-            if it < c.ntau {
-                let dst = unsafe { image.add(col_l as usize * c.ntau as usize + it as usize) };
-                if grid_dim_z() == 1 {
-                    unsafe { *dst += acc[k] + acc_b[k] };
-                } else {
-                    unsafe { atomic_add_f32(dst, acc[k] + acc_b[k]) };
-                }
-            }
-        });
+        unsafe { store_column::<K>(c, image, col_l, it0, &acc, &acc_b) };
     }
 }
 

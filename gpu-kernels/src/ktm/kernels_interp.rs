@@ -18,7 +18,7 @@
 //! `_corr` and `_aa` (K = 4; the AA length is interpolated like the position).
 
 use super::interp::*;
-use super::kernels::{column_xy, ldg_pair, ldg_quad, min_u32, read_global, sample_at};
+use super::kernels::{column_xy, ldg_pair, ldg_quad, min_u32, read_global, sample_at, store_column};
 use crate::unroll;
 use super::*;
 use crate::device::*;
@@ -145,17 +145,7 @@ unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR
         base += nthreads;
     }
     if active {
-        unroll!(K, |k| {
-            let it = it0 + 32 * k as u32;
-            if it < c.ntau {
-                let dst = unsafe { image.add(col_l as usize * c.ntau as usize + it as usize) };
-                if grid_dim_z() == 1 {
-                    unsafe { *dst += acc[k] + acc_b[k] };
-                } else {
-                    unsafe { atomic_add_f32(dst, acc[k] + acc_b[k]) };
-                }
-            }
-        });
+        unsafe { store_column::<K>(c, image, col_l, it0, &acc, &acc_b) };
     }
 }
 
