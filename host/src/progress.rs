@@ -49,6 +49,22 @@ impl Drop for Work {
     fn drop(&mut self) { self.0.finish_and_clear(); }
 }
 
+/// A queue job ([`crate::exec::QueueJob`]) whose items tick `Work` as they finish.
+pub(crate) struct Ticked<'a, J>(pub &'a J, pub &'a Work);
+
+impl<J: crate::exec::QueueJob> crate::exec::QueueJob for Ticked<'_, J> {
+    type Device = J::Device;
+    type Result = J::Result;
+    type Output = J::Output;
+    fn items(&self) -> usize { self.0.items() }
+    fn run(&self, dev: &J::Device, item: usize) -> anyhow::Result<J::Result> {
+        let r = self.0.run(dev, item);
+        self.1.inc(1);
+        r
+    }
+    fn fold(&self, out: &mut J::Output, item: usize, r: J::Result) -> anyhow::Result<()> { self.0.fold(out, item, r) }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

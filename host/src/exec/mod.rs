@@ -41,6 +41,40 @@
 //! one file (`mpi::write_npy_sum`, `mpi::write_segy_sum`, `mpi::write_shares`). With one device
 //! per rank, a job on R ranks sums exactly what one process with R devices sums, in the same order.
 //!
+//! A job whose items each give a result of their own (parameter traces' picks, a block of enhanced
+//! traces, a wave-packet cube) is a [`QueueJob`] instead: the devices pull items from a queue as
+//! they free up (a faster device takes more), and each item's result is folded into the output on
+//! the calling thread in item order, so the output is the same bit for bit for any device count
+//! and any timing. The same toy as a queue:
+//!
+//! ```
+//! use seisgpu_host::exec::{self, QueueJob};
+//! use seisgpu_host::Backend;
+//!
+//! struct Squares;
+//! impl QueueJob for Squares {
+//!     type Device = Backend;
+//!     type Result = u64;  // one item's sum, computed on whichever device took it
+//!     type Output = u64;
+//!     fn items(&self) -> usize { 10 }
+//!     fn run(&self, _: &Backend, item: usize) -> anyhow::Result<u64> {
+//!         Ok((10 * item as u64..10 * item as u64 + 10).map(|x| x * x).sum())
+//!     }
+//!     // Item 0 first, then 1, 2, ... whichever device ran them.
+//!     fn fold(&self, sum: &mut u64, _item: usize, part: u64) -> anyhow::Result<()> { *sum += part; Ok(()) }
+//! }
+//!
+//! let one = exec::run_queue(&Squares, &[Backend::Cpu], 0).unwrap();
+//! let three = exec::run_queue(&Squares, &[Backend::Cpu, Backend::Cpu, Backend::Cpu], 0).unwrap();
+//! assert_eq!((one, three), (328350, 328350));
+//! ```
+//!
+//! Which to pick: a [`Job`] when each device accumulates its items into resident state that is
+//! costly to move (a migration image: one per device, reduced once); a [`QueueJob`] when items
+//! give results small or final enough to hand back one by one, and the load is uneven or the
+//! devices differ. Under MPI a rank runs its block of a queue job's items through the same queue
+//! on its local devices ([`mpi::run_rank_queue`]), folded in item order.
+//!
 //! - [`devices`]: `--gpus N|all`, opening the GPUs or making CPU work queues.
 //! - [`split`]: the static split, the dynamic queue (items whose results are concatenated or folded
 //!   in item order), the block of an MPI rank.
@@ -99,6 +133,44 @@ pub fn run_items<J: Job>(job: &J, devices: &[J::Device], items: Range<usize>) ->
     Ok(parts.into_iter().flatten().collect())
 }
 
+/// One algorithm's job over work items that the devices pull from a queue as they free up, each
+/// item's result folded into the output in item order on the calling thread (see the module doc:
+/// the output does not depend on the device count or the timing). The same description runs on
+/// one device, several, or an MPI rank's block of the items ([`mpi::run_rank_queue`]).
+pub trait QueueJob: Sync {
+    /// What the job runs on: a [`crate::Backend`], or a device with resident data made once.
+    type Device: Sync;
+    /// What one item gives back to the calling thread.
+    type Result: Send;
+    /// What the items' results fold into.
+    type Output;
+    /// The number of work items (the same on every rank).
+    fn items(&self) -> usize;
+    /// Runs `item` on `device` (on the device's host thread).
+    fn run(&self, device: &Self::Device, item: usize) -> anyhow::Result<Self::Result>;
+    /// Folds `item`'s result into `out`, on the calling thread, items in ascending order.
+    fn fold(&self, out: &mut Self::Output, item: usize, result: Self::Result) -> anyhow::Result<()>;
+}
+
+/// Runs every item of `job` on `devices` through the queue, folding the results into `out` in
+/// item order.
+pub fn run_queue<J: QueueJob>(job: &J, devices: &[J::Device], out: J::Output) -> Result<J::Output, WorkError> {
+    run_queue_items(job, devices, 0..job.items(), out)
+}
+
+/// Runs the items `items` of `job` on `devices` through the queue (`split::fold_on_devices`),
+/// folding their results into `out` in item order. The first failure stops the other devices
+/// and names the device and the item (its number in the job; device `usize::MAX`: the fold).
+pub fn run_queue_items<J: QueueJob>(job: &J, devices: &[J::Device], items: Range<usize>, out: J::Output)
+    -> Result<J::Output, WorkError> {
+    if devices.is_empty() {
+        return Err(WorkError { device: 0, item: items.start, source: anyhow::anyhow!("no device to run on") });
+    }
+    let ids: Vec<usize> = items.collect();
+    split::fold_on_devices(devices, &ids, out, |d, _, &i| job.run(d, i), |out, k, r| job.fold(out, ids[k], r))
+        .map_err(|e| WorkError { item: ids[e.item], ..e })
+}
+
 /// [`crate::traces::TraceSet::validate`] without its scan of every sample (sample count, interval,
 /// data length): for the multi-device jobs, whose work items check their own samples in parallel.
 pub fn validate_shape(traces: &crate::traces::TraceSet, what: &str) -> anyhow::Result<()> {
@@ -127,6 +199,43 @@ mod tests {
         }
         fn finish(&self, _: &usize, s: Self::State) -> anyhow::Result<Self::Part> { Ok(s) }
         fn reduce(&self, parts: Vec<Self::Part>) -> anyhow::Result<Self::Output> { Ok(parts.concat()) }
+    }
+
+    /// Items record where they ran, folded in item order.
+    struct Queue(usize);
+    impl QueueJob for Queue {
+        type Device = usize;
+        type Result = (usize, usize);
+        type Output = Vec<(usize, usize)>;
+        fn items(&self) -> usize { self.0 }
+        fn run(&self, d: &usize, i: usize) -> anyhow::Result<(usize, usize)> {
+            anyhow::ensure!(i != 13, "bad trace");
+            // Later items are faster: they come back out of order.
+            std::thread::sleep(std::time::Duration::from_micros(((self.0 - i) * 30) as u64));
+            Ok((*d, i))
+        }
+        fn fold(&self, out: &mut Self::Output, i: usize, r: (usize, usize)) -> anyhow::Result<()> {
+            anyhow::ensure!(i == r.1, "item {i} folded with the result of item {}", r.1);
+            anyhow::ensure!(i != 11, "image size mismatch");
+            out.push(r);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn queue_jobs_fold_in_item_order() {
+        let got = run_queue(&Queue(10), &[0, 1, 2], Vec::new()).unwrap();
+        assert_eq!(got.iter().map(|r| r.1).collect::<Vec<_>>(), (0..10).collect::<Vec<_>>());
+        assert!(got.iter().all(|r| r.0 < 3));
+        // A block of the items (an MPI rank's): items keep their numbers.
+        let got = run_queue_items(&Queue(10), &[0, 1], 4..8, Vec::new()).unwrap();
+        assert_eq!(got.iter().map(|r| r.1).collect::<Vec<_>>(), vec![4, 5, 6, 7]);
+        let e = run_queue_items(&Queue(20), &[0, 1], 12..20, Vec::new()).unwrap_err();
+        assert!(e.item == 13 && e.to_string().contains("work item 13") && e.to_string().contains("bad trace"), "{e}");
+        let e = run_queue_items(&Queue(20), &[0, 1], 10..13, Vec::new()).unwrap_err();
+        assert!(e.item == 11 && e.device == usize::MAX && e.to_string().contains("image size mismatch"), "{e}");
+        assert!(run_queue(&Queue(3), &[], Vec::new()).unwrap_err().to_string().contains("no device"));
+        assert!(run_queue(&Queue(0), &[0], Vec::new()).unwrap().is_empty());
     }
 
     #[test]

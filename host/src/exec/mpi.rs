@@ -2,7 +2,8 @@
 //!
 //! The same work items as on several local devices (`--gpus`), split across ranks: rank r takes a
 //! contiguous block of the items (`super::split::block_share`) and runs them on its local devices
-//! (its GPUs, or CPU work queues) with the same [`super::Job`] ([`run_rank`]), reading only the
+//! (its GPUs, or CPU work queues) with the same [`super::Job`] ([`run_rank`]) or [`super::QueueJob`]
+//! ([`run_rank_queue`]: the rank's block through the queue, folded in item order), reading only the
 //! input its items need where the format allows ([`read_trace_share`]: SEG-Y trace ranges, .npy
 //! rows; [`read_layout`] and [`read_traces`]: every header, then only the traces a rank's items
 //! touch). A rank's result is its devices' parts reduced in device order; images are summed over
@@ -35,7 +36,7 @@ use mpi::Count;
 use crate::backend::{Backend, DeviceChoice};
 use super::devices::{self, GpuCount};
 use super::split::block_share;
-use super::Job;
+use super::{Job, QueueJob};
 use crate::runtime::Gpu;
 use crate::traces::{TraceHeader, TraceSet};
 
@@ -546,20 +547,37 @@ pub fn read_trace_share(cluster: &Cluster, source: &TraceSource, items_of: impl 
     Ok((TraceShare { range, traces, all_headers }, items))
 }
 
-/// Runs this rank's work items `mine` (global numbers) on its devices; results in item order. An
-/// error names the work item by its global number and the local device.
-pub fn run_share<D: Sync, R: Send>(devices: &[D], mine: Range<usize>, work: impl Fn(&D, usize) -> anyhow::Result<R> + Sync)
-    -> anyhow::Result<Vec<R>> {
-    let ids: Vec<usize> = mine.collect();
+/// Runs this rank's block of `job`'s items ([`Cluster::share`]) on its `devices` through the queue
+/// ([`super::run_queue_items`]), their results folded into `out` in item order (global item
+/// numbers). The outcome is agreed over the ranks as phase `phase`: a failure names the work item
+/// by its global number and the local device.
+pub fn run_rank_queue<J: QueueJob>(cluster: &Cluster, job: &J, devices: &[J::Device], phase: &str, out: J::Output)
+    -> anyhow::Result<J::Output> {
     // Test hook (CI's failing-rank check): the work item numbered here fails as a device would.
-    let inject = injected("SEISGPU_TEST_FAIL_ITEM");
-    super::split::map_on_devices(devices, &ids, |d, _, &i| {
-        if inject == Some(i) {
-            bail!("injected failure (SEISGPU_TEST_FAIL_ITEM={i})");
+    let job = Injected { job, fail: injected("SEISGPU_TEST_FAIL_ITEM") };
+    let local = super::run_queue_items(&job, devices, cluster.share(job.items()), out)
+        .map_err(|e| anyhow::anyhow!("work item {} on local device {}: {:#}", e.item, e.device, e.source));
+    cluster.agree(phase, local)
+}
+
+/// A queue job whose item `fail` fails as a device would ([`injected`]).
+struct Injected<'a, J> {
+    job: &'a J,
+    fail: Option<usize>,
+}
+
+impl<J: QueueJob> QueueJob for Injected<'_, J> {
+    type Device = J::Device;
+    type Result = J::Result;
+    type Output = J::Output;
+    fn items(&self) -> usize { self.job.items() }
+    fn run(&self, device: &J::Device, item: usize) -> anyhow::Result<J::Result> {
+        if self.fail == Some(item) {
+            bail!("injected failure (SEISGPU_TEST_FAIL_ITEM={item})");
         }
-        work(d, i)
-    })
-        .map_err(|e| anyhow::anyhow!("work item {} on local device {}: {:#}", ids[e.item], e.device, e.source))
+        self.job.run(device, item)
+    }
+    fn fold(&self, out: &mut J::Output, item: usize, result: J::Result) -> anyhow::Result<()> { self.job.fold(out, item, result) }
 }
 
 /// Runs this rank's work items `mine` (global numbers) on its devices, each device taking a

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::mpsc;
 
 use crate::runtime::phases::{mark, mark_ms};
 
@@ -114,51 +114,8 @@ pub struct WorkError {
     pub source: anyhow::Error,
 }
 
-/// Runs `work(device, item_index, item)` for every item, spreading items over `devices` with one
-/// thread per device. The first failure stops the other threads from taking new items and is
-/// returned naming the device and the item.
-pub(crate) fn map_on_devices<D, I, R, F>(devices: &[D], items: &[I], work: F) -> Result<Vec<R>, WorkError>
-where
-    D: Sync,
-    I: Sync,
-    R: Send,
-    F: Fn(&D, usize, &I) -> anyhow::Result<R> + Sync,
-{
-    assert!(!devices.is_empty(), "map_on_devices needs at least one device");
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
-    let failure: Mutex<Option<WorkError>> = Mutex::new(None);
-    std::thread::scope(|s| {
-        for (d, dev) in devices.iter().enumerate() {
-            let (next, stop, results, failure, work) = (&next, &stop, &results, &failure, &work);
-            s.spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= items.len() {
-                        break;
-                    }
-                    match work(dev, i, &items[i]) {
-                        Ok(r) => results.lock().unwrap()[i] = Some(r),
-                        Err(source) => {
-                            stop.store(true, Ordering::Relaxed);
-                            let mut f = failure.lock().unwrap();
-                            if f.is_none() {
-                                *f = Some(WorkError { device: d, item: i, source });
-                            }
-                        }
-                    }
-                }
-            });
-        }
-    });
-    if let Some(e) = failure.into_inner().unwrap() {
-        return Err(e);
-    }
-    Ok(results.into_inner().unwrap().into_iter().map(|r| r.expect("every item ran")).collect())
-}
-
-/// [`map_on_devices`] with the results folded into `acc` in item order as they arrive: `fold(acc,
+/// The dynamic queue: runs `work(device, item_index, item)` for every item, one host thread per
+/// device pulling the next item as it frees up, with the results folded into `acc` in item order as they arrive: `fold(acc,
 /// item index, result)` runs on the calling thread for item 0, then 1, 2, ... (a result that comes
 /// early waits for its predecessors), so a floating-point reduction (an image sum) is the same for
 /// any number of devices and any timing, and at most the out-of-order results are held, not all.
@@ -243,24 +200,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn results_in_item_order_whatever_the_device() {
-        let devices = [10usize, 20, 30];
-        let items: Vec<usize> = (0..100).collect();
-        let out = map_on_devices(&devices, &items, |_, i, &x| Ok(x * 2 + i)).unwrap();
-        assert_eq!(out, (0..100).map(|x| 3 * x).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn a_failure_names_device_and_item() {
-        let devices = [(), ()];
-        let items: Vec<usize> = (0..50).collect();
-        let e = map_on_devices(&devices, &items, |_, _, &x| if x == 17 { anyhow::bail!("bad trace") } else { Ok(x) })
-            .unwrap_err();
-        assert_eq!(e.item, 17);
-        assert!(e.to_string().contains("work item 17") && e.to_string().contains("bad trace"), "{e}");
-    }
 
     #[test]
     fn scale_fold_runs_in_item_order_whatever_the_timing() {

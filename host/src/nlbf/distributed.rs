@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::Context;
 
 use crate::backend::Backend;
-use crate::exec::mpi::{read_layout, read_traces, run_share, write_on_root, write_shares, Cluster, TraceSource};
+use crate::exec::mpi::{read_layout, read_traces, run_rank_queue, write_on_root, write_shares, Cluster, TraceSource};
 use crate::traces::TraceSet;
 
 /// This rank's part of the NLBF search ([`estimate`]).
@@ -51,14 +51,15 @@ fn estimate_from(cluster: &Cluster, source: &TraceSource, layout: &TraceSet, par
         setup.np(), wanted.len(), layout.len());
     eprint!("{line}");
     let devs: Vec<NlbfDevice> = devices.iter().map(NlbfDevice::new).collect();
-    let local = run_share(&devs, mine, |d, i| {
-        let r = items[i].start - ptraces.start..items[i].end - ptraces.start;
-        nlbf::estimate_item(variant, d, &local_setup, &traces.data, r)
-            .map_err(|e| anyhow::anyhow!("parameter traces {:?}: {e}", items[i]))
-    });
-    let local = cluster.agree("searching", local)?;
-    let (codes, sems): (Vec<Vec<u32>>, Vec<Vec<f32>>) = local.into_iter().unzip();
-    let estimate = nlbf::Estimate::from_setup(&local_setup, codes.concat(), sems.concat());
+    // The search's queue job over every work item, holding this rank's outputs: the rank runs its
+    // block of the items on its devices, each item written in place.
+    let n = ptraces.len() * local_setup.ns;
+    let (mut code, mut sem) = (vec![0u32; n], vec![0f32; n]);
+    let job = nlbf::Search::new(&local_setup, &traces.data, variant, &items, mine, ptraces.start, &mut code, &mut sem);
+    let job = cluster.agree("planning the search's work items", job.map_err(anyhow::Error::from))?;
+    run_rank_queue(cluster, &job, &devs, "searching", ())?;
+    drop(job);
+    let estimate = nlbf::Estimate::from_setup(&local_setup, code, sem);
     Ok((Share { setup, ptraces, estimate, traces_read: wanted.len() }, (wanted, traces)))
 }
 

@@ -165,9 +165,8 @@ fn enhance_on(backend: &Backend, traces: &TraceSet, coords: &Coordinates, est: &
     Ok(TraceSet { headers: traces.headers.clone(), data, ns: traces.ns, dt: traces.dt, t0: traces.t0 })
 }
 
-/// [`enhance`] over several devices (`--gpus`): the traces cut into contiguous blocks that go to
-/// the devices as they free up, each block enhanced from only the traces its neighbour lists hold
-/// ([`EnhanceSetup::subset_reading`]); every sample is the single-device enhancement's, bit for bit.
+/// [`enhance`] over several devices (`--gpus`): the [`Enhancement`] job through the queue
+/// ([`crate::exec::run_queue`]); every sample is the single-device enhancement's, bit for bit.
 fn enhance_split(backends: &[Backend], traces: &TraceSet, coords: &Coordinates, est: &Estimate, params: &EnhanceParams)
     -> Result<TraceSet> {
     if backends.is_empty() {
@@ -175,17 +174,45 @@ fn enhance_split(backends: &[Backend], traces: &TraceSet, coords: &Coordinates, 
     }
     let setup = EnhanceSetup::new(traces, coords, est, params)?;
     let ns = traces.ns;
-    let blocks = crate::exec::split::even_ranges(traces.len(), 4 * backends.len());
-    let parts = crate::exec::split::map_on_devices(backends, &blocks, |b, _, r| {
-        let (sub, order) = setup.subset_reading(r.clone());
-        let data: Vec<f32> = order.iter().flat_map(|&k| traces.data[k * ns..(k + 1) * ns].iter().copied()).collect();
+    let job = Enhancement { setup: &setup, est, data: &traces.data, blocks: crate::exec::split::even_ranges(traces.len(), 4 * backends.len()) };
+    let data = crate::exec::run_queue(&job, backends, Vec::with_capacity(traces.data.len()))
+        .map_err(|e| NlbfError::Invalid(format!("enhancing traces {:?}: {e:#}", job.blocks.get(e.item).cloned().unwrap_or_default())))?;
+    Ok(TraceSet { headers: traces.headers.clone(), data, ns, dt: traces.dt, t0: traces.t0 })
+}
+
+/// The enhancement as a queue job ([`crate::exec::QueueJob`]): the traces cut into contiguous
+/// blocks that go to the devices as they free up, each block enhanced from only the traces its
+/// neighbour lists hold ([`EnhanceSetup::subset_reading`]: the whole enhancement's values, bit for
+/// bit), the blocks' samples concatenated in trace order.
+pub struct Enhancement<'a> {
+    pub setup: &'a EnhanceSetup,
+    pub est: &'a Estimate,
+    /// Every trace's samples, `[k * ns + t]`.
+    pub data: &'a [f32],
+    /// The traces of each work item.
+    pub blocks: Vec<std::ops::Range<usize>>,
+}
+
+impl crate::exec::QueueJob for Enhancement<'_> {
+    type Device = Backend;
+    type Result = Vec<f32>;
+    type Output = Vec<f32>;
+    fn items(&self) -> usize { self.blocks.len() }
+    fn run(&self, b: &Backend, i: usize) -> anyhow::Result<Vec<f32>> {
+        let ns = self.setup.ns;
+        let (sub, order) = self.setup.subset_reading(self.blocks[i].clone());
+        let data: Vec<f32> = order.iter().flat_map(|&k| self.data[k * ns..(k + 1) * ns].iter().copied()).collect();
         let mut out = match b {
-            Backend::Cpu => cpu::enhance(&sub, est, &data),
-            Backend::Gpu(g) => gpu::enhance(g, &sub, est, &data)?,
+            Backend::Cpu => cpu::enhance(&sub, self.est, &data),
+            Backend::Gpu(g) => gpu::enhance(g, &sub, self.est, &data)?,
         };
-        slopes::copy_unestimated(&sub, est, &data, &mut out);
+        slopes::copy_unestimated(&sub, self.est, &data, &mut out);
         Ok(out)
-    })
-    .map_err(|e| NlbfError::Invalid(format!("enhancing traces {:?}: {e:#}", blocks[e.item])))?;
-    Ok(TraceSet { headers: traces.headers.clone(), data: parts.concat(), ns, dt: traces.dt, t0: traces.t0 })
+    }
+    fn fold(&self, out: &mut Vec<f32>, i: usize, block: Vec<f32>) -> anyhow::Result<()> {
+        anyhow::ensure!(block.len() == self.blocks[i].len() * self.setup.ns, "{} enhanced samples for traces {:?} of {} samples",
+            block.len(), self.blocks[i], self.setup.ns);
+        out.extend_from_slice(&block);
+        Ok(())
+    }
 }

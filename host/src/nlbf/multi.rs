@@ -92,40 +92,79 @@ pub(crate) fn estimate_setup_split(devices: &[NlbfDevice], setup: &Setup, data: 
     Ok((code, sem))
 }
 
-/// [`estimate_setup_split`] into `code` and `sem` (`setup.estimations()` each). Each work item is a
-/// contiguous range of parameter traces, so its results are a contiguous part of the outputs: the
-/// device threads write (on a GPU: download) them in place, in parallel, and nothing is left to
-/// fold on the calling thread (the result is the concatenation, bit for bit, for any number of
-/// devices and any timing).
+/// [`estimate_setup_split`] into `code` and `sem` (`setup.estimations()` each): the [`Search`]
+/// job through the queue ([`crate::exec::run_queue`]). Each work item is a contiguous range of
+/// parameter traces, so its results are a contiguous part of the outputs: the device threads
+/// write (on a GPU: download) them in place, in parallel, and nothing is left to fold on the
+/// calling thread (the result is the concatenation, bit for bit, for any number of devices and
+/// any timing).
 pub fn estimate_setup_split_into(devices: &[NlbfDevice], setup: &Setup, data: &[f32], variant: Variant, code: &mut [u32],
     sem: &mut [f32]) -> Result<()> {
     if devices.is_empty() {
         return invalid("nlbf: no device to search on");
     }
-    let (ns, n) = (setup.ns, setup.estimations());
-    if code.len() != n || sem.len() != n {
-        return invalid(format!("nlbf: {} / {} outputs for {n} estimations", code.len(), sem.len()));
-    }
     let items = work_items(setup.np());
-    type Slot<'a> = std::sync::Mutex<Option<(&'a mut [u32], &'a mut [f32])>>;
-    let mut slots: Vec<Slot> = Vec::with_capacity(items.len());
-    let (mut rc, mut rs) = (code, sem);
-    for r in &items {
-        let (c, tc) = rc.split_at_mut(r.len() * ns);
-        let (s, ts) = rs.split_at_mut(r.len() * ns);
-        slots.push(std::sync::Mutex::new(Some((c, s))));
-        (rc, rs) = (tc, ts);
-    }
+    let job = Search::new(setup, data, variant, &items, 0..items.len(), 0, code, sem)?;
     let bar = crate::progress::work(items.len() as u64, "nlbf work items");
-    crate::exec::split::fold_on_devices(devices, &items, (),
-        |dev, i, r| {
-            bar.inc(1);
-            let (c, s) = slots[i].lock().map_err(|_| anyhow::anyhow!("output slot poisoned"))?.take()
-                .ok_or_else(|| anyhow::anyhow!("work item {i} ran twice"))?;
-            estimate_item_into(variant, dev, setup, data, r.clone(), c, s).map_err(|e| anyhow::anyhow!("parameter traces {r:?}: {e}"))
-        },
-        |_, _, ()| Ok(()))
-        .map_err(|e| NlbfError::Invalid(format!("{e:#}")))
+    crate::exec::run_queue(&crate::progress::Ticked(&job, &bar), devices, ()).map_err(|e| NlbfError::Invalid(format!("{e:#}")))
+}
+
+/// The search as a queue job ([`crate::exec::QueueJob`]): item `i` is the parameter traces
+/// `items[i]` (in the numbering of the whole search), searched on whichever device takes it and
+/// written straight into its part of the outputs. A job may hold the outputs of a block of the
+/// items only (an MPI rank's, [`super::distributed::estimate`]) and a setup of only their
+/// parameter traces (the setup's parameter trace 0 being the search's `first`).
+pub struct Search<'a> {
+    setup: &'a Setup,
+    data: &'a [f32],
+    variant: Variant,
+    items: &'a [std::ops::Range<usize>],
+    held: std::ops::Range<usize>,
+    first: usize,
+    /// The outputs of the items `held`, each taken once by the device that runs the item.
+    slots: Vec<Slot<'a>>,
+}
+
+type Slot<'a> = std::sync::Mutex<Option<(&'a mut [u32], &'a mut [f32])>>;
+
+impl<'a> Search<'a> {
+    /// The search of the items `held` of `items` (their parameter traces consecutive), `setup`'s
+    /// parameter traces being the search's from `first` on; their (codes, semblance) go into
+    /// `code` and `sem`, `[i * ns + t]` from the first held parameter trace on.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(setup: &'a Setup, data: &'a [f32], variant: Variant, items: &'a [std::ops::Range<usize>],
+        held: std::ops::Range<usize>, first: usize, code: &'a mut [u32], sem: &'a mut [f32]) -> Result<Search<'a>> {
+        let ns = setup.ns;
+        let n: usize = items[held.clone()].iter().map(|r| r.len() * ns).sum();
+        if code.len() != n || sem.len() != n {
+            return invalid(format!("nlbf: {} / {} outputs for {n} estimations", code.len(), sem.len()));
+        }
+        let mut slots: Vec<Slot> = Vec::with_capacity(held.len());
+        let (mut rc, mut rs) = (code, sem);
+        for r in &items[held.clone()] {
+            let (c, tc) = rc.split_at_mut(r.len() * ns);
+            let (s, ts) = rs.split_at_mut(r.len() * ns);
+            slots.push(std::sync::Mutex::new(Some((c, s))));
+            (rc, rs) = (tc, ts);
+        }
+        Ok(Search { setup, data, variant, items, held, first, slots })
+    }
+}
+
+impl crate::exec::QueueJob for Search<'_> {
+    type Device = NlbfDevice;
+    type Result = ();
+    type Output = ();
+    fn items(&self) -> usize { self.items.len() }
+    fn run(&self, dev: &NlbfDevice, i: usize) -> anyhow::Result<()> {
+        let r = &self.items[i];
+        anyhow::ensure!(self.held.contains(&i), "work item {i} (parameter traces {r:?}): its outputs are not held here");
+        let (c, s) = self.slots[i - self.held.start].lock().map_err(|_| anyhow::anyhow!("output slot poisoned"))?.take()
+            .ok_or_else(|| anyhow::anyhow!("work item {i} ran twice"))?;
+        let local = r.start - self.first..r.end - self.first;
+        estimate_item_into(self.variant, dev, self.setup, self.data, local, c, s).map_err(|e| anyhow::anyhow!("parameter traces {r:?}: {e}"))
+    }
+    fn fold(&self, _: &mut (), _: usize, _: ()) -> anyhow::Result<()> { Ok(()) }
 }
 
 /// [`super::estimate`] split over `backends` (also over one): the parameter traces are cut into

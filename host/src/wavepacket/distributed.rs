@@ -10,7 +10,7 @@ use std::path::Path;
 
 use anyhow::ensure;
 
-use crate::exec::mpi::{run_share, write_shares, Cluster};
+use crate::exec::mpi::{run_rank_queue, write_shares, Cluster};
 use crate::exec::split::block_share;
 
 /// `wavepacket forward` across ranks (the paper's variant 2): each rank transforms its block of
@@ -28,14 +28,12 @@ pub fn forward(cluster: &Cluster, tr: &super::fragments::Fragmented, slab: &[f32
     cluster.agree("checking the volume", checked)?;
     let n = tr.tiling.count();
     let mine = cluster.share(n);
-    let local = run_share(&engine_ids(tr), mine.clone(), |&k, t| {
-        tr.forward_cube_from_rows(k, slab, first_row, t).map(|c| coeffs_io::coeff_bytes(&c))
-    });
-    let local = cluster.agree("transforming the cubes", local)?;
+    let job = super::fragments::ForwardCubes { tr, slab, first_row };
+    let local = run_rank_queue(cluster, &job, tr.engine_devices(), "transforming the cubes", Vec::with_capacity(mine.len() * tr.frame.total))?;
     let header = coeffs_io::Header { version: 1, tiling: tr.tiling.clone(), params: tr.frame.params.clone(), per_cube: tr.frame.total };
     let head = cluster.agree("describing the coefficients", coeffs_io::head_bytes(&header))?;
     let per = 8 * tr.frame.total as u64;
-    write_shares(cluster, path, &head, per * n as u64, per * mine.start as u64, &local.concat())?;
+    write_shares(cluster, path, &head, per * n as u64, per * mine.start as u64, &coeffs_io::coeff_bytes(&local))?;
     Ok(tr.total())
 }
 
@@ -81,11 +79,8 @@ pub fn inverse(cluster: &Cluster, tr: &super::fragments::Fragmented, mine: &[num
     cluster.agree("checking the coefficients", if mine.len() == share.len() * per { Ok(()) } else {
         Err(anyhow::anyhow!("{} coefficients for cubes {share:?} of {per} each", mine.len()))
     })?;
-    let local = run_share(&engine_ids(tr), share.clone(), |&k, t| {
-        let at = (t - share.start) * per;
-        tr.inverse_cube(k, &mine[at..at + per], t)
-    });
-    let local = cluster.agree("inverting the cubes", local)?;
+    let job = super::fragments::InverseCubes::new(tr, mine, share.start);
+    let local: Vec<Vec<f32>> = run_rank_queue(cluster, &job, tr.engine_devices(), "inverting the cubes", Vec::with_capacity(share.len()))?;
     let slab = add_cubes_into_slabs(cluster, &tr.tiling, local);
     cluster.agree("adding the cubes", slab)
 }
@@ -194,9 +189,6 @@ pub fn write_volume(cluster: &Cluster, path: &Path, tiling: &super::fragments::T
         &bytes)
 }
 
-/// The engine numbers of `tr`, the devices [`run_share`] runs a rank's cubes on.
-fn engine_ids(tr: &super::fragments::Fragmented) -> Vec<usize> { (0..tr.engines()).collect() }
-
 /// The wave-packet applications (`wavepacket denoise`, `compress`, `interpolate`) across ranks:
 /// each rank holds its slab of the volume ([`rows`]), transforms and thresholds its
 /// block of the cubes from it; the statistics the applications take over the whole volume are
@@ -227,11 +219,8 @@ impl super::apps::CubeJob for RankCubes<'_> {
     fn forward_each(&self, slab: &[f32], look: &(dyn Fn(usize, &[num_complex::Complex32]) + Sync)) -> anyhow::Result<()> {
         self.check_slab(slab)?;
         let first = self.rows().start;
-        let local = run_share(&engine_ids(self.tr), self.cluster.share(self.tr.tiling.count()), |&k, t| {
-            look(t, &self.tr.forward_cube_from_rows(k, slab, first, t)?);
-            Ok(())
-        });
-        self.cluster.agree("transforming the cubes", local.map(|_| ()))
+        let job = super::fragments::LookAtCubes { tr: self.tr, slab, first_row: first, look };
+        run_rank_queue(self.cluster, &job, self.tr.engine_devices(), "transforming the cubes", ())
     }
 
     fn all_samples(&self, local: Vec<f32>) -> anyhow::Result<Vec<f32>> {
@@ -258,16 +247,10 @@ impl super::apps::CubeJob for RankCubes<'_> {
         let tr = self.tr;
         self.check_slab(slab)?;
         let first = self.rows().start;
-        let n = tr.tiling.count();
-        let local = run_share(&engine_ids(self.tr), self.cluster.share(n), |&k, t| {
-            let mut c = tr.forward_cube_from_rows(k, slab, first, t)?;
-            let kept = super::threshold_host(&tr.frame, thr, &mut c);
-            Ok((tr.inverse_cube(k, &c, t)?, kept))
-        });
-        let local = self.cluster.agree("thresholding the cubes", local)?;
-        let (cubes, kept): (Vec<Vec<f32>>, Vec<u64>) = local.into_iter().unzip();
+        let job = super::fragments::ThresholdCubes { tr, slab, first_row: first, thr };
+        let (cubes, kept) = run_rank_queue(self.cluster, &job, tr.engine_devices(), "thresholding the cubes", (Vec::new(), 0))?;
         let mut total = [0u64];
-        self.cluster.sum_counts(&[kept.iter().sum()], &mut total);
+        self.cluster.sum_counts(&[kept], &mut total);
         let slab = add_cubes_into_slabs(self.cluster, &tr.tiling, cubes);
         let slab = self.cluster.agree("adding the cubes", slab)?;
         Ok((slab, total[0]))

@@ -13,9 +13,12 @@ use num_complex::Complex32;
 use rayon::prelude::*;
 
 mod fold;
+mod jobs;
 
 pub use super::tiling::{CubeBox, CubeInBox, Face, FoldRows, Tiling, BOX_CUBES};
 use fold::{Arrival, BoxResult, CubePool, NotFinite, OrderedFold};
+pub use jobs::{CubeSink, ForwardCubes, InverseCubes, LookAtCubes, ThresholdCubes};
+use jobs::VolumeSum;
 
 use super::{validate_volume, CoeffEdit, CubeOp, Engine, Frame, HostSamples, Params};
 use crate::backend::Backend;
@@ -100,46 +103,19 @@ impl Fragmented {
     /// Coefficients of the whole volume: cubes one after the other.
     pub fn total(&self) -> usize { self.tiling.count() * self.frame.total }
 
-    /// Runs `work(engine, cube index)` for every cube, the engines pulling cubes from a shared
-    /// counter (one thread per engine).
-    fn for_each_cube<F: Fn(&mut Engine, usize) -> Result<()> + Sync>(&self, work: F) -> Result<()> {
-        let next = AtomicUsize::new(0);
-        let count = self.tiling.count();
-        let bar = crate::progress::work(count as u64, "wave-packet cubes");
-        std::thread::scope(|s| {
-            let handles: Vec<_> = self
-                .engines
-                .iter()
-                .map(|eng| {
-                    let (next, work, bar) = (&next, &work, &bar);
-                    s.spawn(move || -> Result<()> {
-                        let mut e = eng.lock().unwrap();
-                        loop {
-                            let t = next.fetch_add(1, Ordering::Relaxed);
-                            if t >= count {
-                                return Ok(());
-                            }
-                            work(&mut e, t)?;
-                            bar.inc(1);
-                        }
-                    })
-                })
-                .collect();
-            handles.into_iter().try_for_each(|h| h.join().map_err(|_| anyhow::anyhow!("a fragment worker panicked"))?)
-        })
+    /// The engines, one device each of the cube jobs ([`ForwardCubes`], ...).
+    pub fn engine_devices(&self) -> &[Mutex<Engine>] { &self.engines }
+
+    /// Runs `job` on every engine through the queue ([`crate::exec::run_queue`]), a bar ticking per cube.
+    fn run_cubes<J: crate::exec::QueueJob<Device = Mutex<Engine>>>(&self, job: &J, out: J::Output) -> Result<J::Output> {
+        let bar = crate::progress::work(job.items() as u64, "wave-packet cubes");
+        Ok(crate::exec::run_queue(&crate::progress::Ticked(job, &bar), &self.engines, out)?)
     }
 
-    /// Forward transform of the volume.
+    /// Forward transform of the volume ([`ForwardCubes`]).
     pub fn forward(&self, vol: &[f32]) -> Result<Vec<Complex32>> {
         validate_volume(vol, self.tiling.shape, "wave-packet forward")?;
-        let per = self.frame.total;
-        let out = Mutex::new(vec![Complex32::default(); self.total()]);
-        self.for_each_cube(|e, t| {
-            let c = e.forward(&self.tiling.extract(vol, t))?;
-            out.lock().unwrap()[t * per..(t + 1) * per].copy_from_slice(&c);
-            Ok(())
-        })?;
-        Ok(out.into_inner().unwrap())
+        self.run_cubes(&ForwardCubes { tr: self, slab: vol, first_row: 0 }, Vec::with_capacity(self.total()))
     }
 
     /// Coefficients of cube t on engine k: one item of [`Fragmented::forward`] (MPI ranks split the
@@ -149,39 +125,60 @@ impl Fragmented {
     /// [`Fragmented::forward_cube`] from a slab of the volume's rows from `first_row` on
     /// ([`Tiling::extract_from_rows`]).
     pub fn forward_cube_from_rows(&self, k: usize, slab: &[f32], first_row: usize, t: usize) -> Result<Vec<Complex32>> {
-        ensure!(k < self.engines.len() && t < self.tiling.count(), "engine {k}, cube {t} of {}", self.tiling.count());
+        ensure!(k < self.engines.len(), "engine {k} of {}", self.engines.len());
+        self.forward_on(&self.engines[k], slab, first_row, t)
+    }
+
+    /// [`Fragmented::forward_cube_from_rows`] on engine `eng` (one of [`Fragmented::engine_devices`]).
+    fn forward_on(&self, eng: &Mutex<Engine>, slab: &[f32], first_row: usize, t: usize) -> Result<Vec<Complex32>> {
+        ensure!(t < self.tiling.count(), "cube {t} of {}", self.tiling.count());
         let rows = self.tiling.rows_of(t..t + 1);
         let [_, s1, s2] = self.tiling.shape;
         ensure!(first_row <= rows.start && slab.len() >= (rows.end - first_row) * s1 * s2,
             "cube {t} reads rows {rows:?}; the slab holds {} rows from {first_row}", slab.len() / (s1 * s2).max(1));
         let cube = self.tiling.extract_from_rows(slab, first_row, t);
-        let mut e = self.engines[k].lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
+        let mut e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
         e.forward(&cube).with_context(|| format!("cube {t} at {:?}", self.tiling.start(t)))
     }
 
     /// Cube t from its coefficients on engine k, as [`Tiling::accumulate`] adds it into the
     /// volume: one item of [`Fragmented::inverse`].
     pub fn inverse_cube(&self, k: usize, coeffs: &[Complex32], t: usize) -> Result<Vec<f32>> {
-        ensure!(k < self.engines.len() && t < self.tiling.count(), "engine {k}, cube {t} of {}", self.tiling.count());
-        let mut e = self.engines[k].lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
+        ensure!(k < self.engines.len(), "engine {k} of {}", self.engines.len());
+        self.inverse_on(&self.engines[k], coeffs, t)
+    }
+
+    /// [`Fragmented::inverse_cube`] on engine `eng` (one of [`Fragmented::engine_devices`]).
+    fn inverse_on(&self, eng: &Mutex<Engine>, coeffs: &[Complex32], t: usize) -> Result<Vec<f32>> {
+        ensure!(t < self.tiling.count(), "cube {t} of {}", self.tiling.count());
+        let mut e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
         e.inverse(coeffs).with_context(|| format!("cube {t} at {:?}", self.tiling.start(t)))
     }
 
-    /// Inverse (= adjoint) transform.
+    /// Inverse (= adjoint) transform: the cubes ([`InverseCubes`]) added into the volume in cube
+    /// order (overlaps sum in a fixed order, so the volume is the same bit for bit for any number
+    /// of engines; only the out-of-order cubes wait in memory).
     pub fn inverse(&self, coeffs: &[Complex32]) -> Result<Vec<f32>> {
         ensure!(coeffs.len() == self.total(), "{} coefficients for a fragmented frame of {}", coeffs.len(), self.total());
-        let per = self.frame.total;
-        self.accumulate_cubes(|e, t| e.inverse(&coeffs[t * per..(t + 1) * per]))
+        let len: usize = self.tiling.shape.iter().product();
+        std::thread::scope(|s| {
+            // The zero volume, its pages written in parallel beside the engines ([`VolumeSum`]).
+            let zeros = s.spawn(move || {
+                let t = std::time::Instant::now();
+                let mut v = Vec::new();
+                rayon::iter::repeat_n(0.0f32, len).collect_into_vec(&mut v);
+                crate::runtime::phases::mark("output zeroed (beside the devices)", t);
+                v
+            });
+            let sum = VolumeSum { out: None, zeros: Some(zeros) };
+            self.run_cubes(&InverseCubes::new(self, coeffs, 0), sum)?.finish()
+        })
     }
 
-    /// Forward of every cube, handing its coefficients to `look` (statistics passes).
+    /// Forward of every cube, handing its coefficients to `look` (statistics passes, [`LookAtCubes`]).
     pub fn for_each_forward<F: Fn(usize, &[Complex32]) + Sync>(&self, vol: &[f32], look: F) -> Result<()> {
         validate_volume(vol, self.tiling.shape, "wave-packet forward")?;
-        self.for_each_cube(|e, t| {
-            let c = e.forward(&self.tiling.extract(vol, t))?;
-            look(t, &c);
-            Ok(())
-        })
+        self.run_cubes(&LookAtCubes { tr: self, slab: vol, first_row: 0, look: &look }, ())
     }
 
     /// Forward, `edit` the cube's coefficients on the host, inverse, merge: one pass, cube by cube,
@@ -615,49 +612,6 @@ impl Fragmented {
             self.pools.iter().for_each(CubePool::recount);
         }
         result
-    }
-
-    /// Runs `cube(engine, t)` for every cube on all engines and adds the tapered results into the
-    /// volume in cube order (overlaps sum in a fixed order, so the volume is the same bit for bit
-    /// for any number of engines; only the out-of-order cubes wait in memory).
-    fn accumulate_cubes<F: Fn(&mut Engine, usize) -> Result<Vec<f32>> + Sync>(&self, cube: F) -> Result<Vec<f32>> {
-        let ts: Vec<usize> = (0..self.tiling.count()).collect();
-        let len: usize = self.tiling.shape.iter().product();
-        std::thread::scope(|s| {
-            // The zero volume is made on another thread, its pages written in parallel, while the
-            // engines transform the first cubes: left to the folds, the first touch of its pages
-            // (442 MB at 480^3) fell on the last cubes' folds, a serial tail after the devices finish.
-            let zeros = s.spawn(move || {
-                let t = std::time::Instant::now();
-                let mut v = Vec::new();
-                rayon::iter::repeat_n(0.0f32, len).collect_into_vec(&mut v);
-                crate::runtime::phases::mark("output zeroed (beside the devices)", t);
-                v
-            });
-            let mut zeros = Some(zeros);
-            let bar = crate::progress::work(ts.len() as u64, "wave-packet cubes");
-            let out = crate::exec::split::fold_on_devices(&self.engines, &ts, None::<Vec<f32>>, |eng, _, &t| {
-                let mut e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
-                let c = cube(&mut e, t).map_err(|err| err.context(format!("cube {t} at {:?}", self.tiling.start(t))));
-                bar.inc(1);
-                c
-            }, |out, t, c| {
-                if out.is_none() {
-                    let v = zeros.take().context("the output volume")?.join().map_err(|_| anyhow::anyhow!("zeroing the volume panicked"))?;
-                    *out = Some(v);
-                }
-                let Some(out) = out.as_mut() else { anyhow::bail!("no output volume") };
-                self.tiling.accumulate(out, t, &c);
-                Ok(())
-            })
-            .map_err(anyhow::Error::from)?;
-            match (out, zeros) {
-                (Some(v), _) => Ok(v),
-                // No cube (an empty tiling): the zero volume itself.
-                (None, Some(z)) => z.join().map_err(|_| anyhow::anyhow!("zeroing the volume panicked")),
-                (None, None) => anyhow::bail!("no output volume"),
-            }
-        })
     }
 }
 
