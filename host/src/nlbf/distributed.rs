@@ -80,7 +80,7 @@ pub struct Enhanced {
 /// traces), the picks gathered so that every rank holds the whole estimate (4 bytes per
 /// estimation), then each rank enhances its block of the input traces from only the traces their
 /// neighbour lists hold ([`super::EnhanceSetup::subset_reading`]: the whole enhancement's
-/// values, bit for bit) on its first device. Of those traces, the ones the search read are kept
+/// values, bit for bit) on its devices ([`super::Enhancement`] through the queue). Of those traces, the ones the search read are kept
 /// from it; only the others are read.
 pub fn enhance(cluster: &Cluster, source: &TraceSource, params: &super::EstimateParams,
     enhance: &super::EnhanceParams, devices: &[Backend], variant: Option<super::Variant>) -> anyhow::Result<Enhanced> {
@@ -118,15 +118,16 @@ pub fn enhance(cluster: &Cluster, source: &TraceSource, params: &super::Estimate
     let line = format!("seisgpu: rank {}: enhancing traces {mine:?} of {} from {} traces ({} of them read now, the others kept \
         from the search)\n", cluster.rank(), layout.len(), order.len(), missing.len());
     eprint!("{line}");
-    let device = devices.first().context("no device")?;
-    let enhanced = match device {
-        Backend::Cpu => Ok(nlbf::cpu::enhance(&sub, &est, &data)),
-        Backend::Gpu(g) => nlbf::gpu::enhance(g, &sub, &est, &data).map_err(anyhow::Error::from),
-    }.map(|mut out| {
-        nlbf::slopes::copy_unestimated(&sub, &est, &data, &mut out);
-        out
-    });
-    let enhanced = cluster.agree("enhancing", enhanced.with_context(|| format!("traces {mine:?}")))?;
+    // The enhancement's queue job over the rank's own traces (the subset's outputs), on its
+    // devices: each block from only the traces its lists hold, every sample the whole
+    // enhancement's (on one device: one block, the whole subset in one call).
+    let job = nlbf::Enhancement { setup: &sub, est: &est, data: &data, blocks: nlbf::enhance_blocks(mine.len(), devices.len()) };
+    let enhanced = crate::exec::run_queue(&job, devices, Vec::with_capacity(mine.len() * layout.ns))
+        .map_err(|e| {
+            let b = job.blocks.get(e.item).cloned().unwrap_or_default();
+            anyhow::anyhow!("enhancing traces {:?}: {e:#}", b.start + mine.start..b.end + mine.start)
+        });
+    let enhanced = cluster.agree("enhancing", enhanced)?;
     let ns = layout.ns;
     let input = data[..mine.len() * ns].to_vec();
     Ok(Enhanced { search, traces: mine, enhanced, input, ntr: layout.len(), ns })

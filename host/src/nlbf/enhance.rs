@@ -174,10 +174,17 @@ fn enhance_split(backends: &[Backend], traces: &TraceSet, coords: &Coordinates, 
     }
     let setup = EnhanceSetup::new(traces, coords, est, params)?;
     let ns = traces.ns;
-    let job = Enhancement { setup: &setup, est, data: &traces.data, blocks: crate::exec::split::even_ranges(traces.len(), 4 * backends.len()) };
+    let job = Enhancement { setup: &setup, est, data: &traces.data, blocks: blocks(traces.len(), backends.len()) };
     let data = crate::exec::run_queue(&job, backends, Vec::with_capacity(traces.data.len()))
         .map_err(|e| NlbfError::Invalid(format!("enhancing traces {:?}: {e:#}", job.blocks.get(e.item).cloned().unwrap_or_default())))?;
     Ok(TraceSet { headers: traces.headers.clone(), data, ns, dt: traces.dt, t0: traces.t0 })
+}
+
+/// The work items of an enhancement of `ntr` traces on `ndevices` devices: on one device every
+/// trace in one item (one enhancement call, as [`enhance`] on one device), else four blocks per
+/// device, so that a faster device takes more of them.
+pub fn blocks(ntr: usize, ndevices: usize) -> Vec<std::ops::Range<usize>> {
+    if ndevices <= 1 { vec![0..ntr] } else { crate::exec::split::even_ranges(ntr, 4 * ndevices) }
 }
 
 /// The enhancement as a queue job ([`crate::exec::QueueJob`]): the traces cut into contiguous

@@ -41,7 +41,7 @@ use crate::backend::Backend;
 use crate::traces::{TraceHeader, TraceSet};
 use gpu_kernels::nlbf as k;
 pub use apertures::{ApertureFill, Apertures};
-pub use enhance::{enhance, neighbours, EnhanceParams, EnhanceSetup, Enhancement};
+pub use enhance::{blocks as enhance_blocks, enhance, neighbours, EnhanceParams, EnhanceSetup, Enhancement};
 pub use multi::{estimate_item, estimate_item_into, estimate_split, variant_for, work_items, NlbfDevice, Search, WORK_ITEMS};
 pub use multi::estimate_setup_split_into;
 pub use nmo::{nmo, nmo_offsets, vrms_table, NmoParams};

@@ -53,6 +53,28 @@ fn a_subset_reading_its_apertures_traces_searches_as_the_whole() {
         assert_eq!(c, code[at.clone()], "{part:?}");
         assert!(m.iter().zip(&sem[at]).all(|(a, b)| a.to_bits() == b.to_bits()), "{part:?}");
     }
+    // The search's queue job as a rank runs it: a block of the work items on its devices, from
+    // the subset of their parameter traces, written in place.
+    let items = work_items(s.np());
+    let devs: Vec<NlbfDevice> = (0..3).map(|_| NlbfDevice::new(&crate::Backend::Cpu)).collect();
+    for held in [0..items.len(), 3..9, 15..16] {
+        let ptraces = items[held.start].start..items[held.end - 1].end;
+        let (sub, wanted) = s.subset_reading(ptraces.clone());
+        let data: Vec<f32> = wanted.iter().flat_map(|&t| tr.data[t * tr.ns..(t + 1) * tr.ns].iter().copied()).collect();
+        let (mut c, mut m) = (vec![0u32; ptraces.len() * s.ns], vec![0f32; ptraces.len() * s.ns]);
+        let job = Search::new(&sub, &data, Variant::Cpu, &items, held.clone(), ptraces.start, &mut c, &mut m).unwrap();
+        crate::exec::run_queue_items(&job, &devs, held.clone(), ()).unwrap();
+        let e = crate::exec::run_queue_items(&job, &devs, held.end - 1..held.end, ()).unwrap_err();
+        assert!(e.to_string().contains("ran twice"), "{e}");
+        if held.start > 0 {
+            let e = crate::exec::run_queue_items(&job, &devs, 0..1, ()).unwrap_err();
+            assert!(e.to_string().contains("not held here"), "{e}");
+        }
+        drop(job);
+        let at = ptraces.start * s.ns..ptraces.end * s.ns;
+        assert_eq!(c, code[at.clone()], "{held:?}");
+        assert!(m.iter().zip(&sem[at]).all(|(a, b)| a.to_bits() == b.to_bits()), "{held:?}");
+    }
     // Planned from the headers alone, as the ranks do.
     let layout = TraceSet { data: Vec::new(), ..tr.clone() };
     let l = Setup::from_layout(&layout, &params_2d()).unwrap();

@@ -546,3 +546,42 @@ fn fragmented_transform_is_tight() {
     let ec: f64 = c.iter().map(|v| v.norm_sqr() as f64).sum();
     assert!((ec / ev - 1.0).abs() < 1e-4, "energy ratio {}", ec / ev);
 }
+
+/// The cube jobs through the queue: forward and inverse on 1 and 3 engines are the same bit for
+/// bit; a block of the cubes (an MPI rank's) gives that block's part of the whole, cube for cube;
+/// the host threshold's cubes added in cube order and their kept count are `process_with`'s.
+#[test]
+fn scale_cube_jobs_equal_over_engines_and_blocks() {
+    use crate::exec::run_queue_items;
+    use crate::wavepacket::CoeffEdit;
+    let (vol, one, three) = one_and_three_engines();
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let cbits = |v: &[Complex32]| v.iter().flat_map(|x| [x.re.to_bits(), x.im.to_bits()]).collect::<Vec<_>>();
+    let (n, per) = (one.tiling.count(), one.frame.total);
+    assert!(n >= 4, "{n} cubes");
+    let c1 = one.forward(&vol).unwrap();
+    assert_eq!(cbits(&c1), cbits(&three.forward(&vol).unwrap()), "forward: 3 engines differ from 1");
+    let v1 = one.inverse(&c1).unwrap();
+    assert_eq!(bits(&v1), bits(&three.inverse(&c1).unwrap()), "inverse: 3 engines differ from 1");
+    let block = 1..n - 1;
+    let engines = three.engine_devices();
+    let f = run_queue_items(&ForwardCubes { tr: &three, slab: &vol, first_row: 0 }, engines, block.clone(), Vec::new()).unwrap();
+    assert_eq!(cbits(&f), cbits(&c1[block.start * per..block.end * per]));
+    let cubes: Vec<Vec<f32>> = run_queue_items(&InverseCubes::new(&three, &f, block.start), engines, block.clone(), Vec::new()).unwrap();
+    for (t, cube) in block.clone().zip(&cubes) {
+        assert_eq!(bits(cube), bits(&one.inverse_cube(0, &c1[t * per..(t + 1) * per], t).unwrap()), "cube {t}");
+    }
+    let e = run_queue_items(&InverseCubes::<Vec<Vec<f32>>>::new(&three, &f, block.start), engines, 0..1, Vec::new()).unwrap_err();
+    assert!(e.item == 0 && e.to_string().contains("cube 0: its coefficients are not held here"), "{e}");
+    // The threshold of the applications under MPI, all cubes on one "rank".
+    let thr: Vec<f32> = (0..one.frame.box_count()).map(|b| 0.002 * (1 + b % 7) as f32).collect();
+    let (cubes, kept) = crate::exec::run_queue(&ThresholdCubes { tr: &three, slab: &vol, first_row: 0, thr: &thr }, engines,
+        (Vec::new(), 0)).unwrap();
+    let mut sum = vec![0.0f32; vol.len()];
+    for (t, cube) in cubes.iter().enumerate() {
+        one.tiling.accumulate(&mut sum, t, cube);
+    }
+    let p = one.process_with(&vol, CoeffEdit::Threshold(&thr)).unwrap();
+    assert_eq!(Some(kept), p.kept);
+    assert_eq!(bits(&sum), bits(&p.volume), "the threshold's cubes differ from process_with's volume");
+}
