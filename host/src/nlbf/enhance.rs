@@ -184,7 +184,7 @@ fn enhance_split(backends: &[Backend], traces: &TraceSet, coords: &Coordinates, 
 /// trace in one item (one enhancement call, as [`enhance`] on one device), else four blocks per
 /// device, so that a faster device takes more of them.
 pub fn blocks(ntr: usize, ndevices: usize) -> Vec<std::ops::Range<usize>> {
-    if ndevices <= 1 { vec![0..ntr] } else { crate::exec::split::even_ranges(ntr, 4 * ndevices) }
+    crate::exec::split::even_ranges(ntr, if ndevices <= 1 { 1 } else { 4 * ndevices })
 }
 
 /// The enhancement as a queue job ([`crate::exec::QueueJob`]): the traces cut into contiguous
