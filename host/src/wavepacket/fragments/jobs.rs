@@ -78,7 +78,7 @@ pub struct InverseCubes<'a, S> {
     pub tr: &'a Fragmented,
     pub coeffs: &'a [Complex32],
     pub first_cube: usize,
-    pub sink: PhantomData<fn() -> S>,
+    sink: PhantomData<fn() -> S>,
 }
 
 impl<'a, S> InverseCubes<'a, S> {
