@@ -86,12 +86,32 @@ pub fn to_py(e: anyhow::Error) -> PyErr {
 /// Runs `work` with the GIL released (other Python threads go on), checking for Ctrl-C before and
 /// after: the host drivers take no callback, so a running computation finishes before the
 /// KeyboardInterrupt is raised.
+///
+/// The wall-clock time of `work` (the host library's entry, GIL released) is kept for
+/// [`last_call_seconds`]: a call's time minus this is what the binding and the Python layer add.
 pub fn compute<T: Send>(py: Python<'_>, work: impl FnOnce() -> anyhow::Result<T> + Send) -> PyResult<T> {
     py.check_signals()?;
-    let out = py.detach(work).map_err(to_py)?;
+    let timed = || {
+        let t = std::time::Instant::now();
+        let out = work();
+        (out, t.elapsed().as_secs_f64())
+    };
+    let (out, seconds) = py.detach(timed);
+    LAST_CALL.with(|c| c.set(seconds));
+    let out = out.map_err(to_py)?;
     py.check_signals()?;
     Ok(out)
 }
+
+thread_local! {
+    /// Seconds the last host-library call of this thread took ([`compute`]).
+    static LAST_CALL: std::cell::Cell<f64> = const { std::cell::Cell::new(f64::NAN) };
+}
+
+/// Wall-clock seconds of the host library's entry in this thread's last call (NaN before the
+/// first): the Rust side of the call, measured around the entry with the GIL released.
+#[pyfunction]
+pub fn last_call_seconds() -> f64 { LAST_CALL.with(|c| c.get()) }
 
 /// A C-contiguous float32 array's samples (the Python layer converts other dtypes and orders).
 pub fn slice1<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {

@@ -20,6 +20,7 @@ mod job;
 pub mod output;
 pub mod prep;
 pub mod prep_gpu;
+pub mod resident;
 
 pub use job::{add_image, migrate_item, work_items, DeviceImage, Migration, WORK_ITEMS};
 mod velocity;
