@@ -35,18 +35,28 @@ def is_gpu(a) -> bool:
 
 
 def device_array(a, name: str):
-    """A GPU array as a CuPy array on the same memory (no copy), its producer's pending work
-    waited for: the stream named in ``__cuda_array_interface__`` (v3) and CuPy's current stream
-    are synchronised, DLPack's exchange makes the producer's stream wait for ours."""
+    """A GPU array as a CuPy array on the same memory and device (no copy), its producer's
+    pending work waited for: the stream named in ``__cuda_array_interface__`` (v3) and CuPy's
+    current stream on the array's device are synchronised; DLPack's exchange makes the producer's
+    stream wait for ours."""
     cupy = _cupy(name)
-    if hasattr(a, "__cuda_array_interface__"):
-        stream = a.__cuda_array_interface__.get("stream")
+    if isinstance(a, cupy.ndarray):
+        arr = a
+    elif hasattr(a, "__cuda_array_interface__"):
+        cai = a.__cuda_array_interface__
+        stream = cai.get("stream")
         if isinstance(stream, int) and stream not in (1, 2):  # 1, 2: the legacy and per-thread default streams
-            cupy.cuda.ExternalStream(stream).synchronize()
-        arr = cupy.asarray(a)
+            cupy.cuda.runtime.streamSynchronize(stream)
+        ptr = cai["data"][0]
+        device = cupy.cuda.runtime.pointerGetAttributes(ptr).device if ptr else cupy.cuda.runtime.getDevice()
+        # On the array's own device: cupy.asarray would copy it to the current one.
+        with cupy.cuda.Device(device):
+            arr = cupy.asarray(a)
     else:
-        arr = cupy.from_dlpack(a)
-    cupy.cuda.get_current_stream().synchronize()
+        with cupy.cuda.Device(int(a.__dlpack_device__()[1])):
+            arr = cupy.from_dlpack(a)
+    with arr.device:
+        cupy.cuda.get_current_stream().synchronize()
     return arr
 
 

@@ -52,6 +52,7 @@ pub fn devices(device: &str, gpu: usize, gpus: Option<&str>) -> PyResult<(Device
         Some(s) => Some(s.parse().map_err(|e: String| PyValueError::new_err(e.replace("--gpus", "gpus")))?),
     };
     let key = (device.to_string(), gpu, gpus.map(str::to_string));
+    let _keep = KeepContext::new();
     let mut opened = OPENED.lock().unwrap_or_else(|p| p.into_inner());
     let map = opened.get_or_insert_with(HashMap::new);
     if !map.contains_key(&key) {
@@ -70,6 +71,33 @@ pub fn devices(device: &str, gpu: usize, gpus: Option<&str>) -> PyResult<(Device
     let (bs, note, many) = &map[&key];
     let d = if *many { Devices::Many(bs.clone()) } else { Devices::One(bs[0].clone()) };
     Ok((d, note.clone()))
+}
+
+/// The thread's current CUDA context, made current again when dropped: opening or using a GPU
+/// binds its context to the thread, and CuPy (the CUDA runtime) takes the thread's context for its
+/// current device, so without this a call on `gpu=1` would move the caller's CuPy arrays to GPU 1.
+struct KeepContext(Option<cudarc::driver::sys::CUcontext>);
+
+impl KeepContext {
+    fn new() -> KeepContext {
+        use cudarc::driver::sys::{cuCtxGetCurrent, CUresult};
+        if !seisgpu_host::runtime::Gpu::driver_present() {
+            return KeepContext(None);
+        }
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: writes one handle; before cuInit it is an error code, and nothing is restored.
+        let ok = unsafe { cuCtxGetCurrent(&mut ctx) } == CUresult::CUDA_SUCCESS;
+        KeepContext(ok.then_some(ctx))
+    }
+}
+
+impl Drop for KeepContext {
+    fn drop(&mut self) {
+        if let Some(ctx) = self.0 {
+            // SAFETY: the handle was current on this thread before the call (or null: none).
+            unsafe { cudarc::driver::sys::cuCtxSetCurrent(ctx) };
+        }
+    }
 }
 
 fn gpu_error(e: GpuError) -> PyErr { PyRuntimeError::new_err(e.to_string()) }
@@ -92,6 +120,7 @@ pub fn to_py(e: anyhow::Error) -> PyErr {
 pub fn compute<T: Send>(py: Python<'_>, work: impl FnOnce() -> anyhow::Result<T> + Send) -> PyResult<T> {
     py.check_signals()?;
     let timed = || {
+        let _keep = KeepContext::new();
         let t = std::time::Instant::now();
         let out = work();
         (out, t.elapsed().as_secs_f64())
