@@ -106,9 +106,9 @@ def workloads(paper, device, only, cupy_rows):
 
     def nlbf_rows():
         # Paper 1's synthetic 2-D search (A, B 21 values, D, E 11, apertures 400 x 35 / 35 x 400 / 400 x 400 m,
-        # 140 m parameter-trace spacing) on a 2.5 s record of 48 shots x 96 receivers every 25 m;
+        # 140 m parameter-trace spacing) on a 2.5 s record of 96 shots x 192 receivers every 25 m;
         # small: 12 shots x 48 receivers, 1 s.
-        nsrc, nrec, ns = (48, 96, 626) if paper else (12, 48, 250)
+        nsrc, nrec, ns = (96, 192, 626) if paper else (12, 48, 250)
         rng = np.random.default_rng(50)
         gx = np.tile(np.arange(nrec) * 25.0, nsrc)
         sx = np.repeat(np.arange(nsrc) * 25.0 * nrec / nsrc, nrec)

@@ -208,9 +208,19 @@ pub fn trace_set(data: &PyReadonlyArray2<'_, f32>, dt: f32, t0: f32, fields: &Ha
     let shape = data.shape();
     let (n, ns) = (shape[0], shape[1]);
     let samples = data.as_slice().map_err(|_| PyValueError::new_err("data: the array must be C-contiguous"))?;
-    let mut t = TraceSet { headers: headers(n, fields)?, data: samples.to_vec(), ns, dt, t0 };
+    let mut t = TraceSet { headers: headers(n, fields)?, data: parallel_copy(samples), ns, dt, t0 };
     t.t0 = t0;
     Ok(t)
+}
+
+/// A copy of `samples` made on all cores: a survey's traces are hundreds of MB, whose copy (and
+/// the page faults of the fresh buffer) on one core is a large part of a short GPU call.
+pub fn parallel_copy(samples: &[f32]) -> Vec<f32> {
+    use rayon::prelude::*;
+    const CHUNK: usize = 1 << 18;
+    let mut out = vec![0.0f32; samples.len()];
+    out.par_chunks_mut(CHUNK).zip(samples.par_chunks(CHUNK)).for_each(|(d, s)| d.copy_from_slice(s));
+    out
 }
 
 /// An NLBF error as an `anyhow` error whose chain keeps a GPU failure visible to [`to_py`].
