@@ -54,13 +54,12 @@ pub fn velan_scan<'py>(py: Python<'py>, data: PyReadonlyArray2<'py, f32>, dt: f3
     let p = VelanParams { vmin: a.vmin, vmax: a.vmax, nv: a.nv as usize, window: a.window * 1e-3, eta: a.eta, max_stretch: a.max_stretch };
     p.validate(traces.dt).map_err(to_py)?;
     let (d, note) = devices(device, gpu, None)?;
-    let g = Gathers::new(&traces, a.bin).map_err(|e| to_py(e.context("grouping the traces")))?;
-    let scan = Scan::new(&p, &g).map_err(to_py)?;
     let source = a.output.as_ref().map_or_else(|| "velan picks".to_string(), |p| p.display().to_string());
-    let (ncmp, ns) = (g.len(), g.ns);
-    // The semblance, the picks, their functions and the NMO are the host library's work (the GIL
-    // released, and timed for `last_call_seconds`).
-    let (panels, picks, funcs, vrms, corrected) = compute(py, || {
+    // The gathers, the semblance, the picks, their functions and the NMO are the host library's
+    // work (the GIL released, and timed for `last_call_seconds`).
+    let (g, scan, panels, picks, funcs, vrms, corrected) = compute(py, || {
+        let g = Gathers::new(&traces, a.bin).map_err(|e| e.context("grouping the traces"))?;
+        let scan = Scan::new(&p, &g)?;
         let panels = velan::semblance(d.first(), &g, &p)?;
         let picks = pick::pick_all(&g, &panels, &scan, a.threshold, a.min_fold);
         let funcs = pick::functions(&g, &picks, &source);
@@ -68,8 +67,9 @@ pub fn velan_scan<'py>(py: Python<'py>, data: PyReadonlyArray2<'py, f32>, dt: f3
         let functions: Vec<Option<VelocityFunction>> = g.location.iter().map(|l| model.as_ref().map(|m| m.function_at(l))).collect();
         let vrms: Vec<Vec<f32>> = functions.iter().map(|f| f.as_ref().map_or_else(Vec::new, |f| f.sample(g.t_first, g.dt, g.ns))).collect();
         let corrected = (a.nmo && funcs.is_some()).then(|| velan::nmo_gathers(&traces, &g, &vrms, p.max_stretch));
-        Ok((panels, picks, funcs, vrms, corrected))
+        Ok((g, scan, panels, picks, funcs, vrms, corrected))
     })?;
+    let (ncmp, ns) = (g.len(), g.ns);
     let Some(funcs) = funcs else {
         let highest = panels.values.iter().cloned().fold(0.0f32, f32::max);
         return bad(format!("no CMP has a semblance peak of at least threshold {} (highest {highest:.3}); lower it or check vmin/vmax",
