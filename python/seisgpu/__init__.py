@@ -15,7 +15,7 @@ from . import _native, ktm, nlbf, pstm, segy, srm, wavepacket
 from ._common import Traces
 from .gathers import nmo, velan
 
-__all__ = ["Traces", "ktm", "nlbf", "pstm", "nmo", "velan", "segy", "srm", "wavepacket", "devices", "has_kernels", "set_threads", "threads"]
+__all__ = ["Traces", "ktm", "nlbf", "pstm", "nmo", "velan", "segy", "srm", "wavepacket", "devices", "has_kernels", "set_threads", "threads", "last_call_seconds"]
 
 
 def devices(device: str = "auto", gpu: int = 0, gpus=None) -> str:
@@ -40,3 +40,10 @@ def set_threads(threads: int) -> None:
 def threads() -> int:
     """Threads of the CPU paths."""
     return _native.threads()
+
+
+def last_call_seconds() -> float:
+    """Wall-clock seconds of the host library's entry in this thread's last call (NaN before the
+    first), measured inside the binding around the entry (GIL released): a call's Python time
+    minus this is what the binding and the Python layer add (``python/bench/overhead.py``)."""
+    return _native.last_call_seconds()

@@ -8,10 +8,11 @@ from typing import List, Optional, Union
 import numpy as np
 
 from . import _native
-from ._common import Traces, traces_in
+from ._common import Traces, gpu_results, traces_in
 from .ktm import velocity_arg
 
 
+@gpu_results()
 def nmo(data: Union[np.ndarray, Traces], dt: Optional[float] = None, *, velocity, t0: Optional[float] = None,
         offset=None, sx=None, sy=None, gx=None, gy=None, cdp=None, cdp_x=None, cdp_y=None, max_stretch: float = 0.5,
         device: str = "auto", gpu: int = 0) -> np.ndarray:
@@ -62,6 +63,7 @@ class Velan:
     device: str
 
 
+@gpu_results("semblance", "vrms", "nmo")
 def velan(data: Union[np.ndarray, Traces], dt: Optional[float] = None, *, t0: Optional[float] = None, offset=None,
           sx=None, sy=None, gx=None, gy=None, cdp=None, output: Optional[str] = None, vmin: float = 1400.0,
           vmax: float = 4500.0, nv: int = 100, window: float = 40.0, eta: float = 0.0, max_stretch: float = 0.5,

@@ -17,7 +17,8 @@ from typing import Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _native
-from ._common import Traces, as_f32, gpus_arg, header_arrays, traces_in
+from . import _common
+from ._common import Traces, as_f32, gpus_arg, header_arrays, traces_in, traces_parts
 
 
 @dataclass
@@ -25,7 +26,7 @@ class Image:
     """A migrated image and its axes.
 
     ``data``: float32 [classes, nx, ny, ntau] (one image per offset class, 1 without classes;
-    tau fastest). ``x`` (m, nx), ``y`` (m, ny): bin centres; ``tau`` (s, ntau): two-way vertical
+    tau fastest): a NumPy array, or a CuPy array when the traces were on the GPU. ``x`` (m, nx), ``y`` (m, ny): bin centres; ``tau`` (s, ntau): two-way vertical
     time. ``offsets``: each class's centre offset (m; [0.0] without classes). ``skipped_traces``:
     input traces in no offset class. ``grid``: the grid's nine numbers by name (for :func:`model`
     and for calls on the same grid). ``grid_note``: how the grid was taken from the data (None
@@ -42,10 +43,11 @@ class Image:
     device: str
 
     def __array__(self, dtype=None, copy=None):
-        return self.data if dtype is None else self.data.astype(dtype)
+        data = self.data.get() if _common.is_gpu(self.data) else self.data
+        return data if dtype is None else data.astype(dtype)
 
     @property
-    def stack(self) -> np.ndarray:
+    def stack(self):
         """The image summed over offset classes, [nx, ny, ntau]."""
         return self.data.sum(axis=0)
 
@@ -71,6 +73,8 @@ def velocity_arg(velocity):
     """The velocity as ``_native`` takes it: the CLI's text, v_rms(tau) or v_rms(x, y, tau)."""
     if isinstance(velocity, str):
         return velocity
+    if _common.is_gpu(velocity):
+        velocity = _common.from_gpu(velocity, "velocity")
     if np.isscalar(velocity):
         return repr(float(velocity))
     arr = np.asarray(velocity)
@@ -168,14 +172,32 @@ def migrate(data: Union[np.ndarray, Traces], dt: Optional[float] = None, *, t0: 
     Returns:
         :class:`Image`: ``data`` [classes, nx, ny, ntau] with its axes ``x``, ``y``, ``tau``.
 
+    GPU arrays: ``data`` may be a CuPy array (or any ``__cuda_array_interface__`` / DLPack float
+    array on a GPU, or a :class:`Traces` holding one). On a GPU run (``device`` ``"gpu"``, or
+    ``"auto"`` finding one; ``gpu`` must be the array's device, else ValueError) the traces are
+    read where they are and the image is a new CuPy array on that device: no host copy of either
+    (the headers and the velocity are copied, they are small). The traces' preparation then runs
+    on the GPU whatever ``prep_on_gpu`` says. The producer's stream is synchronised first and the
+    computation is finished on return. With ``device="cpu"``, ``gpus=`` or the ``vti`` model the
+    traces are copied to the host and the image back to the GPU.
+
     Raises:
         ValueError: bad arguments or data (the CLI's message); RuntimeError: the GPU or a file failed.
     """
-    tr = traces_in(data, dt, t0, sx=sx, sy=sy, gx=gx, gy=gy, cdp_x=cdp_x, cdp_y=cdp_y)
     grid = dict(x0=x0, dx=dx, nx=nx, y0=y0, dy=dy, ny=ny, tau0=tau0, dtau=dtau, ntau=ntau)
     opts = options(velocity, aperture, max_angle, taper, no_rho, prep_on_gpu, no_weights, no_antialias, aa_max, aa_spacing,
                    mute_stretch, offset_classes, traveltime, traveltime_model, eta, kernel, paper_block, max_traces_per_chunk,
                    max_columns_per_tile)
+    samples, dt_, t0_, given = traces_parts(data, dt, t0, sx=sx, sy=sy, gx=gx, gy=gy, cdp_x=cdp_x, cdp_y=cdp_y)
+    home = _common.gpu_device_of(samples)
+    if home is not None:
+        if _resident(home, device, gpu, gpus, traveltime_model):
+            return _migrate_resident(samples, dt_, t0_, given, grid, opts, int(gpu))
+        # Host staging (device="cpu", gpus=, VTI): the result goes back to the traces' GPU.
+        img = migrate(Traces(_common.from_gpu(samples, "data"), dt_, t0_, given), device=device, gpu=gpu, gpus=gpus, **grid,
+                      **_option_args(opts, velocity, offset_classes, paper_block, aa_spacing))
+        return _common.to_gpu(img, ("data",), home)
+    tr = traces_in(data, dt, t0, sx=sx, sy=sy, gx=gx, gy=gy, cdp_x=cdp_x, cdp_y=cdp_y)
     img, g, offsets, skipped, line, note = _native.ktm_migrate(tr.data, tr.dt, tr.t0, tr.headers, grid, opts, device, int(gpu),
                                                                gpus_arg(gpus))
     g = grid_of(g)
@@ -207,7 +229,11 @@ def model(image, ns: Optional[int] = None, dt: Optional[float] = None, *, geomet
         ones, ``model`` is the adjoint of ``migrate`` (``<migrate(d), m> = <d, model(m)>``).
 
     Returns:
-        float32 [traces, ns]; traces in no offset class are zeros.
+        float32 [traces, ns]; traces in no offset class are zeros. A CuPy array when ``image`` is
+        one (or any ``__cuda_array_interface__`` / DLPack GPU array): on a GPU run (``gpu`` the
+        array's device, else ValueError) the image is read where it is and the traces are written
+        into a new CuPy array on that device, with no host copy; with ``device="cpu"`` the image
+        is copied to the host and the traces back.
     """
     grid = dict(x0=x0, dx=dx, nx=nx, y0=y0, dy=dy, ny=ny, tau0=tau0, dtau=dtau, ntau=ntau)
     if isinstance(image, Image):
@@ -224,11 +250,72 @@ def model(image, ns: Optional[int] = None, dt: Optional[float] = None, *, geomet
     if ns is None or dt is None:
         raise ValueError("ns, dt: the output traces' samples and sample interval (s) are needed (or geometry=)")
     headers = header_arrays(given, np.size(given["sx"]))
-    img = as_f32(image, "image")
-    if img.ndim not in (3, 4):
-        raise ValueError(f"image: {img.ndim}-D array of shape {img.shape}, expected [nx, ny, ntau] or [classes, nx, ny, ntau]")
     opts = options(velocity, aperture, max_angle, taper, no_rho, prep_on_gpu, no_weights, no_antialias, aa_max, aa_spacing,
                    mute_stretch, offset_classes, traveltime, traveltime_model, eta, kernel, paper_block, max_traces_per_chunk,
                    max_columns_per_tile)
+    home = _common.gpu_device_of(image)
+    if home is not None and _resident(home, device, gpu, None, traveltime_model):
+        return _model_resident(image, int(ns), float(dt), float(t0 or 0.0), headers, grid, opts, int(gpu))
+    img = as_f32(image, "image")
+    if img.ndim not in (3, 4):
+        raise ValueError(f"image: {img.ndim}-D array of shape {img.shape}, expected [nx, ny, ntau] or [classes, nx, ny, ntau]")
     out, _, _, _ = _native.ktm_model(img, int(ns), float(dt), float(t0 or 0.0), headers, grid, opts, device, int(gpu))
+    return out if home is None else _common.to_gpu(out, (), home)
+
+
+def _resident(home: int, device: str, gpu, gpus, traveltime_model: str) -> bool:
+    """Whether a call on a GPU array (on GPU ``home``) runs on that GPU without host copies: a
+    one-GPU run of the exact-DSR engine on the array's own GPU (ValueError for another GPU)."""
+    if device == "cpu" or gpus is not None or traveltime_model != "dsr":
+        return False
+    if device != "gpu" and not (_native.has_kernels() and _native.describe_devices(device, int(gpu), None).startswith("GPU")):
+        return False
+    if int(gpu) != home:
+        raise ValueError(f"the GPU array is on GPU {home}, the call runs on GPU {int(gpu)}: pass gpu={home}, or move the array")
+    return True
+
+
+def _migrate_resident(samples, dt: float, t0: float, given: dict, grid: dict, opts: dict, gpu: int) -> Image:
+    import cupy
+
+    d = _common.device_f32(samples, "data", 2)
+    n, ns = d.shape
+    _common.check_finite(d, "data", ns)
+    headers = header_arrays(given, n)
+    g, _ = _native.ktm_grid(ns, dt, t0, headers, grid)
+    g = grid_of(g)
+    classes = 1 if opts["offset_classes"] is None else opts["offset_classes"][2]
+    with cupy.cuda.Device(gpu):
+        out = cupy.empty((classes, g["nx"], g["ny"], g["ntau"]), dtype=cupy.float32)
+    _, offsets, skipped, line, note = _native.ktm_migrate_resident(d.data.ptr, ns, dt, t0, headers, g, opts, gpu, out.data.ptr,
+                                                                  out.size)
+    x, y, tau = axes(g)
+    return Image(out, x, y, tau, np.asarray(offsets, dtype=np.float64), skipped, g, line, note)
+
+
+def _model_resident(image, ns: int, dt: float, t0: float, headers: dict, grid: dict, opts: dict, gpu: int):
+    import cupy
+
+    img = _common.device_f32(image, "image")
+    if img.ndim not in (3, 4):
+        raise ValueError(f"image: {img.ndim}-D array of shape {img.shape}, expected [nx, ny, ntau] or [classes, nx, ny, ntau]")
+    _common.check_finite(img, "image")
+    n = len(next(iter(headers.values())))
+    g, _ = _native.ktm_grid(ns, dt, t0, headers, grid)
+    g = grid_of(g)
+    if tuple(img.shape[-3:]) != (g["nx"], g["ny"], g["ntau"]):
+        raise ValueError(f"image: shape {tuple(img.shape)} does not match the grid {g['nx']} x {g['ny']} x {g['ntau']}")
+    with cupy.cuda.Device(gpu):
+        out = cupy.empty((n, ns), dtype=cupy.float32)
+    _native.ktm_model_resident(img.data.ptr, img.size, ns, dt, t0, headers, g, opts, gpu, out.data.ptr)
     return out
+
+
+def _option_args(opts: dict, velocity, offset_classes, paper_block, aa_spacing) -> dict:
+    """:func:`migrate`'s keyword arguments back from :func:`options` (for the host-staged call)."""
+    o = dict(opts)
+    return dict(velocity=velocity, aperture=o["aperture"], max_angle=o["max_angle"], taper=o["taper"], no_rho=not o["rho"],
+                prep_on_gpu=o["prep_on_gpu"], no_weights=not o["weights"], no_antialias=not o["antialias"], aa_max=o["aa_max"],
+                aa_spacing=aa_spacing, mute_stretch=o["mute_stretch"], offset_classes=offset_classes, traveltime=o["traveltime"],
+                traveltime_model=o["traveltime_model"], eta=o["eta"], kernel=o["kernel"], paper_block=paper_block,
+                max_traces_per_chunk=o["max_traces_per_chunk"], max_columns_per_tile=o["max_columns_per_tile"])

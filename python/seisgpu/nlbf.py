@@ -17,7 +17,7 @@ from typing import Optional, Union
 import numpy as np
 
 from . import _native
-from ._common import Traces, gpus_arg, traces_in
+from ._common import Traces, gpu_results, gpus_arg, traces_in
 
 
 @dataclass
@@ -104,6 +104,7 @@ _DOC_SEARCH = """
 """
 
 
+@gpu_results("A", "B", "C", "D", "E", "S")
 def estimate(data: Union[np.ndarray, Traces], dt: Optional[float] = None, *, t0: Optional[float] = None, sx=None, sy=None,
              gx=None, gy=None, offset=None, cdp=None, inline=None, crossline=None, channel=None, ffid=None,
              source_station=None, receiver_station=None, preset: Optional[str] = None, x: Optional[str] = None,
@@ -127,6 +128,7 @@ estimate.__doc__ = """The 2+2+1 search for local traveltime operators (``seisgpu
 """
 
 
+@gpu_results("A", "B", "C", "D", "E", "S", "enhanced")
 def enhance(data: Union[np.ndarray, Traces], dt: Optional[float] = None, *, t0: Optional[float] = None, sx=None, sy=None,
             gx=None, gy=None, offset=None, cdp=None, inline=None, crossline=None, channel=None, ffid=None,
             source_station=None, receiver_station=None, aperture=None, preset: Optional[str] = None, x: Optional[str] = None,

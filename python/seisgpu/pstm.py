@@ -13,7 +13,7 @@ from typing import Optional, Union
 import numpy as np
 
 from . import _native
-from ._common import Traces, gpus_arg, traces_in
+from ._common import Traces, gpu_results, gpus_arg, is_gpu, traces_in
 from .ktm import axes, grid_of, velocity_arg
 
 
@@ -36,7 +36,8 @@ class Image:
     device: str
 
     def __array__(self, dtype=None, copy=None):
-        return self.data if dtype is None else self.data.astype(dtype)
+        data = self.data.get() if is_gpu(self.data) else self.data
+        return data if dtype is None else data.astype(dtype)
 
     @property
     def stack(self) -> np.ndarray:
@@ -44,6 +45,7 @@ class Image:
         return self.data.sum(axis=2)
 
 
+@gpu_results("data")
 def migrate(data: Union[np.ndarray, Traces], dt: Optional[float] = None, *, t0: Optional[float] = None,
             sx=None, sy=None, gx=None, gy=None, cdp_x=None, cdp_y=None,
             traveltime: str = "static8", traveltime_model: str = "dsr", tolerance: Optional[float] = None,

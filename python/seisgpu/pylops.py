@@ -10,7 +10,7 @@ import numpy as np
 import pylops
 
 from . import _native, ktm
-from ._common import gpus_arg, header_arrays
+from ._common import device_f32, gpus_arg, header_arrays, is_gpu
 
 
 class Kirchhoff(pylops.LinearOperator):
@@ -31,6 +31,11 @@ class Kirchhoff(pylops.LinearOperator):
         velocity and every other option: as :func:`seisgpu.ktm.migrate` (names, units, defaults).
         device, gpu: where both directions run; gpus: the migration over N devices (or ``"all"``).
         dtype: float32 (the computation's precision).
+
+    Vectors may be NumPy or CuPy arrays: CuPy vectors on the operator's GPU (``gpu``) are read and
+    returned on the device with no host copy (:func:`seisgpu.ktm.migrate` and :func:`seisgpu.ktm.model`
+    on GPU arrays), so PyLops' solvers run with ``cupy`` arrays end to end; the operator passes
+    ``pylops.utils.dottest(op, ..., backend="cupy")`` as with NumPy.
     """
 
     def __init__(self, sx, gx, ns: int, dt: float, *, sy=None, gy=None, t0: float = 0.0,
@@ -57,13 +62,21 @@ class Kirchhoff(pylops.LinearOperator):
         super().__init__(dtype=np.dtype(dtype), dims=image, dimsd=(n, self.ns), explicit=False, name=name)
 
     def _matvec(self, x):
-        image = np.asarray(x, dtype=np.float32).reshape(self.dims)
+        image = _vector(x).reshape(self.dims)
         out = ktm.model(image, self.ns, self.dt, t0=self.t0, **self.geometry, **self.grid, **self.options,
                         device=self.device, gpu=self.gpu)
         return out.ravel().astype(self.dtype, copy=False)
 
     def _rmatvec(self, y):
-        data = np.asarray(y, dtype=np.float32).reshape(self.dimsd)
+        data = _vector(y).reshape(self.dimsd)
         img = ktm.migrate(data, self.dt, t0=self.t0, **self.geometry, **self.grid, **self.options, device=self.device,
                           gpu=self.gpu, gpus=self.gpus)
         return img.data.reshape(self.dims).ravel().astype(self.dtype, copy=False)
+
+
+def _vector(v):
+    """A model or data vector as float32: a CuPy vector stays on its GPU (the operator then runs
+    there without host copies), anything else becomes a NumPy array."""
+    if is_gpu(v):
+        return device_f32(v, "vector")
+    return np.asarray(v, dtype=np.float32)

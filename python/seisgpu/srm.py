@@ -10,7 +10,7 @@ from typing import Optional, Union
 import numpy as np
 
 from . import _native
-from ._common import Traces, as_f32, gpus_arg, traces_in
+from ._common import Traces, as_f32, gpu_results, gpus_arg, is_gpu, traces_in
 
 
 @dataclass
@@ -25,9 +25,11 @@ class DepthImage:
     device: str
 
     def __array__(self, dtype=None, copy=None):
-        return self.data if dtype is None else self.data.astype(dtype)
+        data = self.data.get() if is_gpu(self.data) else self.data
+        return data if dtype is None else data.astype(dtype)
 
 
+@gpu_results("data")
 def migrate(data: Union[np.ndarray, Traces], dt: Optional[float] = None, *, velocity, t0: Optional[float] = None,
             sx=None, sy=None, gx=None, gy=None, dx: float = 25.0, dy: float = 25.0, dz: float = 10.0, x0: float = 0.0,
             y0: float = 0.0, fmin: float = 5.0, fmax: float = 40.0, ricker: float = 20.0, degree: int = 15,

@@ -30,7 +30,7 @@ from typing import Optional, Union
 import numpy as np
 
 from . import _native
-from ._common import as_f32, gpus_arg
+from ._common import as_f32, from_gpu, gpu_results, gpus_arg, is_gpu
 
 
 def _frame(eps, gather, finest, wedges, scales, tau, beta, guard, cube, overlap, all_gpus) -> dict:
@@ -63,6 +63,7 @@ class Coefficients:
         return self.data.size / float(np.prod(self.shape))
 
 
+@gpu_results("data")
 def forward(volume, *, eps: float = 1e-4, gather: str = "separable", finest: Optional[str] = None, wedges: int = 0,
             scales: int = 0, tau: float = 0.5, beta: float = 0.35, guard: int = 0, cube: Optional[int] = None,
             overlap: int = 32, all_gpus: bool = False, device: str = "auto", gpu: int = 0,
@@ -74,11 +75,13 @@ def forward(volume, *, eps: float = 1e-4, gather: str = "separable", finest: Opt
     return Coefficients(c, vol.shape, side, per, frame, desc, note)
 
 
+@gpu_results()
 def inverse(coefficients: Coefficients, *, device: str = "auto", gpu: int = 0, gpus: Union[None, int, str] = None) -> np.ndarray:
     """Coefficients -> volume (``seisgpu wavepacket inverse``), on the frame they were made with."""
     if not isinstance(coefficients, Coefficients):
         raise ValueError("coefficients: a seisgpu.wavepacket.Coefficients from forward()")
-    c = np.ascontiguousarray(coefficients.data, dtype=np.complex64)
+    data = from_gpu(coefficients.data, "coefficients") if is_gpu(coefficients.data) else coefficients.data
+    c = np.ascontiguousarray(data, dtype=np.complex64)
     return _native.wp_inverse(c, tuple(coefficients.shape), coefficients.cube, coefficients.frame, device, int(gpu), gpus_arg(gpus))
 
 
@@ -93,9 +96,11 @@ class Result:
     device: str
 
     def __array__(self, dtype=None, copy=None):
-        return self.volume if dtype is None else self.volume.astype(dtype)
+        volume = from_gpu(self.volume, "volume") if is_gpu(self.volume) else self.volume
+        return volume if dtype is None else volume.astype(dtype)
 
 
+@gpu_results("volume")
 def denoise(volume, *, sigma: Optional[float] = None, k: float = 3.0, eps: float = 1e-4, gather: str = "separable",
             finest: Optional[str] = None, wedges: int = 0, scales: int = 0, tau: float = 0.5, beta: float = 0.35, guard: int = 0,
             cube: Optional[int] = None, overlap: int = 32, all_gpus: bool = False, device: str = "auto", gpu: int = 0,
@@ -111,6 +116,7 @@ def denoise(volume, *, sigma: Optional[float] = None, k: float = 3.0, eps: float
     return Result(v, dict(sigma=s, estimated=estimated, kept_fraction=kept), note)
 
 
+@gpu_results("volume")
 def compress(volume, *, cr: float = 0.02, eps: float = 1e-4, gather: str = "separable", finest: Optional[str] = None,
              wedges: int = 0, scales: int = 0, tau: float = 0.5, beta: float = 0.35, guard: int = 0, cube: Optional[int] = None,
              overlap: int = 32, all_gpus: bool = False, device: str = "auto", gpu: int = 0,
@@ -122,6 +128,7 @@ def compress(volume, *, cr: float = 0.02, eps: float = 1e-4, gather: str = "sepa
     return Result(v, dict(kept=kept, cr=ratio, rel_error=rel, snr_db=snr), note)
 
 
+@gpu_results("volume")
 def interpolate(volume, *, mask=None, method: str = "pocs", iterations: int = 30, final_fraction: float = 0.002,
                 cr: float = 0.02, eps: float = 1e-4, gather: str = "separable", finest: Optional[str] = None, wedges: int = 0,
                 scales: int = 0, tau: float = 0.5, beta: float = 0.35, guard: int = 0, cube: Optional[int] = None,
@@ -137,7 +144,7 @@ def interpolate(volume, *, mask=None, method: str = "pocs", iterations: int = 30
     vol = _volume(volume)
     m = None
     if mask is not None:
-        m = np.asarray(mask)
+        m = from_gpu(mask, "mask") if is_gpu(mask) else np.asarray(mask)
         if m.dtype.kind not in "fiub":
             raise ValueError(f"mask: dtype {m.dtype} is not a number or boolean type")
         m = np.ascontiguousarray(m != 0)

@@ -52,6 +52,7 @@ pub fn devices(device: &str, gpu: usize, gpus: Option<&str>) -> PyResult<(Device
         Some(s) => Some(s.parse().map_err(|e: String| PyValueError::new_err(e.replace("--gpus", "gpus")))?),
     };
     let key = (device.to_string(), gpu, gpus.map(str::to_string));
+    let _keep = KeepContext::new();
     let mut opened = OPENED.lock().unwrap_or_else(|p| p.into_inner());
     let map = opened.get_or_insert_with(HashMap::new);
     if !map.contains_key(&key) {
@@ -72,6 +73,33 @@ pub fn devices(device: &str, gpu: usize, gpus: Option<&str>) -> PyResult<(Device
     Ok((d, note.clone()))
 }
 
+/// The thread's current CUDA context, made current again when dropped: opening or using a GPU
+/// binds its context to the thread, and CuPy (the CUDA runtime) takes the thread's context for its
+/// current device, so without this a call on `gpu=1` would move the caller's CuPy arrays to GPU 1.
+struct KeepContext(Option<cudarc::driver::sys::CUcontext>);
+
+impl KeepContext {
+    fn new() -> KeepContext {
+        use cudarc::driver::sys::{cuCtxGetCurrent, CUresult};
+        if !seisgpu_host::runtime::Gpu::driver_present() {
+            return KeepContext(None);
+        }
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: writes one handle; before cuInit it is an error code, and nothing is restored.
+        let ok = unsafe { cuCtxGetCurrent(&mut ctx) } == CUresult::CUDA_SUCCESS;
+        KeepContext(ok.then_some(ctx))
+    }
+}
+
+impl Drop for KeepContext {
+    fn drop(&mut self) {
+        if let Some(ctx) = self.0 {
+            // SAFETY: the handle was current on this thread before the call (or null: none).
+            unsafe { cudarc::driver::sys::cuCtxSetCurrent(ctx) };
+        }
+    }
+}
+
 fn gpu_error(e: GpuError) -> PyErr { PyRuntimeError::new_err(e.to_string()) }
 
 /// A host error as a Python exception, with the CLI's message (the whole context chain):
@@ -86,12 +114,33 @@ pub fn to_py(e: anyhow::Error) -> PyErr {
 /// Runs `work` with the GIL released (other Python threads go on), checking for Ctrl-C before and
 /// after: the host drivers take no callback, so a running computation finishes before the
 /// KeyboardInterrupt is raised.
+///
+/// The wall-clock time of `work` (the host library's entry, GIL released) is kept for
+/// [`last_call_seconds`]: a call's time minus this is what the binding and the Python layer add.
 pub fn compute<T: Send>(py: Python<'_>, work: impl FnOnce() -> anyhow::Result<T> + Send) -> PyResult<T> {
     py.check_signals()?;
-    let out = py.detach(work).map_err(to_py)?;
+    let timed = || {
+        let _keep = KeepContext::new();
+        let t = std::time::Instant::now();
+        let out = work();
+        (out, t.elapsed().as_secs_f64())
+    };
+    let (out, seconds) = py.detach(timed);
+    LAST_CALL.with(|c| c.set(seconds));
+    let out = out.map_err(to_py)?;
     py.check_signals()?;
     Ok(out)
 }
+
+thread_local! {
+    /// Seconds the last host-library call of this thread took ([`compute`]).
+    static LAST_CALL: std::cell::Cell<f64> = const { std::cell::Cell::new(f64::NAN) };
+}
+
+/// Wall-clock seconds of the host library's entry in this thread's last call (NaN before the
+/// first): the Rust side of the call, measured around the entry with the GIL released.
+#[pyfunction]
+pub fn last_call_seconds() -> f64 { LAST_CALL.with(|c| c.get()) }
 
 /// A C-contiguous float32 array's samples (the Python layer converts other dtypes and orders).
 pub fn slice1<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
@@ -159,9 +208,19 @@ pub fn trace_set(data: &PyReadonlyArray2<'_, f32>, dt: f32, t0: f32, fields: &Ha
     let shape = data.shape();
     let (n, ns) = (shape[0], shape[1]);
     let samples = data.as_slice().map_err(|_| PyValueError::new_err("data: the array must be C-contiguous"))?;
-    let mut t = TraceSet { headers: headers(n, fields)?, data: samples.to_vec(), ns, dt, t0 };
+    let mut t = TraceSet { headers: headers(n, fields)?, data: parallel_copy(samples), ns, dt, t0 };
     t.t0 = t0;
     Ok(t)
+}
+
+/// A copy of `samples` made on all cores: a survey's traces are hundreds of MB, whose copy (and
+/// the page faults of the fresh buffer) on one core is a large part of a short GPU call.
+pub fn parallel_copy(samples: &[f32]) -> Vec<f32> {
+    use rayon::prelude::*;
+    const CHUNK: usize = 1 << 18;
+    let mut out = vec![0.0f32; samples.len()];
+    out.par_chunks_mut(CHUNK).zip(samples.par_chunks(CHUNK)).for_each(|(d, s)| d.copy_from_slice(s));
+    out
 }
 
 /// An NLBF error as an `anyhow` error whose chain keeps a GPU failure visible to [`to_py`].

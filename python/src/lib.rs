@@ -1,12 +1,13 @@
-//! `seisgpu._native`: the host library's drivers on NumPy arrays, one file per algorithm. The
-//! Python package (`seisgpu/`) wraps these with the documented signatures, axis vectors and
-//! dtype conversions.
+//! `seisgpu._native`: the host library's drivers on NumPy arrays, one file per algorithm, and the
+//! Kirchhoff pair on GPU arrays (`resident.rs`). The Python package (`seisgpu/`) wraps these with
+//! the documented signatures, axis vectors and dtype conversions.
 
 mod common;
 mod ktm;
 mod nlbf;
 mod nmo;
 mod pstm;
+mod resident;
 mod srm;
 mod velan;
 mod wavepacket;
@@ -41,6 +42,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ktm::ktm_migrate, m)?)?;
     m.add_function(wrap_pyfunction!(ktm::ktm_model, m)?)?;
     m.add_function(wrap_pyfunction!(ktm::ktm_grid, m)?)?;
+    m.add_function(wrap_pyfunction!(resident::ktm_migrate_resident, m)?)?;
+    m.add_function(wrap_pyfunction!(resident::ktm_model_resident, m)?)?;
+    m.add_function(wrap_pyfunction!(common::last_call_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(pstm::pstm_migrate, m)?)?;
     m.add_function(wrap_pyfunction!(nmo::nmo, m)?)?;
     m.add_function(wrap_pyfunction!(velan::velan_scan, m)?)?;

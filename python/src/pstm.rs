@@ -115,8 +115,11 @@ pub fn pstm_migrate<'py>(py: Python<'py>, data: PyReadonlyArray2<'py, f32>, dt: 
     let p = params(o, &g, model)?;
     p.validate(mode, model).map_err(to_py)?;
     let (d, note) = devices(device, gpu, gpus.as_deref())?;
-    let img = compute(py, || migrate_on(&traces, &p, mode, model, &d))?;
+    let (img, samples) = compute(py, || migrate_on(&traces, &p, mode, model, &d).map(|img| {
+        let samples = img.unpadded();
+        (img, samples)
+    }))?;
     let shape = [img.nx, img.ny, img.noff, img.nz];
-    let array = PyArray1::from_vec(py, img.unpadded()).reshape(shape)?.into_any();
+    let array = PyArray1::from_vec(py, samples).reshape(shape)?.into_any();
     Ok((array, grid_tuple(&g), img.stats.traces_used, img.stats.contributions as u64, line, note))
 }

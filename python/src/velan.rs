@@ -54,17 +54,30 @@ pub fn velan_scan<'py>(py: Python<'py>, data: PyReadonlyArray2<'py, f32>, dt: f3
     let p = VelanParams { vmin: a.vmin, vmax: a.vmax, nv: a.nv as usize, window: a.window * 1e-3, eta: a.eta, max_stretch: a.max_stretch };
     p.validate(traces.dt).map_err(to_py)?;
     let (d, note) = devices(device, gpu, None)?;
-    let g = Gathers::new(&traces, a.bin).map_err(|e| to_py(e.context("grouping the traces")))?;
-    let scan = Scan::new(&p, &g).map_err(to_py)?;
-    let panels = compute(py, || velan::semblance(d.first(), &g, &p))?;
-    let picks = pick::pick_all(&g, &panels, &scan, a.threshold, a.min_fold);
     let source = a.output.as_ref().map_or_else(|| "velan picks".to_string(), |p| p.display().to_string());
-    let funcs = pick::functions(&g, &picks, &source);
-    let model = funcs.clone().map(VelocityModel::PerCmp);
-    let functions: Vec<Option<VelocityFunction>> = g.location.iter().map(|l| model.as_ref().map(|m| m.function_at(l))).collect();
+    // The gathers, the semblance, the picks, their functions and the NMO are the host library's
+    // work (the GIL released, and timed for `last_call_seconds`).
+    let (g, scan, panels, picks, funcs, vrms, corrected) = compute(py, || {
+        let g = Gathers::new(&traces, a.bin).map_err(|e| e.context("grouping the traces"))?;
+        let scan = Scan::new(&p, &g)?;
+        let panels = velan::semblance(d.first(), &g, &p)?;
+        let picks = pick::pick_all(&g, &panels, &scan, a.threshold, a.min_fold);
+        let funcs = pick::functions(&g, &picks, &source);
+        let model = funcs.clone().map(VelocityModel::PerCmp);
+        let functions: Vec<Option<VelocityFunction>> = g.location.iter().map(|l| model.as_ref().map(|m| m.function_at(l))).collect();
+        let vrms: Vec<Vec<f32>> = functions.iter().map(|f| f.as_ref().map_or_else(Vec::new, |f| f.sample(g.t_first, g.dt, g.ns))).collect();
+        let corrected = (a.nmo && funcs.is_some()).then(|| velan::nmo_gathers(&traces, &g, &vrms, p.max_stretch));
+        Ok((g, scan, panels, picks, funcs, vrms, corrected))
+    })?;
+    let (ncmp, ns) = (g.len(), g.ns);
+    let Some(funcs) = funcs else {
+        let highest = panels.values.iter().cloned().fold(0.0f32, f32::max);
+        return bad(format!("no CMP has a semblance peak of at least threshold {} (highest {highest:.3}); lower it or check vmin/vmax",
+            a.threshold));
+    };
     let out = PyDict::new(py);
-    let (ncmp, nv, ns) = (g.len(), panels.nv, panels.ns);
-    out.set_item("semblance", PyArray1::from_vec(py, panels.values.clone()).reshape([ncmp, nv, ns])?)?;
+    let nv = panels.nv;
+    out.set_item("semblance", PyArray1::from_vec(py, panels.values).reshape([ncmp, nv, panels.ns])?)?;
     out.set_item("velocities", PyArray1::from_vec(py, scan.velocities.clone()))?;
     out.set_item("t0", g.t_first)?;
     out.set_item("cdp", g.location.iter().map(|l| l.cdp).collect::<Vec<_>>())?;
@@ -73,20 +86,13 @@ pub fn velan_scan<'py>(py: Python<'py>, data: PyReadonlyArray2<'py, f32>, dt: f3
     out.set_item("fold", (0..ncmp).map(|i| g.traces(i).len()).collect::<Vec<_>>())?;
     out.set_item("picks", picks.iter().map(|ps| ps.iter().map(|q| (q.t, q.v, q.semblance)).collect::<Vec<_>>()).collect::<Vec<_>>())?;
     out.set_item("device", note)?;
-    let Some(funcs) = funcs else {
-        let highest = panels.values.iter().cloned().fold(0.0f32, f32::max);
-        return bad(format!("no CMP has a semblance peak of at least threshold {} (highest {highest:.3}); lower it or check vmin/vmax",
-            a.threshold));
-    };
-    let vrms: Vec<Vec<f32>> = functions.iter().map(|f| f.as_ref().map_or_else(Vec::new, |f| f.sample(g.t_first, g.dt, g.ns))).collect();
     out.set_item("vrms", PyArray1::from_vec(py, vrms.concat()).reshape([ncmp, ns])?)?;
     if let Some(path) = &a.output {
         let notes = vec![format!("seisgpu velan: {} CMPs, {} velocities {}..{} m/s, window {} ms, eta {}, stretch mute {}, threshold {}, \
             min fold {}", ncmp, p.nv, p.vmin, p.vmax, a.window, p.eta, p.max_stretch, a.threshold, a.min_fold)];
         text::write(path, &funcs, &notes).map_err(to_py)?;
     }
-    if a.nmo {
-        let corrected = velan::nmo_gathers(&traces, &g, &vrms, p.max_stretch);
+    if let Some(corrected) = corrected {
         out.set_item("nmo", PyArray1::from_vec(py, corrected.data).reshape([traces.len(), ns])?)?;
     }
     Ok(out)

@@ -48,10 +48,28 @@ fn volume(v: &PyReadonlyArray3<'_, f32>) -> PyResult<(Vec<f32>, [usize; 3])> {
     Ok((data, [s[0], s[1], s[2]]))
 }
 
-/// The cube engines on the devices (one per device of `gpus`, else the device's, and every other
-/// visible GPU with `all_gpus`), for the volume `shape`; and the devices' line.
+/// What builds the cube engines of a call: the devices (one per device of `gpus`, else the
+/// device's, and every other visible GPU with `all_gpus`), the tiling of the volume `shape`, the
+/// frame; and the devices' line. The engines ([`Engines::build`]) are built inside the computation.
+struct Engines {
+    devices: Devices,
+    tiling: Tiling,
+    params: Params,
+    all_gpus: bool,
+}
+
+impl Engines {
+    fn build(&self) -> anyhow::Result<Fragmented> {
+        match &self.devices {
+            Devices::One(b) => Fragmented::from_tiling(b, self.tiling.clone(), &self.params, self.all_gpus),
+            Devices::Many(bs) => Fragmented::on_backends(bs, self.tiling.clone(), &self.params),
+        }
+    }
+}
+
+/// The [`Engines`] of a call and the devices' line (the arguments checked here, before the computation).
 fn transform(shape: [usize; 3], f: &FrameIn, finest: Finest, cube: Option<usize>, device: &str, gpu: usize, gpus: Option<&str>)
-    -> PyResult<(Fragmented, String)> {
+    -> PyResult<(Engines, String)> {
     let err = crate::common::to_py;
     let params = f.params(finest)?;
     let side = match cube.or(f.cube) {
@@ -63,12 +81,7 @@ fn transform(shape: [usize; 3], f: &FrameIn, finest: Finest, cube: Option<usize>
     if matches!(d, Devices::Many(_)) && f.all_gpus {
         return Err(PyValueError::new_err("all_gpus and gpus both choose the devices: give one (gpus='all' takes every GPU)"));
     }
-    // One device (with `all_gpus`, every GPU of the machine beside it) or the ones `gpus` chose.
-    let tr = match &d {
-        Devices::One(b) => Fragmented::from_tiling(b, tiling, &params, f.all_gpus),
-        Devices::Many(bs) => Fragmented::on_backends(bs, tiling, &params),
-    }.map_err(err)?;
-    Ok((tr, note))
+    Ok((Engines { devices: d, tiling, params, all_gpus: f.all_gpus }, note))
 }
 
 fn volume_out<'py>(py: Python<'py>, v: Vec<f32>, shape: [usize; 3]) -> PyResult<Bound<'py, PyAny>> {
@@ -83,7 +96,10 @@ pub fn wp_forward<'py>(py: Python<'py>, vol: PyReadonlyArray3<'py, f32>, frame: 
     -> PyResult<(Bound<'py, PyAny>, usize, usize, String, String)> {
     let (v, shape) = volume(&vol)?;
     let (tr, note) = transform(shape, &frame, Finest::Isotropic, None, device, gpu, gpus.as_deref())?;
-    let c = compute(py, || tr.forward(&v))?;
+    let (c, tr) = compute(py, || {
+        let tr = tr.build()?;
+        Ok((tr.forward(&v)?, tr))
+    })?;
     Ok((PyArray1::from_vec(py, c).into_any(), tr.tiling.cube, tr.frame.total, tr.frame.describe(), note))
 }
 
@@ -95,7 +111,7 @@ pub fn wp_inverse<'py>(py: Python<'py>, coeffs: PyReadonlyArray1<'py, Complex32>
     device: &str, gpu: usize, gpus: Option<String>) -> PyResult<Bound<'py, PyAny>> {
     let c = coeffs.as_slice().map_err(|_| PyValueError::new_err("coefficients: the array must be C-contiguous"))?;
     let (tr, _) = transform(shape, &frame, Finest::Isotropic, Some(cube), device, gpu, gpus.as_deref())?;
-    let v = compute(py, || tr.inverse(c))?;
+    let v = compute(py, || tr.build()?.inverse(c))?;
     volume_out(py, v, shape)
 }
 
@@ -107,7 +123,7 @@ pub fn wp_denoise<'py>(py: Python<'py>, vol: PyReadonlyArray3<'py, f32>, frame: 
     gpu: usize, gpus: Option<String>) -> PyResult<(Bound<'py, PyAny>, f32, bool, f64, String)> {
     let (v, shape) = volume(&vol)?;
     let (tr, note) = transform(shape, &frame, Finest::Directional, None, device, gpu, gpus.as_deref())?;
-    let d = compute(py, || apps::denoise(&tr, &v, sigma, k))?;
+    let d = compute(py, || apps::denoise(&tr.build()?, &v, sigma, k))?;
     Ok((volume_out(py, d.volume, shape)?, d.sigma, d.estimated, d.kept_fraction as f64, note))
 }
 
@@ -118,7 +134,7 @@ pub fn wp_compress<'py>(py: Python<'py>, vol: PyReadonlyArray3<'py, f32>, frame:
     gpus: Option<String>) -> PyResult<(Bound<'py, PyAny>, usize, f64, f64, f64, String)> {
     let (v, shape) = volume(&vol)?;
     let (tr, note) = transform(shape, &frame, Finest::Isotropic, None, device, gpu, gpus.as_deref())?;
-    let c = compute(py, || apps::compress(&tr, &v, cr))?;
+    let c = compute(py, || apps::compress(&tr.build()?, &v, cr))?;
     Ok((volume_out(py, c.volume, shape)?, c.kept, c.ratio, c.rel_error, c.snr_db, note))
 }
 
@@ -146,6 +162,7 @@ pub fn wp_interpolate<'py>(py: Python<'py>, vol: PyReadonlyArray3<'py, f32>, fra
     };
     let (tr, note) = transform(shape, &frame, Finest::Directional, None, device, gpu, gpus.as_deref())?;
     let r = compute(py, || {
+        let tr = tr.build()?;
         let live = match live {
             Some(l) => l,
             None => apps::live_traces(&tr, &v)?,

@@ -9,6 +9,7 @@ mod defaults;
 
 mod ktm;
 mod ktm_interp;
+mod ktm_resident;
 mod nlbf;
 mod output;
 mod plot;

@@ -100,3 +100,102 @@ pub unsafe extern "ptx-kernel" fn ktm_pairs_integrated(ntr: u32, ns: u32, nfft: 
         }
     }
 }
+
+/// Rows of traces that are already on the GPU (the device-resident migration): row `p` is trace
+/// `order[p]` of `traces` ([traces, ns]) as complex (re = sample, im = 0), zero padded to `nfft`;
+/// what the host builds and `srm_real_to_complex` widens in `prep_gpu::prepare`, so the pairs are
+/// the same. One thread per (row, sample), `n = rows * nfft`.
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn ktm_rows_gather(n: u32, ns: u32, nfft: u32, order: *const u32, traces: *const f32, out: *mut f32) {
+    let i = global_x();
+    if i < n {
+        let (p, j) = (i / nfft, i % nfft);
+        unsafe {
+            let v = if j < ns { *traces.add(*order.add(p as usize) as usize * ns as usize + j as usize) } else { 0.0 };
+            *out.add(2 * i as usize) = v;
+            *out.add(2 * i as usize + 1) = 0.0;
+        }
+    }
+}
+
+/// The adjoint of the plain layout for modelling (CPU: `ktm::prep::finish_adjoint`): sample `j` of
+/// row `p` is the accumulator `acc[p * (stride + 1) + pad + j]` for `j < ns`, zero up to `nfft`
+/// (complex, im = 0). One thread per (row, sample), `n = rows * nfft`.
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn ktm_adjoint_rows_plain(n: u32, ns: u32, nfft: u32, pad: u32, stride: u32, acc: *const f32,
+    out: *mut f32) {
+    let i = global_x();
+    if i < n {
+        let (p, j) = (i / nfft, i % nfft);
+        unsafe {
+            let v = if j < ns { *acc.add(p as usize * (stride as usize + 1) + (pad + j) as usize) } else { 0.0 };
+            *out.add(2 * i as usize) = v;
+            *out.add(2 * i as usize + 1) = 0.0;
+        }
+    }
+}
+
+/// The adjoint of the anti-aliasing layout (CPU: `ktm::prep::integrate_adjoint`): the `stride + 1`
+/// accumulators in f64, detrended, summed causally then anticausally, cropped to `ns` samples from
+/// `pad` into a complex row of `nfft` (zero padded). One thread per trace (the sums are
+/// sequential); `work` holds `stride + 1` f64 per trace.
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn ktm_adjoint_rows_integrated(ntr: u32, ns: u32, nfft: u32, pad: u32, stride: u32,
+    acc: *const f32, work: *mut f64, out: *mut f32) {
+    let p = global_x();
+    if p >= ntr {
+        return;
+    }
+    let len = stride as usize + 1;
+    unsafe {
+        let a = acc.add(p as usize * len);
+        let c = work.add(p as usize * len);
+        // Detrend first (CPU: `ktm::prep::detrend`, same order of operations).
+        let nf = len as f64;
+        let kmean = (nf - 1.0) / 2.0;
+        let mut sum = 0.0f64;
+        for k in 0..len {
+            sum += *a.add(k) as f64;
+        }
+        let mean = sum / nf;
+        let (mut num, mut den) = (0.0f64, 0.0f64);
+        for k in 0..len {
+            let x = k as f64 - kmean;
+            num += x * *a.add(k) as f64;
+            den += x * x;
+        }
+        let slope = if den > 0.0 { num / den } else { 0.0 };
+        let mut s = 0.0f64;
+        for k in 0..len {
+            s += *a.add(k) as f64 - (mean + slope * (k as f64 - kmean));
+            *c.add(k) = s;
+        }
+        let mut s = 0.0f64;
+        for k in (0..len).rev() {
+            s += *c.add(k);
+            *c.add(k) = s;
+        }
+        let row = out.add(2 * p as usize * nfft as usize);
+        for j in 0..nfft as usize {
+            *row.add(2 * j) = if j < ns as usize { *c.add(pad as usize + j) as f32 } else { 0.0 };
+            *row.add(2 * j + 1) = 0.0;
+        }
+    }
+}
+
+/// Modelled traces out of their rows: `traces[order[p] * ns + j] = re(rows[p * nfft + j])`, the
+/// traces in input order. One thread per (row, sample), `n = rows * ns`.
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn ktm_rows_scatter(n: u32, ns: u32, nfft: u32, order: *const u32, rows: *const f32, traces: *mut f32) {
+    let i = global_x();
+    if i < n {
+        let (p, j) = ((i / ns) as usize, (i % ns) as usize);
+        unsafe {
+            *traces.add(*order.add(p) as usize * ns as usize + j) = *rows.add(2 * (p * nfft as usize + j));
+        }
+    }
+}

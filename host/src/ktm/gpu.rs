@@ -64,7 +64,7 @@ fn columns_k(aa: bool, corr: bool) -> usize {
 
 /// Launches one migration of `consts.ntraces` traces into `consts.ncols` columns.
 #[allow(clippy::too_many_arguments)]
-fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool, consts: KtmConsts, geom: &CudaView<f32>,
+pub(super) fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool, consts: KtmConsts, geom: &CudaView<f32>,
     pairs: &CudaView<f32>, vel: &CudaView<f32>, image: &mut CudaViewMut<f32>) -> anyhow::Result<()> {
     let ncols = consts.ncols;
     let ntau = consts.ntau;
@@ -134,7 +134,7 @@ fn htod(gpu: &Gpu, src: &[f32], dst: &mut CudaSlice<f32>) -> Result<(), GpuError
         .map_err(GpuError::driver(format!("uploading {} floats", src.len())))
 }
 
-fn flat4(g: &[[f32; 4]]) -> &[f32] {
+pub(super) fn flat4(g: &[[f32; 4]]) -> &[f32] {
     // SAFETY: [f32; 4] is four contiguous f32s.
     unsafe { std::slice::from_raw_parts(g.as_ptr() as *const f32, g.len() * 4) }
 }
@@ -360,13 +360,7 @@ pub fn model(gpu: &Arc<Gpu>, plan: &Plan, image: &[f32], limits: &GpuLimits) -> 
     let ncols = plan.grid.ncols();
     let acc_len = plan.stride() + 1;
     let vol = plan.consts.vel_stride != 0;
-    // Traces per block: their accumulators live in shared memory.
-    let smem_max = gpu.info().max_shared_per_block_optin as usize - 1024;
-    let tb = (smem_max / (acc_len * 4 + 16)).min(8);
-    if tb == 0 {
-        bail!("ktm modelling: traces of {} samples do not fit in shared memory ({} KB per block) on this GPU", plan.ns,
-            smem_max >> 10);
-    }
+    let tb = model_block_traces(gpu, plan)?;
     let per_col = ntau * 4 * if vol { 2 } else { 1 };
     let lay = layout(gpu, plan, limits, 16 + acc_len * 4, per_col)?;
     let mut d_geom = gpu.zeros::<f32>(4 * lay.traces_per_chunk)?;
@@ -376,7 +370,6 @@ pub fn model(gpu: &Arc<Gpu>, plan: &Plan, image: &[f32], limits: &GpuLimits) -> 
     if !vol {
         htod(gpu, &plan.vel, &mut d_vel)?;
     }
-    let name = migration_kernel(Variant::ColumnsV1, plan.antialias, plan.corrections, 0.0).replace("mig_columns", "model");
     let mut out = vec![f32::NAN; plan.ntraces() * acc_len];
     for (k, range) in plan.class_ranges.iter().enumerate() {
         let mut t0 = range.start;
@@ -392,14 +385,7 @@ pub fn model(gpu: &Arc<Gpu>, plan: &Plan, image: &[f32], limits: &GpuLimits) -> 
                 }
                 htod(gpu, &image[(k * ncols + col0) * ntau..(k * ncols + col0 + cols) * ntau], &mut d_image)?;
                 let consts = KtmConsts { col0: col0 as u32, ncols: cols as u32, ntraces: n as u32, ..plan.consts };
-                let cols_per_block = 64u32.max(cols.div_ceil(65535) as u32);
-                let cfg = LaunchConfig {
-                    grid_dim: ((n as u32).div_ceil(tb as u32), (cols as u32).div_ceil(cols_per_block), 1),
-                    block_dim: (32, 8, 1),
-                    shared_mem_bytes: (tb * 16 + 16 + tb * acc_len * 4) as u32,
-                };
-                let (c, tb32) = (DevConsts(consts), tb as u32);
-                launch!(gpu, &name, cfg, &c, &d_geom, &d_image, &d_vel, &mut d_out, &tb32, &cols_per_block)?;
+                launch_model(gpu, plan, consts, tb, &d_geom.slice(..), &d_image.slice(..), &d_vel.slice(..), &mut d_out.slice_mut(..))?;
                 col0 += cols;
             }
             gpu.stream()
@@ -410,4 +396,35 @@ pub fn model(gpu: &Arc<Gpu>, plan: &Plan, image: &[f32], limits: &GpuLimits) -> 
     }
     gpu.synchronize()?;
     Ok(out)
+}
+
+/// Traces per block of the modelling kernel (their accumulators live in shared memory).
+pub(super) fn model_block_traces(gpu: &Gpu, plan: &Plan) -> anyhow::Result<usize> {
+    let acc_len = plan.stride() + 1;
+    let smem_max = gpu.info().max_shared_per_block_optin as usize - 1024;
+    let tb = (smem_max / (acc_len * 4 + 16)).min(8);
+    if tb == 0 {
+        bail!("ktm modelling: traces of {} samples do not fit in shared memory ({} KB per block) on this GPU", plan.ns,
+            smem_max >> 10);
+    }
+    Ok(tb)
+}
+
+/// Launches one modelling of `consts.ntraces` traces (`tb` per block, [`model_block_traces`]) from
+/// `consts.ncols` image columns, adding into their `stride + 1` accumulators each.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn launch_model(gpu: &Gpu, plan: &Plan, consts: KtmConsts, tb: usize, geom: &CudaView<f32>, image: &CudaView<f32>,
+    vel: &CudaView<f32>, out: &mut CudaViewMut<f32>) -> anyhow::Result<()> {
+    let name = migration_kernel(Variant::ColumnsV1, plan.antialias, plan.corrections, 0.0).replace("mig_columns", "model");
+    let acc_len = plan.stride() + 1;
+    let (n, cols) = (consts.ntraces, consts.ncols);
+    let cols_per_block = 64u32.max(cols.div_ceil(65535));
+    let cfg = LaunchConfig {
+        grid_dim: (n.div_ceil(tb as u32), cols.div_ceil(cols_per_block), 1),
+        block_dim: (32, 8, 1),
+        shared_mem_bytes: (tb * 16 + 16 + tb * acc_len * 4) as u32,
+    };
+    let (c, tb32) = (DevConsts(consts), tb as u32);
+    launch!(gpu, &name, cfg, &c, geom, image, vel, out, &tb32, &cols_per_block)?;
+    Ok(())
 }

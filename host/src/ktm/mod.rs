@@ -9,6 +9,8 @@
 //! velocity on the image grid, the launch constants) -> [`prep`] (rho filter, anti-alias
 //! integration, the padded pair layout the kernels read) -> [`cpu`] or [`gpu`] migration.
 //! The per-contribution math is `gpu_kernels::ktm`, shared by both.
+//! [`resident`] runs the GPU path on traces and images that already live on the device (another
+//! library's arrays, borrowed for the call), with no copy through host memory.
 
 pub mod cpu;
 #[cfg(feature = "mpi")]
@@ -20,6 +22,7 @@ mod job;
 pub mod output;
 pub mod prep;
 pub mod prep_gpu;
+pub mod resident;
 
 pub use job::{add_image, migrate_item, work_items, DeviceImage, Migration, WORK_ITEMS};
 mod velocity;
