@@ -17,6 +17,7 @@ pub const CAPS: &[(&str, u32)] = &[
     // 56 x 384 threads lets three blocks share an SM (66 registers unconstrained: two); ptxas
     // sm_90 needs no spills at 56 (48: 68 bytes).
     ("srm_step_paperq", 56),
+    ("ktm_mig_static8_bare2", 48),
 ];
 
 /// The cap of `kernel` in [`CAPS`], if it has one.

@@ -13,12 +13,17 @@ use crate::{ktm, nlbf, pstm, srm, velan, wavepacket};
 /// [`Selection`] picks.
 pub type BenchFn = fn(&Backend, BenchSize, &Ceilings, &Selection) -> anyhow::Result<Vec<BenchRow>>;
 
-/// One algorithm of `seisgpu bench`.
+/// One algorithm's strong-scaling workloads at a size (`seisgpu bench --gpus`, [`crate::scale`]).
+pub type ScaleFn = fn(BenchSize) -> anyhow::Result<Vec<crate::scale::Workload>>;
+
+/// One algorithm of `seisgpu bench`: the one place the lab lists it.
 pub struct Algorithm {
     pub name: &'static str,
     pub bench: BenchFn,
     /// Its workloads that `--case` can name, at a size (none: it runs whole or not at all).
     pub cases: fn(BenchSize) -> Vec<String>,
+    /// Its strong-scaling workloads, if it has a multi-device split.
+    pub scale: Option<ScaleFn>,
 }
 
 fn no_cases(_: BenchSize) -> Vec<String> { Vec::new() }
@@ -27,15 +32,19 @@ fn pstm_bench(b: &Backend, s: BenchSize, c: &Ceilings, _: &Selection) -> anyhow:
 fn wavepacket_bench(b: &Backend, s: BenchSize, c: &Ceilings, _: &Selection) -> anyhow::Result<Vec<BenchRow>> { wavepacket::bench(b, s, c) }
 fn srm_bench(b: &Backend, s: BenchSize, c: &Ceilings, sel: &Selection) -> anyhow::Result<Vec<BenchRow>> { srm::bench_with(b, s, c, false, sel) }
 fn velan_bench(b: &Backend, s: BenchSize, c: &Ceilings, _: &Selection) -> anyhow::Result<Vec<BenchRow>> { velan::bench(b, s, c) }
+fn nlbf_scale(s: BenchSize) -> anyhow::Result<Vec<crate::scale::Workload>> { Ok(vec![nlbf::scale_workload(s)?]) }
+fn ktm_scale(s: BenchSize) -> anyhow::Result<Vec<crate::scale::Workload>> { Ok(vec![ktm::scale_workload(s)?]) }
+fn pstm_scale(s: BenchSize) -> anyhow::Result<Vec<crate::scale::Workload>> { Ok(vec![pstm::scale_workload(s)?]) }
+fn srm_scale(s: BenchSize) -> anyhow::Result<Vec<crate::scale::Workload>> { Ok(vec![srm::scale_workload(s)?]) }
 
 /// The algorithms of `seisgpu bench all`, in run order.
 pub const ALGORITHMS: [Algorithm; 6] = [
-    Algorithm { name: "nlbf", bench: nlbf::bench_selected, cases: nlbf_cases },
-    Algorithm { name: "ktm", bench: ktm::bench_selected, cases: ktm::names },
-    Algorithm { name: "pstm", bench: pstm_bench, cases: no_cases },
-    Algorithm { name: "wavepacket", bench: wavepacket_bench, cases: no_cases },
-    Algorithm { name: "srm", bench: srm_bench, cases: no_cases },
-    Algorithm { name: "velan", bench: velan_bench, cases: no_cases },
+    Algorithm { name: "nlbf", bench: nlbf::bench_selected, cases: nlbf_cases, scale: Some(nlbf_scale) },
+    Algorithm { name: "ktm", bench: ktm::bench_selected, cases: ktm::names, scale: Some(ktm_scale) },
+    Algorithm { name: "pstm", bench: pstm_bench, cases: no_cases, scale: Some(pstm_scale) },
+    Algorithm { name: "wavepacket", bench: wavepacket_bench, cases: no_cases, scale: Some(wavepacket::scaling::scale_workloads) },
+    Algorithm { name: "srm", bench: srm_bench, cases: no_cases, scale: Some(srm_scale) },
+    Algorithm { name: "velan", bench: velan_bench, cases: no_cases, scale: None },
 ];
 
 /// The algorithms `what` names: `all`, one algorithm, or `ceilings` (none: the ceilings only).
@@ -46,7 +55,8 @@ pub fn select(what: &str) -> anyhow::Result<Vec<&'static Algorithm>> {
         w => {
             let found: Vec<_> = ALGORITHMS.iter().filter(|a| a.name == w).collect();
             if found.is_empty() {
-                anyhow::bail!("unknown benchmark `{w}` (expected all, nlbf, ktm, pstm, pstm-accuracy, wavepacket, srm, velan or ceilings)");
+                let names: Vec<&str> = ALGORITHMS.iter().map(|a| a.name).collect();
+                anyhow::bail!("unknown benchmark `{w}` (expected all, {}, pstm-accuracy or ceilings)", names.join(", "));
             }
             found
         }

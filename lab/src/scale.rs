@@ -28,7 +28,11 @@ use seisgpu_host::runtime::memory::HostSamples;
 use seisgpu_host::runtime::{phases, timing};
 use seisgpu_host::Backend;
 
-use crate::bench::{rel_l2, BenchRow};
+use std::path::Path;
+
+use crate::bench::{rel_l2, BenchRow, BenchSize};
+use crate::harness::{now_utc, Algorithm};
+use crate::report::Report;
 
 /// Device counts measured out of `available`: 1, 2, 4, 8, ... up to it, and `available` itself.
 pub fn counts(available: usize) -> Vec<usize> {
@@ -286,4 +290,80 @@ mod tests {
         assert_eq!(counts(6), vec![1, 2, 4, 6]);
         assert_eq!(counts(8), vec![1, 2, 4, 8]);
     }
+}
+
+/// `seisgpu bench [what] --gpus N|all`: strong scaling of each selected algorithm's workloads
+/// (those `case` names, comma-separated; all without it) on 1, 2, 4, ... of `devices`, into the
+/// report files in `out` and `scaling.md`. Algorithms without a multi-device split are skipped.
+pub fn run(devices: &[Backend], selected: &[&Algorithm], size: BenchSize, case: Option<&str>, out: &Path) -> Result<()> {
+    let device = match devices[0].gpu() {
+        Some(g) => format!("{} x {}", devices.len(), g.info().name),
+        None => format!("{} CPU work queue(s) (one machine's cores: the rows exercise the split, not a speed-up)", devices.len()),
+    };
+    if devices.len() < 2 {
+        eprintln!("SKIPPED scaling rows beyond 1 device: {} device(s) given (run on nvidia-h200-x2/x4)", devices.len());
+    }
+    let mut report = Report {
+        date: now_utc(),
+        commit: option_env!("SEISGPU_COMMIT").unwrap_or("unknown").to_string(),
+        device,
+        cpu_threads: seisgpu_host::rayon_threads(),
+        ptx_arch: seisgpu_host::runtime::PTX_ARCH.to_string(),
+        ceilings: None,
+        rows: Vec::new(),
+        failures: Vec::new(),
+    };
+    let mut targets = Vec::new();
+    let mut known = Vec::new();
+    for a in selected {
+        let (name, Some(workloads)) = (a.name, a.scale) else {
+            eprintln!("SKIPPED scale-{}: no multi-device split", a.name);
+            continue;
+        };
+        let t = std::time::Instant::now();
+        let rows = workloads(size).map(|w| {
+            known.extend(w.iter().map(|w| w.name.clone()));
+            scale_cases(w, case)
+        }).and_then(|w| {
+            targets.extend(self::targets(&w));
+            bench(w, devices)
+        });
+        match rows {
+            Ok(rows) => {
+                eprintln!("scale-{name}: {} rows in {:.1} s", rows.len(), t.elapsed().as_secs_f64());
+                report.rows.extend(rows);
+            }
+            Err(e) => {
+                eprintln!("scale-{name}: FAILED: {e:#}");
+                report.failures.push((format!("scale-{name}"), format!("{e:#}")));
+            }
+        }
+        report.write(out)?;
+    }
+    if let Some(case) = case {
+        anyhow::ensure!(!report.rows.is_empty() || !report.failures.is_empty(),
+            "--case {case}: no scaling workload of that name; known at this --size: {}", known.join(", "));
+    }
+    let files = report.write(out)?;
+    println!("{}", report.markdown());
+    let table = summary(&report.rows, &targets);
+    println!("\nStrong scaling ({}):\n\n{table}", report.device);
+    let summary_file = out.join("scaling.md");
+    std::fs::write(&summary_file, format!("# Strong scaling\n\n{} ({}), commit {}\n\n{table}", report.device, report.date, report.commit))
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", summary_file.display()))?;
+    for f in files.iter().chain([&summary_file]) {
+        eprintln!("wrote {}", f.display());
+    }
+    if !report.failures.is_empty() {
+        anyhow::bail!("{} scaling benchmark(s) failed: {}", report.failures.len(),
+            report.failures.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(", "));
+    }
+    Ok(())
+}
+
+/// The scaling workloads named in `case` (comma-separated; all without it).
+fn scale_cases(workloads: Vec<Workload>, case: Option<&str>) -> Vec<Workload> {
+    let Some(case) = case else { return workloads };
+    let names: Vec<&str> = case.split(',').map(str::trim).collect();
+    workloads.into_iter().filter(|w| names.contains(&w.name.as_str())).collect()
 }

@@ -43,6 +43,16 @@ special_register! {
     grid_dim_z => _grid_dim_z, 1;
 }
 
+/// `v` as a divisor that is never zero, so that `x / nonzero(v)` and `x % nonzero(v)` compile
+/// without Rust's division-by-zero check, a call into the panic path that would trap and kill the
+/// context. A zero (which the host's validation never launches with) divides by one instead.
+#[inline(always)]
+pub fn nonzero(v: u32) -> core::num::NonZeroU32 { core::num::NonZeroU32::new(v).unwrap_or(core::num::NonZeroU32::MIN) }
+
+/// `a / d` rounded up, for a divisor that cannot be zero ([`nonzero`]).
+#[inline(always)]
+pub fn div_ceil_nz(a: u32, d: core::num::NonZeroU32) -> u32 { a / d + (a % d != 0) as u32 }
+
 /// Global x index of this thread in a 1D launch (`blockIdx.x * blockDim.x + threadIdx.x`).
 #[inline(always)]
 pub fn global_x() -> u32 { block_idx_x() * block_dim_x() + thread_idx_x() }

@@ -47,7 +47,8 @@ unsafe fn aa_nc(p: *const [f32; 2], len: u32, s: f32, m: f32) -> f32 {
 #[inline(always)]
 pub(super) fn column_xy(c: &KtmConsts, col_l: u32) -> (f32, f32) {
     let col = c.col0 + col_l;
-    ((col / c.ny) as f32 * c.dx, (col % c.ny) as f32 * c.dy)
+    let ny = nonzero(c.ny);
+    ((col / ny) as f32 * c.dx, (col % ny) as f32 * c.dy)
 }
 
 /// Sample geometry of launch column `col_l`, image time `it` (clamped into the column).
@@ -169,7 +170,7 @@ unsafe fn mig_columns<const K: usize, const AA: bool, const CORR: bool>(c: &KtmC
         q[k] = unsafe { sample_at(c, vel, col_l, it0 + 32 * k as u32) };
     });
     let coords = dynamic_shared::<[f32; 4]>();
-    let seg = c.ntraces.div_ceil(grid_dim_z());
+    let seg = div_ceil_nz(c.ntraces, nonzero(grid_dim_z()));
     let mut base = block_idx_z() * seg;
     let end = min_u32(base + seg, c.ntraces);
     while base < end {
@@ -244,7 +245,7 @@ unsafe fn mig_columns2<const K: usize, const FAST: bool>(c: &KtmConsts, geom: *c
     // FAST reads at t + s_off with s_off in the magic; otherwise at s = t + s_off as the CPU rounds it.
     let magic_off = if FAST { FLOOR_MAGIC + c.s_off } else { FLOOR_MAGIC };
     let coords = dynamic_shared::<[f32; 4]>();
-    let seg = c.ntraces.div_ceil(grid_dim_z());
+    let seg = div_ceil_nz(c.ntraces, nonzero(grid_dim_z()));
     let mut base = block_idx_z() * seg;
     let end = min_u32(base + seg, c.ntraces);
     let stride = c.stride as usize;

@@ -15,7 +15,7 @@ use crate::device::*;
 pub unsafe extern "ptx-kernel" fn ktm_rho_multiply(n: u32, nfft: u32, h: *const f32, data: *mut f32) {
     let i = global_x();
     if i < n {
-        let k = (i % nfft) as usize;
+        let k = (i % nonzero(nfft)) as usize;
         let i = i as usize;
         unsafe {
             let (hr, hi) = (*h.add(2 * k), *h.add(2 * k + 1));
@@ -41,6 +41,7 @@ pub unsafe extern "ptx-kernel" fn ktm_pairs_plain(n: u32, ns: u32, nfft: u32, pa
     out: *mut f32) {
     let i = global_x();
     if i < n {
+        let stride = nonzero(stride);
         let (p, k) = (i / stride, (i % stride) as i64);
         unsafe {
             let a = sample(data, p, nfft, ns, k - pad as i64);

@@ -163,7 +163,15 @@ impl Gpu {
     /// Looks the kernel up and validates the launch shape against the device's limits, raising
     /// the kernel's dynamic shared-memory limit when it asks for more than the 48 KiB default.
     pub fn prepare_launch(&self, kernel: &str, cfg: &LaunchConfig) -> GpuResult<CudaFunction> {
-        let func = self.function(kernel)?;
+        // A kernel with a cap in the table runs as its capped copy (the sm_90 module's are capped
+        // at build time).
+        let func = match gpu_kernels::registers::cap(kernel) {
+            Some(cap) if !kernel.starts_with("sm90_") => {
+                self.function(kernel)?; // present in the main module (else the list of known kernels)
+                super::ptx::capped_function(self, kernel, cap)?
+            }
+            _ => self.function(kernel)?,
+        };
         let (bx, by, bz) = cfg.block_dim;
         let threads = bx as u64 * by as u64 * bz as u64;
         let info = self.info();

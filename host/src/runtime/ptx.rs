@@ -60,6 +60,18 @@ static MODULES: OnceLock<Mutex<HashMap<ModuleKey, Arc<CudaModule>>>> = OnceLock:
 pub fn capped_kernel(gpu: &Gpu, name: &str, max_regs: u32, cfg: &LaunchConfig) -> GpuResult<CudaFunction> {
     // Validates the launch shape against the device (and the kernel's presence in the main module).
     gpu.prepare_launch(name, cfg)?;
+    let func = capped_function(gpu, name, max_regs)?;
+    if cfg.shared_mem_bytes > 48 * 1024 {
+        func.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cfg.shared_mem_bytes as i32)
+            .map_err(GpuError::driver(format!("raising the shared-memory limit of `{name}` (capped copy)")))?;
+    }
+    Ok(func)
+}
+
+/// Kernel `name` of the embedded PTX capped at `max_regs` registers, its module JIT-compiled once
+/// per context. [`Gpu::prepare_launch`] takes this copy for every kernel listed in
+/// `gpu_kernels::registers::CAPS`, so a cap declared there applies to every launch.
+pub(crate) fn capped_function(gpu: &Gpu, name: &str, max_regs: u32) -> GpuResult<CudaFunction> {
     let key = (gpu.context().cu_ctx() as usize, name.to_string(), max_regs);
     let module = {
         let mut cache = MODULES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
@@ -74,10 +86,5 @@ pub fn capped_kernel(gpu: &Gpu, name: &str, max_regs: u32, cfg: &LaunchConfig) -
             }
         }
     };
-    let func = module.load_function(name).map_err(GpuError::driver(format!("loading the register-capped copy of `{name}`")))?;
-    if cfg.shared_mem_bytes > 48 * 1024 {
-        func.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cfg.shared_mem_bytes as i32)
-            .map_err(GpuError::driver(format!("raising the shared-memory limit of `{name}` (capped copy)")))?;
-    }
-    Ok(func)
+    module.load_function(name).map_err(GpuError::driver(format!("loading the register-capped copy of `{name}`")))
 }
