@@ -63,8 +63,12 @@ def test_nlbf_on_gpu(gpu):
               a="-6e-4:4e-5:6e-4", b=(-3e-4, 6e-5, 3e-4), c=0, d=0, e=0)
     cpu = nlbf.enhance(data, 0.004, **kw, device="cpu")
     on_gpu = nlbf.enhance(data, 0.004, **kw, device="gpu")
-    close(on_gpu.S, cpu.S, 1e-3)
-    close(on_gpu.enhanced, cpu.enhanced, 1e-3)
+    # The search picks the largest semblance; where two trial operators tie to float rounding, the
+    # GPU and the CPU may pick either (the Rust tests' agreement rule: at least 99.9 % of the picks
+    # identical). A differing pick changes that sample's S and enhanced value, nothing else.
+    for got, want in ((on_gpu.S, cpu.S), (on_gpu.enhanced, cpu.enhanced)):
+        off = np.abs(got - want) > 1e-3 * np.abs(want).max()
+        assert off.mean() <= 1e-3, f"{off.sum()} of {off.size} samples differ beyond 1e-3"
 
 
 def test_several_gpus(gpu):

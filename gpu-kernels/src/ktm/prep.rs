@@ -111,7 +111,7 @@ pub unsafe extern "ptx-kernel" fn ktm_pairs_integrated(ntr: u32, ns: u32, nfft: 
 pub unsafe extern "ptx-kernel" fn ktm_rows_gather(n: u32, ns: u32, nfft: u32, order: *const u32, traces: *const f32, out: *mut f32) {
     let i = global_x();
     if i < n {
-        let (p, j) = (i / nfft, i % nfft);
+        let (p, j) = (i / nonzero(nfft), i % nonzero(nfft));
         unsafe {
             let v = if j < ns { *traces.add(*order.add(p as usize) as usize * ns as usize + j as usize) } else { 0.0 };
             *out.add(2 * i as usize) = v;
@@ -129,7 +129,7 @@ pub unsafe extern "ptx-kernel" fn ktm_adjoint_rows_plain(n: u32, ns: u32, nfft: 
     out: *mut f32) {
     let i = global_x();
     if i < n {
-        let (p, j) = (i / nfft, i % nfft);
+        let (p, j) = (i / nonzero(nfft), i % nonzero(nfft));
         unsafe {
             let v = if j < ns { *acc.add(p as usize * (stride as usize + 1) + (pad + j) as usize) } else { 0.0 };
             *out.add(2 * i as usize) = v;
@@ -194,7 +194,7 @@ pub unsafe extern "ptx-kernel" fn ktm_adjoint_rows_integrated(ntr: u32, ns: u32,
 pub unsafe extern "ptx-kernel" fn ktm_rows_scatter(n: u32, ns: u32, nfft: u32, order: *const u32, rows: *const f32, traces: *mut f32) {
     let i = global_x();
     if i < n {
-        let (p, j) = ((i / ns) as usize, (i % ns) as usize);
+        let (p, j) = ((i / nonzero(ns)) as usize, (i % nonzero(ns)) as usize);
         unsafe {
             *traces.add(*order.add(p) as usize * ns as usize + j) = *rows.add(2 * (p * nfft as usize + j));
         }

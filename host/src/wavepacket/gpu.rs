@@ -255,6 +255,9 @@ impl GpuEngine {
         self.rebuild_separable()
     }
 
+    /// The separable x1 pass's slabs per cube ([`GpuEngine::set_x1_slabs`]).
+    pub fn x1_slabs(&self) -> usize { self.x1_slabs }
+
     /// Runs the separable x1 pass in `slabs` slabs per cube from now on ([`X1_SLABS`]: 1, the
     /// whole cube). The coefficients and volumes are the same bit for bit; only the overlap of a
     /// job's first upload and last download with the transform changes, at some device time.
@@ -405,6 +408,9 @@ mod tests {
         // x1 pass: by default the whole cube (whole x2 slabs: 48 planes cover 45); else multiples of
         // the x2 slab, as many slabs as asked where the x2 slabs allow.
         assert_eq!(X1_SLABS, 1);
+        // Two cubes per device or fewer: by slabs; more: whole (480^3 is 8 cubes of 256).
+        assert_eq!((x1_slabs_for(8, 4), x1_slabs_for(8, 2), x1_slabs_for(8, 1), x1_slabs_for(32, 4)), (X1_SLABS_FEW, X1_SLABS, X1_SLABS, X1_SLABS));
+        assert_eq!((x1_slabs_for(1, 1), x1_slabs_for(0, 0)), (X1_SLABS_FEW, X1_SLABS_FEW));
         assert!(x1_planes(45, 6, X1_SLABS) >= 45 && x1_planes(45, 6, X1_SLABS) % 6 == 0);
         assert_eq!(slabs(45, x1_planes(45, 6, X1_SLABS)).count(), 1);
         assert_eq!(x1_planes(45, 6, 3), 18);

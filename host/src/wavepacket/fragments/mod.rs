@@ -61,7 +61,7 @@ impl Fragmented {
                 }
             }
         }
-        Ok(Fragmented { tiling, frame, pools: engines.iter().map(|_| CubePool::default()).collect(), engines })
+        Self::assemble(tiling, frame, engines)
     }
 
     /// Engines on the given backends, one each (`--gpus N|all`; `--device cpu --gpus N` gives N CPU
@@ -70,6 +70,20 @@ impl Fragmented {
         ensure!(!backends.is_empty(), "no device for the wave-packet cubes");
         let frame = Arc::new(Frame::new(tiling.cube, params)?);
         let engines = backends.iter().map(|b| Engine::new(b, frame.clone()).map(Mutex::new)).collect::<Result<Vec<_>>>()?;
+        Self::assemble(tiling, frame, engines)
+    }
+
+    /// The job over `engines`, the GPU engines' x1 pass sliced for the cubes each will take
+    /// ([`crate::wavepacket::gpu::x1_slabs_for`]: the results are the same bit for bit).
+    fn assemble(tiling: Tiling, frame: Arc<Frame>, mut engines: Vec<Mutex<Engine>>) -> Result<Fragmented> {
+        let slabs = crate::wavepacket::gpu::x1_slabs_for(tiling.count(), engines.len());
+        for e in &mut engines {
+            if let Engine::Gpu(g) = e.get_mut().map_err(|_| anyhow::anyhow!("a cube engine panicked"))? {
+                if g.x1_slabs() != slabs {
+                    g.set_x1_slabs(slabs)?;
+                }
+            }
+        }
         Ok(Fragmented { tiling, frame, pools: engines.iter().map(|_| CubePool::default()).collect(), engines })
     }
 

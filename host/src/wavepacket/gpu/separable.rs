@@ -62,13 +62,26 @@ pub(crate) fn lines_x1(m: u32, x0s: &std::ops::Range<usize>) -> Lines {
 /// docs/notes/scale.md, wave packets step 4).
 pub const SLABS: usize = 8;
 
-/// Slabs of the separable x1 pass per cube by default: one, the whole cube
-/// ([`GpuEngine::set_x1_slabs`]). The x1 pass by slabs lets the first cube's upload and the last
-/// box's download overlap two passes instead of one, but costs ~0.3 ms a 256^3 cube on one GPU
-/// (smaller batched FFTs, a fifth more time in `adjoint-x1`, measured on 2 x H200). On 4 x H200:
-/// 480^3 3.78x, 3.85x and 3.87x with 8 slabs against 3.61x and 3.70x with 1; 928 x 928 x 480
-/// 3.84-3.94x either way. The default awaits a 4-GPU re-measurement (docs/notes/wavepacket.md).
+/// Slabs of the separable x1 pass per cube for an engine made on its own: one, the whole cube
+/// ([`GpuEngine::set_x1_slabs`]; a job of several cubes picks with [`x1_slabs_for`]).
 pub const X1_SLABS: usize = 1;
+
+/// Slabs of the x1 pass where each device takes at most [`FEW_CUBES`] cubes of a job.
+pub const X1_SLABS_FEW: usize = 8;
+
+/// Cubes per device up to which [`X1_SLABS_FEW`] pays.
+pub const FEW_CUBES: usize = 2;
+
+/// The x1 pass's slab count for a job of `cubes` cubes on `devices` devices. By slabs, the first
+/// cube's upload and the last box's download overlap two passes instead of one, which matters
+/// where a device has few cubes; each cube then costs a little more (smaller batched FFTs).
+/// Measured on 4 x H200 (`seisgpu --gpus all bench wavepacket --size paper`, two runs each, ms):
+/// 480^3 (8 cubes) on 4 GPUs, 2 cubes each: 35.4-35.5 whole, 33.9-34.5 with 8 slabs (3.64x ->
+/// 3.80-3.86x); on 2 GPUs (4 each) 65.7 against 65.9, on 1 GPU (8) 129.4 against 130.8;
+/// 928 x 928 x 480 (32 cubes): 514.2 against 521.0 on 1 GPU, 132.8 against 132.2-132.6 on 4 (8 each).
+pub fn x1_slabs_for(cubes: usize, devices: usize) -> usize {
+    if cubes <= FEW_CUBES * devices.max(1) { X1_SLABS_FEW } else { X1_SLABS }
+}
 
 /// x0 planes per slab for a cube of side `n` in `slabs` slabs: `n / slabs` rounded up.
 pub(super) fn slab_planes(n: usize, slabs: usize) -> usize { n.div_ceil(slabs.clamp(1, n.max(1))).max(1) }
