@@ -300,6 +300,10 @@ pub fn run(devices: &[Backend], selected: &[&Algorithm], size: BenchSize, case: 
         Some(g) => format!("{} x {}", devices.len(), g.info().name),
         None => format!("{} CPU work queue(s) (one machine's cores: the rows exercise the split, not a speed-up)", devices.len()),
     };
+    let scalable: Vec<&str> = crate::harness::ALGORITHMS.iter().filter(|a| a.scale.is_some()).map(|a| a.name).collect();
+    ensure!(selected.iter().any(|a| a.scale.is_some()),
+        "--gpus: {} has no multi-device split to scale (scaling workloads: {})",
+        selected.iter().map(|a| a.name).collect::<Vec<_>>().join(", "), scalable.join(", "));
     if devices.len() < 2 {
         eprintln!("SKIPPED scaling rows beyond 1 device: {} device(s) given (run on nvidia-h200-x2/x4)", devices.len());
     }
