@@ -105,15 +105,18 @@ unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR
                 }
             });
             sync_warp();
+            // The batch's traces one stride apart: a 64-bit add per trace instead of a multiply
+            // and the pointer's reload. The bare kernel's pointer is pre-offset so that the
+            // magic-number bits index it directly (wrapping: only the sum is used).
+            let magic_off = if CORR { 0 } else { FLOOR_MAGIC_BITS as usize };
+            let mut next = data.wrapping_add((base + j) as usize * stride).wrapping_sub(magic_off);
             for bb in 0..nb {
-                let t = (base + j + bb) as usize;
-                let pairs = unsafe { data.add(t * stride) };
+                let (pairs, pairs_m) = (next, next);
+                next = next.wrapping_add(stride);
                 let pgr = if CORR { pair_geom(x, y, unsafe { *coords.add((j + bb) as usize) }) } else { pg };
                 if CORR && c.flags & APERTURE != 0 && pgr.dm >= c.ap_dist {
                     continue; // outside the distance aperture at every time (uniform in the warp)
                 }
-                // Pre-offset so that the magic-number bits index it directly (wrapping: only the sum is used).
-                let pairs_m = pairs.wrapping_sub(FLOOR_MAGIC_BITS as usize);
                 let r_off = (bb * 4 * qs + quarter * qs) as usize;
                 // One sample: row k's step (base, slope) and AA length step (mb, msl).
                 let mut sample = |k: usize, sb: f32, sl: f32, mb: f32, msl: f32| {
