@@ -1,6 +1,6 @@
 //! `seisgpu`: one command, one job per subcommand, every parameter documented with its units.
 
-use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser};
 
 mod cli;
 
@@ -14,38 +14,9 @@ struct Cli {
     #[command(flatten)]
     global: cli::Global,
     #[command(subcommand)]
-    command: Command,
+    command: cli::Command,
 }
 
-#[derive(Subcommand)]
-enum Command {
-    /// GPU and CPU found, PTX architecture, device limits.
-    Info(cli::info::Args),
-    /// Write built-in synthetic data as SEG-Y (gathers, cubes), and velocity models (SEG-Y, text, .npy).
-    Synth(cli::synth::Args),
-    /// PNG of any output: SEG-Y/SU gathers and sections, .npy sections, volume slices and 4-D images (density with colour bar, or wiggle).
-    Plot(cli::plot::Args),
-    /// Nonlinear beamforming: 2+2+1 semblance search (estimate) and enhancement (enhance).
-    Nlbf(cli::nlbf::Args),
-    /// NMO correction with a stretch mute.
-    Nmo(cli::nlbf::NmoArgs),
-    /// Velocity analysis: semblance panels of CMP gathers, automatic v_rms picks, NMO with them.
-    Velan(cli::velan::Args),
-    /// Kirchhoff prestack time migration (and its adjoint, modelling).
-    Ktm(cli::ktm::Args),
-    /// PSTM with interpolated traveltimes (exact, static8, dynamic; DSR or VTI), paper 5's engine.
-    Pstm(cli::pstm::Args),
-    /// 3D wave-packet transform: forward, inverse, denoise, compress, interpolate.
-    Wavepacket(cli::wavepacket::Args),
-    /// Shot-record depth migration with Chebyshev wavefield extrapolation.
-    Srm(cli::srm::Args),
-    /// Extrapolate one frequency plane or an impulse response with the Chebyshev operator.
-    Extrapolate(cli::srm::ExtrapolateArgs),
-    /// Benchmarks: GPU against the CPU reference, with the device's ceilings.
-    Bench(cli::bench::Args),
-    /// The main job: all five algorithms on built-in synthetic data, one table, PNG images.
-    Demo(cli::demo::Args),
-}
 
 /// The command line with negative numbers accepted as option values on every subcommand (clap
 /// keeps this setting per command), so `--velocity -2000` reaches the parameter checks and gets
@@ -58,7 +29,7 @@ fn command() -> clap::Command {
 fn main() {
     let cli = Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit());
     seisgpu_host::backend::init_threads(cli.global.threads);
-    seisgpu_host::progress::enable(cli.library_progress());
+    seisgpu_host::progress::enable(cli.command.subcommand().library_progress());
     // Under mpirun (or with --mpi) this process is one rank of a job; the universe lives until
     // the end of main (dropping it finalises MPI, also after an error).
     #[cfg(feature = "mpi")]
@@ -70,7 +41,7 @@ fn main() {
         }
     };
     #[cfg(feature = "mpi")]
-    if let Err(e) = cli::mpi::check_distributed(&cli.command_name()) {
+    if let Err(e) = cli::mpi::check_distributed(&cli.command.subcommand().path()) {
         // The same verdict on every rank: said once, every rank exits.
         if seisgpu_host::exec::mpi::Cluster::world().is_some_and(|c| c.is_root()) {
             eprintln!("error: {e:#}");
@@ -78,21 +49,7 @@ fn main() {
         drop(universe);
         std::process::exit(1);
     }
-    let result = match &cli.command {
-        Command::Info(a) => cli::info::run(a, &cli.global),
-        Command::Synth(a) => cli::synth::run(a, &cli.global),
-        Command::Plot(a) => cli::plot::run(a, &cli.global),
-        Command::Nlbf(a) => cli::nlbf::run(a, &cli.global),
-        Command::Nmo(a) => cli::nlbf::run_nmo(a, &cli.global),
-        Command::Velan(a) => cli::velan::run(a, &cli.global),
-        Command::Ktm(a) => cli::ktm::run(a, &cli.global),
-        Command::Pstm(a) => cli::pstm::run(a, &cli.global),
-        Command::Wavepacket(a) => cli::wavepacket::run(a, &cli.global),
-        Command::Srm(a) => cli::srm::run(a, &cli.global),
-        Command::Extrapolate(a) => cli::srm::run_extrapolate(a, &cli.global),
-        Command::Bench(a) => cli::bench::run(a, &cli.global),
-        Command::Demo(a) => cli::demo::run(a, &cli.global),
-    };
+    let result = cli.command.subcommand().run(&cli.global);
     if let Err(e) = result {
         #[cfg(feature = "mpi")]
         {
@@ -102,55 +59,6 @@ fn main() {
         #[cfg(not(feature = "mpi"))]
         eprintln!("error: {e:#}");
         std::process::exit(1);
-    }
-}
-
-impl Cli {
-    /// Whether the library's progress bars show: on for the processing commands, off for the
-    /// benchmarks and demos (they draw their own bar over their many runs).
-    fn library_progress(&self) -> bool {
-        !matches!(&self.command, Command::Bench(_) | Command::Demo(_) | Command::Info(_))
-            && !matches!(&self.command, Command::Ktm(a) if matches!(a.cmd, cli::ktm::Cmd::Bench(_) | cli::ktm::Cmd::Demo(_)))
-            && !matches!(&self.command, Command::Pstm(a) if !matches!(a.command, cli::pstm::Command::Migrate(_)))
-            && !matches!(&self.command, Command::Srm(a) if matches!(a.command, Some(cli::srm::SrmCommand::Bench(_))))
-    }
-
-    /// The subcommand path, e.g. `ktm migrate` (which ones run distributed under MPI).
-    #[cfg(feature = "mpi")]
-    fn command_name(&self) -> String {
-        match &self.command {
-            Command::Ktm(a) => match a.cmd {
-                cli::ktm::Cmd::Migrate(_) => "ktm migrate",
-                _ => "ktm",
-            },
-            Command::Srm(a) if a.command.is_none() => "srm",
-            Command::Pstm(a) => match a.command {
-                cli::pstm::Command::Migrate(_) => "pstm migrate",
-                _ => "pstm",
-            },
-            Command::Srm(_) => "srm design/bench",
-            Command::Info(_) => "info",
-            Command::Synth(_) => "synth",
-            Command::Plot(_) => "plot",
-            Command::Nlbf(a) => match a.command {
-                cli::nlbf::NlbfCommand::Estimate(_) => "nlbf estimate",
-                cli::nlbf::NlbfCommand::Enhance(_) => "nlbf enhance",
-            },
-            Command::Nmo(_) => "nmo",
-            Command::Velan(_) => "velan",
-            Command::Wavepacket(a) => match a.command {
-                cli::wavepacket::Command::Forward { .. } => "wavepacket forward",
-                cli::wavepacket::Command::Inverse { .. } => "wavepacket inverse",
-                cli::wavepacket::Command::Denoise { .. } => "wavepacket denoise",
-                cli::wavepacket::Command::Compress { .. } => "wavepacket compress",
-                cli::wavepacket::Command::Interpolate { .. } => "wavepacket interpolate",
-                _ => "wavepacket",
-            },
-            Command::Extrapolate(_) => "extrapolate",
-            Command::Bench(_) => "bench",
-            Command::Demo(_) => "demo",
-        }
-        .to_string()
     }
 }
 

@@ -54,3 +54,9 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     let (selected, sel) = harness::narrow(selected, args.size, args.case.as_deref(), args.kernels.as_deref())?;
     harness::run(&global.backend()?, &selected, &sel, args.size, &args.out)
 }
+
+impl super::Subcommand for Args {
+    fn run(&self, global: &super::Global) -> anyhow::Result<()> { run(self, global) }
+    fn library_progress(&self) -> bool { false }
+    fn path(&self) -> String { "bench".to_string() }
+}

@@ -21,3 +21,9 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     let backend = global.backend()?;
     seisgpu_lab::demo::run(&backend, &args.out, args.size)
 }
+
+impl super::Subcommand for Args {
+    fn run(&self, global: &super::Global) -> anyhow::Result<()> { run(self, global) }
+    fn library_progress(&self) -> bool { false }
+    fn path(&self) -> String { "demo".to_string() }
+}

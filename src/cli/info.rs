@@ -27,3 +27,9 @@ pub fn run(_args: &Args, _global: &Global) -> anyhow::Result<()> {
 }
 
 fn rayon_threads() -> usize { seisgpu_host::rayon_threads() }
+
+impl super::Subcommand for Args {
+    fn run(&self, global: &super::Global) -> anyhow::Result<()> { run(self, global) }
+    fn library_progress(&self) -> bool { false }
+    fn path(&self) -> String { "info".to_string() }
+}

@@ -498,3 +498,8 @@ fn run_model(a: &ModelArgs, global: &Global) -> anyhow::Result<()> {
     Ok(())
 }
 
+impl super::Subcommand for Args {
+    fn run(&self, global: &super::Global) -> anyhow::Result<()> { run(self, global) }
+    fn library_progress(&self) -> bool { !matches!(self.cmd, Cmd::Bench(_) | Cmd::Demo(_)) }
+    fn path(&self) -> String { match self.cmd { Cmd::Migrate(_) => "ktm migrate", _ => "ktm" }.to_string() }
+}

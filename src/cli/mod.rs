@@ -18,6 +18,57 @@ pub mod wavepacket;
 use seisgpu_host::exec::GpuCount;
 use seisgpu_host::{Backend, DeviceChoice};
 
+/// A subcommand (`Args` of its file): what it runs, whether the library's progress bars show, and
+/// its path (MPI runs the distributed ones).
+pub trait Subcommand {
+    fn run(&self, global: &Global) -> anyhow::Result<()>;
+    /// Off for benchmarks and demos: they draw their own bar over their many runs.
+    fn library_progress(&self) -> bool { true }
+    /// The subcommand path, e.g. `ktm migrate`.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    fn path(&self) -> String;
+}
+
+/// The subcommands, in `seisgpu --help` order: one line each (its help, its variant, its `Args`).
+macro_rules! commands {
+    ($($(#[$doc:meta])* $variant:ident($args:ty),)*) => {
+        #[derive(clap::Subcommand)]
+        pub enum Command { $($(#[$doc])* $variant($args),)* }
+        impl Command {
+            pub fn subcommand(&self) -> &dyn Subcommand { match self { $(Command::$variant(a) => a,)* } }
+        }
+    };
+}
+
+commands! {
+    /// GPU and CPU found, PTX architecture, device limits.
+    Info(info::Args),
+    /// Write built-in synthetic data as SEG-Y (gathers, cubes), and velocity models (SEG-Y, text, .npy).
+    Synth(synth::Args),
+    /// PNG of any output: SEG-Y/SU gathers and sections, .npy sections, volume slices and 4-D images (density with colour bar, or wiggle).
+    Plot(plot::Args),
+    /// Nonlinear beamforming: 2+2+1 semblance search (estimate) and enhancement (enhance).
+    Nlbf(nlbf::Args),
+    /// NMO correction with a stretch mute.
+    Nmo(nlbf::NmoArgs),
+    /// Velocity analysis: semblance panels of CMP gathers, automatic v_rms picks, NMO with them.
+    Velan(velan::Args),
+    /// Kirchhoff prestack time migration (and its adjoint, modelling).
+    Ktm(ktm::Args),
+    /// PSTM with interpolated traveltimes (exact, static8, dynamic; DSR or VTI), paper 5's engine.
+    Pstm(pstm::Args),
+    /// 3D wave-packet transform: forward, inverse, denoise, compress, interpolate.
+    Wavepacket(wavepacket::Args),
+    /// Shot-record depth migration with Chebyshev wavefield extrapolation.
+    Srm(srm::Args),
+    /// Extrapolate one frequency plane or an impulse response with the Chebyshev operator.
+    Extrapolate(srm::ExtrapolateArgs),
+    /// Benchmarks: GPU against the CPU reference, with the device's ceilings.
+    Bench(bench::Args),
+    /// The main job: all five algorithms on built-in synthetic data, one table, PNG images.
+    Demo(demo::Args),
+}
+
 /// Options every subcommand takes.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Global {

@@ -514,3 +514,13 @@ pub fn run_nmo(args: &NmoArgs, global: &Global) -> anyhow::Result<()> {
         100.0 * muted as f64 / out.data.len().max(1) as f64, args.out.display());
     Ok(())
 }
+
+impl super::Subcommand for Args {
+    fn run(&self, global: &super::Global) -> anyhow::Result<()> { run(self, global) }
+    fn path(&self) -> String { match self.command { NlbfCommand::Estimate(_) => "nlbf estimate", NlbfCommand::Enhance(_) => "nlbf enhance" }.to_string() }
+}
+
+impl super::Subcommand for NmoArgs {
+    fn run(&self, global: &super::Global) -> anyhow::Result<()> { run_nmo(self, global) }
+    fn path(&self) -> String { "nmo".to_string() }
+}

@@ -127,3 +127,8 @@ pub fn run(args: &Args, _global: &Global) -> anyhow::Result<()> {
     eprintln!("seisgpu plot: wrote {} ({}; {} traces x {} samples, {:?})", args.out.display(), panel.what, panel.n_traces, panel.n_samples, args.style);
     Ok(())
 }
+
+impl super::Subcommand for Args {
+    fn run(&self, global: &super::Global) -> anyhow::Result<()> { run(self, global) }
+    fn path(&self) -> String { "plot".to_string() }
+}

@@ -374,3 +374,9 @@ fn grid_image<'a>(img: &PstmImage, p: &PstmParams, grid: &'a Grid, data: &'a [f3
         npy_shape: vec![img.nx, img.ny, img.noff, img.nz],
     }
 }
+
+impl super::Subcommand for Args {
+    fn run(&self, global: &super::Global) -> anyhow::Result<()> { run(self, global) }
+    fn library_progress(&self) -> bool { matches!(self.command, Command::Migrate(_)) }
+    fn path(&self) -> String { match self.command { Command::Migrate(_) => "pstm migrate", _ => "pstm" }.to_string() }
+}

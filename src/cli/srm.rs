@@ -585,3 +585,13 @@ pub fn run_extrapolate(a: &ExtrapolateArgs, _global: &Global) -> anyhow::Result<
     Ok(())
 }
 
+impl super::Subcommand for Args {
+    fn run(&self, global: &super::Global) -> anyhow::Result<()> { run(self, global) }
+    fn library_progress(&self) -> bool { !matches!(self.command, Some(SrmCommand::Bench(_))) }
+    fn path(&self) -> String { if self.command.is_none() { "srm" } else { "srm design/bench" }.to_string() }
+}
+
+impl super::Subcommand for ExtrapolateArgs {
+    fn run(&self, global: &super::Global) -> anyhow::Result<()> { run_extrapolate(self, global) }
+    fn path(&self) -> String { "extrapolate".to_string() }
+}

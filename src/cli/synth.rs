@@ -181,3 +181,8 @@ fn velocity_model(args: &Args, p: &Params) -> anyhow::Result<()> {
     eprintln!("seisgpu synth: wrote {} ({form}: {cmps} CMP(s), {} samples at {} ms)", args.out.display(), p.ns, p.dt * 1e3);
     Ok(())
 }
+
+impl super::Subcommand for Args {
+    fn run(&self, global: &super::Global) -> anyhow::Result<()> { run(self, global) }
+    fn path(&self) -> String { "synth".to_string() }
+}

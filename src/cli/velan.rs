@@ -220,3 +220,8 @@ fn plot_panel(path: &Path, g: &Gathers, panels: &Panels, scan: &Scan, i: usize, 
     let look = Look { colormap: Some(Colormap::Seismic), ..Default::default() };
     render_png(path, &data, nv, ns, &title, &axes, &look)
 }
+
+impl super::Subcommand for Args {
+    fn run(&self, global: &super::Global) -> anyhow::Result<()> { run(self, global) }
+    fn path(&self) -> String { "velan".to_string() }
+}

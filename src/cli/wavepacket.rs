@@ -532,3 +532,15 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
     Ok(())
 }
 
+impl super::Subcommand for Args {
+    fn run(&self, global: &super::Global) -> anyhow::Result<()> { run(self, global) }
+    fn path(&self) -> String { (match self.command {
+            Command::Forward { .. } => "wavepacket forward",
+            Command::Inverse { .. } => "wavepacket inverse",
+            Command::Denoise { .. } => "wavepacket denoise",
+            Command::Compress { .. } => "wavepacket compress",
+            Command::Interpolate { .. } => "wavepacket interpolate",
+            #[allow(unreachable_patterns)]
+            _ => "wavepacket",
+        }).to_string() }
+}
