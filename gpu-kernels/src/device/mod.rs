@@ -54,7 +54,7 @@ pub use cluster::{cluster_ctarank, cluster_nctarank, cluster_sync, fence_acquire
 pub use fast::{add_rm, cos_approx, cvt_rzi_u32, div_full, ex2_approx, exp_fast, lg2_approx, rcp_approx, rsqrt_approx, sin_approx, sqrt_approx,
     sqrt_rn, sqrt_rsqrt_newton};
 pub use index::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, block_thread_linear, global_index,
-    div_ceil_nz, global_x, global_y, grid_dim_x, grid_dim_y, grid_dim_z, grid_stride, grid_threads, nonzero, thread_idx_x, thread_idx_y,
+    div_ceil_nz, global_x, global_y, grid_dim_x, grid_dim_y, grid_dim_z, grid_stride, grid_threads, nonzero, nonzero_usize, thread_idx_x, thread_idx_y,
     thread_idx_z, GridStride};
 pub use kernel::Kernel;
 pub use load::{ldg_f32, ldg_f32x2, ldg_f32x2_ordered, ldg_f32x4, ldg_u32, lds_f32x2, lds_u32, lds_u32x4, prefetch_l2, shared_addr_u32,
