@@ -8,6 +8,12 @@
 //! and entry points with a typed host descriptor ([`kernel!`](crate::kernel), [`Kernel`]).
 //! Kernels use it instead of `asm!` or `core::arch::nvptx` calls of their own.
 //!
+//! Kernels have no panic paths (a panic is a `trap` that kills the CUDA context; build.rs fails
+//! the build if any entry point calls a function, which after fat LTO means `core::panicking`):
+//! divisors go through [`nonzero`] / [`nonzero_usize`], and indices are bounded where the
+//! compiler can see it (`unroll!` constants, power-of-two masks, `min` against the length) or are
+//! unchecked accesses with a `// SAFETY:` comment where only the kernel's logic bounds them.
+//!
 //! Thread geometry and barriers come from `core::arch::nvptx`; everything PTX has but `core` does
 //! not expose is one `asm!` each, kept here. Operations that cannot break memory safety by
 //! themselves (indices, shuffles, fast math) are safe functions; those that dereference an address

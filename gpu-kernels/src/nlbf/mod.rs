@@ -100,7 +100,8 @@ pub fn better(s: f32, idx: u32, best_s: f32, best_idx: u32) -> bool {
 #[inline(always)]
 pub fn pack_code(ad: u32, be: u32, c: u32, n_be: u32, n_c: u32) -> u32 { (ad * n_be + be) * n_c + c }
 
-/// Inverse of [`pack_code`]: (ad, be, c).
+/// Inverse of [`pack_code`]: (ad, be, c). The radices are >= 1 (host validation); [`nonzero`]
+/// leaves the kernels without a division-by-zero panic path.
 #[inline(always)]
 pub fn unpack_code(code: u32, n_be: u32, n_c: u32) -> (u32, u32, u32) {
     let (n_be, n_c) = (nonzero(n_be), nonzero(n_c));
