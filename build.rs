@@ -6,7 +6,8 @@
 //! pulls everything the kernels use from `core` into one module, so the emitted `.s` is complete PTX;
 //! the final link step (normally `llvm-bitcode-linker`, which is not served for this toolchain) is
 //! replaced by `/bin/true` because its output is not needed. Entry points named `sm90_*` (thread-block
-//! clusters) are then moved into a second, sm_90 module (`split_sm90`).
+//! clusters) are then moved into a second, sm_90 module (`split_sm90`). The build fails if any
+//! entry point of either module calls a function (`check_no_calls`): a panic path in a kernel.
 //!
 //! Knobs (environment):
 //! - `SEISGPU_PTX_ARCH` (default `sm_70`): the PTX target. `sm_70` loads on every GPU of compute
@@ -79,6 +80,7 @@ fn main() {
         .unwrap_or_else(|e| panic!("kernel build produced no PTX at {}: {e}", asm.display()));
     check_self_contained(&ptx);
     let (ptx, sm90) = split_sm90(&ptx).unwrap_or_else(|e| panic!("moving the sm_90 kernels to their module: {e}"));
+    check_no_calls(&[("seisgpu-kernels.ptx", &ptx), ("seisgpu-kernels-sm90.ptx", &sm90)]);
     std::fs::write(&ptx_out, ptx).unwrap();
     std::fs::write(out_dir.join("kernels_sm90.ptx"), &sm90).unwrap();
     // A copy beside the target dir, for ptxas reports in CI and for the GPU bundle.
@@ -133,6 +135,30 @@ fn ptx_target_dir(out_dir: &Path, root: &Path) -> PathBuf {
         .and_then(|profile| profile.parent())
         .map(|t| t.join("ptx"))
         .unwrap_or_else(|| root.join("target/ptx"))
+}
+
+/// No entry point of either module may call a function: after fat LTO the only calls left are
+/// into `core::panicking` (a division by a divisor not known to be non-zero, a bounds-checked
+/// index), whose `trap` would kill the CUDA context. Fails the build naming each kernel and what it
+/// calls (docs/DEVELOPING.md, "Writing a kernel", says how to write divisions and indexing).
+fn check_no_calls(modules: &[(&str, &str)]) {
+    use gpu_kernels::registers::{entry_calls, readable_symbol};
+    let mut found = Vec::new();
+    for (module, ptx) in modules {
+        for (kernel, called) in entry_calls(ptx) {
+            let called: Vec<String> = called.iter().map(|c| format!("`{}`", readable_symbol(c))).collect();
+            found.push(format!("  {kernel} ({module}) calls {}", called.join(", ")));
+        }
+    }
+    if !found.is_empty() {
+        for l in &found {
+            println!("cargo:warning={l}");
+        }
+        panic!("{} GPU kernel(s) have a panic path (a call into core::panicking traps and kills the CUDA context):\n{}\n\
+            Divide by `device::nonzero(v)` / `nonzero_usize(v)`, index through raw pointers in range by construction or with \
+            indices the compiler can bound (`min`, a power-of-two mask, `unroll!` constants): docs/DEVELOPING.md, \"Writing a kernel\".",
+            found.len(), found.join("\n"));
+    }
 }
 
 /// Fat LTO must have resolved every function: an `.extern .func` would fail at module load.

@@ -6,6 +6,8 @@
 //! (JIT-compiled once per context). Both read [`CAPS`] and edit with [`move_entries`]. Caps that are
 //! tuning choices of a run rather than properties of a kernel (the pstm `GpuTuning::max_regs`, the
 //! NLBF C-scan variants) are passed to the runtime by the caller instead.
+//!
+//! Also the build's check that no kernel calls a function ([`entry_calls`]): a panic path.
 
 use crate::srm::CLUSTER_MAX_REGS;
 
@@ -78,15 +80,7 @@ pub fn move_entries(ptx: &str, pick: impl Fn(&str) -> Option<Option<u32>>) -> Re
             k += 1;
             continue;
         };
-        // The body ends where its braces balance (inline `asm!` may open blocks of its own).
-        let mut depth = 0i32;
-        let mut opened = false;
-        let end = (k..lines.len()).find(|&j| {
-            let code = lines[j].split("//").next().unwrap_or("");
-            depth += code.matches('{').count() as i32 - code.matches('}').count() as i32;
-            opened |= depth > 0;
-            opened && depth == 0
-        }).ok_or_else(|| format!("PTX of `{name}` has no end"))?;
+        let end = body_end(&lines, k).ok_or_else(|| format!("PTX of `{name}` has no end"))?;
         let mut params_closed = false;
         for body in &lines[k..=end] {
             if body.trim_start().starts_with("call") {
@@ -106,6 +100,93 @@ pub fn move_entries(ptx: &str, pick: impl Fn(&str) -> Option<Option<u32>>) -> Re
         k = end + 1;
     }
     Ok(out)
+}
+
+/// The line where the body of the entry point or function declared at line `k` ends: where its
+/// braces balance (inline `asm!` may open blocks of its own).
+#[cfg(not(target_arch = "nvptx64"))]
+fn body_end(lines: &[&str], k: usize) -> Option<usize> {
+    let mut depth = 0i32;
+    let mut opened = false;
+    (k..lines.len()).find(|&j| {
+        let code = lines[j].split("//").next().unwrap_or("");
+        depth += code.matches('{').count() as i32 - code.matches('}').count() as i32;
+        opened |= depth > 0;
+        opened && depth == 0
+    })
+}
+
+/// The function a PTX `call` line calls (`call.uni name, (...);`, `call (ret), name, (...);`).
+#[cfg(not(target_arch = "nvptx64"))]
+fn callee(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix("call")?;
+    let rest = rest.strip_prefix(".uni").unwrap_or(rest).trim_start();
+    // A return value comes first, in parentheses.
+    let rest = match rest.strip_prefix('(') {
+        Some(r) => r.split_once(')')?.1.trim_start().strip_prefix(',')?.trim_start(),
+        None => rest,
+    };
+    let name = rest.split(|c: char| c == ',' || c == ';' || c.is_whitespace()).next()?;
+    (!name.is_empty()).then_some(name)
+}
+
+/// Every entry point of `ptx` that calls a function, with the functions it calls (in the order of
+/// their first call). Kernels must call none: what a kernel can call after fat LTO is a
+/// `core::panicking` function (a `trap` that kills the CUDA context: a division by a divisor not
+/// known to be non-zero, a bounds-checked index), and a kernel with a call cannot be moved into a
+/// module of its own ([`move_entries`]). build.rs fails the build on any.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn entry_calls(ptx: &str) -> std::vec::Vec<(std::string::String, std::vec::Vec<std::string::String>)> {
+    use std::string::ToString;
+    let lines: std::vec::Vec<&str> = ptx.lines().collect();
+    let mut out = std::vec::Vec::new();
+    let mut k = 0;
+    while k < lines.len() {
+        let Some(name) = lines[k].strip_prefix(".visible .entry ").map(|r| r.trim_end_matches('(')) else {
+            k += 1;
+            continue;
+        };
+        let end = body_end(&lines, k).unwrap_or(lines.len() - 1);
+        let mut called: std::vec::Vec<std::string::String> = std::vec::Vec::new();
+        for l in &lines[k..=end] {
+            if let Some(c) = callee(l.split("//").next().unwrap_or("")) {
+                if !called.iter().any(|x| x == c) {
+                    called.push(c.to_string());
+                }
+            }
+        }
+        if !called.is_empty() {
+            out.push((name.to_string(), called));
+        }
+        k = end + 1;
+    }
+    out
+}
+
+/// A readable form of a Rust (v0) symbol, `_RNvNtCs..._4core9panicking18panic_bounds_check` ->
+/// `core::panicking::panic_bounds_check`: the longest tail of length-prefixed identifiers. Other
+/// names come back as they are.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn readable_symbol(sym: &str) -> std::string::String {
+    let b = sym.as_bytes();
+    let parse = |mut i: usize| -> Option<std::vec::Vec<&str>> {
+        let mut parts = std::vec::Vec::new();
+        while i < b.len() {
+            let d = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+            let n: usize = sym.get(i..i + d)?.parse().ok()?;
+            let id = sym.get(i + d..i + d + n)?;
+            if n == 0 || !id.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+                return None;
+            }
+            parts.push(id);
+            i += d + n;
+        }
+        (parts.len() > 1).then_some(parts)
+    };
+    (0..b.len())
+        .filter(|&i| b[i].is_ascii_digit() && (i == 0 || !b[i - 1].is_ascii_digit()))
+        .find_map(|i| parse(i))
+        .map_or_else(|| std::string::String::from(sym), |p| p.join("::"))
 }
 
 #[cfg(test)]
@@ -140,5 +221,28 @@ mod tests {
         let e = move_entries(PTX, |n| (n == "c").then_some(Some(64))).unwrap_err();
         assert!(e.contains("`c` calls a function"), "{e}");
         assert_eq!(move_entries(PTX, |_| None).unwrap().rest, PTX);
+    }
+
+    #[test]
+    fn finds_the_entry_points_that_call_functions() {
+        assert_eq!(entry_calls(PTX), [("c".into(), std::vec!["f".into()])]);
+        let ptx = ".visible .entry k(\n)\n{\n\t{ // callseq 0, 0\n\tcall.uni _RNvNtCsbSE61zFgCyu_4core9panicking18panic_bounds_check, (param0);\n\t}\n\
+            \tcall.uni (retval0), g, (param0);\n\tcall.uni _RNvNtCsbSE61zFgCyu_4core9panicking18panic_bounds_check, (param0);\n}\n\
+            .func _RNvNtCsbSE61zFgCyu_4core9panicking18panic_bounds_check(\n\t.param .b64 p\n)\n{\n\tcall.uni panic_fmt, ();\n}\n\
+            .visible .entry ok(\n)\n{\n\t// call.uni commented, ();\n\tret;\n}\n";
+        let calls = entry_calls(ptx);
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        assert_eq!(calls[0].0, "k");
+        assert_eq!(calls[0].1, ["_RNvNtCsbSE61zFgCyu_4core9panicking18panic_bounds_check", "g"]);
+        assert!(entry_calls(&ptx.replace("call", "mov")).is_empty());
+    }
+
+    #[test]
+    fn symbols_are_made_readable() {
+        assert_eq!(readable_symbol("_RNvNtCsbSE61zFgCyu_4core9panicking18panic_bounds_check"), "core::panicking::panic_bounds_check");
+        assert_eq!(readable_symbol("_RNvNtNtCsbSE61zFgCyu_4core9panicking11panic_const23panic_const_div_by_zero"),
+            "core::panicking::panic_const::panic_const_div_by_zero");
+        assert_eq!(readable_symbol("helper"), "helper");
+        assert_eq!(readable_symbol("__nv_sinf"), "__nv_sinf");
     }
 }

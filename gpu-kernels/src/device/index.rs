@@ -49,6 +49,10 @@ special_register! {
 #[inline(always)]
 pub fn nonzero(v: u32) -> core::num::NonZeroU32 { core::num::NonZeroU32::new(v).unwrap_or(core::num::NonZeroU32::MIN) }
 
+/// [`nonzero`] for `usize` divisors (linear indices of 64-bit extents).
+#[inline(always)]
+pub fn nonzero_usize(v: usize) -> core::num::NonZeroUsize { core::num::NonZeroUsize::new(v).unwrap_or(core::num::NonZeroUsize::MIN) }
+
 /// `a / d` rounded up, for a divisor that cannot be zero ([`nonzero`]).
 #[inline(always)]
 pub fn div_ceil_nz(a: u32, d: core::num::NonZeroU32) -> u32 { a / d + (a % d != 0) as u32 }

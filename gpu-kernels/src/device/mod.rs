@@ -8,6 +8,12 @@
 //! and entry points with a typed host descriptor ([`kernel!`](crate::kernel), [`Kernel`]).
 //! Kernels use it instead of `asm!` or `core::arch::nvptx` calls of their own.
 //!
+//! Kernels have no panic paths (a panic is a `trap` that kills the CUDA context; build.rs fails
+//! the build if any entry point calls a function, which after fat LTO means `core::panicking`):
+//! divisors go through [`nonzero`] / [`nonzero_usize`], and indices are bounded where the
+//! compiler can see it (`unroll!` constants, power-of-two masks, `min` against the length) or are
+//! unchecked accesses with a `// SAFETY:` comment where only the kernel's logic bounds them.
+//!
 //! Thread geometry and barriers come from `core::arch::nvptx`; everything PTX has but `core` does
 //! not expose is one `asm!` each, kept here. Operations that cannot break memory safety by
 //! themselves (indices, shuffles, fast math) are safe functions; those that dereference an address
@@ -54,7 +60,7 @@ pub use cluster::{cluster_ctarank, cluster_nctarank, cluster_sync, fence_acquire
 pub use fast::{add_rm, cos_approx, cvt_rzi_u32, div_full, ex2_approx, exp_fast, lg2_approx, rcp_approx, rsqrt_approx, sin_approx, sqrt_approx,
     sqrt_rn, sqrt_rsqrt_newton};
 pub use index::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, block_thread_linear, global_index,
-    div_ceil_nz, global_x, global_y, grid_dim_x, grid_dim_y, grid_dim_z, grid_stride, grid_threads, nonzero, thread_idx_x, thread_idx_y,
+    div_ceil_nz, global_x, global_y, grid_dim_x, grid_dim_y, grid_dim_z, grid_stride, grid_threads, nonzero, nonzero_usize, thread_idx_x, thread_idx_y,
     thread_idx_z, GridStride};
 pub use kernel::Kernel;
 pub use load::{ldg_f32, ldg_f32x2, ldg_f32x2_ordered, ldg_f32x4, ldg_u32, lds_f32x2, lds_u32, lds_u32x4, prefetch_l2, shared_addr_u32,

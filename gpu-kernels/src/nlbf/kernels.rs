@@ -125,7 +125,7 @@ mod device_code {
         let (mut bs, mut bi) = (-1.0f32, u32::MAX);
         let mut c = tid;
         while c < na * nd {
-            let (a, d) = unsafe { (*va.add((c / nd) as usize), *vd.add((c % nd) as usize)) };
+            let (a, d) = unsafe { (*va.add((c / nonzero(nd)) as usize), *vd.add((c % nonzero(nd)) as usize)) };
             let s = unsafe { eval_direct((a, 0.0, 0.0, d, 0.0), t0i, h, rows, geom, m1, ns, inv_dt) };
             if better(s, c, bs, bi) {
                 bs = s;
@@ -134,7 +134,7 @@ mod device_code {
             c += bd;
         }
         let (_, ad) = unsafe { paper_argmax(sem, idx, slot, bs, bi) };
-        let (a, d) = unsafe { (*va.add((ad / nd) as usize), *vd.add((ad % nd) as usize)) };
+        let (a, d) = unsafe { (*va.add((ad / nonzero(nd)) as usize), *vd.add((ad % nonzero(nd)) as usize)) };
 
         // Phase 2: A = C = D = 0, scan (B, E) on aperture 2.
         let rows2 = unsafe { rows.add((m1 * ns) as usize) };
@@ -142,7 +142,7 @@ mod device_code {
         let (mut bs, mut bi) = (-1.0f32, u32::MAX);
         let mut c = tid;
         while c < nb * ne {
-            let (b, e) = unsafe { (*vb.add((c / ne) as usize), *ve.add((c % ne) as usize)) };
+            let (b, e) = unsafe { (*vb.add((c / nonzero(ne)) as usize), *ve.add((c % nonzero(ne)) as usize)) };
             let s = unsafe { eval_direct((0.0, b, 0.0, 0.0, e), t0i, h, rows2, geom2, m2, ns, inv_dt) };
             if better(s, c, bs, bi) {
                 bs = s;
@@ -151,7 +151,7 @@ mod device_code {
             c += bd;
         }
         let (_, be) = unsafe { paper_argmax(sem, idx, slot, bs, bi) };
-        let (b, e) = unsafe { (*vb.add((be / ne) as usize), *ve.add((be % ne) as usize)) };
+        let (b, e) = unsafe { (*vb.add((be / nonzero(ne)) as usize), *ve.add((be % nonzero(ne)) as usize)) };
 
         // Phase 3: A, B, D, E fixed, scan C on aperture 3; its best S is the output S.
         let rows3 = unsafe { rows.add(((m1 + m2) * ns) as usize) };
@@ -285,8 +285,8 @@ mod device_code {
         ap_off: *const u32, ap_idx: *const u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32, ne: u32,
         out_pick: *mut u32, out_s: *mut f32) {
         let phase = block_idx_y();
-        let p = block_idx_x() / nchunks;
-        let chunk = block_idx_x() % nchunks;
+        let p = block_idx_x() / nonzero(nchunks);
+        let chunk = block_idx_x() % nonzero(nchunks);
         let t_out = (32 * L - 2 * H) as u32;
         let t_start = chunk * t_out;
         let first_time = t_start as i32 - H as i32 - smax;
@@ -318,7 +318,7 @@ mod device_code {
 
         let mut combo = warp;
         while combo < ncomb {
-            let ip = combo / nqv;
+            let ip = combo / nonzero(nqv);
             let iq = combo - ip * nqv;
             let (pa, qa) = unsafe { (*pv.add(ip as usize), *qv.add(iq as usize)) };
             let (a, b, d, e) = if phase == 0 { (pa, 0.0, qa, 0.0) } else { (0.0, pa, 0.0, qa) };
@@ -427,8 +427,8 @@ mod device_code {
         py: *const f32, ap_off: *const u32, ap_idx: *const u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32,
         ne: u32, out_pick: *mut u32, out_s: *mut f32) {
         let phase = block_idx_y();
-        let p = block_idx_x() / nchunks;
-        let chunk = block_idx_x() % nchunks;
+        let p = block_idx_x() / nonzero(nchunks);
+        let chunk = block_idx_x() % nonzero(nchunks);
         let t_out = (32 * L - 2 * H) as u32;
         let t_start = chunk * t_out;
         let first_time = t_start as i32 - H as i32 - smax;
@@ -461,7 +461,7 @@ mod device_code {
 
         let mut gc = warp;
         while gc < ngroups {
-            let ip = gc / nqg;
+            let ip = gc / nonzero(nqg);
             let q0 = (gc - ip * nqg) * G as u32;
             let pa = unsafe { *pv.add(ip as usize) };
             let mut qa = [0.0f32; G];
@@ -645,8 +645,8 @@ mod device_code {
         tx: *const f32, ty: *const f32, nb_off: *const u32, nb_idx: *const u32, grid_nx: u32, grid_ny: u32,
         inv_sx: f32, inv_sy: f32, code: *const u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32, ne: u32,
         out: *mut f32) {
-        let n = block_idx_x() / tchunks;
-        let t0 = (block_idx_x() % tchunks) * block_dim_x() + thread_idx_x();
+        let n = block_idx_x() / nonzero(tchunks);
+        let t0 = (block_idx_x() % nonzero(tchunks)) * block_dim_x() + thread_idx_x();
         if t0 >= ns {
             return;
         }
@@ -701,8 +701,8 @@ mod device_code {
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn nlbf_nmo(ns: u32, tchunks: u32, dt: f32, t_first: f32, max_stretch: f32,
         data: *const f32, offsets: *const f32, vrms: *const f32, out: *mut f32) {
-        let n = block_idx_x() / tchunks;
-        let i = (block_idx_x() % tchunks) * block_dim_x() + thread_idx_x();
+        let n = block_idx_x() / nonzero(tchunks);
+        let i = (block_idx_x() % nonzero(tchunks)) * block_dim_x() + thread_idx_x();
         if i >= ns {
             return;
         }

@@ -17,6 +17,7 @@
 //! the number of traces in the aperture, whatever their samples). This is the natural rule for a
 //! kernel that stages zero-padded traces, and both sides use it, so CPU and GPU agree.
 
+use crate::device::nonzero;
 use crate::math::{floor, mul_add};
 
 pub mod kernels;
@@ -99,9 +100,11 @@ pub fn better(s: f32, idx: u32, best_s: f32, best_idx: u32) -> bool {
 #[inline(always)]
 pub fn pack_code(ad: u32, be: u32, c: u32, n_be: u32, n_c: u32) -> u32 { (ad * n_be + be) * n_c + c }
 
-/// Inverse of [`pack_code`]: (ad, be, c).
+/// Inverse of [`pack_code`]: (ad, be, c). The radices are >= 1 (host validation); [`nonzero`]
+/// leaves the kernels without a division-by-zero panic path.
 #[inline(always)]
 pub fn unpack_code(code: u32, n_be: u32, n_c: u32) -> (u32, u32, u32) {
+    let (n_be, n_c) = (nonzero(n_be), nonzero(n_c));
     let c = code % n_c;
     let rest = code / n_c;
     (rest / n_be, rest % n_be, c)
@@ -111,6 +114,7 @@ pub fn unpack_code(code: u32, n_be: u32, n_c: u32) -> (u32, u32, u32) {
 #[inline(always)]
 pub fn decode_indices(code: u32, nb: u32, nc: u32, nd: u32, ne: u32) -> (u32, u32, u32, u32, u32) {
     let (ad, be, c) = unpack_code(code, nb * ne, nc);
+    let (nd, ne) = (nonzero(nd), nonzero(ne));
     (ad / nd, be / ne, c, ad % nd, be % ne)
 }
 

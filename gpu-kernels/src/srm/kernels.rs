@@ -308,7 +308,7 @@ pub unsafe extern "ptx-kernel" fn srm_inject_receivers(ntr: u32, nfft: u32, coun
     bins: *const u32, delays: *const f32, spectra: *const f32, nodes: *const u32, waves: *mut f32) {
     let i = global_x();
     if i < ntr * count {
-        let (t, p) = (i % ntr, i / ntr);
+        let (t, p) = (i % nonzero(ntr), i / nonzero(ntr));
         unsafe {
             let k = *bins.add(p as usize);
             let d = ld2(spectra, (t * nfft + k) as usize);

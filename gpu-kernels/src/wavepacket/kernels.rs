@@ -27,6 +27,19 @@ unsafe fn st2(p: *mut f32, v: (f32, f32)) {
 #[inline(always)]
 fn global_index() -> usize { block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize }
 
+/// (x0, x1, x2) of linear index `i` of an n^3 cube, x2 fastest. `n` >= 1 wherever `i < n^3`;
+/// [`nonzero_usize`] says so to the compiler (no division-by-zero panic path in the kernels).
+#[inline(always)]
+fn cube_coords(i: usize, n: usize) -> (usize, usize, usize) {
+    let (nn, n) = (nonzero_usize(n * n), nonzero_usize(n));
+    (i / nn, (i / n) % n, i % n)
+}
+
+/// Scale index `j` from the host (< nscales <= MAX_SCALES), clamped so that indexing the
+/// geometry's per-scale arrays with it has no bounds-check panic path; valid scales are unchanged.
+#[inline(always)]
+fn scale(j: u32) -> usize { (j as usize).min(MAX_SCALES - 1) }
+
 // ---- separable USFFT -----------------------------------------------------------------------
 
 /// Corrected cube into the (N, N, P) line buffer (x2 centred on the P axis; the buffer is zeroed
@@ -39,7 +52,7 @@ pub unsafe extern "ptx-kernel" fn wp_prep_lines(g: Geometry, x0_first: u32, plan
     let n = g.n as usize;
     let i = x0_first as usize * n * n + global_index();
     if i < (x0_first + planes) as usize * n * n && i < n * n * n {
-        let (x0, x1, x2) = (i / (n * n), (i / n) % n, i % n);
+        let (x0, x1, x2) = cube_coords(i, n);
         unsafe {
             let v = *f.add(i) * *corr.add(x0) * *corr.add(x1) * *corr.add(x2);
             let pos = fft_pos(x2 as i32 - g.n / 2, g.p) as usize;
@@ -146,7 +159,7 @@ pub unsafe extern "ptx-kernel" fn wp_crop_lines(g: Geometry, x0_first: u32, plan
     let n = g.n as usize;
     let i = x0_first as usize * n * n + global_index();
     if i < (x0_first + planes) as usize * n * n && i < n * n * n {
-        let (x0, x1, x2) = (i / (n * n), (i / n) % n, i % n);
+        let (x0, x1, x2) = cube_coords(i, n);
         let pos = fft_pos(x2 as i32 - g.n / 2, g.p) as usize;
         unsafe {
             let re = *inp.add(2 * ((x0 * n + x1) * g.p as usize + pos));
@@ -163,7 +176,7 @@ pub unsafe extern "ptx-kernel" fn wp_prep_grid(g: Geometry, f: *const f32, corr:
     let i = global_index();
     let n = g.n as usize;
     if i < n * n * n {
-        let (x0, x1, x2) = (i / (n * n), (i / n) % n, i % n);
+        let (x0, x1, x2) = cube_coords(i, n);
         let p = g.p;
         let pos = |x: usize| fft_pos(x as i32 - g.n / 2, p) as usize;
         unsafe {
@@ -179,7 +192,7 @@ pub unsafe extern "ptx-kernel" fn wp_crop_grid(g: Geometry, inp: *const f32, cor
     let i = global_index();
     let n = g.n as usize;
     if i < n * n * n {
-        let (x0, x1, x2) = (i / (n * n), (i / n) % n, i % n);
+        let (x0, x1, x2) = cube_coords(i, n);
         let p = g.p;
         let pos = |x: usize| fft_pos(x as i32 - g.n / 2, p) as usize;
         unsafe {
@@ -194,7 +207,7 @@ pub unsafe extern "ptx-kernel" fn wp_crop_grid(g: Geometry, inp: *const f32, cor
 /// fast exp, read-only cached loads, the sum in registers; then the tabulated window x norm.
 #[inline(always)]
 unsafe fn gather_stencil<const Q: usize>(g: &Geometry, j: u32, table: *const f32, spec: *const f32, out: *mut f32) {
-    let j = j as usize;
+    let j = scale(j);
     let np = g.box_points(j);
     let i = global_index();
     if i >= g.boxes[j] as usize * np {
@@ -202,7 +215,7 @@ unsafe fn gather_stencil<const Q: usize>(g: &Geometry, j: u32, table: *const f32
     }
     let w = unsafe { *table.add(i) };
     let (re, im) = if w != 0.0 {
-        let (xi, _) = box_lattice(g, j, (i / np) as i32, box_local(g, j, i % np));
+        let (xi, _) = box_lattice(g, j, (i / nonzero_usize(np)) as i32, box_local(g, j, i % nonzero_usize(np)));
         let (x, y) = unsafe { stencil_point::<Q>(g, spec, xi) };
         (w * x, w * y)
     } else {
@@ -256,7 +269,7 @@ pub unsafe extern "ptx-kernel" fn wp_prep_lattice(g: Geometry, f: *const f32, ou
     let i = global_index();
     let n = g.n as usize;
     if i < n * n * n {
-        let (x0, x1, x2) = (i / (n * n), (i / n) % n, i % n);
+        let (x0, x1, x2) = cube_coords(i, n);
         let m = g.m;
         let pos = |x: usize| fft_pos(x as i32 - g.n / 2, m) as usize;
         unsafe { st2(out.add(2 * ((pos(x0) * m as usize + pos(x1)) * m as usize + pos(x2))), (*f.add(i), 0.0)) };
@@ -269,7 +282,7 @@ pub unsafe extern "ptx-kernel" fn wp_crop_lattice(g: Geometry, inp: *const f32, 
     let i = global_index();
     let n = g.n as usize;
     if i < n * n * n {
-        let (x0, x1, x2) = (i / (n * n), (i / n) % n, i % n);
+        let (x0, x1, x2) = cube_coords(i, n);
         let m = g.m;
         let pos = |x: usize| fft_pos(x as i32 - g.n / 2, m) as usize;
         unsafe { *f.add(i) = *inp.add(2 * ((pos(x0) * m as usize + pos(x1)) * m as usize + pos(x2))) };
@@ -282,11 +295,11 @@ pub unsafe extern "ptx-kernel" fn wp_crop_lattice(g: Geometry, inp: *const f32, 
 /// costliest arithmetic of the transform and never change).
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn wp_window_table(g: Geometry, j: u32, out: *mut f32) {
-    let j = j as usize;
+    let j = scale(j);
     let np = g.box_points(j);
     let i = global_index();
     if i < g.boxes[j] as usize * np {
-        let (_, w) = box_point(&g, j, (i / np) as i32, box_local(&g, j, i % np));
+        let (_, w) = box_point(&g, j, (i / nonzero_usize(np)) as i32, box_local(&g, j, i % nonzero_usize(np)));
         unsafe { *out.add(i) = w };
     }
 }
@@ -294,7 +307,7 @@ pub unsafe extern "ptx-kernel" fn wp_window_table(g: Geometry, j: u32, out: *mut
 /// Box points of scale `j` from the lattice spectrum (FFT order): tabulated window x value.
 #[unsafe(no_mangle)]
 pub unsafe extern "ptx-kernel" fn wp_box_fill(g: Geometry, j: u32, table: *const f32, lat: *const f32, out: *mut f32) {
-    let j = j as usize;
+    let j = scale(j);
     let np = g.box_points(j);
     let i = global_index();
     if i >= g.boxes[j] as usize * np {
@@ -302,7 +315,7 @@ pub unsafe extern "ptx-kernel" fn wp_box_fill(g: Geometry, j: u32, table: *const
     }
     let w = unsafe { *table.add(i) };
     let v = if w != 0.0 {
-        let (xi, _) = box_lattice(&g, j, (i / np) as i32, box_local(&g, j, i % np));
+        let (xi, _) = box_lattice(&g, j, (i / nonzero_usize(np)) as i32, box_local(&g, j, i % nonzero_usize(np)));
         let m = g.m;
         let u = (emod(xi[0], m) as usize * m as usize + emod(xi[1], m) as usize) * m as usize + emod(xi[2], m) as usize;
         let (x, y) = unsafe { load2(lat.add(2 * u)) };
@@ -323,8 +336,8 @@ pub unsafe extern "ptx-kernel" fn wp_combine(g: Geometry, boxes: ScalePtrs, tabl
     if i >= m * m * m {
         return;
     }
-    let xi = [lattice_index((i / (m * m)) as i32, g.m), lattice_index(((i / m) % m) as i32, g.m),
-        lattice_index((i % m) as i32, g.m)];
+    let (u0, u1, u2) = cube_coords(i, m);
+    let xi = [lattice_index(u0 as i32, g.m), lattice_index(u1 as i32, g.m), lattice_index(u2 as i32, g.m)];
     let (mut re, mut im) = (0.0f32, 0.0f32);
     for_each_box_index_at(&g, xi, |s, b, idx| {
         let k = b as usize * g.box_points(s) + idx;
@@ -381,7 +394,8 @@ pub unsafe extern "ptx-kernel" fn wp_cut(c: u32, x0_first: u32, planes: u32, n0:
     let c = c as usize;
     let i = x0_first as usize * c * c + global_index();
     if i < (x0_first + planes) as usize * c * c && i < c * c * c {
-        let (x0, x1, x2) = ((i / (c * c)) as u32, ((i / c) % c) as u32, (i % c) as u32);
+        let (x0, x1, x2) = cube_coords(i, c);
+        let (x0, x1, x2) = (x0 as u32, x1 as u32, x2 as u32);
         let v = if x0 < n0 && x1 < n1 && x2 < n2 {
             unsafe {
                 let r = *raw.add(((x0 * n1 + x1) * n2 + x2) as usize);
@@ -409,8 +423,9 @@ pub unsafe extern "ptx-kernel" fn wp_add_face(x0_first: u32, x0_end: u32, n1: u3
     let plane = m1 as usize * m2 as usize;
     let i = x0_first as usize * plane + global_index();
     if i < x0_end as usize * plane {
-        let (x2, r) = (i % m2 as usize, i / m2 as usize);
-        let (x0, x1) = (r / m1 as usize, r % m1 as usize);
+        let (m1, m2) = (nonzero_usize(m1 as usize), nonzero_usize(m2 as usize));
+        let (x2, r) = (i % m2, i / m2);
+        let (x0, x1) = (r / m1, r % m1);
         unsafe {
             let a = acc.add((x0 * n1 as usize + c1 as usize + x1) * len as usize + c2 as usize + x2);
             *a += *pre.add(i);
@@ -430,6 +445,7 @@ pub unsafe extern "ptx-kernel" fn wp_fold(c: u32, x0_first: u32, x0_end: u32, n0
     let i = x0_first as usize * plane + global_index();
     if i < x0_end.min(n0) as usize * plane {
         let i = i as u32;
+        let (n1, n2) = (nonzero(n1), nonzero(n2));
         let (x2, r) = (i % n2, i / n2);
         let (x0, x1) = (r / n1, r % n1);
         let c = c as usize;

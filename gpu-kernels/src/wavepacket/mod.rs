@@ -24,6 +24,7 @@ mod windows;
 pub use windows::*;
 
 use crate::math::{abs, exp, floor, mul_add, round, sqrt};
+use crate::device::nonzero_usize;
 use core::num::NonZeroU32;
 
 /// Most scales a frame can have (low-pass included): 12 covers cubes up to 2^13 samples.
@@ -253,7 +254,7 @@ pub fn box_lattice(g: &Geometry, j: usize, b: i32, i: [i32; 3]) -> ([i32; 3], bo
         ScaleKind::Directional => {
             let n = g.wedges[j];
             let (f, l, m) = directional_box(b, n);
-            let a = f / 2;
+            let a = (f / 2).min(2); // f < 6 for every box of the scale; the min only proves it (no bounds-check path)
             let (bb, cc) = lateral_axes(a);
             let r_lo = g.lo[j];
             let r = r_lo + emod(i[0] - r_lo, sh[0]);
@@ -291,7 +292,9 @@ pub fn box_point(g: &Geometry, j: usize, b: i32, i: [i32; 3]) -> ([i32; 3], f32)
 #[inline(always)]
 pub fn box_local(g: &Geometry, j: usize, l: usize) -> [i32; 3] {
     let sh = g.shape[j];
-    [(l / (sh[1] as usize * sh[2] as usize)) as i32, ((l / sh[2] as usize) % sh[1] as usize) as i32, (l % sh[2] as usize) as i32]
+    // Box shapes are >= 1 (the geometry's construction): `nonzero_usize` keeps the kernels free of a division panic path.
+    let (s12, s1, s2) = (nonzero_usize(sh[1] as usize * sh[2] as usize), nonzero_usize(sh[1] as usize), nonzero_usize(sh[2] as usize));
+    [(l / s12) as i32, ((l / s2) % s1) as i32, (l % s2) as i32]
 }
 
 /// Calls `visit(scale, box, local_linear_index)` for every box that may hold lattice point xi (a
@@ -301,7 +304,7 @@ pub fn box_local(g: &Geometry, j: usize, l: usize) -> [i32; 3] {
 #[inline(always)]
 pub fn for_each_box_index_at<F: FnMut(usize, i32, usize)>(g: &Geometry, xi: [i32; 3], mut visit: F) {
     let amax = abs(xi[0] as f32).max(abs(xi[1] as f32)).max(abs(xi[2] as f32));
-    let last = (g.nscales - 1) as usize;
+    let last = ((g.nscales - 1) as usize).min(MAX_SCALES - 1); // nscales <= MAX_SCALES; the min proves the indexing in bounds
     let mut j = 0usize;
     while j <= last {
         let inner_ok = j == 0 || amax > g.radius(j - 1) * (1.0 - 1e-6);
@@ -367,7 +370,7 @@ pub fn for_each_box_at<F: FnMut(usize, i32, usize, f32)>(g: &Geometry, xi: [i32;
     if abs(xi[2] as f32) > amax {
         amax = abs(xi[2] as f32);
     }
-    let last = (g.nscales - 1) as usize;
+    let last = ((g.nscales - 1) as usize).min(MAX_SCALES - 1); // nscales <= MAX_SCALES; the min proves the indexing in bounds
     let mut j = 0usize;
     while j <= last {
         // Radial support of scale j: (R_{j-1}, (1+tau) R_j) in |xi|_inf (the finest is open above).
