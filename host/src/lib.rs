@@ -54,6 +54,7 @@
 //! ```
 
 pub mod backend;
+pub mod error;
 pub mod exec;
 pub mod gain;
 pub mod grid;
@@ -73,6 +74,7 @@ pub mod velan;
 pub mod wavepacket;
 
 pub use backend::{Backend, DeviceChoice};
+pub use error::{Error, ErrorKind};
 pub use traces::{TraceHeader, TraceSet};
 pub use gpu_kernels as kernels;
 

@@ -29,7 +29,9 @@ mod velocity;
 
 use std::ops::Range;
 
-use anyhow::{bail, ensure, Context};
+use anyhow::{bail, Context};
+
+use crate::{bail_input, bail_param, ensure_input, ensure_param};
 use gpu_kernels::ktm::interp::{TT_DYNAMIC, TT_EXACT, TT_STATIC8};
 use gpu_kernels::ktm::{KtmConsts, APERTURE, MUTE, WEIGHTS};
 
@@ -52,14 +54,14 @@ impl ImageGrid {
     pub fn tau_last(&self) -> f32 { self.tau(self.ntau.saturating_sub(1)) }
 
     fn validate(&self) -> anyhow::Result<()> {
-        ensure!(self.nx >= 1 && self.ny >= 1 && self.ntau >= 1,
+        ensure_param!(self.nx >= 1 && self.ny >= 1 && self.ntau >= 1, if self.ntau == 0 { "ntau" } else if self.nx == 0 { "nx" } else { "ny" },
             "image grid: {} x {} x {} bins (inline x crossline x time); every count must be at least 1", self.nx, self.ny, self.ntau);
-        ensure!(self.dx > 0.0 && self.dx.is_finite(), "image grid: inline spacing dx = {} m must be positive", self.dx);
-        ensure!(self.dy > 0.0 && self.dy.is_finite(), "image grid: crossline spacing dy = {} m must be positive", self.dy);
-        ensure!(self.dtau > 0.0 && self.dtau.is_finite(), "image grid: time step dtau = {} s must be positive", self.dtau);
-        ensure!(self.tau0 >= 0.0 && self.tau0.is_finite(), "image grid: first time tau0 = {} s must be >= 0", self.tau0);
-        ensure!(self.x0.is_finite() && self.y0.is_finite(), "image grid: origin ({}, {}) is not finite", self.x0, self.y0);
-        ensure!(self.ntau <= u32::MAX as usize && self.ncols() <= u32::MAX as usize,
+        ensure_param!(self.dx > 0.0 && self.dx.is_finite(), "dx", "image grid: inline spacing dx = {} m must be positive", self.dx);
+        ensure_param!(self.dy > 0.0 && self.dy.is_finite(), "dy", "image grid: crossline spacing dy = {} m must be positive", self.dy);
+        ensure_param!(self.dtau > 0.0 && self.dtau.is_finite(), "dtau", "image grid: time step dtau = {} s must be positive", self.dtau);
+        ensure_param!(self.tau0 >= 0.0 && self.tau0.is_finite(), "tau0", "image grid: first time tau0 = {} s must be >= 0", self.tau0);
+        ensure_param!(self.x0.is_finite() && self.y0.is_finite(), if self.x0.is_finite() { "y0" } else { "x0" }, "image grid: origin ({}, {}) is not finite", self.x0, self.y0);
+        ensure_param!(self.ntau <= u32::MAX as usize && self.ncols() <= u32::MAX as usize, if self.ntau > u32::MAX as usize { "ntau" } else { "nx" },
             "image grid: {} columns x {} samples exceeds the 2^32 limit per axis", self.ncols(), self.ntau);
         Ok(())
     }
@@ -253,33 +255,33 @@ impl Params {
 
     fn validate(&self) -> anyhow::Result<()> {
         if self.traveltime_model != TraveltimeModel::Dsr {
-            bail!("traveltime model {:?}: the Kirchhoff engine (`seisgpu ktm`) computes DSR traveltimes only; VTI \
+            bail_param!("traveltime-model", "traveltime model {:?}: the Kirchhoff engine (`seisgpu ktm`) computes DSR traveltimes only; VTI \
                    traveltimes run in the PSTM engine (`seisgpu pstm`)", self.traveltime_model);
         }
         if let TraveltimeMode::Dynamic { tolerance } = self.traveltime {
-            ensure!(tolerance >= 0.0 && tolerance.is_finite(),
+            ensure_param!(tolerance >= 0.0 && tolerance.is_finite(), "traveltime",
                 "dynamic interpolation tolerance {tolerance} s must be >= 0 (the largest traveltime error a step may make)");
         }
         self.grid.validate()?;
         let a = &self.aperture;
-        ensure!(a.max_distance > 0.0,
+        ensure_param!(a.max_distance > 0.0, "aperture",
             "empty aperture: maximum distance {} m must be positive", a.max_distance);
-        ensure!(a.max_angle_deg > 0.0 && a.max_angle_deg.is_finite(),
+        ensure_param!(a.max_angle_deg > 0.0 && a.max_angle_deg.is_finite(), "max-angle",
             "empty aperture: maximum angle {} degrees must be in (0, 90]", a.max_angle_deg);
-        ensure!((0.0..=1.0).contains(&a.taper), "aperture taper {} must be a fraction in [0, 1]", a.taper);
+        ensure_param!((0.0..=1.0).contains(&a.taper), "taper", "aperture taper {} must be a fraction in [0, 1]", a.taper);
         if let Some(aa) = &self.antialias {
-            ensure!(aa.dx > 0.0 && aa.dy > 0.0 && aa.dx.is_finite() && aa.dy.is_finite(),
+            ensure_param!(aa.dx > 0.0 && aa.dy > 0.0 && aa.dx.is_finite() && aa.dy.is_finite(), "aa-spacing",
                 "anti-aliasing: trace spacing ({}, {}) m must be positive", aa.dx, aa.dy);
-            ensure!(aa.max_half_length >= 1.0 && aa.max_half_length <= 256.0,
+            ensure_param!(aa.max_half_length >= 1.0 && aa.max_half_length <= 256.0, "aa-max",
                 "anti-aliasing: maximum half-length {} samples must be in [1, 256]", aa.max_half_length);
         }
         if let Some(m) = self.mute_stretch {
-            ensure!(m > 0.0 && m < 1.0, "stretch mute {m} must be a fraction in (0, 1)");
+            ensure_param!(m > 0.0 && m < 1.0, "mute-stretch", "stretch mute {m} must be a fraction in (0, 1)");
         }
         if let Some(oc) = &self.offset_classes {
-            ensure!(oc.count >= 1, "offset classes: count must be at least 1");
-            ensure!(oc.width > 0.0 && oc.width.is_finite(), "offset classes: width {} m must be positive", oc.width);
-            ensure!(oc.first.is_finite(), "offset classes: first offset {} m is not finite", oc.first);
+            ensure_param!(oc.count >= 1, "offset-classes", "offset classes: count must be at least 1");
+            ensure_param!(oc.width > 0.0 && oc.width.is_finite(), "offset-classes", "offset classes: width {} m must be positive", oc.width);
+            ensure_param!(oc.first.is_finite(), "offset-classes", "offset classes: first offset {} m is not finite", oc.first);
         }
         Ok(())
     }
@@ -334,19 +336,19 @@ impl Plan {
     pub fn new(headers: &[TraceHeader], ns: usize, dt: f32, t0: f32, params: &Params) -> anyhow::Result<Plan> {
         params.validate()?;
         let grid = params.grid;
-        ensure!(!headers.is_empty(), "ktm: no input traces");
-        ensure!(ns >= 1, "ktm: traces have zero samples");
-        ensure!(dt > 0.0 && dt.is_finite(), "ktm: trace sample interval {dt} s must be positive");
-        ensure!(t0.is_finite(), "ktm: trace start time {t0} s is not finite");
-        ensure!(ns + 2 * prep::pad_for(params) + 1 < u32::MAX as usize, "ktm: {ns} samples per trace is too many");
+        ensure_input!(!headers.is_empty(), "ktm: no input traces");
+        ensure_input!(ns >= 1, "ktm: traces have zero samples");
+        ensure_input!(dt > 0.0 && dt.is_finite(), "ktm: trace sample interval {dt} s must be positive");
+        ensure_input!(t0.is_finite(), "ktm: trace start time {t0} s is not finite");
+        ensure_input!(ns + 2 * prep::pad_for(params) + 1 < u32::MAX as usize, "ktm: {ns} samples per trace is too many");
         if headers.iter().all(|h| h.sx == 0.0 && h.sy == 0.0 && h.gx == 0.0 && h.gy == 0.0) {
-            bail!("ktm: the {} trace headers carry no source/receiver coordinates (all zero); \
+            bail_input!("ktm: the {} trace headers carry no source/receiver coordinates (all zero); \
                    Kirchhoff migration needs sx, sy, gx, gy", headers.len());
         }
         let mut geom = Vec::with_capacity(headers.len());
         for (i, h) in headers.iter().enumerate() {
             let c = [h.sx - grid.x0, h.sy - grid.y0, h.gx - grid.x0, h.gy - grid.y0];
-            ensure!(c.iter().all(|v| v.is_finite() && v.abs() < 1e9),
+            ensure_input!(c.iter().all(|v| v.is_finite() && v.abs() < 1e9),
                 "ktm: trace {i} has non-finite or absurd coordinates (source ({}, {}), receiver ({}, {}))", h.sx, h.sy, h.gx, h.gy);
             geom.push(c.map(|v| v as f32));
         }
@@ -364,7 +366,7 @@ impl Plan {
         };
         let mut keyed: Vec<(usize, usize)> = headers.iter().enumerate().filter_map(|(i, h)| class_of(h).map(|k| (k, i))).collect();
         let skipped_traces = headers.len() - keyed.len();
-        ensure!(!keyed.is_empty(), "ktm: no trace falls in any offset class ({:?})", params.offset_classes);
+        ensure_param!(!keyed.is_empty(), "offset-classes", "ktm: no trace falls in any offset class ({:?})", params.offset_classes);
         keyed.sort_by_key(|&(k, _)| k);
         let order: Vec<usize> = keyed.iter().map(|&(_, i)| i).collect();
         let class_ranges: Vec<Range<usize>> = (0..classes)
@@ -383,7 +385,7 @@ impl Plan {
                 let ey = (yl - my).max(0.0).max(my - yh);
                 (ex * ex + ey * ey).sqrt()
             }).fold(f64::INFINITY, f64::min);
-            ensure!(nearest < a.max_distance,
+            ensure_param!(nearest < a.max_distance, "aperture",
                 "empty aperture: the nearest trace midpoint is {nearest:.1} m from the image area, beyond the maximum \
                  distance {} m", a.max_distance);
         }
@@ -520,10 +522,14 @@ pub struct Timings {
 /// Migrates `traces` into an image: the entry point (CPU reference or GPU, by the device). On one
 /// device the whole input migrates at once; on several the [`work_items`] are split over them
 /// ([`Migration`], whose image is the devices' images summed in device order).
-pub fn migrate(traces: &TraceSet, params: &Params, devices: &[Backend]) -> anyhow::Result<Image> {
+pub fn migrate(traces: &TraceSet, params: &Params, devices: &[Backend]) -> crate::error::Result<Image> {
+    Ok(migrate_in(traces, params, devices)?)
+}
+
+fn migrate_in(traces: &TraceSet, params: &Params, devices: &[Backend]) -> anyhow::Result<Image> {
     match devices {
         [] => bail!("ktm: no device to migrate on"),
-        [backend] => migrate_timed(traces, params, backend).map(|(img, _)| img),
+        [backend] => migrate_timed_in(traces, params, backend).map(|(img, _)| img),
         // VTI runs in the PSTM engine, which splits its own work over the devices.
         _ if interpolated::needed(params) => interpolated::migrate(traces, params, devices),
         _ => job::migrate_split(traces, params, devices),
@@ -531,10 +537,14 @@ pub fn migrate(traces: &TraceSet, params: &Params, devices: &[Backend]) -> anyho
 }
 
 /// [`migrate`] on one device, the whole input at once, with its time split ([`Timings`]).
-pub fn migrate_timed(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow::Result<(Image, Timings)> {
+pub fn migrate_timed(traces: &TraceSet, params: &Params, backend: &Backend) -> crate::error::Result<(Image, Timings)> {
+    Ok(migrate_timed_in(traces, params, backend)?)
+}
+
+fn migrate_timed_in(traces: &TraceSet, params: &Params, backend: &Backend) -> anyhow::Result<(Image, Timings)> {
     let mut times = Timings::default();
     let t = std::time::Instant::now();
-    traces.validate("ktm input").map_err(anyhow::Error::msg)?;
+    traces.validate("ktm input").map_err(crate::error::Error::Input)?;
     if interpolated::needed(params) {
         let img = interpolated::migrate(traces, params, std::slice::from_ref(backend))?;
         times.kernels_s = t.elapsed().as_secs_f64();
@@ -566,15 +576,20 @@ pub fn migrate_timed(traces: &TraceSet, params: &Params, backend: &Backend) -> a
 /// Kirchhoff modelling, the exact adjoint of [`migrate`]: traces with `headers`, `ns` samples at
 /// `dt` (first at `t0`) from `image`. Traces in no offset class come back as zeros.
 pub fn model(image: &Image, headers: &[TraceHeader], ns: usize, dt: f32, t0: f32, params: &Params, backend: &Backend)
+    -> crate::error::Result<TraceSet> {
+    Ok(model_in(image, headers, ns, dt, t0, params, backend)?)
+}
+
+fn model_in(image: &Image, headers: &[TraceHeader], ns: usize, dt: f32, t0: f32, params: &Params, backend: &Backend)
     -> anyhow::Result<TraceSet> {
-    ensure!(params.traveltime == TraveltimeMode::Exact,
+    ensure_param!(params.traveltime == TraveltimeMode::Exact, "traveltime",
         "modelling computes exact traveltimes only (it is the adjoint of the exact migration): use --traveltime exact");
     let plan = Plan::new(headers, ns, dt, t0, params)?;
-    ensure!(image.grid == plan.grid && image.classes == plan.classes() && image.data.len() == plan.classes() * plan.grid.len(),
+    ensure_input!(image.grid == plan.grid && image.classes == plan.classes() && image.data.len() == plan.classes() * plan.grid.len(),
         "modelling: the image ({} classes of {:?}) does not match the parameters ({} classes of {:?})",
         image.classes, image.grid, plan.classes(), plan.grid);
     if let Some(i) = image.data.iter().position(|v| !v.is_finite()) {
-        bail!("modelling: image sample {i} is not finite");
+        bail_input!("modelling: image sample {i} is not finite");
     }
     let padded = match backend {
         Backend::Cpu => cpu::model(&plan, &image.data),

@@ -17,7 +17,7 @@ pub struct EnhanceParams {
 /// Neighbour lists of every trace (CSR, ascending), through the same bucket search.
 pub fn neighbours(tx: &[f32], ty: &[f32], ap: Aperture) -> Result<(Vec<u32>, Vec<u32>)> {
     if !(ap.x.is_finite() && ap.y.is_finite() && ap.x >= 0.0 && ap.y >= 0.0) {
-        return invalid(format!("the enhancement aperture {} x {} m must be finite and non-negative", ap.x, ap.y));
+        return super::bad_parameter("aperture", format!("the enhancement aperture {} x {} m must be finite and non-negative", ap.x, ap.y));
     }
     let n = tx.len();
     let (hx, hy) = ((ap.x / 2.0) as f32 * (1.0 + 1e-6) + 1e-6, (ap.y / 2.0) as f32 * (1.0 + 1e-6) + 1e-6);
@@ -102,7 +102,7 @@ impl EnhanceSetup {
     pub fn from_layout(traces: &TraceSet, coords: &Coordinates, est: &Estimate, params: &EnhanceParams) -> Result<EnhanceSetup> {
         validate_layout(traces)?;
         if traces.ns != est.ns {
-            return invalid(format!("the estimate has {} samples per trace, the data {}", est.ns, traces.ns));
+            return super::bad_input(format!("the estimate has {} samples per trace, the data {}", est.ns, traces.ns));
         }
         if est.code.len() != est.grid.len() * est.ns {
             return invalid("the estimate's volumes do not match its grid");
@@ -145,12 +145,13 @@ impl EnhanceSetup {
 /// operator, the operator interpolated bilinearly between the parameter traces. On several
 /// devices the traces are split over them, every sample that of one device, bit for bit.
 pub fn enhance(traces: &TraceSet, coords: &Coordinates, est: &Estimate, params: &EnhanceParams, devices: &[Backend])
-    -> Result<TraceSet> {
-    match devices {
+    -> crate::error::Result<TraceSet> {
+    let out = match devices {
         [] => invalid("nlbf: no device to enhance on"),
         [backend] => enhance_on(backend, traces, coords, est, params),
         _ => enhance_split(devices, traces, coords, est, params),
-    }
+    };
+    Ok(out?)
 }
 
 /// [`enhance`] on one device.

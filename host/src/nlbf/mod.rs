@@ -53,6 +53,12 @@ pub use setup::{coordinates, validate_shape, validate_traces, DeferredSetup, Gri
 pub enum NlbfError {
     #[error("{0}")]
     Invalid(String),
+    /// A parameter out of range (`name`: its CLI name); `reason` is the whole message.
+    #[error("{reason}")]
+    Parameter { name: String, reason: String },
+    /// Bad trace data (the message names the trace and sample).
+    #[error("{0}")]
+    Input(String),
     #[error(transparent)]
     Gpu(#[from] crate::runtime::GpuError),
 }
@@ -60,6 +66,8 @@ pub enum NlbfError {
 pub type Result<T> = std::result::Result<T, NlbfError>;
 
 fn invalid<T>(msg: impl Into<String>) -> Result<T> { Err(NlbfError::Invalid(msg.into())) }
+fn bad_parameter<T>(name: &str, msg: impl Into<String>) -> Result<T> { Err(NlbfError::Parameter { name: name.into(), reason: msg.into() }) }
+fn bad_input<T>(msg: impl Into<String>) -> Result<T> { Err(NlbfError::Input(msg.into())) }
 
 /// A search range in the paper's `[min : step : max]` form: values min + k * step, k = 0, 1, ...
 /// while the value does not pass max (a step that does not divide the range stops before max, as
@@ -91,17 +99,17 @@ impl Range {
     /// Checks finiteness, step > 0, max >= min and the value count; `name` names the parameter.
     pub fn validate(&self, name: &str) -> Result<()> {
         if !(self.min.is_finite() && self.step.is_finite() && self.max.is_finite()) {
-            return invalid(format!("search range of {name} [{} : {} : {}] is not finite", self.min, self.step, self.max));
+            return bad_parameter(&name.to_lowercase(), format!("search range of {name} [{} : {} : {}] is not finite", self.min, self.step, self.max));
         }
         if self.max < self.min {
-            return invalid(format!("search range of {name}: max {} is below min {}", self.max, self.min));
+            return bad_parameter(&name.to_lowercase(), format!("search range of {name}: max {} is below min {}", self.max, self.min));
         }
         if self.step <= 0.0 {
-            return invalid(format!("search range of {name}: step {} must be positive", self.step));
+            return bad_parameter(&name.to_lowercase(), format!("search range of {name}: step {} must be positive", self.step));
         }
         let n = (self.max - self.min) / self.step;
         if n + 1.0 > MAX_RANGE_VALUES as f64 {
-            return invalid(format!("search range of {name} has {:.0} values (at most {MAX_RANGE_VALUES})", n + 1.0));
+            return bad_parameter(&name.to_lowercase(), format!("search range of {name} has {:.0} values (at most {MAX_RANGE_VALUES})", n + 1.0));
         }
         Ok(())
     }
@@ -378,12 +386,13 @@ pub enum Variant {
 /// the fast one does not apply, with a note on stderr), the CPU reference otherwise. On several
 /// devices the parameter traces are split over them ([`estimate_split`]), every pick and
 /// semblance that of the single-device search, bit for bit.
-pub fn estimate(traces: &TraceSet, params: &EstimateParams, devices: &[Backend]) -> Result<Estimate> {
-    match devices {
+pub fn estimate(traces: &TraceSet, params: &EstimateParams, devices: &[Backend]) -> crate::error::Result<Estimate> {
+    let out = match devices {
         [] => invalid("nlbf: no device to search on"),
         [backend] => estimate_on(backend, traces, params),
         _ => estimate_split(devices, traces, params, None),
-    }
+    };
+    Ok(out?)
 }
 
 /// [`estimate`] on one device.

@@ -1,6 +1,6 @@
 //! NMO correction with a stretch mute.
 
-use super::{cpu, gpu, invalid, validate_traces, Result};
+use super::{cpu, gpu, validate_traces, Result};
 use crate::backend::Backend;
 use crate::traces::{TraceHeader, TraceSet};
 
@@ -17,18 +17,18 @@ pub struct NmoParams {
 /// The velocity function sampled at every output time.
 pub fn vrms_table(p: &NmoParams, ns: usize, dt: f32, t_first: f32) -> Result<Vec<f32>> {
     if p.velocity.is_empty() {
-        return invalid("NMO: no velocity given");
+        return super::bad_parameter("velocity", "NMO: no velocity given");
     }
     for (i, &(t, v)) in p.velocity.iter().enumerate() {
         if !(t.is_finite() && v.is_finite() && v > 0.0) {
-            return invalid(format!("NMO velocity pair {i} ({t} s, {v} m/s): time must be finite, velocity positive"));
+            return super::bad_parameter("velocity", format!("NMO velocity pair {i} ({t} s, {v} m/s): time must be finite, velocity positive"));
         }
         if i > 0 && t <= p.velocity[i - 1].0 {
-            return invalid(format!("NMO velocity times must increase (pair {i} at {t} s)"));
+            return super::bad_parameter("velocity", format!("NMO velocity times must increase (pair {i} at {t} s)"));
         }
     }
     if !(p.max_stretch.is_finite() && p.max_stretch > 0.0) {
-        return invalid(format!("NMO stretch mute {} must be positive", p.max_stretch));
+        return super::bad_parameter("max-stretch", format!("NMO stretch mute {} must be positive", p.max_stretch));
     }
     let v = &p.velocity;
     Ok((0..ns)
@@ -48,7 +48,12 @@ pub fn vrms_table(p: &NmoParams, ns: usize, dt: f32, t_first: f32) -> Result<Vec
 
 /// NMO correction with a stretch mute; the offset is the source-receiver distance from the
 /// coordinates, or the header's offset where the coordinates are absent.
-pub fn nmo(backend: &Backend, traces: &TraceSet, params: &NmoParams) -> Result<TraceSet> {
+pub fn nmo(backend: &Backend, traces: &TraceSet, params: &NmoParams) -> crate::error::Result<TraceSet> {
+    Ok(nmo_in(backend, traces, params)?)
+}
+
+/// [`nmo`] with the module's error.
+pub(super) fn nmo_in(backend: &Backend, traces: &TraceSet, params: &NmoParams) -> Result<TraceSet> {
     validate_traces(traces)?;
     let vrms = vrms_table(params, traces.ns, traces.dt, traces.t0)?;
     let offsets = nmo_offsets(&traces.headers);

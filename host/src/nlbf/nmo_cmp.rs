@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
-use super::{cpu, gpu, invalid, nmo, nmo_offsets, validate_traces, vrms_table, NmoParams, Result};
+use super::{cpu, gpu, nmo_offsets, validate_traces, vrms_table, NmoParams, Result};
 use crate::backend::Backend;
 use crate::traces::TraceSet;
 use crate::velocity::{Domain, Location, VelocityModel};
@@ -14,12 +14,16 @@ use crate::velocity::{Domain, Location, VelocityModel};
 /// NMO correction with a stretch mute, v_rms(t) from `model` at each trace's CMP. A model that is
 /// the same everywhere (a constant or t:v pairs) is exactly [`nmo`] with its knots; otherwise the
 /// traces are corrected CMP by CMP (one velocity table per distinct CMP location).
-pub fn nmo_model(backend: &Backend, traces: &TraceSet, model: &VelocityModel, max_stretch: f32) -> Result<TraceSet> {
+pub fn nmo_model(backend: &Backend, traces: &TraceSet, model: &VelocityModel, max_stretch: f32) -> crate::error::Result<TraceSet> {
+    Ok(nmo_model_in(backend, traces, model, max_stretch)?)
+}
+
+fn nmo_model_in(backend: &Backend, traces: &TraceSet, model: &VelocityModel, max_stretch: f32) -> Result<TraceSet> {
     if model.domain() != Domain::Time {
-        return invalid(format!("NMO: the velocity must be v_rms(t) in two-way time, this one is in {}", model.domain().name()));
+        return super::bad_parameter("velocity", format!("NMO: the velocity must be v_rms(t) in two-way time, this one is in {}", model.domain().name()));
     }
     if let VelocityModel::Function(f) = model {
-        return nmo(backend, traces, &NmoParams { velocity: f.knots.clone(), max_stretch });
+        return super::nmo::nmo_in(backend, traces, &NmoParams { velocity: f.knots.clone(), max_stretch });
     }
     validate_traces(traces)?;
     let (ns, dt, t_first) = (traces.ns, traces.dt, traces.t0);

@@ -218,7 +218,7 @@ pub fn validate_traces(t: &TraceSet) -> Result<()> {
     let bad = t.data.par_chunks(t.ns).enumerate().find_first(|(_, tr)| tr.iter().any(|v| !v.is_finite()));
     if let Some((i, tr)) = bad {
         let j = tr.iter().position(|v| !v.is_finite()).unwrap_or(0);
-        return invalid(format!("input traces: trace {i} sample {j} is not finite"));
+        return super::bad_input(format!("input traces: trace {i} sample {j} is not finite"));
     }
     Ok(())
 }
@@ -227,7 +227,7 @@ pub fn validate_traces(t: &TraceSet) -> Result<()> {
 pub fn validate_shape(t: &TraceSet) -> Result<()> {
     validate_layout(t)?;
     if t.data.len() != t.headers.len() * t.ns {
-        return invalid(format!("input traces: {} samples for {} traces of {} samples", t.data.len(), t.headers.len(), t.ns));
+        return super::bad_input(format!("input traces: {} samples for {} traces of {} samples", t.data.len(), t.headers.len(), t.ns));
     }
     Ok(())
 }
@@ -235,41 +235,41 @@ pub fn validate_shape(t: &TraceSet) -> Result<()> {
 /// The checks of [`validate_shape`] on the headers and the sampling alone.
 pub(super) fn validate_layout(t: &TraceSet) -> Result<()> {
     if t.headers.is_empty() {
-        return invalid("input traces: the gather has no traces");
+        return super::bad_input("input traces: the gather has no traces");
     }
     if t.ns == 0 {
-        return invalid("input traces: traces have zero samples");
+        return super::bad_input("input traces: traces have zero samples");
     }
     if !(t.dt > 0.0) || !t.dt.is_finite() {
-        return invalid(format!("input traces: sample interval {} s is not positive", t.dt));
+        return super::bad_input(format!("input traces: sample interval {} s is not positive", t.dt));
     }
     Ok(())
 }
 
 fn validate_params(p: &EstimateParams, ns: usize) -> Result<()> {
-    for (name, v) in [("parameter-trace spacing in x", p.spacing_x), ("parameter-trace spacing in y", p.spacing_y)] {
+    for (name, arg, v) in [("parameter-trace spacing in x", "spacing-x", p.spacing_x), ("parameter-trace spacing in y", "spacing-y", p.spacing_y)] {
         if !(v.is_finite() && v > 0.0) {
-            return invalid(format!("{name} is {v} m: it must be positive"));
+            return super::bad_parameter(arg, format!("{name} is {v} m: it must be positive"));
         }
     }
-    for (name, ap) in [("(A, D)", p.aperture_ad), ("(B, E)", p.aperture_be), ("C", p.aperture_c)] {
+    for (name, arg, ap) in [("(A, D)", "aperture-ad", p.aperture_ad), ("(B, E)", "aperture-be", p.aperture_be), ("C", "aperture-c", p.aperture_c)] {
         if !(ap.x.is_finite() && ap.y.is_finite() && ap.x >= 0.0 && ap.y >= 0.0) {
-            return invalid(format!("the {name} aperture {} x {} m must be finite and non-negative", ap.x, ap.y));
+            return super::bad_parameter(arg, format!("the {name} aperture {} x {} m must be finite and non-negative", ap.x, ap.y));
         }
     }
     for (name, s) in [("x", p.coords.x_scale), ("y", p.coords.y_scale)] {
         if !(s.is_finite() && s != 0.0) {
-            return invalid(format!("the {name} coordinate scale {s} must be finite and non-zero"));
+            return super::bad_parameter(&format!("{name}-scale"), format!("the {name} coordinate scale {s} must be finite and non-zero"));
         }
     }
     if p.window == 0 || p.window % 2 == 0 {
-        return invalid(format!("time window of {} samples: it must be odd (centred on t0)", p.window));
+        return super::bad_parameter("window", format!("time window of {} samples: it must be odd (centred on t0)", p.window));
     }
     if p.window > ns {
-        return invalid(format!("time window of {} samples is longer than the traces ({ns} samples)", p.window));
+        return super::bad_parameter("window", format!("time window of {} samples is longer than the traces ({ns} samples)", p.window));
     }
     if p.window > MAX_WINDOW {
-        return invalid(format!("time window of {} samples: at most {MAX_WINDOW}", p.window));
+        return super::bad_parameter("window", format!("time window of {} samples: at most {MAX_WINDOW}", p.window));
     }
     let s = &p.search;
     for (name, r) in [("A", s.a), ("B", s.b), ("C", s.c), ("D", s.d), ("E", s.e)] {
@@ -295,7 +295,7 @@ pub fn coordinates(headers: &[TraceHeader], c: &Coordinates) -> Result<(Vec<f64>
     let get = |key: CoordKey, scale: f64, axis: &str| -> Result<Vec<f64>> {
         let v: Vec<f64> = headers.iter().map(|h| key.value(h) * scale).collect();
         if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-            return invalid(format!("trace {i}: {axis} coordinate ({}) is not finite", key.name()));
+            return super::bad_input(format!("trace {i}: {axis} coordinate ({}) is not finite", key.name()));
         }
         if axis == "x" && headers.len() > 1 && v.iter().all(|&x| x == 0.0) {
             return invalid(format!(

@@ -20,7 +20,9 @@ mod job;
 
 pub use job::{add_image, add_stats, work_items, zero_image, DeviceImage, Migration, WORK_ITEMS};
 
-use anyhow::{bail, ensure, Context};
+use anyhow::{bail, Context};
+
+use crate::{bail_input, bail_param, ensure_input, ensure_param};
 
 use crate::backend::Backend;
 use crate::traces::{first_failing, TraceSet};
@@ -193,51 +195,51 @@ impl PstmParams {
 
     /// Checks everything a run relies on; errors name the parameter and the offending value.
     pub fn validate(&self, mode: TraveltimeMode, model: TraveltimeModel) -> anyhow::Result<()> {
-        ensure!(self.nx >= 1 && self.ny >= 1, "image has {} x {} columns: nx and ny must be at least 1", self.nx, self.ny);
-        ensure!(self.nz >= 1, "image has nz = 0 time samples");
-        ensure!(self.noff >= 1, "noff = 0: at least one offset class is needed");
-        ensure!(self.dx > 0.0 && self.dx.is_finite(), "image column spacing dx = {} m must be positive", self.dx);
-        ensure!(self.dy > 0.0 && self.dy.is_finite(), "image column spacing dy = {} m must be positive", self.dy);
-        ensure!(self.x0.is_finite() && self.y0.is_finite(), "image origin ({}, {}) is not finite", self.x0, self.y0);
-        ensure!(self.dtau > 0.0 && self.dtau.is_finite(), "image time step dtau = {} s must be positive", self.dtau);
-        ensure!(self.tau0 >= 0.0 && self.tau0.is_finite(), "image start time tau0 = {} s must be >= 0", self.tau0);
-        ensure!(self.doffset > 0.0 && self.doffset.is_finite(), "offset class width doffset = {} m must be positive", self.doffset);
-        ensure!(self.offset0.is_finite(), "offset0 = {} m is not finite", self.offset0);
-        ensure!(self.aperture > 0.0 && self.aperture.is_finite(), "aperture = {} m must be positive", self.aperture);
+        ensure_param!(self.nx >= 1 && self.ny >= 1, if self.nx == 0 { "nx" } else { "ny" }, "image has {} x {} columns: nx and ny must be at least 1", self.nx, self.ny);
+        ensure_param!(self.nz >= 1, "nz", "image has nz = 0 time samples");
+        ensure_param!(self.noff >= 1, "noff", "noff = 0: at least one offset class is needed");
+        ensure_param!(self.dx > 0.0 && self.dx.is_finite(), "dx", "image column spacing dx = {} m must be positive", self.dx);
+        ensure_param!(self.dy > 0.0 && self.dy.is_finite(), "dy", "image column spacing dy = {} m must be positive", self.dy);
+        ensure_param!(self.x0.is_finite() && self.y0.is_finite(), if self.x0.is_finite() { "y0" } else { "x0" }, "image origin ({}, {}) is not finite", self.x0, self.y0);
+        ensure_param!(self.dtau > 0.0 && self.dtau.is_finite(), "dtau", "image time step dtau = {} s must be positive", self.dtau);
+        ensure_param!(self.tau0 >= 0.0 && self.tau0.is_finite(), "tau0", "image start time tau0 = {} s must be >= 0", self.tau0);
+        ensure_param!(self.doffset > 0.0 && self.doffset.is_finite(), "doffset", "offset class width doffset = {} m must be positive", self.doffset);
+        ensure_param!(self.offset0.is_finite(), "offset0", "offset0 = {} m is not finite", self.offset0);
+        ensure_param!(self.aperture > 0.0 && self.aperture.is_finite(), "aperture", "aperture = {} m must be positive", self.aperture);
         // Beyond 1000 km the trace binning's counts would overflow; no survey needs more.
-        ensure!(self.aperture <= 1e6, "aperture = {} m is larger than 1000 km", self.aperture);
-        ensure!(self.stretch > 0.0 && self.stretch.is_finite(), "stretch mute = {} must be positive (e.g. 0.5 for 50%)", self.stretch);
-        ensure!(matches!(self.dynamic_max_step, 8 | 16 | 24 | 32),
+        ensure_param!(self.aperture <= 1e6, "aperture", "aperture = {} m is larger than 1000 km", self.aperture);
+        ensure_param!(self.stretch > 0.0 && self.stretch.is_finite(), "stretch", "stretch mute = {} must be positive (e.g. 0.5 for 50%)", self.stretch);
+        ensure_param!(matches!(self.dynamic_max_step, 8 | 16 | 24 | 32), "max-step",
             "dynamic interpolation step {} samples is invalid: the largest step must be 8, 16, 24 or 32", self.dynamic_max_step);
         let per_col = self.nz;
         let lateral = self.columns() * self.nz;
-        ensure!(self.vrms.len() == per_col || self.vrms.len() == lateral,
+        ensure_param!(self.vrms.len() == per_col || self.vrms.len() == lateral, "velocity",
             "vrms has {} values: expected nz = {per_col} (one function for all columns) or nx*ny*nz = {lateral}", self.vrms.len());
         // (Lateral fields are nx*ny*nz values: 82M at paper size, 0.4 s scanned serially on 2 cores.)
         if let Some(i) = first_failing(&self.vrms, |v| (v > 0.0) & (v < f32::INFINITY)) {
-            bail!("vrms at {} is {} m/s: velocities must be positive and finite", self.where_is(i, self.vrms.len()), self.vrms[i]);
+            bail_param!("velocity", "vrms at {} is {} m/s: velocities must be positive and finite", self.where_is(i, self.vrms.len()), self.vrms[i]);
         }
         if model == TraveltimeModel::Vti {
-            ensure!(!self.eta.is_empty(), "the VTI traveltime needs eta (none given)");
+            ensure_param!(!self.eta.is_empty(), "eta", "the VTI traveltime needs eta (none given)");
         }
         if !self.eta.is_empty() {
-            ensure!(self.eta.len() == per_col || self.eta.len() == lateral,
+            ensure_param!(self.eta.len() == per_col || self.eta.len() == lateral, "eta",
                 "eta has {} values: expected nz = {per_col} or nx*ny*nz = {lateral}", self.eta.len());
             if let Some(i) = first_failing(&self.eta, |e| (e >= 0.0) & (e < f32::INFINITY)) {
-                bail!("eta at {} is {}: eta must be >= 0 and finite (VTI anellipticity)", self.where_is(i, self.eta.len()), self.eta[i]);
+                bail_param!("eta", "eta at {} is {}: eta must be >= 0 and finite (VTI anellipticity)", self.where_is(i, self.eta.len()), self.eta[i]);
             }
         }
         if let TraveltimeMode::Dynamic { tolerance } = mode {
-            ensure!(tolerance >= 0.0 && tolerance.is_finite(), "dynamic interpolation tolerance {tolerance} s must be >= 0");
+            ensure_param!(tolerance >= 0.0 && tolerance.is_finite(), "tolerance", "dynamic interpolation tolerance {tolerance} s must be >= 0");
         }
         let g = &self.gpu;
-        ensure!((1..=32).contains(&g.warps), "GPU block of {} warps: 1 to 32 allowed", g.warps);
-        ensure!((32..=255).contains(&g.max_regs), "GPU register cap {} outside 32..=255", g.max_regs);
-        ensure!((1..=65536).contains(&g.batch_traces), "trace batch of {} traces: 1 to 65536 allowed", g.batch_traces);
-        ensure!(g.tile_x >= 1 && g.warps.is_multiple_of(g.tile_x),
+        ensure_param!((1..=32).contains(&g.warps), "warps", "GPU block of {} warps: 1 to 32 allowed", g.warps);
+        ensure_param!((32..=255).contains(&g.max_regs), "max-regs", "GPU register cap {} outside 32..=255", g.max_regs);
+        ensure_param!((1..=65536).contains(&g.batch_traces), "batch-traces", "trace batch of {} traces: 1 to 65536 allowed", g.batch_traces);
+        ensure_param!(g.tile_x >= 1 && g.warps.is_multiple_of(g.tile_x), "tile-x",
             "GPU tile of {} columns along x does not divide the {} warps per block", g.tile_x, g.warps);
-        ensure!(!(g.smem && g.texture), "the shared-memory trace path and textures exclude each other");
-        ensure!(!(g.lean && g.smem && mode == TraveltimeMode::Static8) || g.warps == gpu_kernels::pstm::LEAN_WARPS,
+        ensure_param!(!(g.smem && g.texture), "texture", "the shared-memory trace path and textures exclude each other");
+        ensure_param!(!(g.lean && g.smem && mode == TraveltimeMode::Static8) || g.warps == gpu_kernels::pstm::LEAN_WARPS, "warps",
             "GPU tuning `lean` (static8, shared-memory kernels) needs {} warps per block, not {}", gpu_kernels::pstm::LEAN_WARPS, g.warps);
         Ok(())
     }
@@ -333,10 +335,10 @@ impl Plan {
 /// Sorts the traces into batches and bins and fills the kernel parameters (mode-independent,
 /// except the dynamic tolerance).
 pub fn plan(traces: &TraceSet, p: &PstmParams, mode: TraveltimeMode) -> anyhow::Result<Plan> {
-    traces.validate("input traces").map_err(anyhow::Error::msg)?;
-    ensure!(traces.ns >= 2, "traces have {} samples: at least 2 are needed", traces.ns);
-    ensure!(traces.t0.is_finite(), "trace start time {} s is not finite", traces.t0);
-    ensure!(traces.len() < u32::MAX as usize, "{} traces: too many for one run", traces.len());
+    traces.validate("input traces").map_err(crate::error::Error::Input)?;
+    ensure_input!(traces.ns >= 2, "traces have {} samples: at least 2 are needed", traces.ns);
+    ensure_input!(traces.t0.is_finite(), "trace start time {} s is not finite", traces.t0);
+    ensure_input!(traces.len() < u32::MAX as usize, "{} traces: too many for one run", traces.len());
     let a = p.aperture;
     let (wx, wy) = (((p.nx - 1) as f64 * p.dx) as f32, ((p.ny - 1) as f64 * p.dy) as f32);
     // Bins of an eighth of the aperture (at least a column): a column's traces are then about
@@ -345,7 +347,7 @@ pub fn plan(traces: &TraceSet, p: &PstmParams, mode: TraveltimeMode) -> anyhow::
     let bh = (a / 8.0).max(p.dy as f32);
     let nbx = (((wx + 2.0 * a) / bw).floor() as u32 + 1).max(1);
     let nby = (((wy + 2.0 * a) / bh).floor() as u32 + 1).max(1);
-    ensure!((nbx as u64) * (nby as u64) * (p.noff as u64) < 1 << 26,
+    ensure_param!((nbx as u64) * (nby as u64) * (p.noff as u64) < 1 << 26, "aperture",
         "aperture {a} m over {bw} m bins gives {nbx} x {nby} bins per class: use a larger aperture or fewer classes");
     let bins = Bins { x0: -a, y0: -a, w: bw, h: bh, nx: nbx, ny: nby };
 
@@ -356,7 +358,7 @@ pub fn plan(traces: &TraceSet, p: &PstmParams, mode: TraveltimeMode) -> anyhow::
     let coords = |h: &crate::traces::TraceHeader| [h.sx, h.sy, h.gx, h.gy];
     if let Some(i) = traces.headers.par_iter().position_first(|h| !coords(h).iter().all(|c| c.is_finite())) {
         let j = coords(&traces.headers[i]).iter().position(|c| !c.is_finite()).unwrap_or(0);
-        bail!("trace {i}: {} coordinate is not finite", ["source x", "source y", "receiver x", "receiver y"][j]);
+        bail_input!("trace {i}: {} coordinate is not finite", ["source x", "source y", "receiver x", "receiver y"][j]);
     }
     let kept: Vec<(u32, u32, [f32; 4])> = traces.headers.par_iter().enumerate().filter_map(|(i, h)| {
         let kf = ((h.distance() as f32 - p.offset0) / p.doffset).floor();
@@ -513,14 +515,14 @@ pub fn check_reach(traces: &TraceSet, p: &PstmParams) -> anyhow::Result<()> {
         .reduce(|| f64::INFINITY, f64::min);
     if nearest == f64::INFINITY {
         let (lo, hi) = h.iter().map(|t| t.distance()).fold((f64::INFINITY, 0.0f64), |(a, b), d| (a.min(d), b.max(d)));
-        bail!("pstm: no trace falls in an offset class: {} classes of {} m from {} m, the traces' offsets are {lo:.1}..{hi:.1} m \
+        bail_param!("offset0", "pstm: no trace falls in an offset class: {} classes of {} m from {} m, the traces' offsets are {lo:.1}..{hi:.1} m \
                (set --offset0, --doffset, --noff)", p.noff, p.doffset, p.offset0);
     }
     if nearest > p.aperture as f64 {
         let mid = (0..h.len()).filter(|&i| in_class(i)).map(|i| h[i].midpoint());
         let (mx0, mx1, my0, my1) = mid.fold((f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY),
             |(a, b, c, d), m| (a.min(m.0), b.max(m.0), c.min(m.1), d.max(m.1)));
-        bail!("pstm: no trace reaches the image: the nearest midpoint is {nearest:.1} m from the image area, beyond the aperture \
+        bail_param!("aperture", "pstm: no trace reaches the image: the nearest midpoint is {nearest:.1} m from the image area, beyond the aperture \
                of {} m. The image spans x {:.1}..{:.1} m, y {:.1}..{:.1} m; the data's midpoints x {mx0:.1}..{mx1:.1} m, y \
                {my0:.1}..{my1:.1} m: leave out --x0/--y0 (and --nx/--ny) to image over the data, or widen --aperture",
             p.aperture, x.0, x.1, y.0, y.1);
@@ -534,6 +536,11 @@ pub fn check_reach(traces: &TraceSet, p: &PstmParams) -> anyhow::Result<()> {
 /// On one device the whole input migrates at once; on several the [`work_items`] are split over
 /// them ([`Migration`]: the devices' images summed in device order, the counts added).
 pub fn migrate(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel,
+    devices: &[Backend]) -> crate::error::Result<PstmImage> {
+    Ok(migrate_in(traces, params, mode, model, devices)?)
+}
+
+fn migrate_in(traces: &TraceSet, params: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel,
     devices: &[Backend]) -> anyhow::Result<PstmImage> {
     match devices {
         [] => bail!("pstm: no device to migrate on"),

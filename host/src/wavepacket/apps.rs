@@ -8,7 +8,9 @@
 use std::ops::Range;
 use std::sync::Mutex;
 
-use anyhow::{ensure, Result};
+use anyhow::Result;
+
+use crate::{ensure_input, ensure_internal, ensure_param};
 use gpu_kernels::wavepacket as wp;
 use num_complex::Complex32;
 use rayon::prelude::*;
@@ -55,7 +57,7 @@ impl CubeJob for Fragmented {
     fn rows(&self) -> Range<usize> { 0..self.tiling.shape[0] }
     fn owned(&self) -> Range<usize> { 0..self.tiling.shape[0] }
     fn forward_each(&self, vol: &[f32], look: &(dyn Fn(usize, &[Complex32]) + Sync)) -> Result<()> {
-        self.for_each_forward(vol, look)
+        Ok(self.for_each_forward(vol, look)?)
     }
     fn all_samples(&self, local: Vec<f32>) -> Result<Vec<f32>> { Ok(local) }
     fn sum_counts(&self, local: Vec<u64>) -> Result<Vec<u64>> { Ok(local) }
@@ -71,7 +73,7 @@ impl CubeJob for Fragmented {
 fn check_slab(job: &(impl CubeJob + ?Sized), slab: &[f32]) -> Result<()> {
     let [n1, n2, n3] = job.fragmented().tiling.shape;
     let rows = job.rows();
-    ensure!(slab.len() == rows.len() * n2 * n3, "{} samples for rows {rows:?} of a {n1} x {n2} x {n3} volume ({} expected)",
+    ensure_internal!(slab.len() == rows.len() * n2 * n3, "{} samples for rows {rows:?} of a {n1} x {n2} x {n3} volume ({} expected)",
         slab.len(), rows.len() * n2 * n3);
     Ok(())
 }
@@ -199,12 +201,12 @@ pub struct Denoised {
 /// Hard thresholding at k sigma ||psi_b|| in every band-pass box (the low-pass box is kept).
 /// `sigma`: the noise level, or `None` to estimate it from the finest scale. `vol`: the job's
 /// slab ([`CubeJob::rows`]; the whole volume in one process), as is the result's `volume`.
-pub fn denoise(job: &(impl CubeJob + ?Sized), vol: &[f32], sigma: Option<f32>, k: f32) -> Result<Denoised> {
+pub fn denoise(job: &(impl CubeJob + ?Sized), vol: &[f32], sigma: Option<f32>, k: f32) -> crate::error::Result<Denoised> {
     let tr = job.fragmented();
     check_slab(job, vol)?;
-    ensure!(k > 0.0 && k.is_finite(), "threshold factor k = {k} must be positive");
+    ensure_param!(k > 0.0 && k.is_finite(), "k", "threshold factor k = {k} must be positive");
     if let Some(s) = sigma {
-        ensure!(s >= 0.0 && s.is_finite(), "noise level sigma = {s} must be finite and non-negative");
+        ensure_param!(s >= 0.0 && s.is_finite(), "sigma", "noise level sigma = {s} must be finite and non-negative");
     }
     let frame = tr.frame.clone();
     let norms = element_norms(&frame);
@@ -218,7 +220,7 @@ pub fn denoise(job: &(impl CubeJob + ?Sized), vol: &[f32], sigma: Option<f32>, k
                 sample.lock().unwrap().extend(local);
             })?;
             let mut s = job.all_samples(sample.into_inner().unwrap())?;
-            ensure!(!s.is_empty(), "no finest-scale coefficient inside the data to estimate the noise from");
+            ensure_internal!(!s.is_empty(), "no finest-scale coefficient inside the data to estimate the noise from");
             // Real white noise: a directional box holds only one side of the spectrum, so its
             // coefficients are complex Gaussian and |c| is Rayleigh with median sigma ||psi|| sqrt(ln 2);
             // the isotropic box holds both sides, its coefficients are real and |c| has the median
@@ -288,9 +290,9 @@ fn threshold_for_count(job: &(impl CubeJob + ?Sized), vol: &[f32], count: usize)
 
 /// Keeps the M = CR x samples largest coefficients and reconstructs. `vol`: the job's slab, as is
 /// the result's `volume`.
-pub fn compress(job: &(impl CubeJob + ?Sized), vol: &[f32], ratio: f64) -> Result<Compressed> {
+pub fn compress(job: &(impl CubeJob + ?Sized), vol: &[f32], ratio: f64) -> crate::error::Result<Compressed> {
     check_slab(job, vol)?;
-    ensure!(ratio > 0.0 && ratio <= 1.0, "compression ratio CR = {ratio} must be in (0, 1] (kept coefficients / samples)");
+    ensure_param!(ratio > 0.0 && ratio <= 1.0, "ratio", "compression ratio CR = {ratio} must be in (0, 1] (kept coefficients / samples)");
     let samples: usize = job.fragmented().tiling.shape.iter().product();
     let count = ((ratio * samples as f64).round() as usize).max(1);
     let thr = threshold_for_count(job, vol, count)?;
@@ -331,13 +333,13 @@ pub struct Interpolated {
 /// Fills dead traces. `live[i1 * n2 + i2]` says whether trace (i1, i2) was recorded; dead traces'
 /// samples in `vol` are ignored (treated as zero). `vol`: the job's slab, as is the result's
 /// `volume`; `live` covers the whole volume.
-pub fn interpolate(job: &(impl CubeJob + ?Sized), vol: &[f32], live: &[bool], method: InterpMethod) -> Result<Interpolated> {
+pub fn interpolate(job: &(impl CubeJob + ?Sized), vol: &[f32], live: &[bool], method: InterpMethod) -> crate::error::Result<Interpolated> {
     let tr = job.fragmented();
     check_slab(job, vol)?;
     let [n1, n2, n3] = tr.tiling.shape;
-    ensure!(live.len() == n1 * n2, "trace mask of {} entries for {n1} x {n2} traces", live.len());
+    ensure_input!(live.len() == n1 * n2, "trace mask of {} entries for {n1} x {n2} traces", live.len());
     let missing = live.iter().filter(|&&l| !l).count();
-    ensure!(missing < live.len(), "every trace is missing: nothing to interpolate from");
+    ensure_internal!(missing < live.len(), "every trace is missing: nothing to interpolate from");
     // The slab's traces and their place in the mask.
     let first = job.rows().start * n2;
     let live = &live[first..first + vol.len() / n3];
@@ -361,8 +363,8 @@ pub fn interpolate(job: &(impl CubeJob + ?Sized), vol: &[f32], live: &[bool], me
             Ok(Interpolated { volume: out, missing, iterations: 1 })
         }
         InterpMethod::Pocs { iterations, final_fraction } => {
-            ensure!(iterations >= 1, "POCS needs at least one iteration");
-            ensure!(final_fraction > 0.0 && final_fraction < 1.0, "final threshold fraction {final_fraction} must be in (0, 1)");
+            ensure_internal!(iterations >= 1, "POCS needs at least one iteration");
+            ensure_internal!(final_fraction > 0.0 && final_fraction < 1.0, "final threshold fraction {final_fraction} must be in (0, 1)");
             let cmax = Mutex::new(0.0f32);
             job.forward_each(&data, &|_, c| {
                 let m = c.iter().map(|v| v.norm()).fold(0.0f32, f32::max);

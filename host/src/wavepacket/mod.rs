@@ -21,6 +21,8 @@ mod tiling;
 use std::sync::Arc;
 
 use anyhow::{bail, ensure, Result};
+
+use crate::{bail_input, bail_param, ensure_input, ensure_param};
 pub use gpu_kernels::wavepacket::{below_threshold, Geometry, ScaleKind, MAX_SCALES};
 pub use num_complex::Complex32;
 use serde::{Deserialize, Serialize};
@@ -122,7 +124,7 @@ pub fn auto_cube(shape: [usize; 3], overlap: usize) -> Result<(usize, String)> {
         }
     }
     let Some((total, side, cube, count)) = best else {
-        anyhow::bail!("overlap of {overlap} samples is more than half of every cube side {CUBE_SIDES:?}: give --cube")
+        bail_param!("overlap", "overlap of {overlap} samples is more than half of every cube side {CUBE_SIDES:?}: give --cube")
     };
     Ok((side, format!("cubes of {cube}^3 for the {} x {} x {} volume: {count} cube(s), {:.1}M cube samples{}; --cube to choose",
         shape[0], shape[1], shape[2], total as f64 / 1e6,
@@ -171,12 +173,12 @@ impl Frame {
     /// Builds the frame for an N^3 cube. Errors name the bad parameter.
     pub fn new(n: usize, params: &Params) -> Result<Frame> {
         let fp = &params.frame;
-        ensure!(n >= 8, "cube side {n} is too small: the wave-packet frame needs at least 8 samples per axis");
-        ensure!(n <= 4096, "cube side {n} is too large for one transform: use the fragment path (cubes of 256)");
-        ensure!(params.eps > 0.0 && params.eps < 1.0 && params.eps.is_finite(),
+        ensure_param!(n >= 8, "cube", "cube side {n} is too small: the wave-packet frame needs at least 8 samples per axis");
+        ensure_param!(n <= 4096, "cube", "cube side {n} is too large for one transform: use the fragment path (cubes of 256)");
+        ensure_param!(params.eps > 0.0 && params.eps < 1.0 && params.eps.is_finite(), "eps",
             "epsilon {} is outside (0, 1): it is the USFFT's relative accuracy", params.eps);
-        ensure!(fp.tau > 0.0 && fp.tau <= 1.0, "tau {} is outside (0, 1] (radial transition width / R_j)", fp.tau);
-        ensure!(fp.beta > 0.0 && fp.beta < 1.0, "beta {} is outside (0, 1) (angular overlap / wedge half-width)", fp.beta);
+        ensure_param!(fp.tau > 0.0 && fp.tau <= 1.0, "tau", "tau {} is outside (0, 1] (radial transition width / R_j)", fp.tau);
+        ensure_param!(fp.beta > 0.0 && fp.beta < 1.0, "beta", "beta {} is outside (0, 1) (angular overlap / wedge half-width)", fp.beta);
         let m = n + 2 * fp.guard;
         // Global grid: oversampled about 2x (the USFFT's aliasing margin needs P >= 2N), with a
         // fast FFT size, chosen so kappa_j = j P / M is irregular on it (P not a multiple of M).
@@ -189,7 +191,7 @@ impl Frame {
         // R_{J-1} = M/4: the finest scale is the top octave [M/4, M/2] (+ corners).
         let r_top = m as f64 / 4.0;
         let last = if fp.scales > 0 {
-            ensure!(fp.scales >= 2 && fp.scales <= MAX_SCALES, "scales {} must be in 2..={MAX_SCALES}", fp.scales);
+            ensure_param!(fp.scales >= 2 && fp.scales <= MAX_SCALES, "scales", "scales {} must be in 2..={MAX_SCALES}", fp.scales);
             fp.scales - 1
         } else {
             // Largest J with (1 + tau) R_0 >= 2.5 bins (the low-pass box at least 5 bins wide).
@@ -200,11 +202,11 @@ impl Frame {
             jj
         };
         let r0 = (r_top / f64::powi(2.0, last as i32 - 1)) as f32;
-        ensure!(r0 >= 1.0, "{} scales are too many for a cube of {n}: the low-pass would be under one bin", last + 1);
+        ensure_param!(r0 >= 1.0, "scales", "{} scales are too many for a cube of {n}: the low-pass would be under one bin", last + 1);
         let isotropic = fp.finest == Finest::Isotropic;
         let top_dir = if isotropic { last - 1 } else { last };
         let n_top = if fp.wedges > 0 {
-            ensure!(fp.wedges <= 64, "wedges {} per face axis is too many (at most 64)", fp.wedges);
+            ensure_param!(fp.wedges <= 64, "wedges", "wedges {} per face axis is too many (at most 64)", fp.wedges);
             fp.wedges
         } else {
             let mut w = 1;
@@ -315,7 +317,7 @@ impl Frame {
 pub fn validate_volume(data: &[f32], shape: [usize; 3], what: &str) -> Result<()> {
     let len = shape[0] * shape[1] * shape[2];
     if len > 0 {
-        ensure!(data.len() == len, "{what}: {} samples for a {} x {} x {} volume ({len} expected)", data.len(), shape[0],
+        ensure_input!(data.len() == len, "{what}: {} samples for a {} x {} x {} volume ({len} expected)", data.len(), shape[0],
             shape[1], shape[2]);
     }
     validate_rows(data, 0, shape, what)
@@ -325,10 +327,10 @@ pub fn validate_volume(data: &[f32], shape: [usize; 3], what: &str) -> Result<()
 /// only (an MPI rank's part); a bad sample is named by its trace in the whole volume.
 pub fn validate_rows(data: &[f32], first_row: usize, shape: [usize; 3], what: &str) -> Result<()> {
     if shape.iter().any(|&d| d == 0) {
-        bail!("{what}: empty volume (shape {} x {} x {})", shape[0], shape[1], shape[2]);
+        bail_input!("{what}: empty volume (shape {} x {} x {})", shape[0], shape[1], shape[2]);
     }
     let row = shape[1] * shape[2];
-    ensure!(data.len() % row == 0 && first_row + data.len() / row <= shape[0],
+    ensure_input!(data.len() % row == 0 && first_row + data.len() / row <= shape[0],
         "{what}: {} samples from row {first_row} are not whole rows of a {} x {} x {} volume", data.len(), shape[0], shape[1],
         shape[2]);
     // In parallel: it reads the whole volume on every run (a fixed cost of any split).
@@ -340,7 +342,7 @@ pub fn validate_rows(data: &[f32], first_row: usize, shape: [usize; 3], what: &s
         .and_then(|k| data[k * CHUNK..].iter().position(|v| !v.is_finite()).map(|i| k * CHUNK + i));
     if let Some(i) = bad {
         let (i0, r) = (first_row + i / row, i % row);
-        bail!("{what}: sample {} of trace ({i0}, {}) is not finite ({})", r % shape[2], r / shape[2], data[i]);
+        bail_input!("{what}: sample {} of trace ({i0}, {}) is not finite ({})", r % shape[2], r / shape[2], data[i]);
     }
     Ok(())
 }
@@ -610,7 +612,7 @@ impl Engine {
         let total = self.frame().total;
         ensure!(coeffs.len() == total, "wave-packet inverse: {} coefficients given, the frame has {total}", coeffs.len());
         if let Some(i) = coeffs.iter().position(|c| !c.re.is_finite() || !c.im.is_finite()) {
-            bail!("wave-packet inverse: coefficient {i} is not finite");
+            bail_input!("wave-packet inverse: coefficient {i} is not finite");
         }
         match self {
             Engine::Cpu(e) => Ok(e.inverse(coeffs)),

@@ -2,6 +2,8 @@
 //! process ([`CubeBox`], [`CubeInBox`]).
 
 use anyhow::{ensure, Result};
+
+use crate::{ensure_input, ensure_param};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -29,15 +31,15 @@ impl Tiling {
     /// Cubes of side `cube` (a volume that fits in one cube gets one cube of the smallest fast FFT
     /// size holding it), overlapping by at least `overlap` samples.
     pub fn new(shape: [usize; 3], cube: usize, overlap: usize) -> Result<Tiling> {
-        ensure!(shape.iter().all(|&d| d > 0), "empty volume (shape {:?})", shape);
-        ensure!(cube >= 16, "cube side {cube} is too small (at least 16)");
+        ensure_input!(shape.iter().all(|&d| d > 0), "empty volume (shape {:?})", shape);
+        ensure_param!(cube >= 16, "cube", "cube side {cube} is too small (at least 16)");
         let big = shape.iter().copied().max().unwrap();
         if big <= cube {
             let c = nice(big.max(16));
             let c = if c % 2 == 0 { c } else { nice(c + 1) };
             return Ok(Tiling { shape, cube: c, starts: [vec![0], vec![0], vec![0]], box_cubes: BOX_CUBES });
         }
-        ensure!(2 * overlap <= cube, "overlap {overlap} is more than half the cube side {cube}");
+        ensure_param!(2 * overlap <= cube, "overlap", "overlap {overlap} is more than half the cube side {cube}");
         let starts = shape.map(|d| {
             if d <= cube {
                 vec![0]

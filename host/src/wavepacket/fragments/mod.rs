@@ -8,7 +8,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{Context, Result};
+
+use crate::ensure_internal;
 use num_complex::Complex32;
 use rayon::prelude::*;
 
@@ -45,12 +47,12 @@ impl Fragmented {
     /// Engines for `backend`: the CPU, or every visible GPU (cubes go to all of them concurrently)
     /// when `all_gpus` is set, otherwise the backend's GPU.
     pub fn new(backend: &Backend, shape: [usize; 3], cube: usize, overlap: usize, params: &Params,
-        all_gpus: bool) -> Result<Fragmented> {
+        all_gpus: bool) -> crate::error::Result<Fragmented> {
         Self::from_tiling(backend, Tiling::new(shape, cube, overlap)?, params, all_gpus)
     }
 
     /// For a given cube layout (e.g. read from a coefficient file).
-    pub fn from_tiling(backend: &Backend, tiling: Tiling, params: &Params, all_gpus: bool) -> Result<Fragmented> {
+    pub fn from_tiling(backend: &Backend, tiling: Tiling, params: &Params, all_gpus: bool) -> crate::error::Result<Fragmented> {
         let frame = Arc::new(Frame::new(tiling.cube, params)?);
         let mut engines = vec![Mutex::new(Engine::new(backend, frame.clone())?)];
         if let (Backend::Gpu(first), true) = (backend, all_gpus) {
@@ -61,16 +63,16 @@ impl Fragmented {
                 }
             }
         }
-        Self::assemble(tiling, frame, engines)
+        Ok(Self::assemble(tiling, frame, engines)?)
     }
 
     /// Engines on the given backends, one each (`--gpus N|all`; `--device cpu --gpus N` gives N CPU
     /// engines, which split the cubes as N GPUs would).
-    pub fn on_backends(backends: &[Backend], tiling: Tiling, params: &Params) -> Result<Fragmented> {
-        ensure!(!backends.is_empty(), "no device for the wave-packet cubes");
+    pub fn on_backends(backends: &[Backend], tiling: Tiling, params: &Params) -> crate::error::Result<Fragmented> {
+        ensure_internal!(!backends.is_empty(), "no device for the wave-packet cubes");
         let frame = Arc::new(Frame::new(tiling.cube, params)?);
         let engines = backends.iter().map(|b| Engine::new(b, frame.clone()).map(Mutex::new)).collect::<Result<Vec<_>>>()?;
-        Self::assemble(tiling, frame, engines)
+        Ok(Self::assemble(tiling, frame, engines)?)
     }
 
     /// The job over `engines`, the GPU engines' x1 pass sliced for the cubes each will take
@@ -88,10 +90,10 @@ impl Fragmented {
     }
 
     /// From existing engines (tests, benchmarks).
-    pub fn with_engines(tiling: Tiling, engines: Vec<Engine>) -> Result<Fragmented> {
-        ensure!(!engines.is_empty(), "no engine");
+    pub fn with_engines(tiling: Tiling, engines: Vec<Engine>) -> crate::error::Result<Fragmented> {
+        ensure_internal!(!engines.is_empty(), "no engine");
         let frame = engines[0].frame().clone();
-        ensure!(frame.n() == tiling.cube, "engine cube {} for a tiling of {}", frame.n(), tiling.cube);
+        ensure_internal!(frame.n() == tiling.cube, "engine cube {} for a tiling of {}", frame.n(), tiling.cube);
         Ok(Fragmented { tiling, frame, pools: engines.iter().map(|_| CubePool::default()).collect(), engines: engines.into_iter().map(Mutex::new).collect() })
     }
 
@@ -104,7 +106,7 @@ impl Fragmented {
     /// that boxes share ([`Fragmented::process_into`]). A job of many volumes reuses its buffers:
     /// page-locking costs about what the DMA saves per volume (139-163 ms for 1.65 GB on the
     /// 4 x H200 host).
-    pub fn volume_buffer(&self) -> Result<HostSamples> {
+    pub fn volume_buffer(&self) -> crate::error::Result<HostSamples> {
         let len = self.tiling.shape.iter().product::<usize>();
         for eng in &self.engines {
             let e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
@@ -121,34 +123,34 @@ impl Fragmented {
     pub fn engine_devices(&self) -> &[Mutex<Engine>] { &self.engines }
 
     /// Runs `job` on every engine through the queue ([`crate::exec::run_queue`]), a bar ticking per cube.
-    fn run_cubes<J: crate::exec::QueueJob<Device = Mutex<Engine>>>(&self, job: &J, out: J::Output) -> Result<J::Output> {
+    fn run_cubes<J: crate::exec::QueueJob<Device = Mutex<Engine>>>(&self, job: &J, out: J::Output) -> crate::error::Result<J::Output> {
         let bar = crate::progress::work(job.items() as u64, "wave-packet cubes");
         Ok(crate::exec::run_queue(&crate::progress::Ticked(job, &bar), &self.engines, out)?)
     }
 
     /// Forward transform of the volume ([`ForwardCubes`]).
-    pub fn forward(&self, vol: &[f32]) -> Result<Vec<Complex32>> {
+    pub fn forward(&self, vol: &[f32]) -> crate::error::Result<Vec<Complex32>> {
         validate_volume(vol, self.tiling.shape, "wave-packet forward")?;
         self.run_cubes(&ForwardCubes { tr: self, slab: vol, first_row: 0 }, Vec::with_capacity(self.total()))
     }
 
     /// Coefficients of cube t on engine k: one item of [`Fragmented::forward`] (MPI ranks split the
     /// cubes, `super::distributed::forward`; in cube order they are its result).
-    pub fn forward_cube(&self, k: usize, vol: &[f32], t: usize) -> Result<Vec<Complex32>> { self.forward_cube_from_rows(k, vol, 0, t) }
+    pub fn forward_cube(&self, k: usize, vol: &[f32], t: usize) -> crate::error::Result<Vec<Complex32>> { self.forward_cube_from_rows(k, vol, 0, t) }
 
     /// [`Fragmented::forward_cube`] from a slab of the volume's rows from `first_row` on
     /// ([`Tiling::extract_from_rows`]).
-    pub fn forward_cube_from_rows(&self, k: usize, slab: &[f32], first_row: usize, t: usize) -> Result<Vec<Complex32>> {
-        ensure!(k < self.engines.len(), "engine {k} of {}", self.engines.len());
-        self.forward_on(&self.engines[k], slab, first_row, t)
+    pub fn forward_cube_from_rows(&self, k: usize, slab: &[f32], first_row: usize, t: usize) -> crate::error::Result<Vec<Complex32>> {
+        ensure_internal!(k < self.engines.len(), "engine {k} of {}", self.engines.len());
+        Ok(self.forward_on(&self.engines[k], slab, first_row, t)?)
     }
 
     /// [`Fragmented::forward_cube_from_rows`] on engine `eng` (one of [`Fragmented::engine_devices`]).
     fn forward_on(&self, eng: &Mutex<Engine>, slab: &[f32], first_row: usize, t: usize) -> Result<Vec<Complex32>> {
-        ensure!(t < self.tiling.count(), "cube {t} of {}", self.tiling.count());
+        ensure_internal!(t < self.tiling.count(), "cube {t} of {}", self.tiling.count());
         let rows = self.tiling.rows_of(t..t + 1);
         let [_, s1, s2] = self.tiling.shape;
-        ensure!(first_row <= rows.start && slab.len() >= (rows.end - first_row) * s1 * s2,
+        ensure_internal!(first_row <= rows.start && slab.len() >= (rows.end - first_row) * s1 * s2,
             "cube {t} reads rows {rows:?}; the slab holds {} rows from {first_row}", slab.len() / (s1 * s2).max(1));
         let cube = self.tiling.extract_from_rows(slab, first_row, t);
         let mut e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
@@ -157,14 +159,14 @@ impl Fragmented {
 
     /// Cube t from its coefficients on engine k, as [`Tiling::accumulate`] adds it into the
     /// volume: one item of [`Fragmented::inverse`].
-    pub fn inverse_cube(&self, k: usize, coeffs: &[Complex32], t: usize) -> Result<Vec<f32>> {
-        ensure!(k < self.engines.len(), "engine {k} of {}", self.engines.len());
-        self.inverse_on(&self.engines[k], coeffs, t)
+    pub fn inverse_cube(&self, k: usize, coeffs: &[Complex32], t: usize) -> crate::error::Result<Vec<f32>> {
+        ensure_internal!(k < self.engines.len(), "engine {k} of {}", self.engines.len());
+        Ok(self.inverse_on(&self.engines[k], coeffs, t)?)
     }
 
     /// [`Fragmented::inverse_cube`] on engine `eng` (one of [`Fragmented::engine_devices`]).
     fn inverse_on(&self, eng: &Mutex<Engine>, coeffs: &[Complex32], t: usize) -> Result<Vec<f32>> {
-        ensure!(t < self.tiling.count(), "cube {t} of {}", self.tiling.count());
+        ensure_internal!(t < self.tiling.count(), "cube {t} of {}", self.tiling.count());
         let mut e = eng.lock().map_err(|_| anyhow::anyhow!("a cube engine panicked"))?;
         e.inverse(coeffs).with_context(|| format!("cube {t} at {:?}", self.tiling.start(t)))
     }
@@ -172,8 +174,8 @@ impl Fragmented {
     /// Inverse (= adjoint) transform: the cubes ([`InverseCubes`]) added into the volume in cube
     /// order (overlaps sum in a fixed order, so the volume is the same bit for bit for any number
     /// of engines; only the out-of-order cubes wait in memory).
-    pub fn inverse(&self, coeffs: &[Complex32]) -> Result<Vec<f32>> {
-        ensure!(coeffs.len() == self.total(), "{} coefficients for a fragmented frame of {}", coeffs.len(), self.total());
+    pub fn inverse(&self, coeffs: &[Complex32]) -> crate::error::Result<Vec<f32>> {
+        ensure_internal!(coeffs.len() == self.total(), "{} coefficients for a fragmented frame of {}", coeffs.len(), self.total());
         let len: usize = self.tiling.shape.iter().product();
         std::thread::scope(|s| {
             // The zero volume, its pages written in parallel beside the engines ([`VolumeSum`]).
@@ -185,12 +187,12 @@ impl Fragmented {
                 v
             });
             let sum = VolumeSum { out: None, zeros: Some(zeros) };
-            self.run_cubes(&InverseCubes::new(self, coeffs, 0), sum)?.finish()
+            Ok(self.run_cubes(&InverseCubes::new(self, coeffs, 0), sum)?.finish()?)
         })
     }
 
     /// Forward of every cube, handing its coefficients to `look` (statistics passes, [`LookAtCubes`]).
-    pub fn for_each_forward<F: Fn(usize, &[Complex32]) + Sync>(&self, vol: &[f32], look: F) -> Result<()> {
+    pub fn for_each_forward<F: Fn(usize, &[Complex32]) + Sync>(&self, vol: &[f32], look: F) -> crate::error::Result<()> {
         validate_volume(vol, self.tiling.shape, "wave-packet forward")?;
         self.run_cubes(&LookAtCubes { tr: self, slab: vol, first_row: 0, look: &look }, ())
     }
@@ -199,7 +201,7 @@ impl Fragmented {
     /// never holding the whole volume's coefficients. [`Fragmented::process_with`] with
     /// [`CoeffEdit::Host`]; edits that a device can do ([`CoeffEdit::Identity`],
     /// [`CoeffEdit::Threshold`]) are faster through `process_with` on GPUs.
-    pub fn process<F: Fn(usize, &mut [Complex32]) + Sync>(&self, vol: &[f32], edit: F) -> Result<Vec<f32>> {
+    pub fn process<F: Fn(usize, &mut [Complex32]) + Sync>(&self, vol: &[f32], edit: F) -> crate::error::Result<Vec<f32>> {
         Ok(self.process_with(vol, CoeffEdit::Host(&edit))?.volume)
     }
 
@@ -226,7 +228,7 @@ impl Fragmented {
     /// (a copy, no arithmetic) and adds each box once instead of each cube; the output is allocated
     /// zeroed by the OS with transparent huge pages requested, so its first touch in the fold
     /// costs a fault per 2 MB instead of per 4 KB.
-    pub fn process_with(&self, vol: &[f32], edit: CoeffEdit) -> Result<Processed> {
+    pub fn process_with(&self, vol: &[f32], edit: CoeffEdit) -> crate::error::Result<Processed> {
         // Zeroed by the OS, untouched until the fold writes it (every sample is set: no zeros needed).
         let mut volume = crate::runtime::memory::zeroed_host(vol.len());
         let kept = self.process_into(vol, edit, &mut volume)?;
@@ -238,13 +240,13 @@ impl Fragmented {
     /// many volumes reuses its output buffer: fresh pages cost a fault each on first touch
     /// (4 x H200 VM: 44-66 ms for the 126 MB one box's fold touches, against 2 ms into
     /// touched memory).
-    pub fn process_into(&self, vol: &[f32], edit: CoeffEdit, out: &mut [f32]) -> Result<Option<u64>> {
+    pub fn process_into(&self, vol: &[f32], edit: CoeffEdit, out: &mut [f32]) -> crate::error::Result<Option<u64>> {
         let t0 = std::time::Instant::now();
         let [s0, s1, s2] = self.tiling.shape;
-        ensure!(s0 * s1 * s2 > 0, "wave-packet processing: empty volume (shape {s0} x {s1} x {s2})");
-        ensure!(vol.len() == s0 * s1 * s2, "wave-packet processing: {} samples for a {s0} x {s1} x {s2} volume ({} expected)",
+        ensure_internal!(s0 * s1 * s2 > 0, "wave-packet processing: empty volume (shape {s0} x {s1} x {s2})");
+        ensure_internal!(vol.len() == s0 * s1 * s2, "wave-packet processing: {} samples for a {s0} x {s1} x {s2} volume ({} expected)",
             vol.len(), s0 * s1 * s2);
-        ensure!(out.len() == vol.len(), "wave-packet processing: an output of {} samples for a {s0} x {s1} x {s2} volume",
+        ensure_internal!(out.len() == vol.len(), "wave-packet processing: an output of {} samples for a {s0} x {s1} x {s2} volume",
             out.len());
         if let CoeffEdit::Threshold(thr) = edit {
             super::check_thresholds(&self.frame, thr)?;
@@ -256,9 +258,9 @@ impl Fragmented {
             // A sample that is not finite: the whole-volume check names the first one.
             Err(e) if e.downcast_ref::<NotFinite>().is_some() => {
                 validate_volume(vol, self.tiling.shape, "wave-packet processing")?;
-                Err(e)
+                Err(e.into())
             }
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -618,7 +620,7 @@ impl Fragmented {
             if let Some((_, e)) = failure {
                 return Err(e);
             }
-            ensure!(finished, "{due} of {boxes} boxes came back");
+            ensure_internal!(finished, "{due} of {boxes} boxes came back");
             Ok(if threshold { kept } else { None })
         });
         if result.is_err() {
