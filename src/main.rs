@@ -9,7 +9,9 @@ mod cli;
     long_about = "Seismic processing on the GPU, with multi-threaded CPU references.\n\
     Algorithms: NLBF semblance search (nlbf, nmo), velocity analysis (velan), Kirchhoff prestack time migration (ktm, pstm),\n\
     3D wave packets (wavepacket), Chebyshev shot-record depth migration (srm, extrapolate).\n\
-    Start with `seisgpu demo` (built-in synthetic data) and `seisgpu info`.")]
+    Start with `seisgpu demo` (built-in synthetic data) and `seisgpu info`.\n\n\
+    Exit status: 0 on success; 2 when a parameter or the input data is at fault (the message names it); 1 for any\n\
+    other failure (the GPU, a file that cannot be read or written, anything else).")]
 struct Cli {
     #[command(flatten)]
     global: cli::Global,
@@ -58,7 +60,7 @@ fn main() {
         }
         #[cfg(not(feature = "mpi"))]
         eprintln!("error: {e:#}");
-        std::process::exit(1);
+        std::process::exit(seisgpu_host::ErrorKind::of(&e).exit_code());
     }
 }
 

@@ -131,6 +131,42 @@ impl Error {
     }
 }
 
+impl ErrorKind {
+    /// The kind of an `anyhow` chain without taking it apart: that of its first typed layer (a
+    /// failed work item is looked through), [`ErrorKind::Internal`] where none is typed.
+    pub fn of(e: &anyhow::Error) -> ErrorKind {
+        for c in e.chain() {
+            if let Some(e) = c.downcast_ref::<Error>() {
+                return e.kind();
+            }
+            if c.is::<GpuError>() {
+                return ErrorKind::Gpu;
+            }
+            if let Some(e) = c.downcast_ref::<SegyError>() {
+                return if matches!(e, SegyError::Io { .. }) { ErrorKind::Io } else { ErrorKind::Input };
+            }
+            if let Some(e) = c.downcast_ref::<NlbfError>() {
+                return match e {
+                    NlbfError::Parameter { .. } => ErrorKind::Parameter,
+                    NlbfError::Input(_) => ErrorKind::Input,
+                    NlbfError::Gpu(_) => ErrorKind::Gpu,
+                    NlbfError::Invalid(_) => ErrorKind::Internal,
+                };
+            }
+            if c.is::<std::io::Error>() {
+                return ErrorKind::Io;
+            }
+        }
+        ErrorKind::Internal
+    }
+
+    /// Whether the caller's input is at fault (a parameter or the data).
+    pub fn is_usage(self) -> bool { matches!(self, ErrorKind::Parameter | ErrorKind::Input) }
+
+    /// The CLI's exit status for an error of this kind: 2 for a parameter or the data, 1 otherwise.
+    pub fn exit_code(self) -> i32 { if self.is_usage() { 2 } else { 1 } }
+}
+
 /// `inner` under the context messages `above` (outermost first).
 fn wrap(above: Vec<String>, inner: Error) -> Error {
     above.into_iter().rev().fold(inner, |source, message| Error::Context { message, source: Box::new(source) })
@@ -157,7 +193,8 @@ impl StdError for Error {
             Error::Parameter { .. } | Error::Input(_) => None,
             Error::Segy(e) => e.source(),
             Error::Gpu(e) => e.source(),
-            Error::Io { source, .. } => Some(source),
+            // The I/O error's text is in this layer's message already.
+            Error::Io { source, .. } => source.source(),
             Error::Internal(e) => e.source(),
             Error::Context { source, .. } => Some(source.as_ref()),
         }

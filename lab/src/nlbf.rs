@@ -432,7 +432,8 @@ pub fn bench_selected(backend: &Backend, size: BenchSize, ceilings: &Ceilings, s
 fn to_gpu(e: seisgpu_host::nlbf::NlbfError) -> seisgpu_host::runtime::GpuError {
     match e {
         seisgpu_host::nlbf::NlbfError::Gpu(g) => g,
-        seisgpu_host::nlbf::NlbfError::Invalid(m) => seisgpu_host::runtime::GpuError::BadLaunch { kernel: "nlbf".into(), why: m },
+        seisgpu_host::nlbf::NlbfError::Invalid(m) | seisgpu_host::nlbf::NlbfError::Input(m)
+        | seisgpu_host::nlbf::NlbfError::Parameter { reason: m, .. } => seisgpu_host::runtime::GpuError::BadLaunch { kernel: "nlbf".into(), why: m },
     }
 }
 

@@ -6,8 +6,8 @@ SEG-Y input through segyio (:mod:`seisgpu.segy`).
 Every function takes ``device="auto"|"gpu"|"cpu"`` and ``gpu=N`` (and ``gpus=N|"all"`` where the
 CLI has ``--gpus``), as the CLI's ``--device``, ``--gpu``, ``--gpus``: ``auto`` runs on the GPU
 when an NVIDIA driver and a GPU are present and this build has GPU kernels, on the CPU otherwise.
-The GIL is released while a function computes. Errors raise ValueError (bad arguments or data)
-or RuntimeError (the GPU or a file failed) with the CLI's message. Ctrl-C is seen between calls,
+The GIL is released while a function computes. Errors raise ValueError (bad arguments or data),
+:class:`GpuError` (a RuntimeError: the GPU failed) or OSError (a file) with the CLI's message. Ctrl-C is seen between calls,
 not inside one: the computation of a call runs to its end first.
 """
 
@@ -15,7 +15,9 @@ from . import _native, ktm, nlbf, pstm, segy, srm, wavepacket
 from ._common import Traces
 from .gathers import nmo, velan
 
-__all__ = ["Traces", "ktm", "nlbf", "pstm", "nmo", "velan", "segy", "srm", "wavepacket", "devices", "has_kernels", "set_threads", "threads", "last_call_seconds"]
+GpuError = _native.GpuError
+
+__all__ = ["GpuError", "Traces", "ktm", "nlbf", "pstm", "nmo", "velan", "segy", "srm", "wavepacket", "devices", "has_kernels", "set_threads", "threads", "last_call_seconds"]
 
 
 def devices(device: str = "auto", gpu: int = 0, gpus=None) -> str:

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use seisgpu_host::exec::GpuCount;
 use seisgpu_host::runtime::GpuError;
@@ -100,15 +100,26 @@ impl Drop for KeepContext {
     }
 }
 
-fn gpu_error(e: GpuError) -> PyErr { PyRuntimeError::new_err(e.to_string()) }
+/// `seisgpu.GpuError`: the device failed (driver, memory, launch); a RuntimeError.
+pub mod exceptions {
+    pyo3::create_exception!(seisgpu, GpuError, pyo3::exceptions::PyRuntimeError, "The GPU failed (driver, memory, kernel launch): a RuntimeError.");
+}
+use exceptions::GpuError as PyGpuError;
 
-/// A host error as a Python exception, with the CLI's message (the whole context chain):
-/// RuntimeError where the GPU runtime or the file system failed, ValueError otherwise (the host
-/// library checks its inputs before any work, so the rest are bad arguments or bad data).
+fn gpu_error(e: GpuError) -> PyErr { PyGpuError::new_err(e.to_string()) }
+
+/// A host error as a Python exception, with the CLI's message (the whole context chain), by the
+/// kind of [`seisgpu_host::Error`]: ValueError for a parameter or the data, `seisgpu.GpuError` (a
+/// RuntimeError) for the device, OSError for a file; anything else is a ValueError, as the
+/// binding's own argument checks are (the host library checks its inputs before any work).
 pub fn to_py(e: anyhow::Error) -> PyErr {
+    use seisgpu_host::ErrorKind;
     let message = format!("{e:#}");
-    let runtime = e.chain().any(|c| c.is::<GpuError>() || c.is::<std::io::Error>());
-    if runtime { PyRuntimeError::new_err(message) } else { PyValueError::new_err(message) }
+    match ErrorKind::of(&e) {
+        ErrorKind::Gpu => PyGpuError::new_err(message),
+        ErrorKind::Io => PyOSError::new_err(message),
+        ErrorKind::Parameter | ErrorKind::Input | ErrorKind::Internal => PyValueError::new_err(message),
+    }
 }
 
 /// Runs `work` with the GIL released (other Python threads go on), checking for Ctrl-C before and

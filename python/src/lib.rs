@@ -35,6 +35,7 @@ fn threads() -> usize { seisgpu_host::rayon_threads() }
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("GpuError", m.py().get_type::<common::exceptions::GpuError>())?;
     m.add_function(wrap_pyfunction!(has_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(describe_devices, m)?)?;
     m.add_function(wrap_pyfunction!(set_threads, m)?)?;

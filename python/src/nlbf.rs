@@ -98,13 +98,13 @@ fn variant(devices: &Devices, variant: &str) -> PyResult<Option<Variant>> {
 /// The search on one device or several (the one call site of the two entry points).
 fn estimate_on(d: &Devices, t: &TraceSet, p: &EstimateParams, v: Option<Variant>) -> anyhow::Result<Estimate> {
     match v {
-        None => nlbf::estimate(t, p, d.all()).map_err(nlbf_error),
+        None => nlbf::estimate(t, p, d.all()).map_err(anyhow::Error::from),
         Some(_) => nlbf::estimate_split(d.all(), t, p, v).map_err(nlbf_error),
     }
 }
 
 fn enhance_on(d: &Devices, t: &TraceSet, p: &EstimateParams, est: &Estimate, ep: &EnhanceParams) -> anyhow::Result<TraceSet> {
-    nlbf::enhance(t, &p.coords, est, ep, d.all()).map_err(nlbf_error)
+    nlbf::enhance(t, &p.coords, est, ep, d.all()).map_err(anyhow::Error::from)
 }
 
 /// The estimate as a dict: the six volumes [ny, nx, ns], positions, the grid, the search line.

@@ -21,7 +21,7 @@ pub fn nmo<'py>(py: Python<'py>, data: PyReadonlyArray2<'py, f32>, dt: f32, t0: 
     let model = VelocityModel::parse(&velocity).map_err(|e| to_py(e.context(what.clone())))?;
     model.expect_domain(Domain::Time, &format!("nmo {what}")).map_err(to_py)?;
     let (d, note) = devices(device, gpu, None)?;
-    let out = compute(py, || nlbf::nmo_model(d.first(), &traces, &model, max_stretch).map_err(|e| crate::common::nlbf_error(e).context(what.clone())))?;
+    let out = compute(py, || nlbf::nmo_model(d.first(), &traces, &model, max_stretch).map_err(|e| anyhow::Error::from(e).context(what.clone())))?;
     let shape = [out.len(), out.ns];
     Ok((PyArray1::from_vec(py, out.data).reshape(shape)?.into_any(), note))
 }

@@ -270,9 +270,9 @@ fn engines(global: &Global, tiling: Tiling, params: &Params, all_gpus: bool) -> 
             if all_gpus {
                 bail!("--all-gpus and --gpus both choose the devices: give one (--gpus all takes every GPU)");
             }
-            Fragmented::on_backends(&devices, tiling, params)
+            Ok(Fragmented::on_backends(&devices, tiling, params)?)
         }
-        None => Fragmented::from_tiling(&global.backend()?, tiling, params, all_gpus),
+        None => Ok(Fragmented::from_tiling(&global.backend()?, tiling, params, all_gpus)?),
     }
 }
 
@@ -486,7 +486,7 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
         Command::Denoise { io, frame, sigma, k } => {
             prepare_volume(&io.output, global)?;
             let (job, vol) = AppJob::open(global, io, frame, Finest::Directional)?;
-            let d = job.run(|j| apps::denoise(j, &vol, *sigma, *k))?;
+            let d = job.run(|j| Ok(apps::denoise(j, &vol, *sigma, *k)?))?;
             job.write(&io.output, &io.sampling, &d.volume, || {
                 println!("{{\"sigma\": {}, \"estimated\": {}, \"kept_fraction\": {:.5}, \"seconds\": {:.3}}}", d.sigma,
                     d.estimated, d.kept_fraction, t0.elapsed().as_secs_f64());
@@ -495,7 +495,7 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
         Command::Compress { io, frame, cr } => {
             prepare_volume(&io.output, global)?;
             let (job, vol) = AppJob::open(global, io, frame, Finest::Isotropic)?;
-            let c = job.run(|j| apps::compress(j, &vol, *cr))?;
+            let c = job.run(|j| Ok(apps::compress(j, &vol, *cr)?))?;
             job.write(&io.output, &io.sampling, &c.volume, || {
                 println!("{{\"kept\": {}, \"cr\": {:.5}, \"rel_error\": {:.5}, \"snr_db\": {:.2}, \"seconds\": {:.3}}}", c.kept,
                     c.ratio, c.rel_error, c.snr_db, t0.elapsed().as_secs_f64());
@@ -520,7 +520,7 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
                     // Traces that hold data (each rank looks at its rows; the mask is gathered).
                     None => apps::live_traces(j, &vol)?,
                 };
-                apps::interpolate(j, &vol, &live, method)
+                Ok(apps::interpolate(j, &vol, &live, method)?)
             })?;
             job.write(&io.output, &io.sampling, &r.volume, || {
                 println!("{{\"missing_traces\": {}, \"iterations\": {}, \"seconds\": {:.3}}}", r.missing, r.iterations,

@@ -6,6 +6,7 @@ mod common;
 
 mod bench;
 mod defaults;
+mod exit;
 
 mod ktm;
 mod ktm_interp;

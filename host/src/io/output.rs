@@ -66,15 +66,17 @@ pub fn prepare(path: &Path) -> anyhow::Result<OutputFormat> {
 
 /// Checks that a file can be created at `path`: its folder exists and takes a new file.
 pub fn check_writable(path: &Path) -> anyhow::Result<()> {
+    // File-system errors ([`crate::Error::Io`]: an OSError in Python), with the path in front.
+    let io = |kind, why: String| crate::Error::Io { path: Some(path.to_path_buf()), source: std::io::Error::new(kind, why) };
     if path.is_dir() {
-        bail!("{}: is a folder; give a file name", path.display());
+        return Err(io(std::io::ErrorKind::IsADirectory, "is a folder; give a file name".into()).into());
     }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     if !dir.is_dir() {
-        bail!("{}: folder {} does not exist", path.display(), dir.display());
+        return Err(io(std::io::ErrorKind::NotFound, format!("folder {} does not exist", dir.display())).into());
     }
     probe(dir).with_context(|| format!("{}: cannot write into folder {}", path.display(), dir.display()))
 }

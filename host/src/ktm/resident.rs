@@ -88,11 +88,17 @@ pub struct Migrated {
 /// Returns once the image is complete.
 #[allow(clippy::too_many_arguments)]
 pub fn migrate(gpu: &Arc<Gpu>, traces: &CudaView<f32>, headers: &[TraceHeader], ns: usize, dt: f32, t0: f32, params: &Params,
+    image: &mut CudaViewMut<f32>) -> crate::error::Result<Migrated> {
+    Ok(migrate_in(gpu, traces, headers, ns, dt, t0, params, image)?)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn migrate_in(gpu: &Arc<Gpu>, traces: &CudaView<f32>, headers: &[TraceHeader], ns: usize, dt: f32, t0: f32, params: &Params,
     image: &mut CudaViewMut<f32>) -> anyhow::Result<Migrated> {
     ensure!(!interpolated::needed(params),
         "ktm: the VTI traveltime model runs in the PSTM engine, which reads its traces from host memory: pass them as a host array");
-    ensure!(dt > 0.0 && dt.is_finite(), "ktm input: sample interval {dt} s is not positive");
-    ensure!(traces.len() == headers.len() * ns, "ktm input: {} samples for {} traces of {ns} samples", traces.len(), headers.len());
+    crate::ensure_input!(dt > 0.0 && dt.is_finite(), "ktm input: sample interval {dt} s is not positive");
+    crate::ensure_input!(traces.len() == headers.len() * ns, "ktm input: {} samples for {} traces of {ns} samples", traces.len(), headers.len());
     let plan = Plan::new(headers, ns, dt, t0, params)?;
     let (ncols, ntau, stride) = (plan.grid.ncols(), plan.grid.ntau, plan.stride());
     let len = plan.grid.len();
@@ -124,6 +130,12 @@ pub fn migrate(gpu: &Arc<Gpu>, traces: &CudaView<f32>, headers: &[TraceHeader], 
 /// is finite (the host entry does). Returns once the traces are complete.
 #[allow(clippy::too_many_arguments)]
 pub fn model(gpu: &Arc<Gpu>, image: &CudaView<f32>, headers: &[TraceHeader], ns: usize, dt: f32, t0: f32, params: &Params,
+    traces: &mut CudaViewMut<f32>) -> crate::error::Result<()> {
+    Ok(model_in(gpu, image, headers, ns, dt, t0, params, traces)?)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn model_in(gpu: &Arc<Gpu>, image: &CudaView<f32>, headers: &[TraceHeader], ns: usize, dt: f32, t0: f32, params: &Params,
     traces: &mut CudaViewMut<f32>) -> anyhow::Result<()> {
     ensure!(params.traveltime == TraveltimeMode::Exact,
         "modelling computes exact traveltimes only (it is the adjoint of the exact migration): use --traveltime exact");

@@ -410,6 +410,11 @@ impl Default for GpuOptions {
 /// shots migrate one after the other; on several the (shot, frequency group) [`work_items`] are
 /// split over them ([`Migration`]; with one device the split gives the same image).
 pub fn migrate(traces: &TraceSet, model: &VelocityModel, params: &SrmParams, opts: GpuOptions, devices: &[Backend])
+    -> crate::error::Result<Image> {
+    Ok(migrate_in(traces, model, params, opts, devices)?)
+}
+
+fn migrate_in(traces: &TraceSet, model: &VelocityModel, params: &SrmParams, opts: GpuOptions, devices: &[Backend])
     -> anyhow::Result<Image> {
     match devices {
         [] => anyhow::bail!("srm: no device to migrate on"),

@@ -16,6 +16,8 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
 
+use crate::bail_param;
+
 use crate::backend::Backend;
 use crate::traces::{TraceHeader, TraceSet};
 use crate::velocity::Location;
@@ -44,23 +46,23 @@ impl VelanParams {
     /// Checks every parameter against the sampling `dt` (s), naming the one at fault.
     pub fn validate(&self, dt: f32) -> Result<()> {
         let pos = |name: &str, v: f32, unit: &str| {
-            if v > 0.0 && v.is_finite() { Ok(()) } else { Err(anyhow::anyhow!("{name} {v} {unit} must be positive")) }
+            if v > 0.0 && v.is_finite() { Ok(()) } else { Err(crate::error::Error::parameter(name.trim_start_matches("--"), format!("{name} {v} {unit} must be positive"))) }
         };
         pos("--vmin", self.vmin, "m/s")?;
         pos("--vmax", self.vmax, "m/s")?;
         if self.nv < 2 || self.nv > 10_000 {
-            bail!("--nv {} must be between 2 and 10000 trial velocities", self.nv);
+            bail_param!("nv", "--nv {} must be between 2 and 10000 trial velocities", self.nv);
         }
         if !(self.vmax > self.vmin) {
-            bail!("--vmax {} m/s must exceed --vmin {} m/s", self.vmax, self.vmin);
+            bail_param!("vmax", "--vmax {} m/s must exceed --vmin {} m/s", self.vmax, self.vmin);
         }
         pos("--window", self.window, "s")?;
         if self.half_window(dt) > k::MAX_HALF_WINDOW {
-            bail!("--window {} ms is {} samples at {} ms; at most {} samples", self.window * 1e3, 2 * self.half_window(dt) + 1,
+            bail_param!("window", "--window {} ms is {} samples at {} ms; at most {} samples", self.window * 1e3, 2 * self.half_window(dt) + 1,
                 dt * 1e3, 2 * k::MAX_HALF_WINDOW + 1);
         }
         if !(self.eta.is_finite() && (0.0..=0.5).contains(&self.eta)) {
-            bail!("--eta {} must be between 0 and 0.5", self.eta);
+            bail_param!("eta", "--eta {} must be between 0 and 0.5", self.eta);
         }
         pos("--max-stretch", self.max_stretch, "")?;
         Ok(())
@@ -226,7 +228,11 @@ impl Panels {
 }
 
 /// The semblance panels of every gather on `backend`.
-pub fn semblance(backend: &Backend, g: &Gathers, p: &VelanParams) -> Result<Panels> {
+pub fn semblance(backend: &Backend, g: &Gathers, p: &VelanParams) -> crate::error::Result<Panels> {
+    Ok(semblance_in(backend, g, p)?)
+}
+
+fn semblance_in(backend: &Backend, g: &Gathers, p: &VelanParams) -> Result<Panels> {
     let scan = Scan::new(p, g)?;
     let values = match backend {
         Backend::Cpu => cpu::semblance(g, &scan),

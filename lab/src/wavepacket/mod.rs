@@ -642,7 +642,7 @@ fn bench_fragments(backend: &Backend, fw: &FragmentWork, clock: &Clock, cpu_pair
         return Ok(());
     }
     // Identity edit: the coefficients stay on the device (as a thresholding app's do).
-    let st = clock.repeat(0, fw.repeats, || wall_ms(|| tr.process_with(&vol, seisgpu_host::wavepacket::CoeffEdit::Identity).map(drop)))?;
+    let st = clock.repeat(0, fw.repeats, || wall_ms(|| Ok(tr.process_with(&vol, seisgpu_host::wavepacket::CoeffEdit::Identity).map(drop)?)))?;
     let count = tr.tiling.count();
     let samples = vol.len() as f64;
     let mut note = format!("{count} cubes of {}^3 (overlap >= {}), {} engine(s), forward + inverse per cube (coefficients stay on the device), check pass + {} timed{}",

@@ -60,7 +60,7 @@ fn workload(shape: [usize; 3], cube: usize, overlap: usize) -> Result<Workload> 
             back.lock().map(|mut o| o.push(v)).unwrap_or(())
         })),
         run: Box::new(move |d| {
-            let f = cached(&engines, d.len(), || Fragmented::on_backends(d, tiling.clone(), &params))?;
+            let f = cached(&engines, d.len(), || Ok(Fragmented::on_backends(d, tiling.clone(), &params)?))?;
             if vol.get().is_none() {
                 // Read into the job's volume buffer, as a job of many volumes reads each one.
                 let mut buf = f.volume_buffer()?;
