@@ -140,7 +140,7 @@ pub fn grid_tuple(g: &ImageGrid) -> GridTuple { (g.x0, g.dx, g.nx, g.y0, g.dy, g
 
 /// The single- or multi-device migration (the one call site of the two entry points).
 fn migrate_on(traces: &TraceSet, p: &Params, d: &Devices) -> anyhow::Result<Image> {
-    ktm::migrate(traces, p, d.all())
+    Ok(ktm::migrate(traces, p, d.all())?)
 }
 
 /// (image [classes, nx, ny, ntau], grid, class centre offsets, traces in no offset class, the grid
@@ -185,7 +185,7 @@ pub fn ktm_model<'py>(py: Python<'py>, image: PyReadonlyArrayDyn<'py, f32>, ns: 
     let samples = image.as_slice().map_err(|_| PyValueError::new_err("image: the array must be C-contiguous"))?.to_vec();
     let img = Image { grid: g, classes, class_offsets: vec![], data: samples, skipped_traces: 0 };
     let (d, note) = devices(device, gpu, None)?;
-    let out = compute(py, || ktm::model(&img, &h, ns, dt, t0, &p, d.first()))?;
+    let out = compute(py, || Ok(ktm::model(&img, &h, ns, dt, t0, &p, d.first())?))?;
     let array = PyArray1::from_vec(py, out.data).reshape([out.headers.len(), ns])?.into_any();
     Ok((array, grid_tuple(&g), line, note))
 }

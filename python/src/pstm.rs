@@ -92,7 +92,7 @@ fn params(o: &Options, g: &ImageGrid, model: TraveltimeModel) -> PyResult<PstmPa
 
 /// The single- or multi-device migration (the one call site of the two entry points).
 fn migrate_on(t: &TraceSet, p: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel, d: &Devices) -> anyhow::Result<PstmImage> {
-    pstm::migrate(t, p, mode, model, d.all())
+    Ok(pstm::migrate(t, p, mode, model, d.all())?)
 }
 
 /// (image [nx, ny, noff, nz], grid, traces used, contributions, grid line, devices' line).

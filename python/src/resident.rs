@@ -43,7 +43,7 @@ pub fn ktm_migrate_resident<'py>(py: Python<'py>, data: u64, ns: usize, dt: f32,
         // for the call) and an output it allocated with `image_len` values.
         let traces = unsafe { Borrowed::new(&device, "data", data, n * ns)? };
         let mut img = unsafe { Borrowed::new(&device, "image", image, image_len)? };
-        resident::migrate(&device, &traces.view(), &h, ns, dt, t0, &p, &mut img.view_mut())
+        Ok(resident::migrate(&device, &traces.view(), &h, ns, dt, t0, &p, &mut img.view_mut())?)
     })?;
     Ok((grid_tuple(&g), out.class_offsets, out.skipped_traces, line, note))
 }
@@ -66,7 +66,7 @@ pub fn ktm_model_resident<'py>(py: Python<'py>, image: u64, image_len: usize, ns
         // SAFETY: as in `ktm_migrate_resident`: a live image of `image_len` values, an output of n x ns.
         let img = unsafe { Borrowed::new(&device, "image", image, image_len)? };
         let mut out = unsafe { Borrowed::new(&device, "traces", traces, n * ns)? };
-        resident::model(&device, &img.view(), &h, ns, dt, t0, &p, &mut out.view_mut())
+        Ok(resident::model(&device, &img.view(), &h, ns, dt, t0, &p, &mut out.view_mut())?)
     })?;
     Ok((grid_tuple(&g), line, note))
 }

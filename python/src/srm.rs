@@ -96,7 +96,7 @@ fn model(a: &Options, t: &TraceSet) -> PyResult<VelocityModel> {
 
 /// The single- or multi-device migration (the one call site of the two entry points).
 fn migrate_on(d: &Devices, t: &TraceSet, m: &VelocityModel, p: &SrmParams, o: GpuOptions) -> anyhow::Result<srm::Image> {
-    srm::migrate(t, m, p, o, d.all())
+    Ok(srm::migrate(t, m, p, o, d.all())?)
 }
 
 /// The model grid's (x0, dx, y0, dy, dz) in metres.

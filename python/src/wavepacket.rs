@@ -61,8 +61,8 @@ struct Engines {
 impl Engines {
     fn build(&self) -> anyhow::Result<Fragmented> {
         match &self.devices {
-            Devices::One(b) => Fragmented::from_tiling(b, self.tiling.clone(), &self.params, self.all_gpus),
-            Devices::Many(bs) => Fragmented::on_backends(bs, self.tiling.clone(), &self.params),
+            Devices::One(b) => Ok(Fragmented::from_tiling(b, self.tiling.clone(), &self.params, self.all_gpus)?),
+            Devices::Many(bs) => Ok(Fragmented::on_backends(bs, self.tiling.clone(), &self.params)?),
         }
     }
 }
@@ -111,7 +111,7 @@ pub fn wp_inverse<'py>(py: Python<'py>, coeffs: PyReadonlyArray1<'py, Complex32>
     device: &str, gpu: usize, gpus: Option<String>) -> PyResult<Bound<'py, PyAny>> {
     let c = coeffs.as_slice().map_err(|_| PyValueError::new_err("coefficients: the array must be C-contiguous"))?;
     let (tr, _) = transform(shape, &frame, Finest::Isotropic, Some(cube), device, gpu, gpus.as_deref())?;
-    let v = compute(py, || tr.build()?.inverse(c))?;
+    let v = compute(py, || Ok(tr.build()?.inverse(c)?))?;
     volume_out(py, v, shape)
 }
 
@@ -123,7 +123,7 @@ pub fn wp_denoise<'py>(py: Python<'py>, vol: PyReadonlyArray3<'py, f32>, frame: 
     gpu: usize, gpus: Option<String>) -> PyResult<(Bound<'py, PyAny>, f32, bool, f64, String)> {
     let (v, shape) = volume(&vol)?;
     let (tr, note) = transform(shape, &frame, Finest::Directional, None, device, gpu, gpus.as_deref())?;
-    let d = compute(py, || apps::denoise(&tr.build()?, &v, sigma, k))?;
+    let d = compute(py, || Ok(apps::denoise(&tr.build()?, &v, sigma, k)?))?;
     Ok((volume_out(py, d.volume, shape)?, d.sigma, d.estimated, d.kept_fraction as f64, note))
 }
 
@@ -134,7 +134,7 @@ pub fn wp_compress<'py>(py: Python<'py>, vol: PyReadonlyArray3<'py, f32>, frame:
     gpus: Option<String>) -> PyResult<(Bound<'py, PyAny>, usize, f64, f64, f64, String)> {
     let (v, shape) = volume(&vol)?;
     let (tr, note) = transform(shape, &frame, Finest::Isotropic, None, device, gpu, gpus.as_deref())?;
-    let c = compute(py, || apps::compress(&tr.build()?, &v, cr))?;
+    let c = compute(py, || Ok(apps::compress(&tr.build()?, &v, cr)?))?;
     Ok((volume_out(py, c.volume, shape)?, c.kept, c.ratio, c.rel_error, c.snr_db, note))
 }
 
@@ -167,7 +167,7 @@ pub fn wp_interpolate<'py>(py: Python<'py>, vol: PyReadonlyArray3<'py, f32>, fra
             Some(l) => l,
             None => apps::live_traces(&tr, &v)?,
         };
-        apps::interpolate(&tr, &v, &live, method)
+        Ok(apps::interpolate(&tr, &v, &live, method)?)
     })?;
     Ok((volume_out(py, r.volume, shape)?, r.missing, r.iterations, note))
 }
