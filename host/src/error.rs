@@ -173,8 +173,23 @@ fn wrap(above: Vec<String>, inner: Error) -> Error {
 }
 
 impl fmt::Display for Error {
-    // Each layer's own message only (as anyhow's layers): `{:#}` of a caller walks `source()`.
+    // `{}`: this layer's own message only (as anyhow's layers, so an anyhow chain over it prints
+    // each message once). `{:#}`: the whole chain, "outer: inner: root", as anyhow prints it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_layer(f)?;
+        if f.alternate() {
+            let mut next = self.source();
+            while let Some(e) = next {
+                write!(f, ": {e}")?;
+                next = e.source();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Error {
+    fn fmt_layer(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Parameter { reason, .. } => f.write_str(reason),
             Error::Input(message) | Error::Context { message, .. } => f.write_str(message),

@@ -163,7 +163,11 @@ fn classification_keeps_the_chain() {
     let raw = anyhow::anyhow!("root cause").context("outer");
     let e = Error::classify(raw);
     assert!(matches!(e, Error::Internal(_)));
+    // `{:#}` of the error itself prints the chain as anyhow's does; `{}` the outer layer only.
+    assert_eq!((format!("{e:#}"), format!("{e}")), ("outer: root cause".to_string(), "outer".to_string()));
     assert_eq!(format!("{:#}", anyhow::Error::new(e)), "outer: root cause");
+    let typed = Error::classify(anyhow::Error::new(Error::Parameter { name: "dx".into(), reason: "dx = -1 m".into() }).context("image grid"));
+    assert_eq!(format!("{typed:#}"), "image grid: dx = -1 m");
 }
 
 #[test]

@@ -18,13 +18,14 @@ use seisgpu_host::kernels::ktm::{contribution, pair_geom, sample_geom};
 /// The modes benchmarked: static8, and dynamic at the CLI's tolerance (0.1 ms).
 pub const MODES: [TraveltimeMode; 2] = [TraveltimeMode::Static8, TraveltimeMode::Dynamic { tolerance: 1e-4 }];
 
-/// SASS instructions per contribution of the bare static8 kernel (sm_90, cuobjdump of the embedded
-/// PTX; docs/notes/ktm.md): 100 per trace in the read loop (8 image times) plus 114 per batch of
-/// 4 traces in the node phase. The dynamic kernel's node phase branches on the data, so it has no
+/// SASS instructions per contribution of the bare static8 kernel at a non-negative read offset
+/// (`ktm_mig_static8_bare2` at its 40-register cap; sm_90, nvdisasm of the embedded PTX;
+/// docs/notes/ktm.md): 83 per trace in the read loop (8 image times) plus 139 per batch of 4
+/// traces in the node phase (471 per 32 contributions). The dynamic kernel's node phase branches on the data, so it has no
 /// fixed count.
 pub fn interp_instr_per_contribution(mode: TraveltimeMode) -> Option<f64> {
     match mode {
-        TraveltimeMode::Static8 => Some(16.1),
+        TraveltimeMode::Static8 => Some(14.7),
         _ => None,
     }
 }

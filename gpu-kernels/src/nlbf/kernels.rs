@@ -125,7 +125,7 @@ mod device_code {
         let (mut bs, mut bi) = (-1.0f32, u32::MAX);
         let mut c = tid;
         while c < na * nd {
-            let (a, d) = unsafe { (*va.add((c / nonzero(nd)) as usize), *vd.add((c % nonzero(nd)) as usize)) };
+            let (a, d) = unsafe { (*va.add((c / nd) as usize), *vd.add((c % nd) as usize)) };
             let s = unsafe { eval_direct((a, 0.0, 0.0, d, 0.0), t0i, h, rows, geom, m1, ns, inv_dt) };
             if better(s, c, bs, bi) {
                 bs = s;
@@ -134,7 +134,7 @@ mod device_code {
             c += bd;
         }
         let (_, ad) = unsafe { paper_argmax(sem, idx, slot, bs, bi) };
-        let (a, d) = unsafe { (*va.add((ad / nonzero(nd)) as usize), *vd.add((ad % nonzero(nd)) as usize)) };
+        let (a, d) = unsafe { (*va.add((ad / nd) as usize), *vd.add((ad % nd) as usize)) };
 
         // Phase 2: A = C = D = 0, scan (B, E) on aperture 2.
         let rows2 = unsafe { rows.add((m1 * ns) as usize) };
@@ -142,7 +142,7 @@ mod device_code {
         let (mut bs, mut bi) = (-1.0f32, u32::MAX);
         let mut c = tid;
         while c < nb * ne {
-            let (b, e) = unsafe { (*vb.add((c / nonzero(ne)) as usize), *ve.add((c % nonzero(ne)) as usize)) };
+            let (b, e) = unsafe { (*vb.add((c / ne) as usize), *ve.add((c % ne) as usize)) };
             let s = unsafe { eval_direct((0.0, b, 0.0, 0.0, e), t0i, h, rows2, geom2, m2, ns, inv_dt) };
             if better(s, c, bs, bi) {
                 bs = s;
@@ -151,7 +151,7 @@ mod device_code {
             c += bd;
         }
         let (_, be) = unsafe { paper_argmax(sem, idx, slot, bs, bi) };
-        let (b, e) = unsafe { (*vb.add((be / nonzero(ne)) as usize), *ve.add((be % nonzero(ne)) as usize)) };
+        let (b, e) = unsafe { (*vb.add((be / ne) as usize), *ve.add((be % ne) as usize)) };
 
         // Phase 3: A, B, D, E fixed, scan C on aperture 3; its best S is the output S.
         let rows3 = unsafe { rows.add(((m1 + m2) * ns) as usize) };
@@ -285,8 +285,8 @@ mod device_code {
         ap_off: *const u32, ap_idx: *const u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32, ne: u32,
         out_pick: *mut u32, out_s: *mut f32) {
         let phase = block_idx_y();
-        let p = block_idx_x() / nonzero(nchunks);
-        let chunk = block_idx_x() % nonzero(nchunks);
+        let p = block_idx_x() / nchunks;
+        let chunk = block_idx_x() % nchunks;
         let t_out = (32 * L - 2 * H) as u32;
         let t_start = chunk * t_out;
         let first_time = t_start as i32 - H as i32 - smax;
@@ -318,7 +318,7 @@ mod device_code {
 
         let mut combo = warp;
         while combo < ncomb {
-            let ip = combo / nonzero(nqv);
+            let ip = combo / nqv;
             let iq = combo - ip * nqv;
             let (pa, qa) = unsafe { (*pv.add(ip as usize), *qv.add(iq as usize)) };
             let (a, b, d, e) = if phase == 0 { (pa, 0.0, qa, 0.0) } else { (0.0, pa, 0.0, qa) };
@@ -427,8 +427,8 @@ mod device_code {
         py: *const f32, ap_off: *const u32, ap_idx: *const u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32,
         ne: u32, out_pick: *mut u32, out_s: *mut f32) {
         let phase = block_idx_y();
-        let p = block_idx_x() / nonzero(nchunks);
-        let chunk = block_idx_x() % nonzero(nchunks);
+        let p = block_idx_x() / nchunks;
+        let chunk = block_idx_x() % nchunks;
         let t_out = (32 * L - 2 * H) as u32;
         let t_start = chunk * t_out;
         let first_time = t_start as i32 - H as i32 - smax;
@@ -461,7 +461,7 @@ mod device_code {
 
         let mut gc = warp;
         while gc < ngroups {
-            let ip = gc / nonzero(nqg);
+            let ip = gc / nqg;
             let q0 = (gc - ip * nqg) * G as u32;
             let pa = unsafe { *pv.add(ip as usize) };
             let mut qa = [0.0f32; G];
