@@ -194,8 +194,9 @@ impl SegyInfo {
 /// What can go wrong reading or writing SEG-Y. Every message names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum SegyError {
-    #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    // The I/O error's text is in the message (not also a `source`, which `{:#}` would print twice).
+    #[error("{path}: {error}")]
+    Io { path: String, error: std::io::Error },
     #[error("{path}: file is {len} bytes, shorter than the 3600-byte SEG-Y file header (3200-byte textual + 400-byte binary header)")]
     TooShort { path: String, len: u64 },
     #[error("{path}: sample format code {code} (binary header bytes 3225-3226, read {endian:?}-endian) is not supported; \
@@ -222,7 +223,7 @@ pub enum SegyError {
 }
 
 impl SegyError {
-    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self { SegyError::Io { path: path.display().to_string(), source } }
+    pub(crate) fn io(path: &Path, error: std::io::Error) -> Self { SegyError::Io { path: path.display().to_string(), error } }
     pub(crate) fn invalid(path: &Path, msg: impl Into<String>) -> Self {
         SegyError::Invalid { path: path.display().to_string(), msg: msg.into() }
     }
