@@ -246,7 +246,7 @@ mod tests {
         assert_eq!(readable_symbol("_RNvNtCsbSE61zFgCyu_4core9panicking18panic_bounds_check"), "core::panicking::panic_bounds_check");
         assert_eq!(readable_symbol("_RNvNtNtCsbSE61zFgCyu_4core9panicking11panic_const23panic_const_div_by_zero"),
             "core::panicking::panic_const::panic_const_div_by_zero");
-        assert_eq!(readable_symbol("helper"), "helper");
+        assert_eq!(readable_symbol("local_fn"), "local_fn");
         assert_eq!(readable_symbol("__nv_sinf"), "__nv_sinf");
     }
 }
