@@ -111,7 +111,8 @@ unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR
             let magic_off = if CORR { 0 } else { FLOOR_MAGIC_BITS as usize };
             let mut next = data.wrapping_add((base + j) as usize * stride).wrapping_sub(magic_off);
             for bb in 0..nb {
-                let (pairs, pairs_m) = (next, next);
+                // The trace's pairs (bare: pre-offset for the magic-number index).
+                let pairs = next;
                 next = next.wrapping_add(stride);
                 let pgr = if CORR { pair_geom(x, y, unsafe { *coords.add((j + bb) as usize) }) } else { pg };
                 if CORR && c.flags & APERTURE != 0 && pgr.dm >= c.ap_dist {
@@ -127,7 +128,7 @@ unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR
                         // every node is, and a static8 position is an FMA between two nodes).
                         let s = if !CLAMP || pos > 0.0 { pos } else { 0.0 };
                         let (b, f) = split_index_magic(s, c.stride, FLOOR_MAGIC);
-                        let [a, d] = unsafe { ldg_pair(pairs_m.wrapping_add(b as usize)) };
+                        let [a, d] = unsafe { ldg_pair(pairs.wrapping_add(b as usize)) };
                         acc[k] += a;
                         acc_b[k] = crate::math::mul_add(f, d, acc_b[k]);
                     } else {

@@ -15,13 +15,11 @@
 //! points are copied out of the embedded PTX (they call no functions and share only the dynamic
 //! shared-memory symbol) into a module of their own with the cap, JIT-compiled once per context.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use anyhow::{ensure, Context};
-use cudarc::driver::{sys, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{sys, CudaEvent, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 // (KParams crosses to the kernels by value; see `KpArg`.)
-use cudarc::nvrtc::Ptx;
 use gpu_kernels::pstm::{chunks, KParams, CHUNK_LAYERS};
 
 use super::{count_pairs, Batch, Coefs, MigrationStats, Plan, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel};
@@ -37,27 +35,10 @@ pub fn pstm_ptx(ptx: &str, only: Option<&str>, max_regs: u32) -> anyhow::Result<
         .map_err(anyhow::Error::msg)
 }
 
-type ModuleKey = (usize, String, u32);
-static MODULES: OnceLock<Mutex<HashMap<ModuleKey, Arc<CudaModule>>>> = OnceLock::new();
-
 /// Kernel `name` with a `max_regs` cap, in a module of its own for `gpu`'s context (the primary
 /// context of its device), JIT-compiled once per process (and cached by the driver across runs).
 fn kernel(gpu: &Gpu, name: &str, max_regs: u32) -> anyhow::Result<CudaFunction> {
-    let key = (gpu.context().cu_ctx() as usize, name.to_string(), max_regs);
-    let mut cache = MODULES.get_or_init(Default::default).lock().unwrap();
-    let m = match cache.get(&key) {
-        Some(m) => m.clone(),
-        None => {
-            let src = pstm_ptx(crate::runtime::PTX, Some(name), max_regs)?;
-            let m = gpu
-                .context()
-                .load_module(Ptx::from_src(src))
-                .map_err(GpuError::driver(format!("JIT-compiling `{name}` with .maxnreg {max_regs}")))?;
-            cache.insert(key, m.clone());
-            m
-        }
-    };
-    Ok(m.load_function(name).map_err(|_| GpuError::UnknownKernel(name.to_string(), "pstm_*".into()))?)
+    Ok(crate::runtime::ptx::capped_function(gpu, name, max_regs)?)
 }
 
 /// The kernels' first parameter, passed by value (it lands in the constant bank: no registers).

@@ -5,9 +5,9 @@
 //! kernel must call no function, since the copy carries no other function.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
-use cudarc::driver::{sys, CudaFunction, CudaModule, LaunchConfig};
+use cudarc::driver::{sys, CudaFunction, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 
 use super::context::Gpu;
@@ -44,16 +44,19 @@ pub fn capped_ptx(ptx: &str, name: &str, max_regs: u32) -> Result<String, String
     entries_ptx(ptx, &format!("`{name}`"), |n| (n == name).then_some(Some(max_regs)))
 }
 
-/// Kernel `name` of the embedded PTX with its cap from `gpu_kernels::registers::CAPS` (see
-/// [`capped_kernel`]); an error if the table has none for it.
+/// Kernel `name` of the embedded PTX with its cap from `gpu_kernels::registers::CAPS` (which
+/// [`Gpu::prepare_launch`] applies to every listed kernel); an error if the table has none for it.
 pub fn listed_capped_kernel(gpu: &Gpu, name: &str, cfg: &LaunchConfig) -> GpuResult<CudaFunction> {
-    let cap = gpu_kernels::registers::cap(name)
-        .ok_or_else(|| GpuError::BadLaunch { kernel: name.into(), why: "no register cap in gpu_kernels::registers::CAPS".into() })?;
-    capped_kernel(gpu, name, cap, cfg)
+    if gpu_kernels::registers::cap(name).is_none() {
+        return Err(GpuError::BadLaunch { kernel: name.into(), why: "no register cap in gpu_kernels::registers::CAPS".into() });
+    }
+    gpu.prepare_launch(name, cfg)
 }
 
-type ModuleKey = (usize, String, u32);
-static MODULES: OnceLock<Mutex<HashMap<ModuleKey, Arc<CudaModule>>>> = OnceLock::new();
+type CappedKey = (usize, String, u32);
+/// The capped copies made so far: (context, kernel, registers) -> the function (which keeps its
+/// module alive).
+static CAPPED: OnceLock<Mutex<HashMap<CappedKey, CudaFunction>>> = OnceLock::new();
 
 /// Kernel `name` of the embedded PTX capped at `max_regs` registers (its module JIT-compiled once
 /// per context), with its shared-memory limit raised for `cfg`.
@@ -69,22 +72,18 @@ pub fn capped_kernel(gpu: &Gpu, name: &str, max_regs: u32, cfg: &LaunchConfig) -
 }
 
 /// Kernel `name` of the embedded PTX capped at `max_regs` registers, its module JIT-compiled once
-/// per context. [`Gpu::prepare_launch`] takes this copy for every kernel listed in
+/// per context and process. [`Gpu::prepare_launch`] takes this copy for every kernel listed in
 /// `gpu_kernels::registers::CAPS`, so a cap declared there applies to every launch.
-pub(crate) fn capped_function(gpu: &Gpu, name: &str, max_regs: u32) -> GpuResult<CudaFunction> {
+pub fn capped_function(gpu: &Gpu, name: &str, max_regs: u32) -> GpuResult<CudaFunction> {
     let key = (gpu.context().cu_ctx() as usize, name.to_string(), max_regs);
-    let module = {
-        let mut cache = MODULES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-        match cache.get(&key) {
-            Some(m) => m.clone(),
-            None => {
-                let src = capped_ptx(super::PTX, name, max_regs).map_err(|why| GpuError::BadLaunch { kernel: name.into(), why })?;
-                let m = gpu.context().load_module(Ptx::from_src(src))
-                    .map_err(GpuError::driver(format!("JIT-compiling `{name}` with .maxnreg {max_regs}")))?;
-                cache.insert(key, m.clone());
-                m
-            }
-        }
-    };
-    module.load_function(name).map_err(GpuError::driver(format!("loading the register-capped copy of `{name}`")))
+    let mut cache = CAPPED.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(f) = cache.get(&key) {
+        return Ok(f.clone());
+    }
+    let src = capped_ptx(super::PTX, name, max_regs).map_err(|why| GpuError::BadLaunch { kernel: name.into(), why })?;
+    let module = gpu.context().load_module(Ptx::from_src(src))
+        .map_err(GpuError::driver(format!("JIT-compiling `{name}` with .maxnreg {max_regs}")))?;
+    let func = module.load_function(name).map_err(GpuError::driver(format!("loading the register-capped copy of `{name}`")))?;
+    cache.insert(key, func.clone());
+    Ok(func)
 }
