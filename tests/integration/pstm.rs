@@ -104,6 +104,30 @@ fn gpu_matches_cpu_for_every_mode_and_model() {
     }
 }
 
+/// The staged and lean static8 kernels where the image ends inside a layer of 32 samples at a
+/// step boundary (nz = 296: a multiple of 8, not of 32), so one layer holds FAST steps and steps
+/// past the image (DEAD): every padding sample stays zero and the image is the CPU's.
+#[test]
+fn staged_kernels_end_the_image_inside_a_layer() {
+    let Some(gpu) = gpu_or_skip("staged_kernels_end_the_image_inside_a_layer") else { return };
+    let (p, t) = random_case(296, 500);
+    let smem = GpuTuning { smem: true, warps: 8, max_regs: 80, batched_units: true, ..GpuTuning::read_only_cache() };
+    for model in MODELS {
+        let c = migrate(&t, &p, TraveltimeMode::Static8, model, &[Backend::Cpu]).unwrap();
+        for tu in [smem, GpuTuning { lean: true, ..smem }, GpuTuning::fastest()] {
+            let mut pt = p.clone();
+            pt.gpu = tu;
+            let g = gpu_image(&gpu, &t, &pt, TraveltimeMode::Static8, model);
+            let nz_pad = p.nz_pad();
+            let padding = g.chunks(nz_pad).flat_map(|col| col[p.nz..].iter()).filter(|v| **v != 0.0).count();
+            let e = rel_l2(&g, &c.data);
+            println!("{model:?} {tu:?}: rel L2 {e:.2e}, nonzero padding samples {padding}");
+            assert_eq!(padding, 0, "{model:?} {tu:?}: samples past nz written");
+            assert!(e < 1e-5, "{model:?} {tu:?}: GPU vs CPU rel L2 {e}");
+        }
+    }
+}
+
 #[test]
 fn gpu_handles_long_columns_and_many_batches() {
     let Some(gpu) = gpu_or_skip("gpu_handles_long_columns_and_many_batches") else { return };

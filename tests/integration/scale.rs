@@ -215,6 +215,40 @@ fn scale_pstm_split_on_gpus() {
     assert!(e < 1e-5, "rel L2 {e}");
 }
 
+/// The CLI's tuning (`GpuTuning::fastest`: staged traces, lean static8) on the scaling workload,
+/// split over two GPUs, against the CPU; the parts summed on the host and on the GPUs, and each
+/// GPU alone, so a failure says which step is wrong.
+#[test]
+fn scale_pstm_split_on_gpus_with_the_cli_tuning() {
+    let Some(gpus) = gpus_or_skip("scale_pstm_split_on_gpus_with_the_cli_tuning", 2) else { return };
+    let (mut p, ntr, ns) = pb::table2(BenchSize::Small);
+    p.gpu = GpuTuning::fastest();
+    let traces = pb::band_limited(pb::survey(ntr, &p, p.aperture as f64 * 0.5, 3000.0, 5), ns, 0.004, 25.0, &p);
+    let mut failures = Vec::new();
+    for (mode, model) in [(TraveltimeMode::Static8, TraveltimeModel::Dsr), (TraveltimeMode::Exact, TraveltimeModel::Dsr)] {
+        let cpu = pstm::migrate(&traces, &p, mode, model, &[Backend::Cpu]).unwrap();
+        let job = pstm::Migration::of(&traces, &p, mode, model).unwrap();
+        let mut report = |what: &str, data: &[f32]| {
+            let e = rel_l2(data, &cpu.data);
+            println!("pstm {mode:?} {model:?} {what}: rel L2 to the CPU {e:.2e}");
+            if !(e < 1e-5) {
+                failures.push(format!("{mode:?} {what}: {e:.2e}"));
+            }
+        };
+        report("one call on GPU 0", &pstm::migrate(&traces, &p, mode, model, &gpus[..1]).unwrap().data);
+        for (d, g) in gpus.iter().enumerate().take(2) {
+            report(&format!("work items on GPU {d} alone"), &exec::run(&job, std::slice::from_ref(g)).unwrap().data);
+        }
+        let parts = exec::run_items(&job, &gpus[..2], 0..exec::Job::items(&job)).unwrap();
+        let host: Vec<Vec<f32>> = parts.into_iter().map(|(part, _)| part.into_host().unwrap()).collect();
+        report("2 GPUs, parts summed on the host", &reduce::sum_in_order(host).unwrap());
+        report("2 GPUs, summed on the GPUs", &exec::run(&job, &gpus[..2]).unwrap().data);
+        report(&format!("{} GPUs", gpus.len()), &exec::run(&job, &gpus).unwrap().data);
+        report("GPU 0 twice", &exec::run(&job, &[gpus[0].clone(), gpus[0].clone()]).unwrap().data);
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}
+
 // ---- NLBF: parameter traces -------------------------------------------------------------------
 
 fn nlbf_case() -> (TraceSet, nlbf::EstimateParams) {

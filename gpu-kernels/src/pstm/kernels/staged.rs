@@ -246,7 +246,7 @@ pub(super) unsafe fn static8_lean_trace<M: Model>(p: &KParams, col: &Column, fet
 /// fewer instructions and branches in units that are not all FAST (a third of the units of
 /// `pstm-table2`: the unit where the stretch mute ends and the last one, whose steps cross the
 /// record end). `valid`: the steps inside the chunk (whole layers). Per layer one uniform test
-/// (some step live inside the chunk), one more where some step is not FAST, and then the per-lane
+/// (some step live inside the chunk), one more where some step is not FAST (DEAD included), and then the per-lane
 /// class as selects, not branches: FAST lanes keep the interpolated position, DEAD lanes read
 /// [`DEAD`], MIXED lanes the [`checked`] position (the same conditions, without short circuits),
 /// i.e. [`step_sample`]. The table pair is loaded for every pair of layers (one LDS, no branch).
@@ -255,7 +255,10 @@ pub(super) unsafe fn static8_lean_trace<M: Model>(p: &KParams, col: &Column, fet
 pub(super) unsafe fn unit_layers_tested<const U: usize>(fetch: &Smem, row: u32, tb: *const F4, valid: u32, fm: u32, dm: u32, z0: u32,
     lane: u32, wj: f32, g: usize, c: &Ctx, acc: &mut [f32; 48]) {
     let live = !dm & valid; // (layers beyond the chunk have no valid step: skipped)
-    let tested = !fm & live;
+    // Layers with a step that is not FAST, DEAD ones included: the layer where the image ends
+    // (nz a multiple of 8, not of 32) has FAST steps before nz and DEAD ones from it, whose lanes
+    // must read DEAD, not their interpolated positions (past the trace, or into padding samples).
+    let tested = !fm & valid;
     // This lane's class bits in bit 4 LH (its step of layer LH is step g of the layer).
     let dead_g = (dm & !fm) >> g;
     let mixed_g = (!fm & !dm) >> g;
