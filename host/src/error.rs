@@ -243,6 +243,16 @@ impl From<anyhow::Error> for Error {
     fn from(e: anyhow::Error) -> Error { Error::classify(e) }
 }
 
+/// A failed read of a file in a known format under `message` (naming the file): the data's fault
+/// ([`Error::Input`]) where the reader found them malformed or cut short, an I/O failure otherwise.
+pub fn malformed(e: std::io::Error, message: impl Into<String>) -> anyhow::Error {
+    let message = message.into();
+    match e.kind() {
+        std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidInput => Error::input(format!("{message}: {e}")).into(),
+        _ => anyhow::Error::new(e).context(message),
+    }
+}
+
 /// Returns early with [`Error::Parameter`] (as an `anyhow` error in the internals, which
 /// [`Error::classify`] finds again) unless `cond` holds: `ensure_param!(cond, "dx", "message {}", x)`.
 #[macro_export]

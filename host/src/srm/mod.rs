@@ -27,7 +27,7 @@ pub mod synthetic;
 
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use num_complex::Complex32;
 
 use crate::backend::Backend;
@@ -180,7 +180,7 @@ pub struct Shot {
 /// (bytes 73-88 unset: no geometry to migrate with), naming `file` and the trace.
 pub fn check_segy_coordinates(headers: &[crate::traces::TraceHeader], file: &std::path::Path) -> anyhow::Result<()> {
     if let Some(i) = headers.iter().position(|h| h.sx == 0.0 && h.sy == 0.0 && h.gx == 0.0 && h.gy == 0.0) {
-        bail!("{}: trace {i} has no source or receiver coordinates (bytes 73-88 are zero)", file.display());
+        crate::bail_input!("{}: trace {i} has no source or receiver coordinates (bytes 73-88 are zero)", file.display());
     }
     Ok(())
 }
@@ -324,10 +324,10 @@ pub fn plan_shots(traces: &TraceSet, model: &VelocityModel, params: &SrmParams) 
     model.validate().map_err(anyhow::Error::msg)?;
     params.validate(traces.dt as f64).map_err(anyhow::Error::msg)?;
     if traces.is_empty() {
-        bail!("shot gathers: no traces");
+        crate::bail_input!("shot gathers: no traces");
     }
     if params.nz > model.nz {
-        bail!("{} depth samples requested, the velocity model has {}", params.nz, model.nz);
+        crate::bail_param!("nz", "{} depth samples requested, the velocity model has {}", params.nz, model.nz);
     }
     let shots = group_shots(traces);
     shots.into_iter().map(|s| {
