@@ -156,6 +156,10 @@ impl ErrorKind {
             if c.is::<std::io::Error>() {
                 return ErrorKind::Io;
             }
+            #[cfg(feature = "mpi")]
+            if let Some(e) = c.downcast_ref::<crate::exec::mpi::JobFailed>() {
+                return e.kind;
+            }
         }
         ErrorKind::Internal
     }

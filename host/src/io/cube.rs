@@ -18,7 +18,7 @@ pub struct Cube {
 /// Places every trace at its (inline, crossline) header position. Errors name the trace when its
 /// numbers are missing (both zero) or when two traces claim one position.
 pub fn cube_from_traces(set: &TraceSet, what: &str) -> anyhow::Result<Cube> {
-    set.validate(what).map_err(anyhow::Error::msg)?;
+    set.validate(what).map_err(crate::error::Error::Input)?;
     let grid = CubeGrid::from_headers(&set.headers, what)?;
     let ns = set.ns;
     let mut data = vec![0.0f32; grid.cells() * ns];

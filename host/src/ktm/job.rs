@@ -211,7 +211,7 @@ impl exec::Job for Migration<'_> {
 pub(super) fn migrate_split(traces: &TraceSet, params: &Params, devices: &[Backend]) -> anyhow::Result<Image> {
     let job = Migration::of(traces, params)?;
     exec::run(&job, devices).or_else(|e| {
-        traces.validate("ktm input").map_err(anyhow::Error::msg)?;
+        traces.validate("ktm input").map_err(crate::error::Error::Input)?;
         Err(e)
     })
 }

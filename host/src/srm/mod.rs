@@ -123,24 +123,25 @@ impl Default for SrmParams {
 }
 
 impl SrmParams {
-    pub fn validate(&self, dt: f64) -> Result<(), String> {
+    /// Errors name the parameter (its CLI name).
+    pub fn validate(&self, dt: f64) -> Result<(), crate::Error> {
         self.design.validate()?;
         let nyq = 0.5 / dt;
         if !(self.fmin > 0.0 && self.fmin < self.fmax) {
-            return Err(format!("frequency band [{} Hz, {} Hz]: need 0 < fmin < fmax", self.fmin, self.fmax));
+            return Err(crate::Error::parameter("fmin", format!("frequency band [{} Hz, {} Hz]: need 0 < fmin < fmax", self.fmin, self.fmax)));
         }
         if self.fmax > nyq {
-            return Err(format!("frequency band [{} Hz, {} Hz] reaches beyond the Nyquist frequency {nyq} Hz \
-                (sample interval {} ms)", self.fmin, self.fmax, dt * 1e3));
+            return Err(crate::Error::parameter("fmax", format!("frequency band [{} Hz, {} Hz] reaches beyond the Nyquist frequency {nyq} Hz \
+                (sample interval {} ms)", self.fmin, self.fmax, dt * 1e3)));
         }
         if !(self.ricker_peak > 0.0 && self.ricker_peak.is_finite()) {
-            return Err(format!("Ricker peak frequency {} Hz is not positive", self.ricker_peak));
+            return Err(crate::Error::parameter("ricker", format!("Ricker peak frequency {} Hz is not positive", self.ricker_peak)));
         }
         if !(self.aperture >= 0.0) {
-            return Err(format!("aperture {} m is negative", self.aperture));
+            return Err(crate::Error::parameter("aperture", format!("aperture {} m is negative", self.aperture)));
         }
         if !(self.taper_strength >= 0.0 && self.taper_strength.is_finite()) {
-            return Err(format!("taper strength {} is negative", self.taper_strength));
+            return Err(crate::Error::parameter("taper-strength", format!("taper strength {} is negative", self.taper_strength)));
         }
         Ok(())
     }
@@ -313,7 +314,7 @@ pub struct Image {
 
 /// Validates the inputs of a migration (model, parameters, traces against the model).
 pub fn validate_inputs(traces: &TraceSet, model: &VelocityModel, params: &SrmParams) -> anyhow::Result<Vec<(Shot, ShotGrid)>> {
-    traces.validate("shot gathers").map_err(anyhow::Error::msg)?;
+    traces.validate("shot gathers").map_err(crate::error::Error::Input)?;
     plan_shots(traces, model, params)
 }
 
@@ -321,8 +322,8 @@ pub fn validate_inputs(traces: &TraceSet, model: &VelocityModel, params: &SrmPar
 /// read): [`validate_inputs`] less the samples' check, for a plan made before the samples are read
 /// (an MPI rank reads only its shots' traces).
 pub fn plan_shots(traces: &TraceSet, model: &VelocityModel, params: &SrmParams) -> anyhow::Result<Vec<(Shot, ShotGrid)>> {
-    model.validate().map_err(anyhow::Error::msg)?;
-    params.validate(traces.dt as f64).map_err(anyhow::Error::msg)?;
+    model.validate().map_err(|r| crate::Error::parameter("velocity", r))?;
+    params.validate(traces.dt as f64)?;
     if traces.is_empty() {
         crate::bail_input!("shot gathers: no traces");
     }
@@ -489,7 +490,7 @@ pub struct MultiPlan {
 
 impl MultiPlan {
     pub fn new(traces: &TraceSet, model: &VelocityModel, params: &SrmParams, opts: GpuOptions) -> anyhow::Result<MultiPlan> {
-        traces.validate("shot gathers").map_err(anyhow::Error::msg)?;
+        traces.validate("shot gathers").map_err(crate::error::Error::Input)?;
         Self::from_headers(traces, model, params, opts)
     }
 

@@ -106,7 +106,7 @@ pub struct Gathers {
 impl Gathers {
     /// Groups `traces` (CDP numbers when any trace has one, else midpoint bins of `bin` m).
     pub fn new(traces: &TraceSet, bin: f64) -> Result<Gathers> {
-        traces.validate("velan input").map_err(anyhow::Error::msg)?;
+        traces.validate("velan input").map_err(crate::error::Error::Input)?;
         if traces.is_empty() {
             crate::bail_input!("velan input: no traces");
         }

@@ -81,7 +81,7 @@ pub fn srm_model(model: &VelocityModel, nx: usize, ny: usize, nz: usize, dx: f64
         }
     }
     let m = srm::VelocityModel { v, nx, ny, nz, dx, dy, dz, x0, y0 };
-    m.validate().map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+    m.validate().map_err(|e| crate::Error::parameter("velocity", format!("{what}: {e}")))?;
     Ok(m)
 }
 
