@@ -156,6 +156,10 @@ impl ErrorKind {
             if c.is::<std::io::Error>() {
                 return ErrorKind::Io;
             }
+            #[cfg(feature = "mpi")]
+            if let Some(e) = c.downcast_ref::<crate::exec::mpi::JobFailed>() {
+                return e.kind;
+            }
         }
         ErrorKind::Internal
     }
@@ -241,6 +245,16 @@ impl From<WorkError> for Error {
 
 impl From<anyhow::Error> for Error {
     fn from(e: anyhow::Error) -> Error { Error::classify(e) }
+}
+
+/// A failed read of a file in a known format under `message` (naming the file): the data's fault
+/// ([`Error::Input`]) where the reader found them malformed or cut short, an I/O failure otherwise.
+pub fn malformed(e: std::io::Error, message: impl Into<String>) -> anyhow::Error {
+    let message = message.into();
+    match e.kind() {
+        std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidInput => Error::input(format!("{message}: {e}")).into(),
+        _ => anyhow::Error::new(e).context(message),
+    }
 }
 
 /// Returns early with [`Error::Parameter`] (as an `anyhow` error in the internals, which

@@ -185,3 +185,155 @@ fn io_errors_by_kind() {
     assert!(matches!(e.root(), Error::Io { path: None, .. }), "{e:?}");
     assert_eq!(format!("{:#}", anyhow::Error::new(e)), "writing image.sgy: denied");
 }
+
+/// A file in a fresh temporary folder of this test process.
+fn tmp_file(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("seisgpu-error-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// The kind and full text of an internal (`anyhow`) error, as an entry classifies it.
+fn classified(e: anyhow::Error) -> (ErrorKind, Option<String>, String) {
+    let kind = ErrorKind::of(&e);
+    let e = Error::classify(e);
+    assert_eq!(e.kind(), kind, "{e:?}");
+    (kind, e.parameter_name().map(str::to_string), format!("{e:#}"))
+}
+
+#[test]
+fn npy_files_that_are_not_npy_are_input_errors() {
+    use crate::io::npy;
+    let garbage = tmp_file("garbage.npy", b"this is not a numpy file at all");
+    let (kind, _, text) = classified(npy::read_f32(&garbage).unwrap_err());
+    assert_eq!(kind, ErrorKind::Input);
+    assert!(text.contains(&garbage.display().to_string()) && text.contains("is not a .npy file"), "{text}");
+
+    // A good header over too few bytes: truncated.
+    let good = tmp_file("good.npy", b"");
+    npy::write_npy(&good, &[1.0; 12], &[3, 4]).unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    let short = tmp_file("short.npy", &bytes[..bytes.len() - 8]);
+    let (kind, _, text) = classified(npy::read_f32(&short).unwrap_err());
+    assert_eq!(kind, ErrorKind::Input);
+    assert!(text.contains(&short.display().to_string()) && text.contains("truncated"), "{text}");
+
+    // The magic and a header length, then a dictionary npyz cannot parse.
+    let mut bad_dict = b"\x93NUMPY\x01\x00\x16\x00".to_vec();
+    bad_dict.extend_from_slice(b"{'descr': nonsense }  \n");
+    let bad_dict = tmp_file("bad-dict.npy", &bad_dict);
+    let (kind, _, text) = classified(npy::read_npy_f32(&bad_dict).unwrap_err());
+    assert_eq!(kind, ErrorKind::Input, "{text}");
+    assert!(text.contains(&bad_dict.display().to_string()), "{text}");
+
+    // Another dtype.
+    let ints = tmp_file("ints.npy", b"");
+    npy::write_npy_f64(&ints, &[1.0; 4], &[4]).unwrap();
+    let mut b = std::fs::read(&ints).unwrap();
+    let at = b.windows(3).position(|w| w == b"<f8").unwrap();
+    b[at + 1..at + 3].copy_from_slice(b"i8");
+    std::fs::write(&ints, &b).unwrap();
+    let (kind, _, text) = classified(npy::read_npy_f32(&ints).unwrap_err());
+    assert_eq!(kind, ErrorKind::Input);
+    assert!(text.contains("dtype '<i8' is not supported"), "{text}");
+
+    // A file that is not there stays an I/O failure.
+    let missing = garbage.with_file_name("missing.npy");
+    assert_eq!(classified(npy::read_f32(&missing).unwrap_err()).0, ErrorKind::Io);
+}
+
+#[test]
+fn velocity_files_and_arguments_by_kind() {
+    use crate::velocity::{Domain, VelocityModel};
+    let file = tmp_file("vel.txt", b"# seisgpu velocity functions\ncdp=1 0.0:1500 0.5:1800\ncdp=2 0.0:1500 0.4:abc\n");
+    let (kind, name, text) = classified(VelocityModel::parse(file.to_str().unwrap()).unwrap_err());
+    assert_eq!((kind, name), (ErrorKind::Input, None));
+    assert!(text.contains(&file.display().to_string()) && text.contains("`abc`"), "{text}");
+
+    let twice = tmp_file("twice.txt", b"cdp=1 0.0:1500\ncdp=1 0.0:1600\n");
+    assert_eq!(classified(VelocityModel::parse(twice.to_str().unwrap()).unwrap_err()).0, ErrorKind::Input);
+
+    // A grid without its axes.
+    let grid = tmp_file("grid.npy", b"");
+    crate::io::npy::write_npy(&grid, &[2000.0; 6], &[2, 3]).unwrap();
+    let (kind, _, text) = classified(VelocityModel::parse(grid.to_str().unwrap()).unwrap_err());
+    assert_eq!(kind, ErrorKind::Input);
+    assert!(text.contains("needs its axes"), "{text}");
+
+    // The argument itself: the `velocity` parameter.
+    for spec in ["0:2000,0.5:-3", "0:2000,0:2500", "", "-5", "no-such-velocity-file.txt"] {
+        let (kind, name, text) = classified(VelocityModel::parse(spec).unwrap_err());
+        assert_eq!((kind, name.as_deref()), (ErrorKind::Parameter, Some("velocity")), "{spec}: {text}");
+    }
+    let m = VelocityModel::parse("depth:0:1500,1000:2500").unwrap();
+    let (kind, name, _) = classified(m.expect_domain(Domain::Time, "ktm --velocity").unwrap_err());
+    assert_eq!((kind, name.as_deref()), (ErrorKind::Parameter, Some("velocity")));
+}
+
+#[test]
+fn ktm_velocity_that_misses_the_image_names_velocity() {
+    let mut p = ktm_params();
+    p.velocity = crate::ktm::Velocity::Function { t0: 0.0, dt: 0.1, v: vec![2000.0; 3] };
+    let e = crate::ktm::migrate(&line(), &p, &[Backend::Cpu]).unwrap_err();
+    assert_eq!(e.parameter_name(), Some("velocity"), "{e:#}");
+    assert!(e.to_string().contains("does not cover the image"), "{e}");
+}
+
+#[test]
+fn wavepacket_files_and_frames_by_kind() {
+    let bad = tmp_file("coeffs.wpc", b"definitely not coefficients");
+    let (kind, _, text) = classified(crate::wavepacket::coeffs_io::read_coeffs(&bad).unwrap_err());
+    assert_eq!(kind, ErrorKind::Input);
+    assert!(text.contains(&bad.display().to_string()), "{text}");
+    let tiny = tmp_file("tiny.wpc", b"ab");
+    assert_eq!(classified(crate::wavepacket::coeffs_io::read_coeffs(&tiny).unwrap_err()).0, ErrorKind::Input);
+
+    let flat = tmp_file("flat.npy", b"");
+    crate::io::npy::write_npy(&flat, &[0.0; 6], &[2, 3]).unwrap();
+    assert_eq!(classified(crate::wavepacket::coeffs_io::read_volume(&flat).unwrap_err()).0, ErrorKind::Input);
+
+    // More scales than a cube of 16 resolves.
+    let params = crate::wavepacket::Params { frame: crate::wavepacket::FrameParams { scales: 9, ..Default::default() }, ..Default::default() };
+    let e = crate::wavepacket::fragments::Fragmented::new(&Backend::Cpu, [16, 16, 16], 16, 0, &params, false).err().unwrap();
+    assert_eq!(e.parameter_name(), Some("scales"), "{e:#}");
+}
+
+#[test]
+fn plot_output_gain_and_sidecar_checks_by_kind() {
+    use crate::plot::Clip;
+    let (kind, name, _) = classified(Clip::Percentile(0.0).validate().unwrap_err());
+    assert_eq!((kind, name.as_deref()), (ErrorKind::Parameter, Some("clip-percentile")));
+    let (_, name, _) = classified(Clip::Value(-1.0).validate().unwrap_err());
+    assert_eq!(name.as_deref(), Some("clip"));
+
+    let (kind, name, text) = classified(crate::io::output::OutputFormat::from_path(std::path::Path::new("image.txt")).unwrap_err());
+    assert_eq!((kind, name.as_deref()), (ErrorKind::Parameter, Some("output")));
+    assert!(text.contains("image.txt"), "{text}");
+
+    let (kind, name, _) = classified(crate::gain::agc_rms_cpu(&[0.0; 10], 3, 1).unwrap_err());
+    assert_eq!((kind, name.as_deref()), (ErrorKind::Parameter, Some("ns")));
+
+    let meta = crate::io::sidecar::ArrayMeta { description: None, axes: vec![crate::io::sidecar::AxisMeta::new("x", "m", 0.0, -1.0)] };
+    let (kind, _, text) = classified(meta.validate("image.npy.json", 1).unwrap_err());
+    assert_eq!(kind, ErrorKind::Input);
+    assert!(text.starts_with("image.npy.json: axis 0"), "{text}");
+}
+
+#[test]
+fn srm_parameters_and_cube_headers_by_kind() {
+    let p = crate::srm::SrmParams { fmin: 30.0, fmax: 10.0, ..Default::default() };
+    let e = p.validate(0.004).unwrap_err();
+    assert_eq!(parts(&e), (ErrorKind::Parameter, Some("fmin"), "frequency band [30 Hz, 10 Hz]: need 0 < fmin < fmax".into()));
+    let p = crate::srm::SrmParams { aperture: -1.0, ..Default::default() };
+    assert_eq!(p.validate(0.004).unwrap_err().parameter_name(), Some("aperture"));
+
+    // Traces without inline/crossline numbers cannot be placed in a cube.
+    let mut headers = line().headers;
+    headers[2].inline = 0;
+    headers[2].crossline = 0;
+    let (kind, _, text) = classified(crate::io::cube::CubeGrid::from_headers(&headers, "cube.sgy").err().unwrap());
+    assert_eq!(kind, ErrorKind::Input);
+    assert!(text.contains("cube.sgy: trace 2 has no inline/crossline numbers"), "{text}");
+}

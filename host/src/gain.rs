@@ -3,7 +3,6 @@
 //! `gpu_kernels::gain::AGC_RMS`; both sides run `gpu_kernels::gain::agc_sample`, so they agree bit
 //! for bit. (The worked example of docs/DEVELOPING.md, "Writing a kernel in 15 minutes".)
 
-use anyhow::ensure;
 use gpu_kernels::gain::{agc_sample, AGC_RMS};
 use rayon::prelude::*;
 
@@ -12,8 +11,8 @@ use crate::runtime::{grid_1d, Gpu};
 
 /// Checks a trace-major buffer of `data_len` samples against `ns` samples per trace; the number of traces.
 fn traces_in(data_len: usize, ns: usize) -> anyhow::Result<usize> {
-    ensure!(ns > 0, "AGC: samples per trace (ns) is 0");
-    ensure!(data_len % ns == 0, "AGC: {data_len} samples are not whole traces of ns = {ns} samples");
+    crate::ensure_param!(ns > 0, "ns", "AGC: samples per trace (ns) is 0");
+    crate::ensure_param!(data_len % ns == 0, "ns", "AGC: {data_len} samples are not whole traces of ns = {ns} samples");
     Ok(data_len / ns)
 }
 
@@ -32,7 +31,7 @@ pub fn agc_rms_cpu(data: &[f32], ns: usize, half: usize) -> anyhow::Result<Vec<f
 /// The same on `gpu`: upload, one launch (256 threads per block), download.
 pub fn agc_rms_gpu(gpu: &Gpu, data: &[f32], ns: usize, half: usize) -> anyhow::Result<Vec<f32>> {
     let n_traces = traces_in(data.len(), ns)?;
-    ensure!(data.len() <= u32::MAX as usize, "AGC: {} samples exceed the kernel's 32-bit count", data.len());
+    crate::ensure_input!(data.len() <= u32::MAX as usize, "AGC: {} samples exceed the kernel's 32-bit count", data.len());
     if data.is_empty() {
         return Ok(Vec::new());
     }

@@ -3,7 +3,6 @@
 //! source-receiver midpoints), binned at the data's CDP spacing, and the traces' time axis.
 //! Shared by `ktm migrate` and `pstm migrate`; also the checks that a run reaches its image at all.
 
-use anyhow::{bail, ensure};
 
 use crate::traces::TraceHeader;
 
@@ -68,13 +67,13 @@ impl ImageGrid {
 /// Refuses traces that carry no source/receiver coordinates (every one zero): a migration needs
 /// them. `who` names the command in the message.
 pub fn require_coordinates(headers: &[TraceHeader], who: &str) -> anyhow::Result<()> {
-    ensure!(!headers.is_empty(), "{who}: no input traces");
+    crate::ensure_input!(!headers.is_empty(), "{who}: no input traces");
     if headers.iter().all(|h| h.sx == 0.0 && h.sy == 0.0 && h.gx == 0.0 && h.gy == 0.0) {
-        bail!("{who}: the {} trace headers carry no source/receiver coordinates (all zero); migration needs sx, sy, gx, gy \
+        crate::bail_input!("{who}: the {} trace headers carry no source/receiver coordinates (all zero); migration needs sx, sy, gx, gy \
                (SEG-Y bytes 73-88 with the scalar of bytes 71-72)", headers.len());
     }
     if let Some(i) = headers.iter().position(|h| ![h.sx, h.sy, h.gx, h.gy].iter().all(|c| c.is_finite())) {
-        bail!("{who}: trace {i} has a coordinate that is not finite");
+        crate::bail_input!("{who}: trace {i} has a coordinate that is not finite");
     }
     Ok(())
 }
@@ -84,7 +83,7 @@ pub fn require_coordinates(headers: &[TraceHeader], who: &str) -> anyhow::Result
 /// earliest). Returns the grid and how the bin size was found (for the printed line).
 pub fn from_data(headers: &[TraceHeader], ns: usize, dt: f32, t0: f32) -> anyhow::Result<(ImageGrid, String)> {
     require_coordinates(headers, "image grid")?;
-    ensure!(ns >= 1 && dt > 0.0 && dt.is_finite(), "image grid: traces of {ns} samples at {dt} s have no time axis");
+    crate::ensure_input!(ns >= 1 && dt > 0.0 && dt.is_finite(), "image grid: traces of {ns} samples at {dt} s have no time axis");
     let pos: Vec<(f64, f64)> = headers.iter().map(|h| h.cdp_position()).collect();
     let (xmin, xmax) = pos.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.0), b.max(p.0)));
     let (ymin, ymax) = pos.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.1), b.max(p.1)));
@@ -238,7 +237,7 @@ pub fn check_record_reaches(headers: &[TraceHeader], used: impl Fn(usize) -> boo
         let mid = headers.iter().enumerate().filter(|(i, _)| used(*i)).map(|(_, h)| h.cdp_position());
         let (mx0, mx1, my0, my1) = mid.fold((f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY),
             |(a, b, c, d), p| (a.min(p.0), b.max(p.0), c.min(p.1), d.max(p.1)));
-        bail!("{who}: no trace reaches the image: the shortest traveltime from a trace to the image area is {tmin:.2} s at \
+        crate::bail_param!("x0", "{who}: no trace reaches the image: the shortest traveltime from a trace to the image area is {tmin:.2} s at \
                {vmax:.0} m/s, past the record's end at {t_end:.2} s. The image spans x {:.1}..{:.1} m, y {:.1}..{:.1} m; the \
                data's midpoints x {mx0:.1}..{mx1:.1} m, y {my0:.1}..{my1:.1} m: leave out --x0/--y0 (and --nx/--ny) to image \
                over the data", x.0, x.1, y.0, y.1);

@@ -46,7 +46,7 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
     }
     let selected = harness::select(&args.what)?;
     if global.gpus.is_some() {
-        anyhow::ensure!(args.kernels.is_none(), "--kernels picks single-device SRM kernels; the strong-scaling rows (--gpus) time each pipeline's split");
+        seisgpu_host::ensure_param!(args.kernels.is_none(), "kernels", "--kernels picks single-device SRM kernels; the strong-scaling rows (--gpus) time each pipeline's split");
     }
     if let Some(devices) = global.backends()? {
         return scale::run(&devices, &selected, args.size, args.case.as_deref(), &args.out);

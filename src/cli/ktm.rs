@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use seisgpu_lab::bench::{BenchSize, Ceilings};
 use seisgpu_host::ktm::{
     self, AntiAlias, Aperture, GpuLimits, Image, ImageGrid, OffsetClasses, Params, Variant, Velocity, VelocityVolume,
@@ -277,9 +277,9 @@ pub fn run(args: &Args, global: &Global) -> anyhow::Result<()> {
 
 fn parse_list(s: &str, n: usize, what: &str) -> anyhow::Result<Vec<f64>> {
     let v: Vec<f64> = s.split(',').map(|x| x.trim().parse::<f64>()).collect::<Result<_, _>>()
-        .with_context(|| format!("{what}: `{s}` is not a comma-separated list of numbers"))?;
+        .map_err(|e| seisgpu_host::Error::parameter(what.trim_start_matches('-'), format!("{what}: `{s}` is not a comma-separated list of numbers: {e}")))?;
     if v.len() != n {
-        bail!("{what}: expected {n} numbers, got {} in `{s}`", v.len());
+        seisgpu_host::bail_param!(what.trim_start_matches('-'), "{what}: expected {n} numbers, got {} in `{s}`", v.len());
     }
     Ok(v)
 }
@@ -295,7 +295,7 @@ pub fn params_on(o: &MigrationOptions, grid: ImageGrid) -> anyhow::Result<Params
             "--velocity-grid")?;
         let (shape, v) = seisgpu_host::io::npy::read_f32(path)?;
         if shape.len() != 3 {
-            bail!("--velocity-npy {}: shape {shape:?}, expected [nx, ny, nt]", path.display());
+            seisgpu_host::bail_input!("--velocity-npy {}: shape {shape:?}, expected [nx, ny, nt]", path.display());
         }
         Velocity::Volume(VelocityVolume { x0: vg[0], dx: vg[1], nx: shape[0], y0: vg[2], dy: vg[3], ny: shape[1], t0: vg[4] as f32,
             dt: vg[5] as f32, nt: shape[2], v })
@@ -330,12 +330,12 @@ pub fn params_on(o: &MigrationOptions, grid: ImageGrid) -> anyhow::Result<Params
         "exact" => TraveltimeMode::Exact,
         "static8" => TraveltimeMode::Static8,
         "dynamic" => TraveltimeMode::Dynamic { tolerance: 1e-4 },
-        other => bail!("--traveltime `{other}`: expected exact, static8 or dynamic"),
+        other => seisgpu_host::bail_param!("traveltime", "--traveltime `{other}`: expected exact, static8 or dynamic"),
     };
     p.traveltime_model = match o.traveltime_model.as_str() {
         "dsr" => TraveltimeModel::Dsr,
         "vti" => TraveltimeModel::Vti,
-        other => bail!("--traveltime-model `{other}`: expected dsr or vti"),
+        other => seisgpu_host::bail_param!("traveltime-model", "--traveltime-model `{other}`: expected dsr or vti"),
     };
     p.eta = o.eta;
     p.variant = match o.kernel.as_str() {
@@ -388,7 +388,7 @@ pub fn input(i: &InputArgs, grid: &ImageGrid) -> anyhow::Result<TraceSet> {
             Ok(t)
         }
         "random" => Ok(seisgpu_lab::ktm::scattered_traces(i.traces, 500, 0.004, grid, 2000.0, 7)),
-        other => bail!("--synthetic `{other}`: expected diffractor, reflector or random"),
+        other => seisgpu_host::bail_param!("synthetic", "--synthetic `{other}`: expected diffractor, reflector or random"),
     }
 }
 
@@ -444,7 +444,7 @@ fn migrate_distributed(a: &MigrateArgs, p: &Params, global: &Global, cluster: &s
     use seisgpu_host::io::output::OutputFormat;
     // Decided before the work, the same on every rank.
     if OutputFormat::from_path(&a.output)? == OutputFormat::Su {
-        bail!("{}: under MPI the image is written as .npy or SEG-Y (each rank its block); run without MPI for SU", a.output.display());
+        seisgpu_host::bail_param!("output", "{}: under MPI the image is written as .npy or SEG-Y (each rank its block); run without MPI for SU", a.output.display());
     }
     let devices = global.rank_devices(cluster)?;
     let synthetic;
@@ -488,7 +488,7 @@ fn run_model(a: &ModelArgs, global: &Global) -> anyhow::Result<()> {
     let classes = match shape.as_slice() {
         [nx, ny, nt] if (*nx, *ny, *nt) == (g.nx, g.ny, g.ntau) => 1,
         [c, nx, ny, nt] if (*nx, *ny, *nt) == (g.nx, g.ny, g.ntau) => *c,
-        _ => bail!("--image {}: shape {shape:?} does not match the grid {} x {} x {}", a.image.display(), g.nx, g.ny, g.ntau),
+        _ => seisgpu_host::bail_input!("--image {}: shape {shape:?} does not match the grid {} x {} x {}", a.image.display(), g.nx, g.ny, g.ntau),
     };
     let img = Image { grid: g, classes, class_offsets: vec![], data, skipped_traces: 0 };
     let backend = global.backend()?;

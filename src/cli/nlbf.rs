@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use seisgpu_lab::bench::BenchSize;
 use seisgpu_host::io::output::{self, OutputFormat};
 use seisgpu_host::nlbf::{self, Aperture, CoordKey, EnhanceParams, EstimateParams, Range, Setup};
@@ -209,7 +209,7 @@ fn enhance_output(a: &EnhanceArgs) -> anyhow::Result<EnhanceOutput> {
 /// Checks the estimate's output folder before the search (made when missing).
 fn estimate_output(a: &EstimateArgs) -> anyhow::Result<()> {
     if a.out.extension().is_some() && !a.out.is_dir() && OutputFormat::from_path(&a.out).is_ok() {
-        bail!("{}: `nlbf estimate` writes a folder of volumes; give a folder name (and --format sgy or su for SEG-Y or SU volumes)",
+        seisgpu_host::bail_param!("output", "{}: `nlbf estimate` writes a folder of volumes; give a folder name (and --format sgy or su for SEG-Y or SU volumes)",
             a.out.display());
     }
     output::prepare_dir(&a.out)
@@ -246,12 +246,12 @@ fn read_input(a: &InputArgs) -> anyhow::Result<(TraceSet, Option<EstimateParams>
                     let (_, noisy, p) = seisgpu_lab::nlbf::demo_gather();
                     (noisy, p)
                 }
-                other => bail!("unknown synthetic gather `{other}` (synthetic-2d, crossspread-3d or demo)"),
+                other => seisgpu_host::bail_param!("synthetic", "unknown synthetic gather `{other}` (synthetic-2d, crossspread-3d or demo)"),
             };
             Ok((t, Some(p)))
         }
         (Some(path), None) => Ok((a.read.read(path)?.1, None)),
-        (None, None) => bail!("give an input: --input <SEG-Y file> or --synthetic <name>"),
+        (None, None) => seisgpu_host::bail_param!("input", "give an input: --input <SEG-Y file> or --synthetic <name>"),
     }
 }
 
@@ -262,7 +262,7 @@ fn params_from(s: &SearchArgs, preset: Option<EstimateParams>, layout: Option<&T
     let mut p = match s.preset.as_deref() {
         Some("synthetic-2d") => nlbf::synth::params_synthetic_2d(),
         Some("crossspread-3d") => nlbf::synth::params_crossspread_3d(),
-        Some(o) => bail!("unknown preset `{o}` (synthetic-2d or crossspread-3d)"),
+        Some(o) => seisgpu_host::bail_param!("preset", "unknown preset `{o}` (synthetic-2d or crossspread-3d)"),
         None => preset.unwrap_or_else(nlbf::synth::params_synthetic_2d),
     };
     let c = &mut p.coords;
@@ -309,8 +309,8 @@ fn variant_on(devices: &[Backend], variant: &str) -> anyhow::Result<Option<nlbf:
         "cpu" => Some(nlbf::Variant::Cpu),
         "gpu-fast" if gpus => Some(nlbf::Variant::GpuFast),
         "gpu-paper" if gpus => Some(nlbf::Variant::GpuPaper),
-        "gpu-fast" | "gpu-paper" => bail!("--variant {variant} needs GPUs (--device gpu or auto with --gpus)"),
-        o => bail!("unknown variant `{o}` (auto, cpu, gpu-paper, gpu-fast)"),
+        "gpu-fast" | "gpu-paper" => seisgpu_host::bail_param!("variant", "--variant {variant} needs GPUs (--device gpu or auto with --gpus)"),
+        o => seisgpu_host::bail_param!("variant", "unknown variant `{o}` (auto, cpu, gpu-paper, gpu-fast)"),
     })
 }
 
@@ -320,10 +320,10 @@ fn run_estimate(backend: &Backend, t: &TraceSet, p: &EstimateParams, variant: &s
         ("auto", Backend::Cpu) | ("cpu", _) => nlbf::Variant::Cpu,
         ("auto", Backend::Gpu(_)) | ("gpu-fast", _) => nlbf::Variant::GpuFast,
         ("gpu-paper", _) => nlbf::Variant::GpuPaper,
-        (o, _) => bail!("unknown variant `{o}` (auto, cpu, gpu-paper, gpu-fast)"),
+        (o, _) => seisgpu_host::bail_param!("variant", "unknown variant `{o}` (auto, cpu, gpu-paper, gpu-fast)"),
     };
     if v != nlbf::Variant::Cpu && backend.gpu().is_none() {
-        bail!("--variant {variant} needs a GPU (and --device gpu or auto)");
+        seisgpu_host::bail_param!("variant", "--variant {variant} needs a GPU (and --device gpu or auto)");
     }
     let setup = Setup::new(t, p)?;
     eprintln!("nlbf: {} traces x {} samples, {} x {} parameter traces, {} (A, D) x {} (B, E) x {} C combinations, {:?}",
@@ -360,7 +360,7 @@ fn rank_input<'a>(input: &'a InputArgs, variant: &str, devices: &[Backend], clus
     let source = match &input.input {
         _ if synthetic.is_some() => TraceSource::Memory(synthetic.as_ref().expect("made above")),
         Some(path) => input.read.mpi_source(path, synthetic)?,
-        None => bail!("give an input: --input <SEG-Y file> or --synthetic <name>"),
+        None => seisgpu_host::bail_param!("input", "give an input: --input <SEG-Y file> or --synthetic <name>"),
     };
     Ok((source, preset, variant_on(devices, variant)?))
 }
@@ -382,7 +382,7 @@ fn rank_layout(input: &InputArgs) -> anyhow::Result<Option<TraceSet>> {
 fn estimate_distributed(a: &EstimateArgs, global: &Global, cluster: &seisgpu_host::exec::mpi::Cluster) -> anyhow::Result<()> {
     use seisgpu_host::nlbf::distributed;
     if a.format.0 != OutputFormat::Npy {
-        bail!("under MPI `nlbf estimate` writes .npy volumes only (each rank its block); run without MPI for --format {}",
+        seisgpu_host::bail_param!("format", "under MPI `nlbf estimate` writes .npy volumes only (each rank its block); run without MPI for --format {}",
             a.format.ext());
     }
     let t0 = Instant::now();
@@ -409,7 +409,7 @@ fn estimate_distributed(a: &EstimateArgs, global: &Global, cluster: &seisgpu_hos
 fn enhance_distributed(a: &EnhanceArgs, global: &Global, cluster: &seisgpu_host::exec::mpi::Cluster) -> anyhow::Result<()> {
     use seisgpu_host::nlbf::distributed;
     if a.out.extension().is_some() || a.format.0 != OutputFormat::Npy {
-        bail!("{}: under MPI `nlbf enhance` writes a folder of .npy files only (each rank its block of traces); give a folder \
+        seisgpu_host::bail_param!("output", "{}: under MPI `nlbf enhance` writes a folder of .npy files only (each rank its block of traces); give a folder \
             without --format, or run without MPI for SEG-Y, SU or a single file", a.out.display());
     }
     let t0 = Instant::now();

@@ -100,22 +100,22 @@ pub fn run(args: &Args, _global: &Global) -> anyhow::Result<()> {
     let panel = match ext.as_str() {
         "npy" => {
             if segy_only {
-                anyhow::bail!("{}: --first/--count/--every/--key/--depth apply to SEG-Y and SU files", args.input.display());
+                seisgpu_host::bail_param!("first", "{}: --first/--count/--every/--key/--depth apply to SEG-Y and SU files", args.input.display());
             }
             let sel = Selection { inline: args.inline, crossline: args.crossline, time_slice: args.time_slice, sample: args.sample, class: args.class };
             if let Some(t) = args.time_slice.filter(|t| !t.is_finite()) {
-                anyhow::bail!("--time-slice {t} is not a finite time");
+                seisgpu_host::bail_param!("time-slice", "--time-slice {t} is not a finite time");
             }
             npy_panel(&args.input, args.layout.as_deref(), &sel, NPY_MAX_TRACES, NPY_MAX_SAMPLES)?
         }
         "sgy" | "segy" | "su" => {
             if npy_only {
-                anyhow::bail!("{}: --inline/--crossline/--time-slice/--sample/--class/--layout apply to .npy arrays", args.input.display());
+                seisgpu_host::bail_param!("inline", "{}: --inline/--crossline/--time-slice/--sample/--class/--layout apply to .npy arrays", args.input.display());
             }
             let range = TraceRange { first: args.first, count: args.count, every: args.every, ..Default::default() };
             segy_panel(&args.input, &range, args.key, args.depth)?
         }
-        _ => anyhow::bail!("{}: unknown file type (expected .sgy, .segy, .su or .npy)", args.input.display()),
+        _ => seisgpu_host::bail_param!("input", "{}: unknown file type (expected .sgy, .segy, .su or .npy)", args.input.display()),
     };
     let clip = match args.clip {
         Some(v) => Clip::Value(v),

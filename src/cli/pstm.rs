@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 
 use seisgpu_lab::bench::BenchSize;
 use seisgpu_host::grid::{ImageGrid, GridRequest};
@@ -272,7 +272,7 @@ fn vrms(a: &MigrateArgs, g: &ImageGrid) -> anyhow::Result<Vec<f32>> {
             Ok((0..g.ntau).map(|z| v0 + a.velocity_gradient * (g.tau0 + z as f32 * g.dtau)).collect())
         }
         _ if a.velocity_gradient != 0.0 => {
-            bail!("--velocity-gradient {} applies to a constant --velocity only; {what} is a velocity function", a.velocity_gradient)
+            seisgpu_host::bail_param!("velocity-gradient", "--velocity-gradient {} applies to a constant --velocity only; {what} is a velocity function", a.velocity_gradient)
         }
         _ => commands::pstm_vrms(&model, g, &what),
     }
@@ -324,7 +324,7 @@ fn migrate_distributed(a: &MigrateArgs, global: &Global, cluster: &seisgpu_host:
     use seisgpu_host::io::output::OutputFormat;
     let format = OutputFormat::from_path(&a.output)?;
     if format == OutputFormat::Su {
-        anyhow::bail!("{}: under MPI the image is written as .npy or SEG-Y (each rank its block); run without MPI for SU",
+        seisgpu_host::bail_param!("output", "{}: under MPI the image is written as .npy or SEG-Y (each rank its block); run without MPI for SU",
             a.output.display());
     }
     let devices = global.rank_devices(cluster)?;

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use seisgpu_lab::bench::{BenchSize, Ceilings};
 use seisgpu_host::srm::design::{DesignParams, FilterKind, Operator, Spacing};
 use seisgpu_host::srm::impulse::compare_with_phase_shift;
@@ -236,7 +236,7 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
     let out = a.output.clone().unwrap_or_else(|| PathBuf::from(format!("srm-{}.sgy", a.synthetic.as_deref().unwrap_or("image"))));
     let format = global.prepare_output(&out)?;
     if format != OutputFormat::Npy && global.mpi_ranks() {
-        bail!("{}: under MPI the depth image is written as .npy (each rank its block of rows); run without MPI for SEG-Y or SU",
+        seisgpu_host::bail_param!("output", "{}: under MPI the depth image is written as .npy (each rank its block of rows); run without MPI for SEG-Y or SU",
             out.display());
     }
     let by_ranks = global.mpi_ranks() && a.synthetic.is_none();
@@ -256,7 +256,7 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
                 (a.dt_ms() * 1e-3) as f32, a.ricker as f32, 1);
             (Some(t), m)
         }
-        Some(o) => bail!("unknown synthetic data set `{o}` (expected flat or scatterer)"),
+        Some(o) => seisgpu_host::bail_param!("synthetic", "unknown synthetic data set `{o}` (expected flat or scatterer)"),
         None => {
             let t = read_traces(a)?;
             let m = read_model(a, Some(&t))?;
@@ -280,7 +280,7 @@ fn run_migrate(a: &MigrateArgs, global: &Global) -> anyhow::Result<()> {
             (Some(p), None) => a.read.mpi_source(p, &mut chosen)?,
             (Some(p), Some(layout)) if by_ranks => TraceSource::NpyRows { traces: p, layout },
             (_, Some(t)) => TraceSource::Memory(t),
-            (None, None) => bail!("--traces is required"),
+            (None, None) => seisgpu_host::bail_param!("traces", "--traces is required"),
         };
         let ranked = srm::distributed::migrate(&cluster, &source, &model, &params, opts, &devices)?;
         let img = &ranked.image;
@@ -356,11 +356,11 @@ fn sample_model(a: &MigrateArgs, model: &seisgpu_host::velocity::VelocityModel, 
     -> anyhow::Result<VelocityModel> {
     use seisgpu_host::velocity::commands;
     if !(a.dx > 0.0 && a.dy > 0.0 && a.dz > 0.0) {
-        bail!("--dx {}, --dy {}, --dz {} m must be positive", a.dx, a.dy, a.dz);
+        seisgpu_host::bail_param!("dx", "--dx {}, --dy {}, --dz {} m must be positive", a.dx, a.dy, a.dz);
     }
     let nz = if a.nz > 0 { a.nz } else { (commands::deepest(model) / a.dz).ceil() as usize + 1 };
     if nz < 2 {
-        bail!("{what} reaches no depth: give --nz (depth samples at --dz {} m)", a.dz);
+        seisgpu_host::bail_param!("nz", "{what} reaches no depth: give --nz (depth samples at --dz {} m)", a.dz);
     }
     let t = traces.with_context(|| format!("{what}: a velocity function is laid over the traces' extent, unknown before the ranks \
         read the SEG-Y traces; give a model grid file (.npy of shape (nz, ny, nx) without sidecar, or SEG-Y)"))?;
@@ -372,7 +372,7 @@ fn sample_model(a: &MigrateArgs, model: &seisgpu_host::velocity::VelocityModel, 
         }
     }
     if !(lo[0].is_finite() && hi[0].is_finite() && lo[1].is_finite() && hi[1].is_finite()) {
-        bail!("{what}: the traces have no coordinates to lay the velocity on");
+        seisgpu_host::bail_input!("{what}: the traces have no coordinates to lay the velocity on");
     }
     let axis = |lo: f64, hi: f64, d: f64| -> (f64, usize) {
         let o = ((lo - a.aperture) / d).floor() * d;
@@ -396,7 +396,7 @@ fn read_model_file(a: &MigrateArgs, path: &std::path::Path) -> anyhow::Result<Ve
         let cube = seisgpu_host::io::cube::cube_from_traces(&set, &path.display().to_string())?;
         let [nil, nxl, nz] = cube.shape;
         if cube.missing > 0 {
-            bail!("{}: {} of the {nil} x {nxl} (inline, crossline) nodes have no velocity trace", path.display(), cube.missing);
+            seisgpu_host::bail_input!("{}: {} of the {nil} x {nxl} (inline, crossline) nodes have no velocity trace", path.display(), cube.missing);
         }
         // (inline = y, crossline = x, depth fastest) -> (nz, ny, nx).
         let mut v = vec![0.0f32; nz * nil * nxl];
@@ -414,12 +414,12 @@ fn read_model_file(a: &MigrateArgs, path: &std::path::Path) -> anyhow::Result<Ve
         let (nz, ny, nx) = match shape[..] {
             [nz, ny, nx] => (nz, ny, nx),
             [nz, nx] => (nz, 1, nx),
-            _ => bail!("{}: velocity must have shape (nz, ny, nx) or (nz, nx), got {shape:?}", path.display()),
+            _ => seisgpu_host::bail_input!("{}: velocity must have shape (nz, ny, nx) or (nz, nx), got {shape:?}", path.display()),
         };
         (nz, ny, nx, v)
     };
     let m = VelocityModel { v, nx, ny, nz, dx: a.dx, dy: a.dy, dz: a.dz, x0: a.x0, y0: a.y0 };
-    m.validate().map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    m.validate().map_err(|e| seisgpu_host::Error::input(format!("{}: {e}", path.display())))?;
     Ok(m)
 }
 
@@ -430,12 +430,12 @@ fn npy_layout(a: &MigrateArgs) -> anyhow::Result<Option<TraceSet>> {
     let tp = a.traces.as_ref().context("--traces is required")?;
     if is_segy(tp) {
         if a.geometry.is_some() {
-            bail!("--geometry is for .npy traces; {} is SEG-Y and carries its coordinates in its trace headers", tp.display());
+            seisgpu_host::bail_param!("geometry", "--geometry is for .npy traces; {} is SEG-Y and carries its coordinates in its trace headers", tp.display());
         }
         return Ok(None);
     }
     let (shape, _) = npy::read_rows_f32(tp, 0..0)?;
-    let [ntr, ns] = shape[..] else { bail!("{}: traces must have shape (traces, samples), got {shape:?}", tp.display()) };
+    let [ntr, ns] = shape[..] else { seisgpu_host::bail_input!("{}: traces must have shape (traces, samples), got {shape:?}", tp.display()) };
     Ok(Some(TraceSet { headers: npy_headers(a, ntr)?, data: Vec::new(), ns, dt: (a.dt_ms() * 1e-3) as f32, t0: 0.0 }))
 }
 
@@ -445,7 +445,7 @@ fn npy_headers(a: &MigrateArgs, ntr: usize) -> anyhow::Result<Vec<TraceHeader>> 
     let gp = a.geometry.as_ref().with_context(|| format!("--geometry is required with .npy traces ({})", tp.display()))?;
     let (gshape, geom) = npy::read_f32(gp)?;
     if gshape != [ntr, 4] {
-        bail!("{}: geometry must have shape ({ntr}, 4) (sx, sy, gx, gy per trace), got {gshape:?}", gp.display());
+        seisgpu_host::bail_input!("{}: geometry must have shape ({ntr}, 4) (sx, sy, gx, gy per trace), got {gshape:?}", gp.display());
     }
     Ok(geom.chunks(4).enumerate().map(|(i, g)| {
         let mut h = TraceHeader { sx: g[0] as f64, sy: g[1] as f64, gx: g[2] as f64, gy: g[3] as f64, channel: i as i32 + 1,
@@ -459,7 +459,7 @@ fn read_traces(a: &MigrateArgs) -> anyhow::Result<TraceSet> {
     let tp = a.traces.as_ref().context("--traces is required")?;
     if is_segy(tp) {
         if a.geometry.is_some() {
-            bail!("--geometry is for .npy traces; {} is SEG-Y and carries its coordinates in its trace headers", tp.display());
+            seisgpu_host::bail_param!("geometry", "--geometry is for .npy traces; {} is SEG-Y and carries its coordinates in its trace headers", tp.display());
         }
         let (_, t) = a.read.read(tp)?;
         srm::check_segy_coordinates(&t.headers, tp)?;
@@ -467,7 +467,7 @@ fn read_traces(a: &MigrateArgs) -> anyhow::Result<TraceSet> {
         return Ok(t);
     }
     let (shape, data) = npy::read_f32(tp)?;
-    let [ntr, ns] = shape[..] else { bail!("{}: traces must have shape (traces, samples), got {shape:?}", tp.display()) };
+    let [ntr, ns] = shape[..] else { seisgpu_host::bail_input!("{}: traces must have shape (traces, samples), got {shape:?}", tp.display()) };
     let t = TraceSet { headers: npy_headers(a, ntr)?, data, ns, dt: (a.dt_ms() * 1e-3) as f32, t0: 0.0 };
     t.validate(&tp.display().to_string()).map_err(anyhow::Error::msg)?;
     Ok(t)
@@ -475,10 +475,10 @@ fn read_traces(a: &MigrateArgs) -> anyhow::Result<TraceSet> {
 
 fn run_design(a: &DesignArgs) -> anyhow::Result<()> {
     if !(a.vmin > 0.0 && a.vmax >= a.vmin) {
-        bail!("velocity range [{} m/s, {} m/s] is empty or not positive", a.vmin, a.vmax);
+        seisgpu_host::bail_param!("vmin", "velocity range [{} m/s, {} m/s] is empty or not positive", a.vmin, a.vmax);
     }
     if !(a.fmin > 0.0 && a.fmax > a.fmin) {
-        bail!("frequency band [{} Hz, {} Hz]: need 0 < fmin < fmax", a.fmin, a.fmax);
+        seisgpu_host::bail_param!("fmin", "frequency band [{} Hz, {} Hz]: need 0 < fmin < fmax", a.fmin, a.fmax);
     }
     let tau = 2.0 * std::f64::consts::PI;
     let (pmin, pmax) = (tau * a.fmin * a.dz / a.vmax, tau * a.fmax * a.dz / a.vmin);
@@ -531,15 +531,15 @@ fn run_bench(a: &BenchArgs, global: &Global) -> anyhow::Result<()> {
 
 pub fn run_extrapolate(a: &ExtrapolateArgs, _global: &Global) -> anyhow::Result<()> {
     if a.nx == 0 || a.ny == 0 || a.steps == 0 {
-        bail!("grid {} x {} and {} steps: all must be at least 1", a.nx, a.ny, a.steps);
+        seisgpu_host::bail_param!("nx", "grid {} x {} and {} steps: all must be at least 1", a.nx, a.ny, a.steps);
     }
     if !(a.velocity > 0.0 && a.freq > 0.0) {
-        bail!("velocity {} m/s and frequency {} Hz must be positive", a.velocity, a.freq);
+        seisgpu_host::bail_param!("velocity", "velocity {} m/s and frequency {} Hz must be positive", a.velocity, a.freq);
     }
     if let Some(out) = &a.output
         && output::prepare(out)? != OutputFormat::Npy
     {
-        bail!("{}: a complex frequency plane is written as .npy only (shape (ny, nx, 2): re, im)", out.display());
+        seisgpu_host::bail_param!("output", "{}: a complex frequency plane is written as .npy only (shape (ny, nx, 2): re, im)", out.display());
     }
     let sp = Spacing { dx: a.dx, dy: a.dy, dz: a.dz, two_d: a.ny == 1 };
     let p = 2.0 * std::f64::consts::PI * a.freq * a.dz / a.velocity;
@@ -549,7 +549,7 @@ pub fn run_extrapolate(a: &ExtrapolateArgs, _global: &Global) -> anyhow::Result<
         Some(path) => {
             let (shape, d) = npy::read_f32(path)?;
             if shape != [ny, nx, 2] {
-                bail!("{}: input plane must have shape ({ny}, {nx}, 2), got {shape:?}", path.display());
+                seisgpu_host::bail_input!("{}: input plane must have shape ({ny}, {nx}, 2), got {shape:?}", path.display());
             }
             d
         }

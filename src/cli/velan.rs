@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use seisgpu_host::plot::{render_png, Axes, Colormap, Look};
 use seisgpu_host::traces::{TraceHeader, TraceSet};
 use seisgpu_host::velan::{self, pick, Gathers, Panels, Scan, VelanParams};
@@ -80,16 +80,16 @@ pub struct Args {
 
 pub fn run(a: &Args, global: &Global) -> anyhow::Result<()> {
     if !(0.0..=1.0).contains(&a.threshold) {
-        bail!("--threshold {} must be between 0 and 1", a.threshold);
+        seisgpu_host::bail_param!("threshold", "--threshold {} must be between 0 and 1", a.threshold);
     }
     if a.png_every == 0 {
-        bail!("--png-every must be at least 1");
+        seisgpu_host::bail_param!("png-every", "--png-every must be at least 1");
     }
     if !(a.nv >= 2 && a.nv <= 10_000) {
-        bail!("--nv {} must be between 2 and 10000 trial velocities", a.nv);
+        seisgpu_host::bail_param!("nv", "--nv {} must be between 2 and 10000 trial velocities", a.nv);
     }
     if !(a.window > 0.0 && a.window.is_finite()) {
-        bail!("--window {} ms must be positive", a.window);
+        seisgpu_host::bail_param!("window", "--window {} ms must be positive", a.window);
     }
     // Every output path checked before the scan.
     seisgpu_host::io::output::check_writable(&a.out)?;
@@ -108,7 +108,7 @@ pub fn run(a: &Args, global: &Global) -> anyhow::Result<()> {
     // Picks need --min-fold traces in a CMP: say so before the scan rather than after it.
     let largest = (0..g.len()).map(|i| g.traces(i).len()).max().unwrap_or(0);
     if largest < a.min_fold {
-        bail!("{}: the fullest of its {} CMPs has {largest} traces, fewer than --min-fold {}: no CMP can be picked; \
+        seisgpu_host::bail_param!("min-fold", "{}: the fullest of its {} CMPs has {largest} traces, fewer than --min-fold {}: no CMP can be picked; \
             lower --min-fold, or check the CMP grouping (CDP numbers in bytes 21-24, else midpoints in --bin {} m bins)",
             a.input.display(), g.len(), a.min_fold, a.bin);
     }
@@ -138,7 +138,7 @@ pub fn run(a: &Args, global: &Global) -> anyhow::Result<()> {
         // The highest semblance of the CMPs that could be picked (a CMP of one trace is coherent by itself).
         let highest = (0..g.len()).filter(|&i| g.traces(i).len() >= a.min_fold)
             .flat_map(|i| panels.panel(i).iter().copied()).fold(0.0f32, f32::max);
-        bail!("no CMP of at least --min-fold {} traces has a semblance peak of at least --threshold {} (highest {highest:.3}); lower it or check --vmin/--vmax",
+        seisgpu_host::bail_param!("threshold", "no CMP of at least --min-fold {} traces has a semblance peak of at least --threshold {} (highest {highest:.3}); lower it or check --vmin/--vmax",
             a.min_fold, a.threshold);
     };
     let missing: Vec<String> = (0..g.len()).filter(|&i| picks[i].is_empty()).map(|i| match g.location[i].cdp {

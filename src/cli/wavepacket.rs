@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args as ClapArgs, Subcommand};
 use seisgpu_host::io::output::{self, Grid, GridImage, OutputFormat, SampleAxis, TraceOrder};
 use seisgpu_host::wavepacket::apps::{self, InterpMethod};
@@ -131,7 +131,7 @@ pub struct VolumeSampling {
 fn prepare_volume(path: &Path, global: &Global) -> Result<OutputFormat> {
     let format = global.prepare_output(path)?;
     if format != OutputFormat::Npy && global.mpi_ranks() {
-        bail!("{}: under MPI a volume is written as .npy (each rank its rows); run without MPI for SEG-Y or SU", path.display());
+        seisgpu_host::bail_param!("output", "{}: under MPI a volume is written as .npy (each rank its rows); run without MPI for SEG-Y or SU", path.display());
     }
     Ok(format)
 }
@@ -143,7 +143,7 @@ fn write_volume(path: &Path, vol: &[f32], shape: [usize; 3], sampling: &VolumeSa
     }
     let dt = sampling.sample_interval_ms * 1e-3;
     if !(dt > 0.0 && dt.is_finite()) {
-        bail!("--sample-interval {} ms must be positive", sampling.sample_interval_ms);
+        seisgpu_host::bail_param!("sample-interval", "--sample-interval {} ms must be positive", sampling.sample_interval_ms);
     }
     let [n1, n2, n3] = shape;
     let grid = Grid { nx: n1, ny: n2, x0: 0.0, y0: 0.0, dx: 0.0, dy: 0.0, class_offsets: Vec::new(), order: TraceOrder::ClassXY,
@@ -213,7 +213,7 @@ impl FrameArgs {
             None => default_finest,
             Some("isotropic") => Finest::Isotropic,
             Some("directional") => Finest::Directional,
-            Some(o) => bail!("--finest {o}: expected isotropic or directional"),
+            Some(o) => seisgpu_host::bail_param!("finest", "--finest {o}: expected isotropic or directional"),
         };
         Ok(Params {
             eps: self.eps,
@@ -235,7 +235,7 @@ fn read_input(spec: &str, read: &super::input::InputArgs) -> Result<(Vec<f32>, [
             .collect::<Result<_, _>>()
             .with_context(|| format!("--input {spec}: expected synth:N1xN2xN3[:noise]"))?;
         if dims.len() != 3 || dims.contains(&0) {
-            bail!("--input {spec}: expected three positive sizes, e.g. synth:128x128x256");
+            seisgpu_host::bail_param!("input", "--input {spec}: expected three positive sizes, e.g. synth:128x128x256");
         }
         let shape = [dims[0], dims[1], dims[2]];
         let mut v = apps::synthetic_cube(shape, 0.004, 25.0);
@@ -258,7 +258,7 @@ fn read_input(spec: &str, read: &super::input::InputArgs) -> Result<(Vec<f32>, [
             }
             Ok((cube.data, cube.shape))
         }
-        _ => bail!("--input {spec}: expected a .npy volume, a SEG-Y or SU cube (.sgy/.segy/.su, placed by inline/crossline) or synth:N1xN2xN3"),
+        _ => seisgpu_host::bail_param!("input", "--input {spec}: expected a .npy volume, a SEG-Y or SU cube (.sgy/.segy/.su, placed by inline/crossline) or synth:N1xN2xN3"),
     }
 }
 
@@ -268,7 +268,7 @@ fn engines(global: &Global, tiling: Tiling, params: &Params, all_gpus: bool) -> 
     match global.backends()? {
         Some(devices) => {
             if all_gpus {
-                bail!("--all-gpus and --gpus both choose the devices: give one (--gpus all takes every GPU)");
+                seisgpu_host::bail_param!("all-gpus", "--all-gpus and --gpus both choose the devices: give one (--gpus all takes every GPU)");
             }
             Ok(Fragmented::on_backends(&devices, tiling, params)?)
         }
@@ -301,7 +301,7 @@ impl AppJob {
         #[cfg(feature = "mpi")]
         if let Some(cluster) = global.cluster() {
             if fa.all_gpus {
-                bail!("--all-gpus under MPI: each rank takes its devices from --device/--gpus");
+                seisgpu_host::bail_param!("all-gpus", "--all-gpus under MPI: each rank takes its devices from --device/--gpus");
             }
             let (slab, shape) = read_slab(&cluster, input, &io.read, fa)?;
             let devices = global.rank_devices(&cluster)?;
@@ -359,7 +359,7 @@ impl AppJob {
 fn read_mask(p: &Path, [n1, n2]: [usize; 2]) -> Result<Vec<bool>> {
     let npy = seisgpu_host::io::npy::read_any_f32(p).with_context(|| format!("{}: not a usable .npy mask", p.display()))?;
     if npy.len() != n1 * n2 {
-        bail!("{}: mask of {} entries for {n1} x {n2} traces", p.display(), npy.len());
+        seisgpu_host::bail_input!("{}: mask of {} entries for {n1} x {n2} traces", p.display(), npy.len());
     }
     Ok(npy.into_iter().map(|v| v != 0.0).collect())
 }
@@ -376,7 +376,7 @@ fn read_slab(cluster: &seisgpu_host::exec::mpi::Cluster, input: &str, read: &sup
     let npy = !input.starts_with("synth:") && path.extension().and_then(|e| e.to_str()) == Some("npy");
     if npy {
         let shape = cluster.agree("reading the volume's shape", seisgpu_host::io::npy::read_rows_f32(path, 0..0))?.0;
-        let [n1, n2, n3] = shape[..] else { bail!("{input}: a {}-D array; a volume must be 3-D (n1, n2, samples)", shape.len()) };
+        let [n1, n2, n3] = shape[..] else { seisgpu_host::bail_input!("{input}: a {}-D array; a volume must be 3-D (n1, n2, samples)", shape.len()) };
         let rows = distributed::rows(cluster, &Tiling::new([n1, n2, n3], frame.cube_for([n1, n2, n3], false)?, frame.overlap)?);
         let read = seisgpu_host::io::npy::read_rows_f32(path, rows).map(|(_, v)| v);
         return Ok((cluster.agree("reading the volume", read)?, [n1, n2, n3]));
@@ -410,7 +410,7 @@ fn forward_distributed(cluster: &seisgpu_host::exec::mpi::Cluster, global: &Glob
     use seisgpu_host::wavepacket::distributed;
     let t0 = std::time::Instant::now();
     if frame.all_gpus {
-        bail!("--all-gpus under MPI: each rank takes its devices from --device/--gpus");
+        seisgpu_host::bail_param!("all-gpus", "--all-gpus under MPI: each rank takes its devices from --device/--gpus");
     }
     let (slab, shape) = read_slab(cluster, input, read, frame)?;
     let devices = global.rank_devices(cluster)?;
@@ -436,7 +436,7 @@ fn inverse_distributed(cluster: &seisgpu_host::exec::mpi::Cluster, global: &Glob
     let devices = global.rank_devices(cluster)?;
     let tr = Fragmented::on_backends(&devices, h.tiling.clone(), &h.params)?;
     if tr.frame.total != h.per_cube {
-        bail!("{}: {} coefficients per cube in the file, this build's frame has {}", input.display(), h.per_cube, tr.frame.total);
+        seisgpu_host::bail_input!("{}: {} coefficients per cube in the file, this build's frame has {}", input.display(), h.per_cube, tr.frame.total);
     }
     let slab = seisgpu_host::wavepacket::distributed::inverse(cluster, &tr, &mine)?;
     seisgpu_host::wavepacket::distributed::write_volume(cluster, output, &tr.tiling, &slab)?;
@@ -477,7 +477,7 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
             let (h, c) = coeffs_io::read_coeffs(input)?;
             let tr = engines(global, h.tiling.clone(), &h.params, *all_gpus)?;
             if tr.frame.total != h.per_cube {
-                bail!("{}: {} coefficients per cube in the file, this build's frame has {}", input.display(), h.per_cube, tr.frame.total);
+                seisgpu_host::bail_input!("{}: {} coefficients per cube in the file, this build's frame has {}", input.display(), h.per_cube, tr.frame.total);
             }
             let vol = tr.inverse(&c)?;
             write_volume(output, &vol, h.tiling.shape, sampling)?;
@@ -506,7 +506,7 @@ pub fn run(args: &Args, global: &Global) -> Result<()> {
             let method = match method.as_str() {
                 "pocs" => InterpMethod::Pocs { iterations: *iterations, final_fraction: *final_fraction },
                 "single" => InterpMethod::SinglePass { ratio: *cr },
-                o => bail!("--method {o}: expected pocs or single"),
+                o => seisgpu_host::bail_param!("method", "--method {o}: expected pocs or single"),
             };
             let (job, vol) = AppJob::open(global, io, frame, Finest::Directional)?;
             let [n1, n2, _] = job.tr.tiling.shape;

@@ -49,3 +49,42 @@ fn a_file_error_exits_with_1() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("does not exist"), "{err}");
 }
+
+#[test]
+fn a_file_that_is_not_npy_exits_with_2_and_names_it() {
+    let dir = tmp("not-npy");
+    let input = dir.join("section.npy");
+    std::fs::write(&input, b"plain text, not an array").unwrap();
+    let (code, err) = seisgpu(&["plot", input.to_str().unwrap(), "-o", dir.join("s.png").to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(input.to_str().unwrap()) && err.contains("is not a .npy file"), "{err}");
+}
+
+#[test]
+fn a_bad_velocity_file_exits_with_2_and_names_it() {
+    let dir = tmp("velocity-file");
+    let vel = dir.join("vel.txt");
+    std::fs::write(&vel, "cdp=1 0.0:1500 0.5:fast\n").unwrap();
+    let (code, err) = seisgpu(&["ktm", "migrate", "--synthetic", "reflector", "--velocity", vel.to_str().unwrap(),
+        "-o", dir.join("i.npy").to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(vel.to_str().unwrap()) && err.contains("`fast`"), "{err}");
+}
+
+#[test]
+fn a_bad_flag_value_exits_with_2_and_names_the_flag() {
+    let dir = tmp("flags");
+    let (code, err) = seisgpu(&["ktm", "migrate", "--synthetic", "reflector", "--traveltime", "sideways", "-o", dir.join("i.npy").to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--traveltime `sideways`"), "{err}");
+    let (code, err) = seisgpu(&["ktm", "migrate", "--synthetic", "reflector", "--velocity", "0:2000,0.5:-10", "-o", dir.join("i.npy").to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("velocity"), "{err}");
+
+    // A .npy section to plot, then a clip out of range.
+    let npy = dir.join("section.npy");
+    seisgpu_host::io::npy::write_npy(&npy, &[1.0; 64], &[8, 8]).unwrap();
+    let (code, err) = seisgpu(&["plot", npy.to_str().unwrap(), "-o", dir.join("s.png").to_str().unwrap(), "--clip-percentile", "0"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("clip percentile 0 is outside (0, 100]"), "{err}");
+}

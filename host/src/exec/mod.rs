@@ -174,9 +174,9 @@ pub fn run_queue_items<J: QueueJob>(job: &J, devices: &[J::Device], items: Range
 /// [`crate::traces::TraceSet::validate`] without its scan of every sample (sample count, interval,
 /// data length): for the multi-device jobs, whose work items check their own samples in parallel.
 pub fn validate_shape(traces: &crate::traces::TraceSet, what: &str) -> anyhow::Result<()> {
-    anyhow::ensure!(traces.data.len() == traces.headers.len() * traces.ns,
+    crate::ensure_input!(traces.data.len() == traces.headers.len() * traces.ns,
         "{what}: {} samples for {} traces of {} samples", traces.data.len(), traces.headers.len(), traces.ns);
-    traces.slice(0..0).validate(what).map_err(anyhow::Error::msg)
+    traces.slice(0..0).validate(what).map_err(|r| crate::error::Error::Input(r).into())
 }
 
 #[cfg(test)]

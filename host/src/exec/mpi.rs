@@ -75,6 +75,8 @@ pub struct JobFailed {
     pub phase: String,
     /// (rank, what failed there).
     pub failures: Vec<(usize, String)>,
+    /// What the first failure is (the exit status: bad input on one rank is bad input for the job).
+    pub kind: crate::ErrorKind,
 }
 
 impl std::fmt::Display for JobFailed {
@@ -126,21 +128,28 @@ impl Cluster {
     /// rank's value. Otherwise every rank gets the same [`JobFailed`] naming the failed ranks and
     /// their errors (work item, trace, device as the error says).
     pub fn agree<T>(&self, phase: &str, local: anyhow::Result<T>) -> anyhow::Result<T> {
+        use crate::ErrorKind;
+        const KINDS: [ErrorKind; 5] = [ErrorKind::Parameter, ErrorKind::Input, ErrorKind::Gpu, ErrorKind::Io, ErrorKind::Internal];
+        // A failure: its kind's index in KINDS, then its message.
         let msg = match &local {
-            Ok(_) => String::new(),
-            Err(e) => format!("{e:#}"),
+            Ok(_) => Vec::new(),
+            Err(e) => {
+                let kind = ErrorKind::of(e);
+                std::iter::once(KINDS.iter().position(|&k| k == kind).unwrap_or(KINDS.len() - 1) as u8).chain(format!("{e:#}").into_bytes()).collect()
+            }
         };
-        let all = self.all_gather_bytes(msg.as_bytes());
-        let failures: Vec<(usize, String)> = all
+        let all = self.all_gather_bytes(&msg);
+        let failures: Vec<(usize, ErrorKind, String)> = all
             .into_iter()
             .enumerate()
             .filter(|(_, m)| !m.is_empty())
-            .map(|(r, m)| (r, String::from_utf8_lossy(&m).into_owned()))
+            .map(|(r, m)| (r, KINDS.get(m[0] as usize).copied().unwrap_or(ErrorKind::Internal), String::from_utf8_lossy(&m[1..]).into_owned()))
             .collect();
         if failures.is_empty() {
             local
         } else {
-            Err(JobFailed { phase: phase.to_string(), failures }.into())
+            let kind = failures[0].1;
+            Err(JobFailed { phase: phase.to_string(), failures: failures.into_iter().map(|(r, _, m)| (r, m)).collect(), kind }.into())
         }
     }
 
@@ -283,14 +292,14 @@ impl Cluster {
             (DeviceChoice::Cpu, None, _) | (DeviceChoice::Auto, None, false) => {
                 Ok((vec![Backend::Cpu], format!("CPU ({} threads)", rayon::current_num_threads())))
             }
-            (DeviceChoice::Gpu, _, false) => bail!("--device gpu: no GPU on this machine (rank {})", self.rank),
+            (DeviceChoice::Gpu, _, false) => crate::bail_param!("device", "--device gpu: no GPU on this machine (rank {})", self.rank),
             (_, Some(GpuCount::All), true) => Ok(devices::backends(DeviceChoice::Gpu, GpuCount::All)?),
             (_, c, true) => {
                 let n = match c {
                     Some(GpuCount::N(n)) => n,
                     _ => 1,
                 };
-                ensure!(n <= visible, "--gpus {n}: {visible} GPUs on this machine (rank {})", self.rank);
+                crate::ensure_param!(n <= visible, "gpus", "--gpus {n}: {visible} GPUs on this machine (rank {})", self.rank);
                 let first = if c.is_some() { local_rank * n } else { ordinal + local_rank };
                 let mut out = Vec::with_capacity(n);
                 for k in 0..n {
@@ -436,7 +445,7 @@ pub enum TraceSource<'a> {
 /// Traces `range` of a [`TraceSource::NpyRows`] input.
 fn npy_rows(path: &Path, layout: &TraceSet, range: Range<usize>) -> anyhow::Result<TraceSet> {
     let (shape, data) = crate::io::npy::read_rows_f32(path, range.clone())?;
-    ensure!(shape == [layout.len(), layout.ns], "{}: shape {shape:?}, the geometry has {} traces of {} samples", path.display(),
+    crate::ensure_input!(shape == [layout.len(), layout.ns], "{}: shape {shape:?}, the geometry has {} traces of {} samples", path.display(),
         layout.len(), layout.ns);
     Ok(TraceSet { headers: layout.headers[range].to_vec(), data, ns: layout.ns, dt: layout.dt, t0: layout.t0 })
 }
@@ -464,7 +473,7 @@ pub fn read_layout(source: &TraceSource) -> anyhow::Result<TraceSet> {
 pub fn read_traces(source: &TraceSource, layout: &TraceSet, wanted: &[usize], what: &str) -> anyhow::Result<TraceSet> {
     // The sampling's checks (no samples yet).
     TraceSet { headers: Vec::new(), data: Vec::new(), ns: layout.ns, dt: layout.dt, t0: layout.t0 }.validate(what)
-        .map_err(anyhow::Error::msg)?;
+        .map_err(crate::error::Error::Input)?;
     let runs: Vec<Range<usize>> = wanted.chunk_by(|a, b| *b == a + 1).map(|c| c[0]..c[c.len() - 1] + 1).collect();
     let parts: Vec<TraceSet> = match source {
         TraceSource::Memory(t) => runs.iter().map(|r| t.slice(r.clone())).collect(),
@@ -483,7 +492,7 @@ pub fn read_traces(source: &TraceSource, layout: &TraceSet, wanted: &[usize], wh
         local.len(), wanted.len());
     use rayon::prelude::*;
     if let Some(i) = local.data.par_iter().position_first(|v| !v.is_finite()) {
-        bail!("{what}: trace {} sample {} is not finite ({})", wanted[i / layout.ns], i % layout.ns, local.data[i]);
+        crate::bail_input!("{what}: trace {} sample {} is not finite ({})", wanted[i / layout.ns], i % layout.ns, local.data[i]);
     }
     Ok(local)
 }
@@ -556,7 +565,7 @@ pub fn run_rank_queue<J: QueueJob>(cluster: &Cluster, job: &J, devices: &[J::Dev
     // Test hook (CI's failing-rank check): the work item numbered here fails as a device would.
     let job = Injected { job, fail: injected("SEISGPU_TEST_FAIL_ITEM") };
     let local = super::run_queue_items(&job, devices, cluster.share(job.items()), out)
-        .map_err(|e| anyhow::anyhow!("work item {} on local device {}: {:#}", e.item, e.device, e.source));
+        .map_err(|e| e.source.context(format!("work item {} on local device {}", e.item, e.device)));
     cluster.agree(phase, local)
 }
 
@@ -596,7 +605,7 @@ pub fn run_share_blocks<S, R: Send>(devices: &[Backend], mine: Range<usize>,
         step(s, i)
     }, |_, s| finish(s))
         .map(|r| r.into_iter().flatten().collect())
-        .map_err(|e| anyhow::anyhow!("work item {} on local device {}: {:#}", e.item, e.device, e.source))
+        .map_err(|e| e.source.context(format!("work item {} on local device {}", e.item, e.device)))
 }
 
 /// Runs this rank's block of `job`'s items ([`Cluster::share`]) on its `devices` ([`super::run_items`])
@@ -611,7 +620,7 @@ pub fn run_rank<J: Job>(cluster: &Cluster, job: &J, devices: &[J::Device], phase
         }
         job.run(d, s, i)
     }, |d, s| job.finish(d, s))
-        .map_err(|e| anyhow::anyhow!("work item {} on local device {}: {:#}", e.item, e.device, e.source))
+        .map_err(|e| e.source.context(format!("work item {} on local device {}", e.item, e.device)))
         .and_then(|parts| {
             let parts: Vec<J::Part> = parts.into_iter().flatten().collect();
             if parts.is_empty() { Ok(None) } else { job.reduce(parts).map(Some) }

@@ -18,7 +18,7 @@ pub struct Cube {
 /// Places every trace at its (inline, crossline) header position. Errors name the trace when its
 /// numbers are missing (both zero) or when two traces claim one position.
 pub fn cube_from_traces(set: &TraceSet, what: &str) -> anyhow::Result<Cube> {
-    set.validate(what).map_err(anyhow::Error::msg)?;
+    set.validate(what).map_err(crate::error::Error::Input)?;
     let grid = CubeGrid::from_headers(&set.headers, what)?;
     let ns = set.ns;
     let mut data = vec![0.0f32; grid.cells() * ns];
@@ -46,15 +46,15 @@ impl CubeGrid {
     /// The grid of the traces' headers; errors name the trace (no inline/crossline numbers, a
     /// repeated cell) or the grid (far larger than the traces present).
     pub fn from_headers(headers: &[TraceHeader], what: &str) -> anyhow::Result<CubeGrid> {
-        anyhow::ensure!(!headers.is_empty(), "{what}: no traces");
+        crate::ensure_input!(!headers.is_empty(), "{what}: no traces");
         if let Some(i) = headers.iter().position(|h| h.inline == 0 && h.crossline == 0) {
-            anyhow::bail!("{what}: trace {i} has no inline/crossline numbers (bytes 189 and 193 are zero)");
+            crate::bail_input!("{what}: trace {i} has no inline/crossline numbers (bytes 189 and 193 are zero)");
         }
         let (il0, il1) = headers.iter().fold((i32::MAX, i32::MIN), |(a, b), h| (a.min(h.inline), b.max(h.inline)));
         let (xl0, xl1) = headers.iter().fold((i32::MAX, i32::MIN), |(a, b), h| (a.min(h.crossline), b.max(h.crossline)));
         // Spans in i64: numbers at the ends of the i32 range overflow an i32 difference.
         let (nil, nxl) = (il1 as i64 - il0 as i64 + 1, xl1 as i64 - xl0 as i64 + 1);
-        anyhow::ensure!((nil as u128) * (nxl as u128) <= 64 * headers.len() as u128,
+        crate::ensure_input!((nil as u128) * (nxl as u128) <= 64 * headers.len() as u128,
             "{what}: inlines {il0}..{il1} x crosslines {xl0}..{xl1} (bytes 189 and 193, or their --bytes) is far larger than the {} traces \
              present", headers.len());
         let (nil, nxl) = (nil as usize, nxl as usize);
@@ -62,7 +62,7 @@ impl CubeGrid {
         let mut cell_of = Vec::with_capacity(headers.len());
         for (i, h) in headers.iter().enumerate() {
             let cell = (h.inline as i64 - il0 as i64) as usize * nxl + (h.crossline as i64 - xl0 as i64) as usize;
-            anyhow::ensure!(!filled[cell], "{what}: trace {i} repeats inline {} crossline {}", h.inline, h.crossline);
+            crate::ensure_input!(!filled[cell], "{what}: trace {i} repeats inline {} crossline {}", h.inline, h.crossline);
             filled[cell] = true;
             cell_of.push(cell);
         }
@@ -101,7 +101,7 @@ pub fn read_cube_rows(path: &std::path::Path, opts: &super::input::ReadOptions,
         for (j, &(k, i)) in run.iter().enumerate() {
             let tr = part.trace(j);
             if let Some(s) = tr.iter().position(|v| !v.is_finite()) {
-                anyhow::bail!("{what}: trace {i} sample {s} is not finite ({})", tr[s]);
+                crate::bail_input!("{what}: trace {i} sample {s} is not finite ({})", tr[s]);
             }
             let cell = grid.cell_of[k] - lo;
             slab[cell * ns..(cell + 1) * ns].copy_from_slice(tr);

@@ -63,10 +63,10 @@ pub fn choose_traces(path: &Path, opts: &ReadOptions) -> anyhow::Result<(SegyRea
     let mut r = SegyReader::open_with(path, &opts.reader)?;
     // A partial trace at the end is an error, not something to drop silently.
     r.check_tail()?;
-    anyhow::ensure!(r.info().n_traces > 0, "{what}: the file holds no traces ({} bytes)", r.info().file_len);
+    crate::ensure_input!(r.info().n_traces > 0, "{what}: the file holds no traces ({} bytes)", r.info().file_len);
     let headers = r.read_headers().with_context(|| format!("reading the trace headers of {what}"))?;
     let choice = choose(&headers, opts.select.as_ref(), opts.keep_non_seismic);
-    anyhow::ensure!(!choice.indices.is_empty(), "{what}: no trace left to read: {} in the file, {} outside --select, {} non-seismic \
+    crate::ensure_input!(!choice.indices.is_empty(), "{what}: no trace left to read: {} in the file, {} outside --select, {} non-seismic \
         (--keep-aux keeps those)", headers.len(), choice.unselected, choice.non_seismic);
     Ok((r, headers, choice))
 }

@@ -75,7 +75,7 @@ impl Head {
         match (order, kind) {
             ("<" | "=" | ">", "f4") => Ok((4, order == ">")),
             ("<" | "=" | ">", "f8") => Ok((8, order == ">")),
-            _ => bail!("{}: dtype {} is not supported (expected float32 or float64)", path.display(), self.descr),
+            _ => crate::bail_input!("{}: dtype {} is not supported (expected float32 or float64)", path.display(), self.descr),
         }
     }
 }
@@ -95,27 +95,27 @@ fn head(path: &Path) -> anyhow::Result<(std::fs::File, Head)> {
     let mut pre = [0u8; 12];
     let got = f.read(&mut pre).with_context(|| format!("cannot read {}", path.display()))?;
     if got < 10 || &pre[..6] != b"\x93NUMPY" {
-        bail!("{} is not a .npy file{}", path.display(), if got < 10 { format!(" ({len} bytes)") } else { String::new() });
+        crate::bail_input!("{} is not a .npy file{}", path.display(), if got < 10 { format!(" ({len} bytes)") } else { String::new() });
     }
     let data_at = match pre[6] {
         1 => 10 + u16::from_le_bytes([pre[8], pre[9]]) as usize,
         2 | 3 if got == 12 => 12 + u32::from_le_bytes([pre[8], pre[9], pre[10], pre[11]]) as usize,
-        v => bail!("{}: .npy format version {v}", path.display()),
+        v => crate::bail_input!("{}: .npy format version {v}", path.display()),
     };
     if len < data_at as u64 {
-        bail!("{}: truncated .npy file: {len} bytes, shorter than its {data_at}-byte header", path.display());
+        crate::bail_input!("{}: truncated .npy file: {len} bytes, shorter than its {data_at}-byte header", path.display());
     }
     let mut bytes = vec![0u8; data_at];
     f.seek(SeekFrom::Start(0))?;
     f.read_exact(&mut bytes).with_context(|| format!("{}: truncated .npy header", path.display()))?;
-    let npy = npyz::NpyFile::new(&bytes[..]).with_context(|| format!("{} is not a .npy file", path.display()))?;
+    let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| crate::error::malformed(e, format!("{} is not a .npy file", path.display())))?;
     let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
     let descr = npy.dtype().descr().trim_matches(|c| c == '\'' || c == '"').to_string();
     let item = descr.trim_start_matches(|c: char| !c.is_ascii_digit()).parse::<u64>().unwrap_or(0);
     let need = shape.iter().try_fold(item, |a, &d| a.checked_mul(d as u64)).and_then(|b| b.checked_add(data_at as u64));
-    let Some(need) = need else { bail!("{}: the header's shape {shape:?} of {descr} overflows", path.display()) };
+    let Some(need) = need else { crate::bail_input!("{}: the header's shape {shape:?} of {descr} overflows", path.display()) };
     if len < need {
-        bail!("{}: truncated .npy file: {len} bytes, its header's shape {shape:?} of {descr} needs {need}", path.display());
+        crate::bail_input!("{}: truncated .npy file: {len} bytes, its header's shape {shape:?} of {descr} needs {need}", path.display());
     }
     f.seek(SeekFrom::Start(data_at as u64))?;
     Ok((f, Head { data_at, shape, descr, fortran: npy.order() == npyz::Order::Fortran }))
@@ -136,13 +136,13 @@ fn read_rows(path: &Path, rows: Option<std::ops::Range<usize>>) -> anyhow::Resul
     use std::io::{Read, Seek, SeekFrom};
     let (mut f, h) = head(path)?;
     if h.fortran {
-        bail!("{}: Fortran-order arrays are not supported (save with numpy's default C order)", path.display());
+        crate::bail_input!("{}: Fortran-order arrays are not supported (save with numpy's default C order)", path.display());
     }
     let shape = h.shape;
     let (n, width) = match shape.split_first() {
         Some((&n, rest)) => (n, rest.iter().product::<usize>()),
         None if rows.is_none() => (1, 1),
-        None => bail!("{}: a 0-D array has no rows", path.display()),
+        None => crate::bail_input!("{}: a 0-D array has no rows", path.display()),
     };
     let rows = rows.unwrap_or(0..n);
     if rows.end > n {
@@ -151,7 +151,7 @@ fn read_rows(path: &Path, rows: Option<std::ops::Range<usize>>) -> anyhow::Resul
     let size = match h.descr.as_str() {
         "<f4" => 4,
         "<f8" => 8,
-        d => bail!("{}: dtype {d} is not little-endian float32 or float64", path.display()),
+        d => crate::bail_input!("{}: dtype {d} is not little-endian float32 or float64", path.display()),
     };
     f.seek(SeekFrom::Start((h.data_at + rows.start * width * size) as u64))?;
     let mut bytes = vec![0u8; rows.len() * width * size];
@@ -173,15 +173,15 @@ pub fn check_complete(path: &Path) -> anyhow::Result<()> { head(path).map(|_| ()
 pub fn read_any_f32(path: &Path) -> anyhow::Result<Vec<f32>> {
     check_complete(path)?;
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let npy = npyz::NpyFile::new(&bytes[..]).with_context(|| format!("{} is not a .npy file", path.display()))?;
+    let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| crate::error::malformed(e, format!("{} is not a .npy file", path.display())))?;
     let what = || format!("{}: cannot read the data", path.display());
     Ok(match npy.dtype().descr().trim_matches(|c| c == '\'' || c == '"') {
-        "<f4" => npy.into_vec::<f32>().with_context(what)?,
-        "<f8" => npy.into_vec::<f64>().with_context(what)?.into_iter().map(|v| v as f32).collect(),
-        "|u1" | "|b1" => npy.into_vec::<u8>().with_context(what)?.into_iter().map(|v| v as f32).collect(),
-        "<i4" => npy.into_vec::<i32>().with_context(what)?.into_iter().map(|v| v as f32).collect(),
-        "<i8" => npy.into_vec::<i64>().with_context(what)?.into_iter().map(|v| v as f32).collect(),
-        other => bail!("{}: dtype {other} (expected float, int or bool)", path.display()),
+        "<f4" => npy.into_vec::<f32>().map_err(|e| crate::error::malformed(e, what()))?,
+        "<f8" => npy.into_vec::<f64>().map_err(|e| crate::error::malformed(e, what()))?.into_iter().map(|v| v as f32).collect(),
+        "|u1" | "|b1" => npy.into_vec::<u8>().map_err(|e| crate::error::malformed(e, what()))?.into_iter().map(|v| v as f32).collect(),
+        "<i4" => npy.into_vec::<i32>().map_err(|e| crate::error::malformed(e, what()))?.into_iter().map(|v| v as f32).collect(),
+        "<i8" => npy.into_vec::<i64>().map_err(|e| crate::error::malformed(e, what()))?.into_iter().map(|v| v as f32).collect(),
+        other => crate::bail_input!("{}: dtype {other} (expected float, int or bool)", path.display()),
     })
 }
 
@@ -200,24 +200,24 @@ pub fn read_npy_f32(path: impl AsRef<Path>) -> anyhow::Result<NpyArray> {
     let what = || path.display().to_string();
     check_complete(path)?;
     let file = std::fs::File::open(path).with_context(|| format!("{}: cannot open", what()))?;
-    let npy = npyz::NpyFile::new(BufReader::new(file)).with_context(|| format!("{}: not a .npy file", what()))?;
+    let npy = npyz::NpyFile::new(BufReader::new(file)).map_err(|e| crate::error::malformed(e, format!("{}: not a .npy file", what())))?;
     let shape = npy.shape().to_vec();
     let order = npy.order();
     let size = match npy.dtype() {
         DType::Plain(ts) if ts.type_char() == TypeChar::Float && matches!(ts.size_field(), 4 | 8) => ts.size_field(),
-        d => bail!("{}: dtype {} is not supported (expected float32 or float64)", what(), d.descr()),
+        d => crate::bail_input!("{}: dtype {} is not supported (expected float32 or float64)", what(), d.descr()),
     };
     let data: Vec<f32> = if size == 4 {
-        npy.into_vec::<f32>().with_context(|| format!("{}: cannot read the data (truncated?)", what()))?
+        npy.into_vec::<f32>().map_err(|e| crate::error::malformed(e, format!("{}: cannot read the data (truncated?)", what())))?
     } else {
-        let v = npy.into_vec::<f64>().with_context(|| format!("{}: cannot read the data (truncated?)", what()))?;
+        let v = npy.into_vec::<f64>().map_err(|e| crate::error::malformed(e, format!("{}: cannot read the data (truncated?)", what())))?;
         if let Some(i) = v.iter().position(|x| x.is_finite() && x.abs() > f32::MAX as f64) {
-            bail!("{}: value {} at flat index {i} is outside the f32 range", what(), v[i]);
+            crate::bail_input!("{}: value {} at flat index {i} is outside the f32 range", what(), v[i]);
         }
         v.into_iter().map(|x| x as f32).collect()
     };
     if let Some(i) = data.iter().position(|x| !x.is_finite()) {
-        bail!("{}: value at flat index {i} is not finite ({})", what(), data[i]);
+        crate::bail_input!("{}: value at flat index {i} is not finite ({})", what(), data[i]);
     }
     let data = if order == Order::Fortran && shape.len() > 1 { fortran_to_c(&data, &shape) } else { data };
     Ok(NpyArray { shape, data })

@@ -43,8 +43,8 @@ impl OutputFormat {
             Some("sgy") | Some("segy") => Self::Segy,
             Some("su") => Self::Su,
             Some("npy") => Self::Npy,
-            Some(e) => bail!("{}: unknown output format `.{e}` (use {EXTENSIONS})", path.display()),
-            None => bail!("{}: no extension to tell the output format (use {EXTENSIONS})", path.display()),
+            Some(e) => crate::bail_param!("output", "{}: unknown output format `.{e}` (use {EXTENSIONS})", path.display()),
+            None => crate::bail_param!("output", "{}: no extension to tell the output format (use {EXTENSIONS})", path.display()),
         })
     }
     pub fn name(self) -> &'static str {
@@ -84,7 +84,7 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
 /// Creates `dir` (and its parents) when missing and checks that files can be written into it.
 pub fn prepare_dir(dir: &Path) -> anyhow::Result<()> {
     if dir.exists() && !dir.is_dir() {
-        bail!("{}: exists and is not a folder", dir.display());
+        crate::bail_param!("output", "{}: exists and is not a folder", dir.display());
     }
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create output folder {}", dir.display()))?;
     probe(dir).with_context(|| format!("cannot write into output folder {}", dir.display()))

@@ -18,7 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::AtomicFile;
@@ -66,14 +66,14 @@ impl ArrayMeta {
     /// array's number of axes, which the sidecar must match.
     pub fn validate(&self, what: &str, ndim: usize) -> anyhow::Result<()> {
         if self.axes.len() != ndim {
-            bail!("{what}: {} axes described for an array of {ndim} axes", self.axes.len());
+            crate::bail_input!("{what}: {} axes described for an array of {ndim} axes", self.axes.len());
         }
         for (k, a) in self.axes.iter().enumerate() {
             if a.name.trim().is_empty() {
-                bail!("{what}: axis {k} has no name");
+                crate::bail_input!("{what}: axis {k} has no name");
             }
             if !a.origin.is_finite() || !a.step.is_finite() || a.step <= 0.0 || a.origin.abs() > 1e12 || a.step > 1e12 {
-                bail!("{what}: axis {k} ({}) origin {} step {}: the origin must be finite and the step positive and finite", a.name, a.origin, a.step);
+                crate::bail_input!("{what}: axis {k} ({}) origin {} step {}: the origin must be finite and the step positive and finite", a.name, a.origin, a.step);
             }
         }
         Ok(())

@@ -71,7 +71,7 @@ pub(super) fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool
     let ncols = consts.ncols;
     let ntau = consts.ntau;
     let interp = consts.tt_mode != TT_EXACT;
-    ensure!(!interp || variant.is_columns(),
+    crate::ensure_param!(!interp || variant.is_columns(), "kernel",
         "the paper's kernel computes exact traveltimes only; interpolated ones run in the columns kernels (--kernel columns)");
     let name = if interp { interp_kernel(consts.tt_mode, aa, corr, consts.s_off) } else { migration_kernel(variant, aa, corr, consts.s_off) };
     let cfg = match variant {
@@ -88,12 +88,12 @@ pub(super) fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool
             }
         }
         Variant::Paper { block_x, block_y } => {
-            ensure!(block_x.is_power_of_two() && block_x >= 32 && block_x * block_y <= 1024 && block_y >= 1,
+            crate::ensure_param!(block_x.is_power_of_two() && block_x >= 32 && block_x * block_y <= 1024 && block_y >= 1, "paper-block",
                 "paper kernel: block {block_x} x {block_y} must have a power-of-two x >= 32 and at most 1024 threads");
             LaunchConfig { grid_dim: (ncols, 1, 1), block_dim: (block_x, block_y, 1), shared_mem_bytes: block_x * block_y * 4 }
         }
     };
-    ensure!(cfg.grid_dim.1 <= 65535, "{} image times exceed the kernel's grid limit", ntau);
+    crate::ensure_param!(cfg.grid_dim.1 <= 65535, "ntau", "{} image times exceed the kernel's grid limit", ntau);
     let c = DevConsts(consts);
     launch!(gpu, &name, cfg, &c, geom, pairs, vel, image)?;
     Ok(())

@@ -5,7 +5,6 @@
 //! engine sums unit-weight contributions, so amplitude weights, anti-aliasing and angle/taper
 //! apertures are refused with a message rather than silently dropped.
 
-use anyhow::ensure;
 use rayon::prelude::*;
 
 use super::prep::RhoFilter;
@@ -33,12 +32,12 @@ fn full_aperture(traces: &TraceSet, g: &super::ImageGrid) -> f32 {
 /// Migrates through the PSTM engine; the image comes back in the Kirchhoff engine's layout.
 pub fn migrate(traces: &TraceSet, params: &Params, devices: &[Backend]) -> anyhow::Result<Image> {
     let what = format!("traveltime {} with model {}", params.traveltime.name(), params.traveltime_model.name());
-    ensure!(!params.weights && params.antialias.is_none(),
+    crate::ensure_param!(!params.weights && params.antialias.is_none(), "traveltime-model",
         "{what} runs in the PSTM engine, which has no amplitude weights or anti-aliasing: add --no-weights \
          --no-antialias, or use --traveltime-model dsr");
     let a = &params.aperture;
     // A taper only matters at a finite edge (the full aperture carries a nominal one).
-    ensure!(a.max_angle_deg >= 90.0 && (a.taper == 0.0 || !a.max_distance.is_finite()),
+    crate::ensure_param!(a.max_angle_deg >= 90.0 && (a.taper == 0.0 || !a.max_distance.is_finite()), "traveltime-model",
         "{what} runs in the PSTM engine, whose aperture is a maximum distance only: drop --max-angle and --taper, or use --traveltime-model dsr");
     let g = params.grid;
     let vrms = velocity_on_grid(&params.velocity, &g)?;

@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use anyhow::{bail, ensure, Context};
+use anyhow::{ensure, Context};
 use rayon::prelude::*;
 
 use super::{cpu, gpu, prep, Image, Params, Plan};
@@ -32,7 +32,7 @@ fn prepare_item(plan: &Plan, chunk: &TraceSet, range: Range<usize>, params: &Par
     ensure!(chunk.len() == range.len() && chunk.ns == plan.ns,
         "ktm work item {range:?}: {} traces of {} samples given, the plan has {} samples", chunk.len(), chunk.ns, plan.ns);
     if let Some(i) = chunk.data.par_iter().position_first(|v| !v.is_finite()) {
-        bail!("ktm input: trace {} sample {} is not finite", range.start + i / chunk.ns, i % chunk.ns);
+        crate::bail_input!("ktm input: trace {} sample {} is not finite", range.start + i / chunk.ns, i % chunk.ns);
     }
     let sub = plan.restrict(range);
     if sub.ntraces() == 0 {
@@ -158,7 +158,7 @@ impl<'a> Migration<'a> {
     /// in a serial scan of the whole input first.
     pub fn of(traces: &'a TraceSet, params: &'a Params) -> anyhow::Result<Self> {
         // The items run in the Kirchhoff engine, whose traveltimes are DSR only.
-        anyhow::ensure!(!super::interpolated::needed(params),
+        crate::ensure_param!(!super::interpolated::needed(params), "traveltime-model",
             "ktm: --traveltime-model {} runs in the PSTM engine, not split by the Kirchhoff work items: use `seisgpu pstm migrate` \
              for VTI across MPI ranks", params.traveltime_model.name());
         let t = std::time::Instant::now();
@@ -211,7 +211,7 @@ impl exec::Job for Migration<'_> {
 pub(super) fn migrate_split(traces: &TraceSet, params: &Params, devices: &[Backend]) -> anyhow::Result<Image> {
     let job = Migration::of(traces, params)?;
     exec::run(&job, devices).or_else(|e| {
-        traces.validate("ktm input").map_err(anyhow::Error::msg)?;
+        traces.validate("ktm input").map_err(crate::error::Error::Input)?;
         Err(e)
     })
 }

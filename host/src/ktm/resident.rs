@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use anyhow::{bail, ensure, Context};
+use anyhow::Context;
 use cudarc::driver::sys::{cuPointerGetAttribute, CUpointer_attribute, CUresult};
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use gpu_kernels::ktm::KtmConsts;
@@ -39,7 +39,7 @@ impl Borrowed {
     /// touches, until the `Borrowed` is dropped; the caller's pending writes to them must be
     /// finished (its stream synchronised) before the call.
     pub unsafe fn new(gpu: &Gpu, what: &str, ptr: u64, len: usize) -> anyhow::Result<Borrowed> {
-        ensure!(ptr != 0 || len == 0, "{what}: a null device pointer");
+        crate::ensure_input!(ptr != 0 || len == 0, "{what}: a null device pointer");
         gpu.context().bind_to_thread().map_err(GpuError::driver("binding the CUDA context"))?;
         let mut ordinal: i32 = -1;
         // SAFETY: the attribute is one int; an address the driver does not know is an error code, not a fault.
@@ -48,11 +48,11 @@ impl Borrowed {
                 ptr)
         };
         if r != CUresult::CUDA_SUCCESS {
-            bail!("{what}: address {ptr:#x} is not device memory the CUDA driver knows ({r:?})");
+            crate::bail_input!("{what}: address {ptr:#x} is not device memory the CUDA driver knows ({r:?})");
         }
         let ours = gpu.info().ordinal;
         if ordinal as usize != ours {
-            bail!("{what}: the array is on GPU {ordinal}, the call runs on GPU {ours} (pass gpu={ordinal}, or move the array)");
+            crate::bail_param!("gpu", "{what}: the array is on GPU {ordinal}, the call runs on GPU {ours} (pass gpu={ordinal}, or move the array)");
         }
         // SAFETY: the caller guarantees the extent and lifetime; `Drop` leaks it back.
         let slice = unsafe { gpu.stream().upgrade_device_ptr::<f32>(ptr, len) };
@@ -95,14 +95,14 @@ pub fn migrate(gpu: &Arc<Gpu>, traces: &CudaView<f32>, headers: &[TraceHeader], 
 #[allow(clippy::too_many_arguments)]
 fn migrate_in(gpu: &Arc<Gpu>, traces: &CudaView<f32>, headers: &[TraceHeader], ns: usize, dt: f32, t0: f32, params: &Params,
     image: &mut CudaViewMut<f32>) -> anyhow::Result<Migrated> {
-    ensure!(!interpolated::needed(params),
+    crate::ensure_input!(!interpolated::needed(params),
         "ktm: the VTI traveltime model runs in the PSTM engine, which reads its traces from host memory: pass them as a host array");
     crate::ensure_input!(dt > 0.0 && dt.is_finite(), "ktm input: sample interval {dt} s is not positive");
     crate::ensure_input!(traces.len() == headers.len() * ns, "ktm input: {} samples for {} traces of {ns} samples", traces.len(), headers.len());
     let plan = Plan::new(headers, ns, dt, t0, params)?;
     let (ncols, ntau, stride) = (plan.grid.ncols(), plan.grid.ntau, plan.stride());
     let len = plan.grid.len();
-    ensure!(image.len() == plan.classes() * len, "ktm: the output holds {} samples, the image is {} classes x {} x {} x {} = {}",
+    crate::ensure_input!(image.len() == plan.classes() * len, "ktm: the output holds {} samples, the image is {} classes x {} x {} x {} = {}",
         image.len(), plan.classes(), plan.grid.nx, plan.grid.ny, ntau, plan.classes() * len);
     let pairs = prep_gpu::prepare_resident(gpu, traces, ns, dt, &plan, params).context("GPU trace preprocessing")?;
     let d_geom = gpu.upload(flat4(&plan.geom))?;
@@ -137,14 +137,14 @@ pub fn model(gpu: &Arc<Gpu>, image: &CudaView<f32>, headers: &[TraceHeader], ns:
 #[allow(clippy::too_many_arguments)]
 fn model_in(gpu: &Arc<Gpu>, image: &CudaView<f32>, headers: &[TraceHeader], ns: usize, dt: f32, t0: f32, params: &Params,
     traces: &mut CudaViewMut<f32>) -> anyhow::Result<()> {
-    ensure!(params.traveltime == TraveltimeMode::Exact,
+    crate::ensure_param!(params.traveltime == TraveltimeMode::Exact, "traveltime",
         "modelling computes exact traveltimes only (it is the adjoint of the exact migration): use --traveltime exact");
     let plan = Plan::new(headers, ns, dt, t0, params)?;
     let (ncols, ntau, ny) = (plan.grid.ncols(), plan.grid.ntau, plan.grid.ny);
-    ensure!(image.len() == plan.classes() * plan.grid.len(),
+    crate::ensure_input!(image.len() == plan.classes() * plan.grid.len(),
         "modelling: the image holds {} samples, the parameters' image is {} classes x {} x {} x {}", image.len(), plan.classes(),
         plan.grid.nx, ny, ntau);
-    ensure!(traces.len() == headers.len() * ns, "modelling: the output holds {} samples for {} traces of {ns}", traces.len(),
+    crate::ensure_input!(traces.len() == headers.len() * ns, "modelling: the output holds {} samples for {} traces of {ns}", traces.len(),
         headers.len());
     let tb = model_block_traces(gpu, &plan)?;
     let acc_len = plan.stride() + 1;

@@ -1,7 +1,6 @@
 //! The RMS velocity model on the image grid: v_rms(tau) or a v_rms(x, y, tau) volume interpolated
 //! once, host side, with the checks that it covers the image.
 
-use anyhow::{bail, ensure};
 use rayon::prelude::*;
 
 use super::{ImageGrid, Velocity};
@@ -12,14 +11,14 @@ pub fn velocity_on_grid(vel: &Velocity, grid: &ImageGrid) -> anyhow::Result<Vec<
     let (tau_first, tau_last) = (grid.tau0, grid.tau_last());
     let check_v = |v: &[f32], what: &str| -> anyhow::Result<()> {
         if let Some(i) = v.iter().position(|&x| x.is_nan() || x <= 0.0 || x.is_infinite()) {
-            bail!("velocity model: {what} value {i} is {} m/s; RMS velocities must be positive and finite", v[i]);
+            crate::bail_param!("velocity", "velocity model: {what} value {i} is {} m/s; RMS velocities must be positive and finite", v[i]);
         }
         Ok(())
     };
     let covers = |t0: f32, dt: f32, n: usize, what: &str| -> anyhow::Result<()> {
         let last = t0 + (n.max(1) - 1) as f32 * dt;
         let eps = 1e-4 * grid.dtau;
-        ensure!(t0 <= tau_first + eps && last >= tau_last - eps,
+        crate::ensure_param!(t0 <= tau_first + eps && last >= tau_last - eps, "velocity",
             "velocity model does not cover the image: {what} spans {t0}..{last} s, the image {tau_first}..{tau_last} s");
         Ok(())
     };
@@ -29,27 +28,27 @@ pub fn velocity_on_grid(vel: &Velocity, grid: &ImageGrid) -> anyhow::Result<Vec<
             Ok(vec![*v; grid.ntau])
         }
         Velocity::Function { t0, dt, v } => {
-            ensure!(!v.is_empty(), "velocity model: v_rms(tau) has no samples");
-            ensure!(*dt > 0.0 || v.len() == 1, "velocity model: time step {dt} s must be positive");
+            crate::ensure_param!(!v.is_empty(), "velocity", "velocity model: v_rms(tau) has no samples");
+            crate::ensure_param!(*dt > 0.0 || v.len() == 1, "velocity", "velocity model: time step {dt} s must be positive");
             check_v(v, "v_rms(tau)")?;
             covers(*t0, *dt, v.len(), "v_rms(tau)")?;
             Ok((0..grid.ntau).map(|it| interp1(v, *t0, *dt, grid.tau(it))).collect())
         }
         Velocity::Volume(vol) => {
-            ensure!(vol.nx >= 1 && vol.ny >= 1 && vol.nt >= 1 && vol.v.len() == vol.nx * vol.ny * vol.nt,
+            crate::ensure_param!(vol.nx >= 1 && vol.ny >= 1 && vol.nt >= 1 && vol.v.len() == vol.nx * vol.ny * vol.nt, "velocity",
                 "velocity volume: {} values for {} x {} x {} samples", vol.v.len(), vol.nx, vol.ny, vol.nt);
-            ensure!(vol.dt > 0.0 || vol.nt == 1, "velocity volume: time step {} s must be positive", vol.dt);
+            crate::ensure_param!(vol.dt > 0.0 || vol.nt == 1, "velocity", "velocity volume: time step {} s must be positive", vol.dt);
             check_v(&vol.v, "volume")?;
             covers(vol.t0, vol.dt, vol.nt, "the velocity volume")?;
             let axis = |o: f64, d: f64, n: usize, lo: f64, hi: f64, name: &str| -> anyhow::Result<()> {
                 let tol = 1e-3;
                 if n == 1 {
-                    ensure!((lo - o).abs() <= tol && (hi - o).abs() <= tol,
+                    crate::ensure_param!((lo - o).abs() <= tol && (hi - o).abs() <= tol, "velocity",
                         "velocity model does not cover the image: one {name} position {o} m, the image spans {lo}..{hi} m");
                 } else {
-                    ensure!(d > 0.0, "velocity volume: {name} spacing {d} m must be positive");
+                    crate::ensure_param!(d > 0.0, "velocity", "velocity volume: {name} spacing {d} m must be positive");
                     let last = o + (n - 1) as f64 * d;
-                    ensure!(o <= lo + tol && last >= hi - tol,
+                    crate::ensure_param!(o <= lo + tol && last >= hi - tol, "velocity",
                         "velocity model does not cover the image: {name} spans {o}..{last} m, the image {lo}..{hi} m");
                 }
                 Ok(())

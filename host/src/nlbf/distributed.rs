@@ -125,7 +125,8 @@ pub fn enhance(cluster: &Cluster, source: &TraceSource, params: &super::Estimate
     let enhanced = crate::exec::run_queue(&job, devices, Vec::with_capacity(mine.len() * layout.ns))
         .map_err(|e| {
             let b = job.blocks.get(e.item).cloned().unwrap_or_default();
-            anyhow::anyhow!("enhancing traces {:?}: {e:#}", b.start + mine.start..b.end + mine.start)
+            // The item's own error under the same text, so that its kind (bad data) survives.
+            e.source.context(format!("enhancing traces {:?}: device {} failed on work item {}", b.start + mine.start..b.end + mine.start, e.device, e.item))
         });
     let enhanced = cluster.agree("enhancing", enhanced)?;
     let ns = layout.ns;

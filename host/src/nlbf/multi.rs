@@ -162,7 +162,7 @@ impl crate::exec::QueueJob for Search<'_> {
         let (c, s) = self.slots[i - self.held.start].lock().map_err(|_| anyhow::anyhow!("output slot poisoned"))?.take()
             .ok_or_else(|| anyhow::anyhow!("work item {i} ran twice"))?;
         let local = r.start - self.first..r.end - self.first;
-        estimate_item_into(self.variant, dev, self.setup, self.data, local, c, s).map_err(|e| anyhow::anyhow!("parameter traces {r:?}: {e}"))
+        estimate_item_into(self.variant, dev, self.setup, self.data, local, c, s).map_err(|e| anyhow::Error::new(e).context(format!("parameter traces {r:?}")))
     }
     fn fold(&self, _: &mut (), _: usize, _: ()) -> anyhow::Result<()> { Ok(()) }
 }

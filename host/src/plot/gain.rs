@@ -18,8 +18,8 @@ impl Clip {
     /// Checks the percentile is in (0, 100] and the value positive and finite.
     pub fn validate(self) -> anyhow::Result<()> {
         match self {
-            Clip::Percentile(p) if !(p > 0.0 && p <= 100.0) => anyhow::bail!("clip percentile {p} is outside (0, 100]"),
-            Clip::Value(v) if !(v > 0.0 && v.is_finite()) => anyhow::bail!("clip value {v} must be positive and finite"),
+            Clip::Percentile(p) if !(p > 0.0 && p <= 100.0) => crate::bail_param!("clip-percentile", "clip percentile {p} is outside (0, 100]"),
+            Clip::Value(v) if !(v > 0.0 && v.is_finite()) => crate::bail_param!("clip", "clip value {v} must be positive and finite"),
             _ => Ok(()),
         }
     }

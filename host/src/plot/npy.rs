@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::path::Path;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 
 use super::Axes;
 use crate::io::sidecar::{ArrayMeta, AxisMeta};
@@ -120,7 +120,7 @@ fn describe_axes(path: &Path, shape: &[usize], layout: Option<&str>) -> anyhow::
     if let Some(l) = layout {
         let names: Vec<String> = l.split(',').map(|s| s.trim().to_lowercase()).collect();
         if names.len() != shape.len() || names.iter().any(|n| n.is_empty()) {
-            bail!("{}: --layout {l} names {} axes; the array has shape {shape:?}", path.display(), names.len());
+            crate::bail_param!("layout", "{}: --layout {l} names {} axes; the array has shape {shape:?}", path.display(), names.len());
         }
         // Spacing from the sidecar where it has one, names from the layout.
         let axes = names.iter().enumerate().map(|(k, n)| match &meta {
@@ -134,11 +134,11 @@ fn describe_axes(path: &Path, shape: &[usize], layout: Option<&str>) -> anyhow::
     }
     let names: &[&str] = match shape.len() {
         2 => &["trace", "sample"],
-        3 if shape[2] == 2 => bail!("{}: shape {shape:?} looks like a plane of complex values (re, im), not a volume; \
+        3 if shape[2] == 2 => crate::bail_input!("{}: shape {shape:?} looks like a plane of complex values (re, im), not a volume; \
             give --layout if it is one", path.display()),
         3 => &["inline", "crossline", "sample"],
         4 => &["class", "x", "y", "sample"],
-        _ => bail!("{}: cannot interpret an array of shape {shape:?} as a section or volume (2-D traces x samples, 3-D n1 x n2 x samples, \
+        _ => crate::bail_input!("{}: cannot interpret an array of shape {shape:?} as a section or volume (2-D traces x samples, 3-D n1 x n2 x samples, \
             4-D classes x nx x ny x samples); give --layout or a sidecar", path.display()),
     };
     Ok((names.iter().map(|n| AxisMeta::index(n)).collect(), description, shape.len() > 2))
@@ -175,16 +175,16 @@ pub fn npy_panel(path: &Path, layout: Option<&str>, sel: &Selection, max_traces:
     let (axes_meta, description, assumed) = describe_axes(path, &shape, layout)?;
     let nd = shape.len();
     if !(2..=4).contains(&nd) {
-        bail!("{}: cannot plot an array of shape {shape:?} ({nd} axes; 2 to 4 can be plotted)", path.display());
+        crate::bail_input!("{}: cannot plot an array of shape {shape:?} ({nd} axes; 2 to 4 can be plotted)", path.display());
     }
     if let Some(k) = shape.iter().position(|&d| d == 0) {
-        bail!("{}: shape {shape:?} is empty along axis {k}: nothing to plot", path.display());
+        crate::bail_input!("{}: shape {shape:?} is empty along axis {k}: nothing to plot", path.display());
     }
     let verticals: Vec<usize> = (0..nd).filter(|&k| is_vertical(&axes_meta[k].name)).collect();
     let v = match verticals[..] {
         [] => nd - 1,
         [k] => k,
-        _ => bail!("{}: axes {verticals:?} are all named as time/depth; one vertical axis expected", path.display()),
+        _ => crate::bail_input!("{}: axes {verticals:?} are all named as time/depth; one vertical axis expected", path.display()),
     };
     let others: Vec<usize> = (0..nd).filter(|&k| k != v).collect();
     let stack = (nd == 4).then(|| others.iter().copied().find(|&k| is_stack(&axes_meta[k].name)).unwrap_or(others[0]));
@@ -201,17 +201,17 @@ pub fn npy_panel(path: &Path, layout: Option<&str>, sel: &Selection, max_traces:
     let mut pinned: Vec<(usize, usize)> = Vec::new();
     let check = |axis: usize, k: usize, flag: &str| -> anyhow::Result<usize> {
         if k >= shape[axis] {
-            bail!("{}: {flag} {k} is outside axis {axis} ({}, {} long) of shape {shape:?}", path.display(), axes_meta[axis].name, shape[axis]);
+            crate::bail_param!(flag.trim_start_matches('-'), "{}: {flag} {k} is outside axis {axis} ({}, {} long) of shape {shape:?}", path.display(), axes_meta[axis].name, shape[axis]);
         }
         Ok(k)
     };
     let chosen = [sel.inline.is_some(), sel.crossline.is_some(), sel.time_slice.is_some() || sel.sample.is_some()].iter().filter(|b| **b).count();
     if chosen > 1 || (sel.time_slice.is_some() && sel.sample.is_some()) {
-        bail!("choose one of --inline, --crossline, --time-slice and --sample");
+        crate::bail_param!(if sel.time_slice.is_some() && sel.sample.is_some() { "sample" } else { "inline" }, "choose one of --inline, --crossline, --time-slice and --sample");
     }
     let (across, down) = if nd == 2 {
         if chosen > 0 {
-            bail!("{}: a 2-D array of shape {shape:?} is one section; --inline/--crossline/--time-slice/--sample choose within volumes", path.display());
+            crate::bail_param!(if sel.inline.is_some() { "inline" } else if sel.crossline.is_some() { "crossline" } else if sel.time_slice.is_some() { "time-slice" } else { "sample" }, "{}: a 2-D array of shape {shape:?} is one section; --inline/--crossline/--time-slice/--sample choose within volumes", path.display());
         }
         (horiz[0], v)
     } else if let Some(k) = sel.crossline {
@@ -224,10 +224,10 @@ pub fn npy_panel(path: &Path, layout: Option<&str>, sel: &Selection, max_traces:
                 let (o, s) = coords(&axes_meta[v]);
                 let k = ((t - o) / s).round();
                 if axes_meta[v].unit.is_none() {
-                    bail!("{}: the {} axis is in samples (no sidecar gives its interval): use --sample K instead of --time-slice", path.display(), axes_meta[v].name);
+                    crate::bail_param!("time-slice", "{}: the {} axis is in samples (no sidecar gives its interval): use --sample K instead of --time-slice", path.display(), axes_meta[v].name);
                 }
                 if !(k >= 0.0 && k < shape[v] as f64) {
-                    bail!("{}: --time-slice {t} is outside the {} axis ({} .. {} {})", path.display(), axes_meta[v].name,
+                    crate::bail_param!("time-slice", "{}: --time-slice {t} is outside the {} axis ({} .. {} {})", path.display(), axes_meta[v].name,
                         super::format_tick(o), super::format_tick(o + s * (shape[v] - 1) as f64), match axes_meta[v].unit.as_deref() { Some("s") => "ms", Some(u) => u, None => "" });
                 }
                 k as usize
@@ -254,7 +254,7 @@ pub fn npy_panel(path: &Path, layout: Option<&str>, sel: &Selection, max_traces:
             what.push(format!("{} {k} of {}", axes_meta[c].name, shape[c]));
         }
         (Some(c), None) => what.push(format!("sum of {} {}", shape[c], plural(&axes_meta[c].name))),
-        (None, Some(_)) => bail!("{}: --class picks along the class axis of a 4-D image; shape {shape:?} has none", path.display()),
+        (None, Some(_)) => crate::bail_param!("class", "{}: --class picks along the class axis of a 4-D image; shape {shape:?} has none", path.display()),
         (None, None) => {}
     }
     let (na, nd_) = (shape[across], shape[down]);
@@ -320,7 +320,7 @@ pub fn npy_panel(path: &Path, layout: Option<&str>, sel: &Selection, max_traces:
         break;
     }
     if let Some(i) = data.iter().position(|x| !x.is_finite()) {
-        bail!("{}: the panel's trace {} sample {} is not finite ({}): the array holds NaN or infinite values", path.display(), i / pd, i % pd, data[i]);
+        crate::bail_input!("{}: the panel's trace {} sample {} is not finite ({}): the array holds NaN or infinite values", path.display(), i / pd, i % pd, data[i]);
     }
     let (to, ts) = coords(&axes_meta[down]);
     let (xo, xs) = coords(&axes_meta[across]);

@@ -30,10 +30,10 @@ const BAR_MARGIN: u32 = 110;
 /// resolve (plotters' tick search does not end on an infinite or empty range).
 fn check_range(what: &str, start: f64, end: f64) -> anyhow::Result<()> {
     if !(start.is_finite() && end.is_finite() && start.abs() < 1e15 && end.abs() < 1e15) {
-        bail!("plot axes: the {what} axis runs {start}..{end}: not finite or out of range");
+        crate::bail_input!("plot axes: the {what} axis runs {start}..{end}: not finite or out of range");
     }
     if !(end - start > 1e-9 * start.abs().max(end.abs())) || end <= start {
-        bail!("plot axes: the {what} axis runs {start}..{end}: empty at f64 precision");
+        crate::bail_input!("plot axes: the {what} axis runs {start}..{end}: empty at f64 precision");
     }
     Ok(())
 }
@@ -42,16 +42,16 @@ fn check_range(what: &str, start: f64, end: f64) -> anyhow::Result<()> {
 /// drawn top to bottom) as a PNG at `path`. The title's second line says the gain and clip.
 pub fn render_png(path: &Path, data: &[f32], n_traces: usize, n_samples: usize, title: &str, axes: &Axes, look: &Look) -> anyhow::Result<()> {
     if n_traces == 0 || n_samples == 0 {
-        bail!("{}: nothing to plot ({n_traces} traces of {n_samples} samples)", path.display());
+        crate::bail_input!("{}: nothing to plot ({n_traces} traces of {n_samples} samples)", path.display());
     }
     if n_traces.checked_mul(n_samples) != Some(data.len()) {
         bail!("{}: {} values for {n_traces} traces of {n_samples} samples", path.display(), data.len());
     }
     if let Some(i) = data.iter().position(|v| !v.is_finite()) {
-        bail!("{}: trace {} sample {} is not finite ({}); refusing to plot", path.display(), i / n_samples, i % n_samples, data[i]);
+        crate::bail_input!("{}: trace {} sample {} is not finite ({}); refusing to plot", path.display(), i / n_samples, i % n_samples, data[i]);
     }
     if !(axes.trace_step > 0.0 && axes.dt > 0.0 && axes.trace_step.is_finite() && axes.dt.is_finite()) {
-        bail!("plot axes: trace step {} and sample interval {} must be positive and finite", axes.trace_step, axes.dt);
+        crate::bail_input!("plot axes: trace step {} and sample interval {} must be positive and finite", axes.trace_step, axes.dt);
     }
     if let Some(v) = &axes.trace_values {
         if v.len() != n_traces {
@@ -75,7 +75,7 @@ pub fn render_png(path: &Path, data: &[f32], n_traces: usize, n_samples: usize, 
     let mut gain_note = Vec::new();
     if let Some(win) = look.agc {
         if !(win > 0.0 && win.is_finite()) {
-            bail!("AGC window {win} must be positive and finite");
+            crate::bail_param!("agc", "AGC window {win} must be positive and finite");
         }
         gained = data.to_vec();
         agc(&mut gained, n_samples, (win / axes.dt).round().max(1.0).min(n_samples as f64) as usize);

@@ -7,7 +7,6 @@
 
 use std::path::Path;
 
-use anyhow::bail;
 
 use super::npy::Panel;
 use super::Axes;
@@ -135,7 +134,7 @@ impl Default for TraceRange {
 pub fn segy_panel(path: &Path, range: &TraceRange, key: Option<Key>, depth: bool) -> anyhow::Result<Panel> {
     let p = path.display();
     if range.every == 0 {
-        bail!("--every must be at least 1");
+        crate::bail_param!("every", "--every must be at least 1");
     }
     let su = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("su"));
     let su_set = if su { Some(crate::io::su::read_su(path)?) } else { None };
@@ -145,31 +144,31 @@ pub fn segy_panel(path: &Path, range: &TraceRange, key: Option<Key>, depth: bool
         let r = SegyReader::open(path)?;
         let info = r.info();
         if info.n_traces == 0 && info.trailing_bytes > 0 {
-            bail!("{p}: no complete trace: {} bytes follow the headers, a trace of {} samples takes {} (truncated file, or a wrong sample count \
+            crate::bail_input!("{p}: no complete trace: {} bytes follow the headers, a trace of {} samples takes {} (truncated file, or a wrong sample count \
                 in binary header bytes 3221-3222 / trace header bytes 115-116)", info.trailing_bytes, info.ns, info.trace_bytes);
         }
         (info.n_traces, info.ns, info.dt, info.t0, says_depth(info))
     };
     if n == 0 {
-        bail!("{p}: the file holds no traces (nothing to plot)");
+        crate::bail_input!("{p}: the file holds no traces (nothing to plot)");
     }
     if ns == 0 {
-        bail!("{p}: traces of 0 samples (binary header bytes 3221-3222, trace header bytes 115-116): nothing to plot");
+        crate::bail_input!("{p}: traces of 0 samples (binary header bytes 3221-3222, trace header bytes 115-116): nothing to plot");
     }
     if !(dt > 0.0 && dt.is_finite()) || !t0.is_finite() {
-        bail!("{p}: sample interval {dt} s and first-sample time {t0} s cannot scale a time axis (binary header bytes 3217-3218, trace header bytes 109-110 and 117-118)");
+        crate::bail_input!("{p}: sample interval {dt} s and first-sample time {t0} s cannot scale a time axis (binary header bytes 3217-3218, trace header bytes 109-110 and 117-118)");
     }
     if range.first >= n {
-        bail!("{p}: --first {} is past the last trace (the file has {n} traces)", range.first);
+        crate::bail_param!("first", "{p}: --first {} is past the last trace (the file has {n} traces)", range.first);
     }
     let available = n - range.first;
     // Memory: at most max_values samples are read, whatever ns is.
     let max_traces = (range.max_values / ns as u64).max(1);
     let span = match range.count {
-        Some(0) => bail!("--count must be at least 1"),
-        Some(c) if c > available => bail!("{p}: --first {} --count {c} runs past the end (the file has {n} traces)", range.first),
+        Some(0) => crate::bail_param!("count", "--count must be at least 1"),
+        Some(c) if c > available => crate::bail_param!("count", "{p}: --first {} --count {c} runs past the end (the file has {n} traces)", range.first),
         Some(c) if c.div_ceil(range.every) > max_traces => {
-            bail!("{p}: {} traces of {ns} samples are more than a plot holds ({} values); use --every {} or a smaller --count", c.div_ceil(range.every),
+            crate::bail_param!("count", "{p}: {} traces of {ns} samples are more than a plot holds ({} values); use --every {} or a smaller --count", c.div_ceil(range.every),
                 range.max_values, c.div_ceil(max_traces))
         }
         Some(c) => c,

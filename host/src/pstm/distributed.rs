@@ -13,7 +13,7 @@ pub fn migrate(cluster: &Cluster, source: &TraceSource, params: &super::PstmPara
     use super::MigrationStats;
     cluster.agree("checking the parameters", params.validate(mode, model))?;
     let (share, _) = read_trace_share(cluster, source, super::work_items)?;
-    cluster.agree("checking the input", share.traces.validate("input traces").map_err(anyhow::Error::msg))?;
+    cluster.agree("checking the input", share.traces.validate("input traces").map_err(|r| crate::error::Error::Input(r).into()))?;
     let job = super::Migration::new(params, mode, model, share.all_headers.len(), |r| share.slice(r));
     let local = run_rank(cluster, &job, devices, "migrating")?;
     let s = local.as_ref().map_or(MigrationStats::default(), |i| i.stats);

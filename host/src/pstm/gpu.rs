@@ -411,24 +411,24 @@ fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, packed_len: u32, mo
     }
     let t = &t;
     // (`PstmParams::validate` says so first; the staging offsets of the lean kernels assume it.)
-    ensure!(!(t.smem && t.lean && mode == TraveltimeMode::Static8) || t.warps == gpu_kernels::pstm::LEAN_WARPS,
+    crate::ensure_param!(!(t.smem && t.lean && mode == TraveltimeMode::Static8) || t.warps == gpu_kernels::pstm::LEAN_WARPS, "warps",
         "GPU tuning `lean` needs {} warps per block (got {})", gpu_kernels::pstm::LEAN_WARPS, t.warps);
     let name = kernel_name(mode, model, t.texture, t.smem, t.lean);
     let func = kernel(gpu, &name, t.max_regs)?;
     let tile_x = t.tile_x.max(1);
-    ensure!(t.warps.is_multiple_of(tile_x), "GPU tile of {tile_x} columns along x does not divide the {} warps per block", t.warps);
+    crate::ensure_param!(t.warps.is_multiple_of(tile_x), "warps", "GPU tile of {tile_x} columns along x does not divide the {} warps per block", t.warps);
     let grid_x = p.nx.div_ceil(tile_x as usize);
     let grid_y = p.ny.div_ceil((t.warps / tile_x).max(1) as usize);
     let grid_z = chunks(nz_pad) as usize * p.noff;
-    ensure!(grid_y <= 65535, "ny = {} needs {grid_y} blocks along y (at most 65535): use more warps per block", p.ny);
-    ensure!(grid_z <= 65535, "{} offset classes x {} time chunks exceed the 65535 grid limit", p.noff, chunks(nz_pad));
-    ensure!(grid_x <= 65535 * 32768, "nx = {} too large", p.nx);
+    crate::ensure_param!(grid_y <= 65535, "ny", "ny = {} needs {grid_y} blocks along y (at most 65535): use more warps per block", p.ny);
+    crate::ensure_param!(grid_z <= 65535, "noff", "{} offset classes x {} time chunks exceed the 65535 grid limit", p.noff, chunks(nz_pad));
+    crate::ensure_param!(grid_x <= 65535 * 32768, "nx", "nx = {} too large", p.nx);
     let cfg = LaunchConfig {
         grid_dim: (grid_x as u32, grid_y as u32, grid_z as u32),
         block_dim: (32, t.warps, 1),
         shared_mem_bytes: t.warps * table_bytes(mode, t.smem && t.lean) + if t.smem { smem_stage_bytes(packed_len, t.warps) } else { 0 },
     };
-    ensure!(cfg.shared_mem_bytes <= max_shared,
+    crate::ensure_param!(cfg.shared_mem_bytes <= max_shared, "warps",
         "{} warps per block{} need {} B of shared memory ({max_shared} B allowed){}", t.warps,
         if t.smem { " and two staged traces" } else { "" }, cfg.shared_mem_bytes,
         if t.smem { ": traces too long for the shared-memory path, turn it off" } else { "" });

@@ -204,7 +204,7 @@ pub(super) fn migrate_split(traces: &TraceSet, params: &PstmParams, mode: Travel
     devices: &[Backend]) -> anyhow::Result<PstmImage> {
     let job = Migration::of(traces, params, mode, model)?;
     exec::run(&job, devices).or_else(|e| {
-        traces.validate("input traces").map_err(anyhow::Error::msg)?;
+        traces.validate("input traces").map_err(crate::error::Error::Input)?;
         Err(e)
     })
 }

@@ -60,7 +60,7 @@ impl TraveltimeMode {
             "exact" => Self::Exact,
             "static8" => Self::Static8,
             "dynamic" => Self::Dynamic { tolerance },
-            o => bail!("unknown traveltime mode `{o}` (expected exact, static8 or dynamic)"),
+            o => crate::bail_param!("traveltime", "unknown traveltime mode `{o}` (expected exact, static8 or dynamic)"),
         })
     }
     pub fn name(&self) -> &'static str {

@@ -146,13 +146,14 @@ impl Default for DesignParams {
 }
 
 impl DesignParams {
-    pub fn validate(&self) -> Result<(), String> {
+    /// Errors name the parameter (its CLI name).
+    pub fn validate(&self) -> Result<(), crate::Error> {
         if self.degree < 2 || self.degree > MAX_DEGREE {
-            return Err(format!("polynomial degree {} is outside 2..={MAX_DEGREE} (degree 0 or 1 cannot represent the \
-                operator)", self.degree));
+            return Err(crate::Error::parameter("degree", format!("polynomial degree {} is outside 2..={MAX_DEGREE} (degree 0 or 1 cannot represent the \
+                operator)", self.degree)));
         }
         if !(self.max_angle_deg > 0.0 && self.max_angle_deg < 90.0) {
-            return Err(format!("design angle {} degrees is outside (0, 90)", self.max_angle_deg));
+            return Err(crate::Error::parameter("max-angle", format!("design angle {} degrees is outside (0, 90)", self.max_angle_deg)));
         }
         Ok(())
     }
@@ -442,7 +443,7 @@ pub struct Operator {
 impl Operator {
     /// Designs the operator for p = w dz / v in [p_min, p_max] with `rows` table rows (>= 2).
     pub fn new(params: DesignParams, spacing: Spacing, p_min: f64, p_max: f64, rows: usize) -> Result<Self, String> {
-        params.validate()?;
+        params.validate().map_err(|e| e.to_string())?;
         if !(spacing.dx > 0.0 && spacing.dy > 0.0 && spacing.dz > 0.0)
             || !(spacing.dx.is_finite() && spacing.dy.is_finite() && spacing.dz.is_finite()) {
             return Err(format!("grid spacings must be positive: dx {} m, dy {} m, dz {} m", spacing.dx, spacing.dy,

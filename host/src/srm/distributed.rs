@@ -32,7 +32,7 @@ pub fn migrate(cluster: &Cluster, source: &TraceSource, model: &super::VelocityM
             plan.device_step(d, st, i, traces, model, params, opts)
         },
         |d, st| plan.device_finish(d, st))
-        .map_err(|e| anyhow::anyhow!("work item {} on local device {}: {:#}", e.item, e.device, e.source))
+        .map_err(|e| e.source.context(format!("work item {} on local device {}", e.item, e.device)))
         .and_then(|parts| {
             let parts: Vec<(usize, Vec<f32>)> = parts.into_iter().flatten().flatten().collect();
             if parts.is_empty() {

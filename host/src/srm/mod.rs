@@ -27,7 +27,7 @@ pub mod synthetic;
 
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use num_complex::Complex32;
 
 use crate::backend::Backend;
@@ -123,24 +123,25 @@ impl Default for SrmParams {
 }
 
 impl SrmParams {
-    pub fn validate(&self, dt: f64) -> Result<(), String> {
+    /// Errors name the parameter (its CLI name).
+    pub fn validate(&self, dt: f64) -> Result<(), crate::Error> {
         self.design.validate()?;
         let nyq = 0.5 / dt;
         if !(self.fmin > 0.0 && self.fmin < self.fmax) {
-            return Err(format!("frequency band [{} Hz, {} Hz]: need 0 < fmin < fmax", self.fmin, self.fmax));
+            return Err(crate::Error::parameter("fmin", format!("frequency band [{} Hz, {} Hz]: need 0 < fmin < fmax", self.fmin, self.fmax)));
         }
         if self.fmax > nyq {
-            return Err(format!("frequency band [{} Hz, {} Hz] reaches beyond the Nyquist frequency {nyq} Hz \
-                (sample interval {} ms)", self.fmin, self.fmax, dt * 1e3));
+            return Err(crate::Error::parameter("fmax", format!("frequency band [{} Hz, {} Hz] reaches beyond the Nyquist frequency {nyq} Hz \
+                (sample interval {} ms)", self.fmin, self.fmax, dt * 1e3)));
         }
         if !(self.ricker_peak > 0.0 && self.ricker_peak.is_finite()) {
-            return Err(format!("Ricker peak frequency {} Hz is not positive", self.ricker_peak));
+            return Err(crate::Error::parameter("ricker", format!("Ricker peak frequency {} Hz is not positive", self.ricker_peak)));
         }
         if !(self.aperture >= 0.0) {
-            return Err(format!("aperture {} m is negative", self.aperture));
+            return Err(crate::Error::parameter("aperture", format!("aperture {} m is negative", self.aperture)));
         }
         if !(self.taper_strength >= 0.0 && self.taper_strength.is_finite()) {
-            return Err(format!("taper strength {} is negative", self.taper_strength));
+            return Err(crate::Error::parameter("taper-strength", format!("taper strength {} is negative", self.taper_strength)));
         }
         Ok(())
     }
@@ -180,7 +181,7 @@ pub struct Shot {
 /// (bytes 73-88 unset: no geometry to migrate with), naming `file` and the trace.
 pub fn check_segy_coordinates(headers: &[crate::traces::TraceHeader], file: &std::path::Path) -> anyhow::Result<()> {
     if let Some(i) = headers.iter().position(|h| h.sx == 0.0 && h.sy == 0.0 && h.gx == 0.0 && h.gy == 0.0) {
-        bail!("{}: trace {i} has no source or receiver coordinates (bytes 73-88 are zero)", file.display());
+        crate::bail_input!("{}: trace {i} has no source or receiver coordinates (bytes 73-88 are zero)", file.display());
     }
     Ok(())
 }
@@ -313,7 +314,7 @@ pub struct Image {
 
 /// Validates the inputs of a migration (model, parameters, traces against the model).
 pub fn validate_inputs(traces: &TraceSet, model: &VelocityModel, params: &SrmParams) -> anyhow::Result<Vec<(Shot, ShotGrid)>> {
-    traces.validate("shot gathers").map_err(anyhow::Error::msg)?;
+    traces.validate("shot gathers").map_err(crate::error::Error::Input)?;
     plan_shots(traces, model, params)
 }
 
@@ -321,13 +322,13 @@ pub fn validate_inputs(traces: &TraceSet, model: &VelocityModel, params: &SrmPar
 /// read): [`validate_inputs`] less the samples' check, for a plan made before the samples are read
 /// (an MPI rank reads only its shots' traces).
 pub fn plan_shots(traces: &TraceSet, model: &VelocityModel, params: &SrmParams) -> anyhow::Result<Vec<(Shot, ShotGrid)>> {
-    model.validate().map_err(anyhow::Error::msg)?;
-    params.validate(traces.dt as f64).map_err(anyhow::Error::msg)?;
+    model.validate().map_err(|r| crate::Error::parameter("velocity", r))?;
+    params.validate(traces.dt as f64)?;
     if traces.is_empty() {
-        bail!("shot gathers: no traces");
+        crate::bail_input!("shot gathers: no traces");
     }
     if params.nz > model.nz {
-        bail!("{} depth samples requested, the velocity model has {}", params.nz, model.nz);
+        crate::bail_param!("nz", "{} depth samples requested, the velocity model has {}", params.nz, model.nz);
     }
     let shots = group_shots(traces);
     shots.into_iter().map(|s| {
@@ -489,7 +490,7 @@ pub struct MultiPlan {
 
 impl MultiPlan {
     pub fn new(traces: &TraceSet, model: &VelocityModel, params: &SrmParams, opts: GpuOptions) -> anyhow::Result<MultiPlan> {
-        traces.validate("shot gathers").map_err(anyhow::Error::msg)?;
+        traces.validate("shot gathers").map_err(crate::error::Error::Input)?;
         Self::from_headers(traces, model, params, opts)
     }
 

@@ -2,7 +2,7 @@
 //! `velan_semblance` per batch of gathers (at most 65535, and an output buffer of bounded size),
 //! each batch's panels downloaded while the host keeps them in gather order.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use super::{Gathers, Scan};
 use crate::launch;
@@ -29,7 +29,7 @@ pub struct Resident {
 impl Resident {
     pub fn upload(gpu: &Gpu, g: &Gathers, s: &Scan) -> Result<Resident> {
         if g.ns >= (1 << 24) || g.ns == 0 {
-            bail!("velan on the GPU: {} samples per trace (1 to 2^24 allowed)", g.ns);
+            crate::bail_input!("velan on the GPU: {} samples per trace (1 to 2^24 allowed)", g.ns);
         }
         gpu.ensure_fits("the velan gathers", g.data.len() * 4 + g.x2.len() * 4 + g.trace0.len() * 4)?;
         Ok(Resident { data: gpu.upload(&g.data)?, trace0: gpu.upload(&g.trace0)?, x2: gpu.upload(&g.x2)?, s2: gpu.upload(&s.s2)?,

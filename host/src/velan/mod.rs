@@ -14,7 +14,7 @@ pub mod pick;
 
 use std::collections::BTreeMap;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use crate::bail_param;
 
@@ -106,9 +106,9 @@ pub struct Gathers {
 impl Gathers {
     /// Groups `traces` (CDP numbers when any trace has one, else midpoint bins of `bin` m).
     pub fn new(traces: &TraceSet, bin: f64) -> Result<Gathers> {
-        traces.validate("velan input").map_err(anyhow::Error::msg)?;
+        traces.validate("velan input").map_err(crate::error::Error::Input)?;
         if traces.is_empty() {
-            bail!("velan input: no traces");
+            crate::bail_input!("velan input: no traces");
         }
         let grouping = if traces.headers.iter().any(|h| h.cdp != 0) { Grouping::Cdp } else { Grouping::Midpoint(bin) };
         Self::grouped(traces, grouping)
@@ -119,7 +119,7 @@ impl Gathers {
         if let Grouping::Midpoint(b) = grouping
             && !(b > 0.0 && b.is_finite())
         {
-            bail!("--bin {b} m must be positive");
+            crate::bail_param!("bin", "--bin {b} m must be positive");
         }
         let key = |h: &TraceHeader| -> (i64, i64) {
             match grouping {
@@ -137,7 +137,7 @@ impl Gathers {
         let ns = traces.ns;
         let n = traces.len();
         if n > u32::MAX as usize / 2 {
-            bail!("velan input: {n} traces is too many for one run");
+            crate::bail_input!("velan input: {n} traces is too many for one run");
         }
         let mut g = Gathers { data: Vec::with_capacity(n * ns), ns, dt: traces.dt, t_first: traces.t0, trace0: vec![0],
             x2: Vec::with_capacity(n), input: Vec::with_capacity(n), location: Vec::with_capacity(groups.len()) };
@@ -203,7 +203,7 @@ impl Scan {
         let xmax = g.x2.iter().cloned().fold(0.0f32, f32::max).sqrt();
         let tmax = g.t_first.abs() + g.ns as f32 * g.dt + xmax / p.vmin;
         if !(tmax / g.dt < 8e6) {
-            bail!("velan: offsets up to {xmax} m at --vmin {} m/s reach {tmax} s, too far past the record", p.vmin);
+            crate::bail_param!("vmin", "velan: offsets up to {xmax} m at --vmin {} m/s reach {tmax} s, too far past the record", p.vmin);
         }
         let velocities = p.velocities();
         let (s2, v2) = velocities.iter().map(|&v| k::slowness2(v)).unzip();

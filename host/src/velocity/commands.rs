@@ -1,7 +1,7 @@
 //! A [`VelocityModel`] resolved onto what each migration takes: `ktm`'s [`ktm::Velocity`] on its
 //! image grid, `pstm`'s v_rms per image sample and `srm`'s interval-velocity grid.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use super::{Domain, Location, VelocityModel};
 use crate::{ktm, srm};
@@ -61,15 +61,15 @@ pub fn pstm_vrms(model: &VelocityModel, g: &ktm::ImageGrid, what: &str) -> Resul
 pub fn srm_model(model: &VelocityModel, nx: usize, ny: usize, nz: usize, dx: f64, dy: f64, dz: f64, x0: f64, y0: f64, what: &str)
     -> Result<srm::VelocityModel> {
     if model.domain() != Domain::Depth {
-        bail!("{what}: srm needs interval velocity in depth (`depth:0:1500,1000:2500`, or a depth model file); this one is in time");
+        crate::bail_param!("velocity", "{what}: srm needs interval velocity in depth (`depth:0:1500,1000:2500`, or a depth model file); this one is in time");
     }
     if nx == 0 || ny == 0 || nz < 2 {
-        bail!("{what}: a velocity grid of {nx} x {ny} x {nz} nodes (x, y, depth): at least 1 x 1 x 2 are needed");
+        crate::bail_param!("nz", "{what}: a velocity grid of {nx} x {ny} x {nz} nodes (x, y, depth): at least 1 x 1 x 2 are needed");
     }
     // Coordinates in the wrong unit would ask for an absurd grid: an error, not an abort.
     let len = nx.checked_mul(ny).and_then(|n| n.checked_mul(nz)).filter(|&n| n <= 1 << 31);
     let Some(len) = len else {
-        bail!("{what}: a velocity grid of {nx} x {ny} x {nz} nodes (x, y, depth) is too large; check the traces' coordinates, --dx, --dy and --aperture");
+        crate::bail_param!("dx", "{what}: a velocity grid of {nx} x {ny} x {nz} nodes (x, y, depth) is too large; check the traces' coordinates, --dx, --dy and --aperture");
     };
     let mut v = vec![0f32; len];
     for iy in 0..ny {
@@ -81,7 +81,7 @@ pub fn srm_model(model: &VelocityModel, nx: usize, ny: usize, nz: usize, dx: f64
         }
     }
     let m = srm::VelocityModel { v, nx, ny, nz, dx, dy, dz, x0, y0 };
-    m.validate().map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+    m.validate().map_err(|e| crate::Error::parameter("velocity", format!("{what}: {e}")))?;
     Ok(m)
 }
 

@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::text::{CmpFunction, CmpFunctions};
@@ -46,10 +46,10 @@ impl VelocityGrid {
     /// names, spacings and every value (errors name `source` and the node).
     pub fn from_array(shape: &[usize], data: &[f32], axes: &[GridAxis], source: &str) -> Result<Self> {
         if shape.len() != axes.len() {
-            bail!("{source}: the array has {} axes ({shape:?}) but {} axes are described", shape.len(), axes.len());
+            crate::bail_input!("{source}: the array has {} axes ({shape:?}) but {} axes are described", shape.len(), axes.len());
         }
         if !(2..=3).contains(&shape.len()) {
-            bail!("{source}: a velocity grid has 2 or 3 axes, this one has {} ({shape:?})", shape.len());
+            crate::bail_input!("{source}: a velocity grid has 2 or 3 axes, this one has {} ({shape:?})", shape.len());
         }
         let mut slot = [None::<usize>; 3]; // x, y, vertical -> array axis
         let mut domain = None;
@@ -60,27 +60,27 @@ impl VelocityGrid {
                 "t" | "z" => {
                     let d = if a.name == "t" { Domain::Time } else { Domain::Depth };
                     if domain.is_some_and(|e| e != d) {
-                        bail!("{source}: both t and z axes given");
+                        crate::bail_input!("{source}: both t and z axes given");
                     }
                     domain = Some(d);
                     2
                 }
-                o => bail!("{source}: axis {} is named `{o}` (expected x, y, t or z)", i + 1),
+                o => crate::bail_input!("{source}: axis {} is named `{o}` (expected x, y, t or z)", i + 1),
             };
             if slot[k].is_some() {
-                bail!("{source}: axis `{}` appears twice", a.name);
+                crate::bail_input!("{source}: axis `{}` appears twice", a.name);
             }
             if !(a.step > 0.0 && a.step.is_finite() && a.origin.is_finite()) {
-                bail!("{source}: axis `{}` needs a finite origin and a positive spacing (got {}, {})", a.name, a.origin, a.step);
+                crate::bail_input!("{source}: axis `{}` needs a finite origin and a positive spacing (got {}, {})", a.name, a.origin, a.step);
             }
             if shape[i] == 0 {
-                bail!("{source}: axis `{}` has no nodes", a.name);
+                crate::bail_input!("{source}: axis `{}` has no nodes", a.name);
             }
             slot[k] = Some(i);
         }
-        let Some(domain) = domain else { bail!("{source}: no vertical axis (t or z) among the axes") };
+        let Some(domain) = domain else { crate::bail_input!("{source}: no vertical axis (t or z) among the axes") };
         if slot[0].is_none() && slot[1].is_none() {
-            bail!("{source}: no lateral axis (x or y)");
+            crate::bail_input!("{source}: no lateral axis (x or y)");
         }
         let n = [0, 1, 2].map(|k| slot[k].map_or(1, |i| shape[i]));
         let origin = [0, 1, 2].map(|k| slot[k].map_or(0.0, |i| axes[i].origin));
@@ -91,7 +91,7 @@ impl VelocityGrid {
             stride[i] = stride[i + 1] * shape[i + 1];
         }
         if data.len() != shape.iter().product::<usize>() {
-            bail!("{source}: {} values for shape {shape:?}", data.len());
+            crate::bail_input!("{source}: {} values for shape {shape:?}", data.len());
         }
         let st = [0, 1, 2].map(|k| slot[k].map_or(0, |i| stride[i]));
         let mut v = Vec::with_capacity(n[0] * n[1] * n[2]);
@@ -168,11 +168,11 @@ pub fn read_npy_grid(path: &Path, axes: Option<&[GridAxis]>, domain: Option<Doma
     let axes: Vec<GridAxis> = match (sidecar_path(path), axes) {
         (Some(sc), _) => {
             let text = std::fs::read_to_string(&sc).with_context(|| format!("cannot read {}", sc.display()))?;
-            let s: ArrayMeta = serde_json::from_str(&text).with_context(|| format!("{}: not a grid description", sc.display()))?;
+            let s: ArrayMeta = serde_json::from_str(&text).map_err(|e| crate::Error::input(format!("{}: not a grid description: {e}", sc.display())))?;
             s.axes.iter().map(grid_axis).collect()
         }
         (None, Some(a)) => a.to_vec(),
-        (None, None) => bail!(
+        (None, None) => crate::bail_input!(
             "{source}: a velocity grid of shape {shape:?} needs its axes: write {} with {{\"axes\": [{{\"name\": \"x\", \"origin\": 0, \"step\": 25}}, ...]}} \
              (one entry per array axis, in order; names x, y (m), t (s) or z (m))",
             crate::io::sidecar::sidecar_path(path).display()
@@ -182,7 +182,7 @@ pub fn read_npy_grid(path: &Path, axes: Option<&[GridAxis]>, domain: Option<Doma
     if let Some(d) = domain
         && d != g.domain
     {
-        bail!("{source}: the argument says {} but the grid's vertical axis is {}", d.name(), g.domain.name());
+        crate::bail_param!("velocity", "{source}: the argument says {} but the grid's vertical axis is {}", d.name(), g.domain.name());
     }
     Ok(g)
 }
@@ -211,7 +211,7 @@ pub fn read_segy_functions(path: &Path, domain: Domain) -> Result<CmpFunctions> 
     let source = path.display().to_string();
     let (_, set) = crate::io::segy::read_segy(path)?;
     if set.is_empty() {
-        bail!("{source}: no traces");
+        crate::bail_input!("{source}: no traces");
     }
     let (first, step) = match domain {
         Domain::Time => (set.t0, set.dt),

@@ -29,7 +29,7 @@ pub mod text;
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 
 use crate::traces::TraceHeader;
 pub use grid::{GridAxis, VelocityGrid};
@@ -72,10 +72,10 @@ pub struct VelocityFunction {
 /// Checks one velocity value, naming `what` (file and line, or argument).
 pub fn check_velocity(v: f32, what: &str) -> Result<()> {
     if v.is_nan() {
-        bail!("{what}: velocity is NaN");
+        crate::bail_input!("{what}: velocity is NaN");
     }
     if !(v > 0.0) || !v.is_finite() {
-        bail!("{what}: velocity {v} m/s must be positive and finite");
+        crate::bail_input!("{what}: velocity {v} m/s must be positive and finite");
     }
     Ok(())
 }
@@ -85,15 +85,15 @@ impl VelocityFunction {
     /// positive and finite; errors name `what` and the knot.
     pub fn new(domain: Domain, knots: Vec<(f32, f32)>, what: &str) -> Result<Self> {
         if knots.is_empty() {
-            bail!("{what}: no velocity given");
+            crate::bail_input!("{what}: no velocity given");
         }
         for (i, &(t, v)) in knots.iter().enumerate() {
             if !t.is_finite() {
-                bail!("{what}: {} {t} of pair {} is not a finite number", domain.name(), i + 1);
+                crate::bail_input!("{what}: {} {t} of pair {} is not a finite number", domain.name(), i + 1);
             }
             check_velocity(v, &format!("{what}, pair {} ({} {t} {})", i + 1, domain.name(), domain.unit()))?;
             if i > 0 && t <= knots[i - 1].0 {
-                bail!("{what}: {}s must increase, but pair {} ({t} {}) follows {} {}", domain.name(), i + 1, domain.unit(),
+                crate::bail_input!("{what}: {}s must increase, but pair {} ({t} {}) follows {} {}", domain.name(), i + 1, domain.unit(),
                     knots[i - 1].0, domain.unit());
             }
         }
@@ -140,13 +140,13 @@ impl VelocityFunction {
         let mut knots = Vec::new();
         for (i, pair) in s.split(',').map(str::trim).enumerate() {
             if pair.is_empty() {
-                bail!("{what}: pair {} is empty (stray comma?)", i + 1);
+                crate::bail_input!("{what}: pair {} is empty (stray comma?)", i + 1);
             }
-            let (t, v) = pair.split_once(':').with_context(|| {
-                format!("{what}: `{pair}` is not a {}:velocity pair ({}:m/s)", domain.name(), domain.unit())
+            let (t, v) = pair.split_once(':').ok_or_else(|| {
+                crate::Error::input(format!("{what}: `{pair}` is not a {}:velocity pair ({}:m/s)", domain.name(), domain.unit()))
             })?;
-            let t: f32 = t.trim().parse().map_err(|_| anyhow::anyhow!("{what}: {} `{}` in `{pair}` is not a number", domain.name(), t.trim()))?;
-            let v: f32 = v.trim().parse().map_err(|_| anyhow::anyhow!("{what}: velocity `{}` in `{pair}` is not a number", v.trim()))?;
+            let t: f32 = t.trim().parse().map_err(|_| crate::Error::input(format!("{what}: {} `{}` in `{pair}` is not a number", domain.name(), t.trim())))?;
+            let v: f32 = v.trim().parse().map_err(|_| crate::Error::input(format!("{what}: velocity `{}` in `{pair}` is not a number", v.trim())))?;
             knots.push((t, v));
         }
         Self::new(domain, knots, what)
@@ -199,18 +199,18 @@ impl VelocityModel {
         };
         let body = body.trim();
         if body.is_empty() {
-            bail!("velocity: nothing given (a number, t:v pairs or a file)");
+            crate::bail_param!("velocity", "velocity: nothing given (a number, t:v pairs or a file)");
         }
         if let Ok(v) = body.parse::<f32>() {
-            return Ok(VelocityModel::Function(VelocityFunction::constant(domain, v, &format!("velocity `{body}`"))?));
+            return Ok(VelocityModel::Function(argument(VelocityFunction::constant(domain, v, &format!("velocity `{body}`")))?));
         }
         let looks_numeric = body.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '+' | '.'));
         if body.contains(':') && looks_numeric && !Path::new(body).exists() {
-            return Ok(VelocityModel::Function(VelocityFunction::parse_pairs(domain, body, "velocity")?));
+            return Ok(VelocityModel::Function(argument(VelocityFunction::parse_pairs(domain, body, "velocity"))?));
         }
         let path = Path::new(body);
         if !path.exists() {
-            bail!("velocity `{body}`: no such file, and not a number or {}:velocity pairs", domain.name());
+            crate::bail_param!("velocity", "velocity `{body}`: no such file, and not a number or {}:velocity pairs", domain.name());
         }
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
         match ext.as_str() {
@@ -244,11 +244,21 @@ impl VelocityModel {
     /// Errors unless the model is in `want` (a time command given a depth model, or the reverse).
     pub fn expect_domain(&self, want: Domain, what: &str) -> Result<()> {
         if self.domain() != want {
-            bail!("{what}: a velocity in {} is needed, this one is in {} (prefix the argument with `{}:`, or give the other kind of model)",
+            crate::bail_param!("velocity", "{what}: a velocity in {} is needed, this one is in {} (prefix the argument with `{}:`, or give the other kind of model)",
                 want.name(), self.domain().name(), want.name());
         }
         Ok(())
     }
+}
+
+/// A velocity given on the command line: its data errors (a bad pair, a negative value) are the
+/// `velocity` parameter's.
+fn argument<T>(r: Result<T>) -> Result<T> {
+    r.map_err(|e| match e.downcast::<crate::Error>() {
+        Ok(crate::Error::Input(reason)) => crate::Error::parameter("velocity", reason).into(),
+        Ok(other) => other.into(),
+        Err(e) => e,
+    })
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use super::{Domain, Location, VelocityFunction};
 use crate::io::AtomicFile;
@@ -42,12 +42,12 @@ impl CmpFunctions {
     /// Checks the set: not empty, one domain, no CDP number twice.
     pub fn new(domain: Domain, functions: Vec<CmpFunction>, source: String) -> Result<Self> {
         if functions.is_empty() {
-            bail!("{source}: no velocity functions");
+            crate::bail_input!("{source}: no velocity functions");
         }
         let mut cdps: Vec<i32> = functions.iter().filter_map(|f| f.cdp).collect();
         cdps.sort_unstable();
         if let Some(w) = cdps.windows(2).find(|w| w[0] == w[1]) {
-            bail!("{source}: CDP {} has two velocity functions", w[0]);
+            crate::bail_input!("{source}: CDP {} has two velocity functions", w[0]);
         }
         Ok(CmpFunctions { domain, functions, source })
     }
@@ -128,28 +128,28 @@ pub fn parse(text: &str, source: &str, domain: Option<Domain>) -> Result<CmpFunc
         for tok in line.split_whitespace() {
             if let Some((k, v)) = tok.split_once('=') {
                 let num = |what: &str| -> Result<f64> {
-                    let x: f64 = v.parse().map_err(|_| anyhow::anyhow!("{at}: {what} `{v}` is not a number"))?;
+                    let x: f64 = v.parse().map_err(|_| crate::Error::input(format!("{at}: {what} `{v}` is not a number")))?;
                     if !x.is_finite() {
-                        bail!("{at}: {what} `{v}` is not finite");
+                        crate::bail_input!("{at}: {what} `{v}` is not finite");
                     }
                     Ok(x)
                 };
                 match k {
-                    "cdp" => cdp = Some(v.parse::<i32>().map_err(|_| anyhow::anyhow!("{at}: cdp `{v}` is not an integer"))?),
+                    "cdp" => cdp = Some(v.parse::<i32>().map_err(|_| crate::Error::input(format!("{at}: cdp `{v}` is not an integer")))?),
                     "x" => x = Some(num("x")?),
                     "y" => y = Some(num("y")?),
-                    o => bail!("{at}: unknown key `{o}` (expected cdp=, x=, y=)"),
+                    o => crate::bail_input!("{at}: unknown key `{o}` (expected cdp=, x=, y=)"),
                 }
             } else if let Some((t, v)) = tok.split_once(':') {
-                let t: f32 = t.parse().map_err(|_| anyhow::anyhow!("{at}: {} `{t}` in `{tok}` is not a number", domain.name()))?;
-                let v: f32 = v.parse().map_err(|_| anyhow::anyhow!("{at}: velocity `{v}` in `{tok}` is not a number"))?;
+                let t: f32 = t.parse().map_err(|_| crate::Error::input(format!("{at}: {} `{t}` in `{tok}` is not a number", domain.name())))?;
+                let v: f32 = v.parse().map_err(|_| crate::Error::input(format!("{at}: velocity `{v}` in `{tok}` is not a number")))?;
                 knots.push((t, v));
             } else {
-                bail!("{at}: `{tok}` is neither key=value nor {}:velocity", domain.name());
+                crate::bail_input!("{at}: `{tok}` is neither key=value nor {}:velocity", domain.name());
             }
         }
         if cdp.is_none() && x.is_none() {
-            bail!("{at}: a function needs cdp= or x= (where it applies)");
+            crate::bail_input!("{at}: a function needs cdp= or x= (where it applies)");
         }
         let function = VelocityFunction::new(domain, knots, &at)?;
         functions.push(CmpFunction { cdp, x: x.unwrap_or(0.0), y: y.unwrap_or(0.0), function });

@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 use std::path::Path;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use num_complex::Complex32;
 use serde::{Deserialize, Serialize};
 
@@ -60,7 +60,7 @@ pub fn read_coeffs(path: &Path) -> Result<(Header, Vec<Complex32>)> {
     let count = header.per_cube * header.tiling.count();
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes)?;
-    ensure!(bytes.len() == 8 * count, "{}: {} bytes of coefficients, the header says {count} coefficients ({} bytes)",
+    crate::ensure_input!(bytes.len() == 8 * count, "{}: {} bytes of coefficients, the header says {count} coefficients ({} bytes)",
         path.display(), bytes.len(), 8 * count);
     Ok((header, from_bytes(&bytes)))
 }
@@ -75,7 +75,7 @@ pub fn read_coeffs_of_cubes(path: &Path, cubes: impl FnOnce(&Header) -> std::ops
     let count = header.per_cube * header.tiling.count();
     let start = f.stream_position()?;
     let len = f.get_ref().metadata()?.len() - start;
-    ensure!(len == 8 * count as u64, "{}: {len} bytes of coefficients, the header says {count} coefficients ({} bytes)",
+    crate::ensure_input!(len == 8 * count as u64, "{}: {len} bytes of coefficients, the header says {count} coefficients ({} bytes)",
         path.display(), 8 * count);
     ensure!(cubes.end <= header.tiling.count(), "{}: cubes {cubes:?} of {}", path.display(), header.tiling.count());
     f.seek(SeekFrom::Start(start + (8 * cubes.start * header.per_cube) as u64))?;
@@ -96,25 +96,25 @@ fn from_bytes(bytes: &[u8]) -> Vec<Complex32> {
 fn open_coeffs(path: &Path) -> Result<(Header, std::io::BufReader<std::fs::File>)> {
     let mut f = std::io::BufReader::new(std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?);
     let mut magic = vec![0u8; MAGIC.len()];
-    f.read_exact(&mut magic).with_context(|| format!("{}: too short for a coefficient file", path.display()))?;
+    f.read_exact(&mut magic).map_err(|e| crate::error::malformed(e, format!("{}: too short for a coefficient file", path.display())))?;
     if magic != MAGIC {
-        bail!("{}: not a seisgpu wave-packet coefficient file (bad magic)", path.display());
+        crate::bail_input!("{}: not a seisgpu wave-packet coefficient file (bad magic)", path.display());
     }
     let mut len = [0u8; 8];
     f.read_exact(&mut len)?;
     let len = u64::from_le_bytes(len) as usize;
-    ensure!(len < 1 << 24, "{}: header of {len} bytes is implausible", path.display());
+    crate::ensure_input!(len < 1 << 24, "{}: header of {len} bytes is implausible", path.display());
     let mut json = vec![0u8; len];
     f.read_exact(&mut json)?;
-    let header: Header = serde_json::from_slice(&json).with_context(|| format!("{}: bad header", path.display()))?;
-    ensure!(header.version == 1, "{}: coefficient file version {} (this build reads 1)", path.display(), header.version);
+    let header: Header = serde_json::from_slice(&json).map_err(|e| crate::Error::input(format!("{}: bad header: {e}", path.display())))?;
+    crate::ensure_input!(header.version == 1, "{}: coefficient file version {} (this build reads 1)", path.display(), header.version);
     Ok((header, f))
 }
 
 /// Reads a 3D `.npy` volume (f32 or f64, C order); returns samples and shape (n1, n2, n3), n3 fastest.
 pub fn read_volume(path: &Path) -> Result<(Vec<f32>, [usize; 3])> {
     let (shape, data) = crate::io::npy::read_f32(path)?;
-    ensure!(shape.len() == 3, "{}: a {}-D array; a volume must be 3-D (n1, n2, samples)", path.display(), shape.len());
+    crate::ensure_input!(shape.len() == 3, "{}: a {}-D array; a volume must be 3-D (n1, n2, samples)", path.display(), shape.len());
     Ok((data, [shape[0], shape[1], shape[2]]))
 }
 

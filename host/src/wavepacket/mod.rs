@@ -253,7 +253,7 @@ impl Frame {
                     let h = (1.0 + fp.beta as f64) / w as f64;
                     let r_hi = if j == last { half_hi } else { (((1.0 + tau as f64) * radius(j)).ceil() as i64).min(half_hi) };
                     let r_lo = ((radius(j - 1) / (1.0 + fp.beta as f64 / w as f64)).floor() as i64).max(1);
-                    ensure!(r_hi > r_lo, "scale {j} has an empty radial range: too many scales for N = {n}");
+                    crate::ensure_param!(r_hi > r_lo, "scales", "scale {j} has an empty radial range: too many scales for N = {n}");
                     let lr = nice((r_hi - r_lo + 1) as usize);
                     let lt = nice_even((2.0 * h * r_hi as f64).ceil() as usize + 3).min(nice_even(m));
                     g.wedges[j] = w as i32;
@@ -610,7 +610,7 @@ impl Engine {
     /// The cube from coefficients (the adjoint, which is the inverse).
     pub fn inverse(&mut self, coeffs: &[Complex32]) -> Result<Vec<f32>> {
         let total = self.frame().total;
-        ensure!(coeffs.len() == total, "wave-packet inverse: {} coefficients given, the frame has {total}", coeffs.len());
+        crate::ensure_input!(coeffs.len() == total, "wave-packet inverse: {} coefficients given, the frame has {total}", coeffs.len());
         if let Some(i) = coeffs.iter().position(|c| !c.re.is_finite() || !c.im.is_finite()) {
             bail_input!("wave-packet inverse: coefficient {i} is not finite");
         }

@@ -52,7 +52,7 @@ impl Tiling {
         // Three cubes must never overlap one sample (the taper is pairwise).
         for (a, s) in starts.iter().enumerate() {
             for w in s.windows(3) {
-                ensure!(w[2] >= w[0] + cube, "axis {a}: cubes of {cube} with overlap {overlap} stack three deep");
+                crate::ensure_param!(w[2] >= w[0] + cube, "overlap", "axis {a}: cubes of {cube} with overlap {overlap} stack three deep");
             }
         }
         Ok(Tiling { shape, cube, starts, box_cubes: BOX_CUBES })
