@@ -4,7 +4,7 @@
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
 
-/// FMAs per thread in [`fma_rate`]: 8 independent chains x `iters` x 2 per step.
+/// FMAs per thread in [`FMA_RATE`]: 8 independent chains x `iters` x 2 per step.
 pub const FMA_CHAINS: u32 = 8;
 
 crate::kernel! {

@@ -195,7 +195,7 @@ impl<T> DevPtr<T> {
     /// The address in bytes.
     pub fn addr(self) -> u64 { self.0 }
     /// The address `n` values further on.
-    pub fn add(self, n: usize) -> Self { DevPtr::new(self.0 + (n * std::mem::size_of::<T>()) as u64) }
+    pub fn offset(self, n: usize) -> Self { DevPtr::new(self.0 + (n * std::mem::size_of::<T>()) as u64) }
 }
 impl<T> Clone for DevPtr<T> {
     fn clone(&self) -> Self { *self }

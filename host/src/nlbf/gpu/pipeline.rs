@@ -283,7 +283,7 @@ impl Banded {
                 continue;
             }
             let start = self.setup.apertures.off[phase * (np + 1) + p0] as usize;
-            unsafe { htod(&pipe.up, self.ptrs.idx.add(start), &piece[..])? };
+            unsafe { htod(&pipe.up, self.ptrs.idx.offset(start), &piece[..])? };
         }
         pipe.listed[b].record(&pipe.up).map_err(drv("recording an event"))?;
         self.listed += 1;
@@ -315,17 +315,17 @@ impl Banded {
             if b == 0 {
                 ev(&pipe.t[2], &pipe.slide)?;
             }
-            let (px, py) = (q.px.add(p0), q.py.add(p0));
+            let (px, py) = (q.px.offset(p0), q.py.offset(p0));
             // Both phases' picks: 2 ns per parameter trace.
-            let (picks, pick_s) = (q.picks.add(2 * p0 * ns), q.pick_s.add(2 * p0 * ns));
-            let off = q.off.add(self.off_start[b]);
+            let (picks, pick_s) = (q.picks.offset(2 * p0 * ns), q.pick_s.offset(2 * p0 * ns));
+            let off = q.off.offset(self.off_start[b]);
             let cfg = LaunchConfig { grid_dim: (npb * plan.nchunks, 2, 1), ..plan.slide_cfg };
             launch!(on pipe.slide, gpu, plan.slide_kernel, cfg, &ns32, &npb, &plan.nchunks, &s.inv_dt, &plan.smax,
                 &plan.span, &plan.mmax, &q.data, &q.tx, &q.ty, &px, &py, &off, &q.idx, &q.vals, &na, &nb, &nc, &nd, &ne,
                 &picks, &pick_s)?;
             ev(&pipe.slid[b], &pipe.slide)?;
             pipe.cscan.wait(&pipe.slid[b]).map_err(drv("ordering streams"))?;
-            let off3 = off.add(2 * (npb as usize + 1));
+            let off3 = off.offset(2 * (npb as usize + 1));
             let last = b + 1 == self.bands.len();
             // The C scan in parts of the band's parameter traces [a, z) (band-local): one, or for the
             // last band two (see `last_band_split`), the first part's results downloaded on the
@@ -335,9 +335,9 @@ impl Banded {
             let parts: &[(usize, usize)] = if split > 0 { &[(0, split), (split, npb as usize)] } else { &[(0, npb as usize)] };
             for (i, &(a, z)) in parts.iter().enumerate() {
                 let pa = p0 + a;
-                let (px, py, off3) = (q.px.add(pa), q.py.add(pa), off3.add(a));
-                let picks = picks.add(a * ns);
-                let (code, sem) = (q.code.add(pa * ns), q.sem.add(pa * ns));
+                let (px, py, off3) = (q.px.offset(pa), q.py.offset(pa), off3.offset(a));
+                let picks = picks.offset(a * ns);
+                let (code, sem) = (q.code.offset(pa * ns), q.sem.offset(pa * ns));
                 let cfg = LaunchConfig { grid_dim: ((z - a) as u32 * plan.nchunks3, 1, 1), ..plan.cscan_cfg };
                 let func = plan.cscan_function(gpu, &cfg)?;
                 launch!(on pipe.cscan, gpu, plan.cscan_kernel => &func, cfg, &ns32, &npb, &plan.nchunks3, &s.inv_dt, &plan.smax3,
