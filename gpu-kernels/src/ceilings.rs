@@ -4,15 +4,14 @@
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
 
-/// FMAs per thread in [`fma_rate`]: 8 independent chains x `iters` x 2 per step.
+/// FMAs per thread in [`FMA_RATE`]: 8 independent chains x `iters` x 2 per step.
 pub const FMA_CHAINS: u32 = 8;
 
+crate::kernel! {
 /// Each thread runs 8 independent FMA chains for `iters` iterations (16 FMAs per iteration,
 /// enough independent work to hide the 4-cycle FMA latency) and writes one value so nothing is
 /// optimised away. Flops = threads x iters x 16 x 2.
-#[cfg(target_arch = "nvptx64")]
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn fma_rate(iters: u32, seed: f32, out: *mut f32) {
+pub unsafe fn fma_rate(iters: u32, seed: f32, out: *mut f32) as FMA_RATE {
     let i = global_x();
     let mut a = [0.0f32; 8];
     for (k, v) in a.iter_mut().enumerate() {
@@ -30,11 +29,11 @@ pub unsafe extern "ptx-kernel" fn fma_rate(iters: u32, seed: f32, out: *mut f32)
     let s = a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
     unsafe { *out.add(i as usize) = s };
 }
+}
 
+crate::kernel! {
 /// Special-function throughput: 8 independent `ex2.approx` chains x `iters`. Ops = threads x iters x 8.
-#[cfg(target_arch = "nvptx64")]
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn sfu_rate(iters: u32, seed: f32, out: *mut f32) {
+pub unsafe fn sfu_rate(iters: u32, seed: f32, out: *mut f32) as SFU_RATE {
     let i = global_x();
     let mut a = [0.0f32; 8];
     for (k, v) in a.iter_mut().enumerate() {
@@ -50,4 +49,5 @@ pub unsafe extern "ptx-kernel" fn sfu_rate(iters: u32, seed: f32, out: *mut f32)
     }
     let s = a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
     unsafe { *out.add(i as usize) = s };
+}
 }

@@ -179,10 +179,10 @@ pub fn measure_ceilings(gpu: &seisgpu_host::runtime::Gpu) -> seisgpu_host::runti
     let total = (blocks * threads) as f64;
     let mut out = gpu.zeros::<f32>((blocks * threads) as usize)?;
     let (iters, seed) = (8192u32, 0.5f32);
-    let fma = timer.measure(1, 5, || launch!(gpu, "fma_rate", cfg, &iters, &seed, &mut out))?;
+    let fma = timer.measure(1, 5, || launch!(gpu, seisgpu_host::kernels::ceilings::FMA_RATE, cfg, &iters, &seed, &mut out))?;
     let fp32 = total * iters as f64 * 16.0 * 2.0 / (fma.median_ms * 1e-3);
     let sfu_iters = 2048u32;
-    let sfu_t = timer.measure(1, 5, || launch!(gpu, "sfu_rate", cfg, &sfu_iters, &seed, &mut out))?;
+    let sfu_t = timer.measure(1, 5, || launch!(gpu, seisgpu_host::kernels::ceilings::SFU_RATE, cfg, &sfu_iters, &seed, &mut out))?;
     let sfu = total * sfu_iters as f64 * 8.0 / (sfu_t.median_ms * 1e-3);
     Ok(Ceilings { bandwidth, fp32, sfu })
 }

@@ -485,9 +485,10 @@ pub fn paper_kernel_only(g: &Gpu, setup: &Setup, data: &[f32], ptraces: &[usize]
     let stats = timer.measure(0, 1, || {
         for (i, &p) in ptraces.iter().enumerate() {
             let m = [ap.list(0, p).len() as u32, ap.list(1, p).len() as u32, ap.list(2, p).len() as u32];
-            let (rows_p, geom_p) = (rp + (offs[i] * ns * 4) as u64, gp + (offs[i] * 8) as u64);
+            // Rows of ns samples, and (dx, dy) per row.
+            let (rows_p, geom_p) = (rp.offset(offs[i] * ns), gp.offset(offs[i] * 2));
             let pi = i as u32;
-            launch!(g, "nlbf_paper", cfg, &ns32, &h32, &inv_dt, &rows_p, &geom_p, &m[0], &m[1], &m[2], &vp, &na, &nb, &nc,
+            launch!(g, seisgpu_host::kernels::nlbf::kernels::NLBF_PAPER, cfg, &ns32, &h32, &inv_dt, &rows_p, &geom_p, &m[0], &m[1], &m[2], &vp, &na, &nb, &nc,
                 &nd, &ne, &pi, &cp, &sp)?;
         }
         Ok(())

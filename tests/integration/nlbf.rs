@@ -423,13 +423,14 @@ fn bench_small_runs() {
 fn nlbf_bench_paper() {
     let Some(g) = gpu_or_skip("nlbf_bench_paper") else { return };
     println!("{}", g.info());
-    let mut names = vec!["nlbf_paper", "nlbf_enhance", "nlbf_nmo"];
-    for &(l, sg) in seisgpu_host::kernels::nlbf::slide_variants(5) {
-        names.extend(seisgpu_host::kernels::nlbf::slide_kernel_name_g(l, 5, sg));
+    use seisgpu_host::kernels::nlbf::{self as k, kernels::{NLBF_ENHANCE, NLBF_NMO, NLBF_PAPER}};
+    let mut names = vec![NLBF_PAPER.name(), NLBF_ENHANCE.name(), NLBF_NMO.name()];
+    for &(l, sg) in k::slide_variants(5) {
+        names.extend(k::slide_kernel_g(l, 5, sg).map(|d| d.name()));
     }
-    for &cg in seisgpu_host::kernels::nlbf::CSCAN_GROUPS.iter() {
-        names.extend(seisgpu_host::kernels::nlbf::cscan_kernel_name(5, cg));
-        names.extend(seisgpu_host::kernels::nlbf::cscan_deep_kernel_name(5, cg));
+    for &cg in k::CSCAN_GROUPS.iter() {
+        names.extend(k::cscan_kernel(5, cg).map(|d| d.name()));
+        names.extend(k::cscan_deep_kernel(5, cg).map(|d| d.name()));
     }
     for kname in names {
         // A name the module lacks is reported, not fatal: the timings below matter more.

@@ -1,6 +1,7 @@
 //! The GPU runtime: launches, buffers, streams, textures, errors, FFT.
 
 use seisgpu_host::backend::gpu_or_skip;
+use seisgpu_host::kernels::ceilings::FMA_RATE;
 use seisgpu_host::kernels::smoke::{saxpy_one, ALWAYS_TRAP, BLOCK_SUM, SAXPY, TEX2D_F2_PROBE, TEX2D_PROBE, TEX3D_PROBE};
 use seisgpu_host::launch;
 use seisgpu_host::runtime::{grid_1d, AddressMode, Filter, GpuError, LaunchConfig, Texture, TextureFormat};
@@ -196,12 +197,12 @@ fn copy_on_one_stream_overlaps_a_kernel_on_another() {
         t.elapsed().as_secs_f64()
     };
     // Warm up both, then time each alone and both together.
-    launch!(on s0, gpu, "fma_rate", cfg, &iters, &seed, &mut out).unwrap();
+    launch!(on s0, gpu, FMA_RATE, cfg, &iters, &seed, &mut out).unwrap();
     s1.memcpy_htod(pinned.raw(), &mut dst).unwrap();
-    let kernel = wall(&mut || launch!(on s0, gpu, "fma_rate", cfg, &iters, &seed, &mut out).unwrap());
+    let kernel = wall(&mut || launch!(on s0, gpu, FMA_RATE, cfg, &iters, &seed, &mut out).unwrap());
     let copy = wall(&mut || s1.memcpy_htod(pinned.raw(), &mut dst).unwrap());
     let both = wall(&mut || {
-        launch!(on s0, gpu, "fma_rate", cfg, &iters, &seed, &mut out).unwrap();
+        launch!(on s0, gpu, FMA_RATE, cfg, &iters, &seed, &mut out).unwrap();
         s1.memcpy_htod(pinned.raw(), &mut dst).unwrap();
     });
     println!("kernel {:.2} ms, copy {:.2} ms, both {:.2} ms", kernel * 1e3, copy * 1e3, both * 1e3);

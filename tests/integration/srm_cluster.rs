@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use seisgpu_host::backend::{gpu_or_skip, Backend};
+use seisgpu_host::kernels::smoke::SM90_CLUSTER_SMOKE;
 use seisgpu_host::kernels::srm::{RowMap, CLUSTER_MAX_REGS};
-use seisgpu_host::runtime::cluster::{clusters_supported, cluster_function, launch_cluster, max_active_clusters, ClusterArgs,
+use seisgpu_host::runtime::cluster::{clusters_supported, cluster_function, max_active_clusters,
     ClusterConfig};
 use seisgpu_host::runtime::{Gpu, PTX, PTX_SM90};
 use seisgpu_host::srm::design::{DesignParams, Operator, Spacing};
@@ -64,7 +65,7 @@ fn cluster_variant_parses_and_prints() {
 #[test]
 fn cluster_smoke_reads_the_neighbours_shared_memory() {
     let Some(gpu) = cluster_gpu_or_skip("cluster_smoke_reads_the_neighbours_shared_memory") else { return };
-    let name = "sm90_cluster_smoke";
+    let name = SM90_CLUSTER_SMOKE.name();
     for size in [1u32, 2, 4, 8, 16] {
         let clusters = 3;
         let cfg = ClusterConfig { grid: (size * clusters, 1, 1), block: (64, 1, 1), cluster: (size, 1, 1), shared: 16 };
@@ -78,9 +79,7 @@ fn cluster_smoke_reads_the_neighbours_shared_memory() {
         }
         let blocks = (size * clusters) as usize;
         let mut out = gpu.upload(&vec![u32::MAX; 3 * blocks]).unwrap();
-        let mut a = ClusterArgs::new(gpu.stream());
-        a.buf_mut(&mut out);
-        launch_cluster(&gpu, name, &func, &cfg, a).unwrap();
+        seisgpu_host::launch_cluster!(gpu, SM90_CLUSTER_SMOKE => &func, &cfg, buf_mut &mut out).unwrap();
         let got = gpu.download(&out).unwrap();
         for b in 0..blocks as u32 {
             let rank = b % size;

@@ -24,6 +24,11 @@ impl<A> Clone for Kernel<A> {
 }
 impl<A> Copy for Kernel<A> {}
 
+/// The entry point's name (what error messages and benchmark rows print).
+impl<A> core::fmt::Display for Kernel<A> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result { f.write_str(self.name) }
+}
+
 impl<A> core::fmt::Debug for Kernel<A> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result { write!(f, "Kernel({})", self.name) }
 }
@@ -51,6 +56,12 @@ impl<A> core::fmt::Debug for Kernel<A> {
 /// goes on both. Parameters are plain names with their types: scalars by value, buffers as
 /// `*const T` (read) or `*mut T` (written), texture objects as `u64`, `#[repr(C)]` parameter
 /// blocks by value.
+///
+/// A local macro that writes a family of entry points takes each descriptor's name next to the
+/// entry's and passes both on (`entry!(pstm_exact_dsr as PSTM_EXACT_DSR, exact, Dsr, global)`
+/// expanding to `kernel! { pub unsafe fn $name(...) as $desc { ... } }`); the host picks among
+/// entries of one signature with a table function returning the descriptor (`Kernel<P>` with `P`
+/// named once as a type alias, e.g. `nlbf::kernels::SlideKernel`).
 #[macro_export]
 macro_rules! kernel {
     ($(#[$attr:meta])* pub unsafe fn $name:ident($($arg:ident: $ty:ty),* $(,)?) as $desc:ident $body:block) => {

@@ -20,10 +20,27 @@
 //!
 //! All of them use the math of `super` (moveout, split, interpolation, semblance, tie rule).
 
-#[cfg(target_arch = "nvptx64")]
-mod cscan;
+// On the host only the entry points' descriptors are used: the kernels' helpers compile there
+// (the device layer has host bodies) but nothing calls them, and clippy sees them only there.
+#![cfg_attr(not(target_arch = "nvptx64"), allow(dead_code, unused_imports, unused_variables, unused_assignments,
+    clippy::too_many_arguments, clippy::manual_is_multiple_of))]
 
-#[cfg(target_arch = "nvptx64")]
+mod cscan;
+// The entry points' descriptors (`NLBF_PAPER`, `NLBF_SLIDE_L9_H5`, `NLBF_CSCAN_H5_G4`, ...).
+pub use cscan::*;
+pub use device_code::*;
+
+use crate::device::Kernel;
+
+/// The descriptor type of the sliding (A, D) / (B, E) kernels (one signature for every run, half
+/// window and group; [`super::slide_kernel_g`] picks one).
+pub type SlideKernel = Kernel<(u32, u32, u32, f32, i32, u32, u32, *const f32, *const f32, *const f32, *const f32, *const f32,
+    *const u32, *const u32, *const f32, u32, u32, u32, u32, u32, *mut u32, *mut f32)>;
+/// The descriptor type of the C-scan kernels (one signature for every half window, group and
+/// staging; [`super::cscan_kernel`] picks one).
+pub type CscanKernel = Kernel<(u32, u32, u32, f32, i32, u32, *const f32, *const f32, *const f32, *const f32, *const f32,
+    *const u32, *const u32, *const f32, u32, u32, u32, u32, u32, *const u32, *mut u32, *mut f32)>;
+
 mod device_code {
     use crate::device::*;
     use crate::nlbf::*;
@@ -98,14 +115,14 @@ mod device_code {
         r
     }
 
+    crate::kernel! {
     /// One parameter trace, all time samples: block = t0, threads = combinations (stride loop).
     /// `rows`/`geom`: the traces of apertures 1, 2 and 3 (m1, m2, m3 rows) collected by the host.
     /// `vals`: the A, B, C, D, E value tables back to back (na, nb, nc, nd, ne entries).
     /// Writes the packed pick and S of (p, t0) at `p * ns + t0`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn nlbf_paper(ns: u32, h: u32, inv_dt: f32, rows: *const f32, geom: *const f32,
+    pub unsafe fn nlbf_paper(ns: u32, h: u32, inv_dt: f32, rows: *const f32, geom: *const f32,
         m1: u32, m2: u32, m3: u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32, ne: u32, p: u32,
-        out_code: *mut u32, out_s: *mut f32) {
+        out_code: *mut u32, out_s: *mut f32) as NLBF_PAPER {
         let t0 = block_idx_x();
         if t0 >= ns {
             return;
@@ -175,6 +192,7 @@ mod device_code {
                 *out_s.add(o) = s;
             }
         }
+    }
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -582,69 +600,67 @@ mod device_code {
     }
 
     macro_rules! slide_group_entry {
-        ($name:ident, $l:expr, $h:expr, $g:expr) => {
+        ($name:ident as $desc:ident, $l:expr, $h:expr, $g:expr) => { crate::kernel! {
             /// Grouped sliding (A, D) / (B, E) scan; see `slide_group_body`.
-            #[unsafe(no_mangle)]
             #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "ptx-kernel" fn $name(ns: u32, np: u32, nchunks: u32, inv_dt: f32, smax: i32, span: u32,
+            pub unsafe fn $name(ns: u32, np: u32, nchunks: u32, inv_dt: f32, smax: i32, span: u32,
                 mmax: u32, data: *const f32, tx: *const f32, ty: *const f32, px: *const f32, py: *const f32,
                 ap_off: *const u32, ap_idx: *const u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32, ne: u32,
-                out_pick: *mut u32, out_s: *mut f32) {
+                out_pick: *mut u32, out_s: *mut f32) as $desc {
                 unsafe {
                     slide_group_body::<$l, $h, $g>(ns, np, nchunks, inv_dt, smax, span, mmax, data, tx, ty, px, py, ap_off,
                         ap_idx, vals, na, nb, nc, nd, ne, out_pick, out_s)
                 }
             }
-        };
+        } };
     }
-    slide_group_entry!(nlbf_slide_l7_h5_g4, 7, 5, 4);
-    slide_group_entry!(nlbf_slide_l9_h5_g4, 9, 5, 4);
-    slide_group_entry!(nlbf_slide_l9_h5_g2, 9, 5, 2);
-    slide_group_entry!(nlbf_slide_l13_h5_g2, 13, 5, 2);
+    slide_group_entry!(nlbf_slide_l7_h5_g4 as NLBF_SLIDE_L7_H5_G4, 7, 5, 4);
+    slide_group_entry!(nlbf_slide_l9_h5_g4 as NLBF_SLIDE_L9_H5_G4, 9, 5, 4);
+    slide_group_entry!(nlbf_slide_l9_h5_g2 as NLBF_SLIDE_L9_H5_G2, 9, 5, 2);
+    slide_group_entry!(nlbf_slide_l13_h5_g2 as NLBF_SLIDE_L13_H5_G2, 13, 5, 2);
 
     macro_rules! slide_entry {
-        ($name:ident, $l:expr, $h:expr) => {
+        ($name:ident as $desc:ident, $l:expr, $h:expr) => { crate::kernel! {
             /// Sliding (A, D) / (B, E) scan; see `slide_body`.
-            #[unsafe(no_mangle)]
             #[allow(clippy::too_many_arguments)]
-            pub unsafe extern "ptx-kernel" fn $name(ns: u32, np: u32, nchunks: u32, inv_dt: f32, smax: i32, span: u32,
+            pub unsafe fn $name(ns: u32, np: u32, nchunks: u32, inv_dt: f32, smax: i32, span: u32,
                 mmax: u32, data: *const f32, tx: *const f32, ty: *const f32, px: *const f32, py: *const f32,
                 ap_off: *const u32, ap_idx: *const u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32, ne: u32,
-                out_pick: *mut u32, out_s: *mut f32) {
+                out_pick: *mut u32, out_s: *mut f32) as $desc {
                 unsafe {
                     slide_body::<$l, $h>(ns, np, nchunks, inv_dt, smax, span, mmax, data, tx, ty, px, py, ap_off, ap_idx,
                         vals, na, nb, nc, nd, ne, out_pick, out_s)
                 }
             }
-        };
+        } };
     }
-    slide_entry!(nlbf_slide_l7_h1, 7, 1);
-    slide_entry!(nlbf_slide_l7_h2, 7, 2);
-    slide_entry!(nlbf_slide_l7_h3, 7, 3);
-    slide_entry!(nlbf_slide_l7_h4, 7, 4);
-    slide_entry!(nlbf_slide_l7_h5, 7, 5);
-    slide_entry!(nlbf_slide_l9_h5, 9, 5);
-    slide_entry!(nlbf_slide_l11_h5, 11, 5);
-    slide_entry!(nlbf_slide_l13_h5, 13, 5);
-    slide_entry!(nlbf_slide_l10_h5, 10, 5);
-    slide_entry!(nlbf_slide_l14_h5, 14, 5);
-    slide_entry!(nlbf_slide_l7_h6, 7, 6);
-    slide_entry!(nlbf_slide_l7_h7, 7, 7);
-    slide_entry!(nlbf_slide_l9_h8, 9, 8);
+    slide_entry!(nlbf_slide_l7_h1 as NLBF_SLIDE_L7_H1, 7, 1);
+    slide_entry!(nlbf_slide_l7_h2 as NLBF_SLIDE_L7_H2, 7, 2);
+    slide_entry!(nlbf_slide_l7_h3 as NLBF_SLIDE_L7_H3, 7, 3);
+    slide_entry!(nlbf_slide_l7_h4 as NLBF_SLIDE_L7_H4, 7, 4);
+    slide_entry!(nlbf_slide_l7_h5 as NLBF_SLIDE_L7_H5, 7, 5);
+    slide_entry!(nlbf_slide_l9_h5 as NLBF_SLIDE_L9_H5, 9, 5);
+    slide_entry!(nlbf_slide_l11_h5 as NLBF_SLIDE_L11_H5, 11, 5);
+    slide_entry!(nlbf_slide_l13_h5 as NLBF_SLIDE_L13_H5, 13, 5);
+    slide_entry!(nlbf_slide_l10_h5 as NLBF_SLIDE_L10_H5, 10, 5);
+    slide_entry!(nlbf_slide_l14_h5 as NLBF_SLIDE_L14_H5, 14, 5);
+    slide_entry!(nlbf_slide_l7_h6 as NLBF_SLIDE_L7_H6, 7, 6);
+    slide_entry!(nlbf_slide_l7_h7 as NLBF_SLIDE_L7_H7, 7, 7);
+    slide_entry!(nlbf_slide_l9_h8 as NLBF_SLIDE_L9_H8, 9, 8);
 
     // ---------------------------------------------------------------------------------------------
     // Enhancement and NMO.
     // ---------------------------------------------------------------------------------------------
 
+    crate::kernel! {
     /// Beamforming: out(n, t0) = mean over the neighbours m of trace n of u_m(t0 + dt_m), with the
     /// operator at (x_n, y_n, t0) interpolated bilinearly between the parameter traces.
     /// One thread per (trace, t0); block b covers trace b / tchunks, times (b % tchunks) * blockDim.
-    #[unsafe(no_mangle)]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "ptx-kernel" fn nlbf_enhance(ns: u32, tchunks: u32, inv_dt: f32, data: *const f32,
+    pub unsafe fn nlbf_enhance(ns: u32, tchunks: u32, inv_dt: f32, data: *const f32,
         tx: *const f32, ty: *const f32, nb_off: *const u32, nb_idx: *const u32, grid_nx: u32, grid_ny: u32,
         inv_sx: f32, inv_sy: f32, code: *const u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32, ne: u32,
-        out: *mut f32) {
+        out: *mut f32) as NLBF_ENHANCE {
         let n = block_idx_x() / nonzero(tchunks);
         let t0 = (block_idx_x() % nonzero(tchunks)) * block_dim_x() + thread_idx_x();
         if t0 >= ns {
@@ -671,6 +687,7 @@ mod device_code {
         let cnt = hi - lo;
         unsafe { *out.add(n as usize * ns as usize + t0 as usize) = if cnt > 0 { sum / cnt as f32 } else { 0.0 } };
     }
+    }
 
     /// The operator {A, B, C, D, E} at (x, y, t0), bilinear between the four surrounding parameter
     /// traces (codes decoded through the value tables).
@@ -696,11 +713,11 @@ mod device_code {
         op
     }
 
+    crate::kernel! {
     /// NMO: out(n, i) = u_n(t(i)) with t = sqrt(t0^2 + (offset/v)^2), muted (zero) where the
     /// stretch (t - t0) / t0 exceeds `max_stretch`. One thread per (trace, output sample).
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn nlbf_nmo(ns: u32, tchunks: u32, dt: f32, t_first: f32, max_stretch: f32,
-        data: *const f32, offsets: *const f32, vrms: *const f32, out: *mut f32) {
+    pub unsafe fn nlbf_nmo(ns: u32, tchunks: u32, dt: f32, t_first: f32, max_stretch: f32,
+        data: *const f32, offsets: *const f32, vrms: *const f32, out: *mut f32) as NLBF_NMO {
         let n = block_idx_x() / nonzero(tchunks);
         let i = (block_idx_x() % nonzero(tchunks)) * block_dim_x() + thread_idx_x();
         if i >= ns {
@@ -719,5 +736,6 @@ mod device_code {
             None => 0.0,
         };
         unsafe { *out.add(n as usize * ns as usize + i as usize) = v };
+    }
     }
 }

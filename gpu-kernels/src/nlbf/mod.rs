@@ -22,6 +22,8 @@ use crate::math::{floor, mul_add};
 
 pub mod kernels;
 
+use kernels::{CscanKernel, SlideKernel};
+
 /// Equation (1): dt = A dx + B dy + C dx dy + D dx^2 + E dy^2 (seconds), evaluated as
 /// dx (A + D dx + C dy) + dy (B + E dy) with fused multiply-adds (correctly rounded on both sides,
 /// so CPU and GPU get the same bits).
@@ -182,16 +184,16 @@ pub fn slide_run_for(h: u32) -> u32 {
     if h == 5 { 9 } else if h <= 7 { 7 } else { 9 }
 }
 
-/// Kernel name of the sliding (A, D) / (B, E) kernel for run `l`, half window `h` and `g` values
-/// of D (E) per pass (1 = one combination per pass).
-pub fn slide_kernel_name_g(l: u32, h: u32, g: u32) -> Option<&'static str> {
+/// The sliding (A, D) / (B, E) kernel for run `l`, half window `h` and `g` values of D (E) per
+/// pass (1 = one combination per pass).
+pub const fn slide_kernel_g(l: u32, h: u32, g: u32) -> Option<SlideKernel> {
     match g {
-        1 => slide_kernel_name(l, h),
+        1 => slide_kernel(l, h),
         _ => Some(match (l, h, g) {
-            (7, 5, 4) => "nlbf_slide_l7_h5_g4",
-            (9, 5, 4) => "nlbf_slide_l9_h5_g4",
-            (9, 5, 2) => "nlbf_slide_l9_h5_g2",
-            (13, 5, 2) => "nlbf_slide_l13_h5_g2",
+            (7, 5, 4) => kernels::NLBF_SLIDE_L7_H5_G4,
+            (9, 5, 4) => kernels::NLBF_SLIDE_L9_H5_G4,
+            (9, 5, 2) => kernels::NLBF_SLIDE_L9_H5_G2,
+            (13, 5, 2) => kernels::NLBF_SLIDE_L13_H5_G2,
             _ => return None,
         }),
     }
@@ -208,22 +210,22 @@ pub fn slide_variants(h: u32) -> &'static [(u32, u32)] {
     }
 }
 
-/// Kernel name of the sliding (A, D) / (B, E) kernel for run `l` and half window `h`.
-pub fn slide_kernel_name(l: u32, h: u32) -> Option<&'static str> {
+/// The sliding (A, D) / (B, E) kernel for run `l` and half window `h`.
+pub const fn slide_kernel(l: u32, h: u32) -> Option<SlideKernel> {
     Some(match (l, h) {
-        (7, 1) => "nlbf_slide_l7_h1",
-        (7, 2) => "nlbf_slide_l7_h2",
-        (7, 3) => "nlbf_slide_l7_h3",
-        (7, 4) => "nlbf_slide_l7_h4",
-        (7, 5) => "nlbf_slide_l7_h5",
-        (9, 5) => "nlbf_slide_l9_h5",
-        (11, 5) => "nlbf_slide_l11_h5",
-        (13, 5) => "nlbf_slide_l13_h5",
-        (10, 5) => "nlbf_slide_l10_h5",
-        (14, 5) => "nlbf_slide_l14_h5",
-        (7, 6) => "nlbf_slide_l7_h6",
-        (7, 7) => "nlbf_slide_l7_h7",
-        (9, 8) => "nlbf_slide_l9_h8",
+        (7, 1) => kernels::NLBF_SLIDE_L7_H1,
+        (7, 2) => kernels::NLBF_SLIDE_L7_H2,
+        (7, 3) => kernels::NLBF_SLIDE_L7_H3,
+        (7, 4) => kernels::NLBF_SLIDE_L7_H4,
+        (7, 5) => kernels::NLBF_SLIDE_L7_H5,
+        (9, 5) => kernels::NLBF_SLIDE_L9_H5,
+        (11, 5) => kernels::NLBF_SLIDE_L11_H5,
+        (13, 5) => kernels::NLBF_SLIDE_L13_H5,
+        (10, 5) => kernels::NLBF_SLIDE_L10_H5,
+        (14, 5) => kernels::NLBF_SLIDE_L14_H5,
+        (7, 6) => kernels::NLBF_SLIDE_L7_H6,
+        (7, 7) => kernels::NLBF_SLIDE_L7_H7,
+        (9, 8) => kernels::NLBF_SLIDE_L9_H8,
         _ => return None,
     })
 }
@@ -232,46 +234,46 @@ pub fn slide_kernel_name(l: u32, h: u32) -> Option<&'static str> {
 /// measured preference order whose shifts of one trace span less than one sample).
 pub const CSCAN_GROUPS: [u32; 4] = [4, 3, 2, 1];
 
-/// Kernel name of the C-scan kernel for half window `h` and `g` C values per thread.
-pub fn cscan_kernel_name(h: u32, g: u32) -> Option<&'static str> {
+/// The C-scan kernel for half window `h` and `g` C values per thread.
+pub const fn cscan_kernel(h: u32, g: u32) -> Option<CscanKernel> {
     Some(match (h, g) {
-        (1, 1) => "nlbf_cscan_h1_g1",
-        (1, 2) => "nlbf_cscan_h1_g2",
-        (1, 4) => "nlbf_cscan_h1_g4",
-        (2, 1) => "nlbf_cscan_h2_g1",
-        (2, 2) => "nlbf_cscan_h2_g2",
-        (2, 4) => "nlbf_cscan_h2_g4",
-        (3, 1) => "nlbf_cscan_h3_g1",
-        (3, 2) => "nlbf_cscan_h3_g2",
-        (3, 4) => "nlbf_cscan_h3_g4",
-        (4, 1) => "nlbf_cscan_h4_g1",
-        (4, 2) => "nlbf_cscan_h4_g2",
-        (4, 4) => "nlbf_cscan_h4_g4",
-        (5, 1) => "nlbf_cscan_h5_g1",
-        (5, 2) => "nlbf_cscan_h5_g2",
-        (5, 3) => "nlbf_cscan_h5_g3",
-        (5, 4) => "nlbf_cscan_h5_g4",
-        (6, 1) => "nlbf_cscan_h6_g1",
-        (6, 2) => "nlbf_cscan_h6_g2",
-        (6, 4) => "nlbf_cscan_h6_g4",
-        (7, 1) => "nlbf_cscan_h7_g1",
-        (7, 2) => "nlbf_cscan_h7_g2",
-        (7, 4) => "nlbf_cscan_h7_g4",
-        (8, 1) => "nlbf_cscan_h8_g1",
-        (8, 2) => "nlbf_cscan_h8_g2",
-        (8, 4) => "nlbf_cscan_h8_g4",
+        (1, 1) => kernels::NLBF_CSCAN_H1_G1,
+        (1, 2) => kernels::NLBF_CSCAN_H1_G2,
+        (1, 4) => kernels::NLBF_CSCAN_H1_G4,
+        (2, 1) => kernels::NLBF_CSCAN_H2_G1,
+        (2, 2) => kernels::NLBF_CSCAN_H2_G2,
+        (2, 4) => kernels::NLBF_CSCAN_H2_G4,
+        (3, 1) => kernels::NLBF_CSCAN_H3_G1,
+        (3, 2) => kernels::NLBF_CSCAN_H3_G2,
+        (3, 4) => kernels::NLBF_CSCAN_H3_G4,
+        (4, 1) => kernels::NLBF_CSCAN_H4_G1,
+        (4, 2) => kernels::NLBF_CSCAN_H4_G2,
+        (4, 4) => kernels::NLBF_CSCAN_H4_G4,
+        (5, 1) => kernels::NLBF_CSCAN_H5_G1,
+        (5, 2) => kernels::NLBF_CSCAN_H5_G2,
+        (5, 3) => kernels::NLBF_CSCAN_H5_G3,
+        (5, 4) => kernels::NLBF_CSCAN_H5_G4,
+        (6, 1) => kernels::NLBF_CSCAN_H6_G1,
+        (6, 2) => kernels::NLBF_CSCAN_H6_G2,
+        (6, 4) => kernels::NLBF_CSCAN_H6_G4,
+        (7, 1) => kernels::NLBF_CSCAN_H7_G1,
+        (7, 2) => kernels::NLBF_CSCAN_H7_G2,
+        (7, 4) => kernels::NLBF_CSCAN_H7_G4,
+        (8, 1) => kernels::NLBF_CSCAN_H8_G1,
+        (8, 2) => kernels::NLBF_CSCAN_H8_G2,
+        (8, 4) => kernels::NLBF_CSCAN_H8_G4,
         _ => return None,
     })
 }
 
-/// Kernel name of the C-scan kernel with deep staging (`stage_rows_deep`: a warp stages two rows at
+/// The C-scan kernel with deep staging (`stage_rows_deep`: a warp stages two rows at
 /// once with 16 loads in flight per lane) for half window `h` and `g` C values per thread; same
-/// results as [`cscan_kernel_name`]'s kernel.
-pub fn cscan_deep_kernel_name(h: u32, g: u32) -> Option<&'static str> {
+/// results as [`cscan_kernel`]'s kernel.
+pub const fn cscan_deep_kernel(h: u32, g: u32) -> Option<CscanKernel> {
     Some(match (h, g) {
-        (5, 2) => "nlbf_cscan_h5_g2_deep",
-        (5, 3) => "nlbf_cscan_h5_g3_deep",
-        (5, 4) => "nlbf_cscan_h5_g4_deep",
+        (5, 2) => kernels::NLBF_CSCAN_H5_G2_DEEP,
+        (5, 3) => kernels::NLBF_CSCAN_H5_G3_DEEP,
+        (5, 4) => kernels::NLBF_CSCAN_H5_G4_DEEP,
         _ => return None,
     })
 }

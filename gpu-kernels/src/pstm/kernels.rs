@@ -21,6 +21,11 @@
 //! Coefficients: 1/v^2 (and eta) per column, per sample for exact and dynamic, every 8th sample for
 //! static8 (held in registers for the whole trace loop).
 
+// On the host only the entry points' descriptors are used: the kernels' helpers compile there
+// (the device layer has host bodies) but nothing calls them, and clippy sees them only there.
+#![cfg_attr(not(target_arch = "nvptx64"), allow(dead_code, unused_imports, unused_variables, unused_assignments,
+    clippy::too_many_arguments, clippy::manual_is_multiple_of))]
+
 use super::traveltime::{Dsr, Model, Vti};
 use super::*;
 use crate::device::*;
@@ -512,44 +517,47 @@ use staged::{dynamic_smem, exact_smem, static8_smem, static8_smem_lean};
 
 // ---- entry points --------------------------------------------------------------------------------
 
+/// The descriptor type of the kernels reading the traces from global memory (directly or staged in
+/// shared memory): parameters, traces, headers, bin starts, 1/v^2, eta, image, first batch.
+pub type PstmKernel = Kernel<(KParams, *const f32, *const f32, *const u32, *const f32, *const f32, *mut f32, u32)>;
+/// The descriptor type of the kernels reading the traces through a texture (its object as `u64`).
+pub type PstmTexKernel = Kernel<(KParams, u64, *const f32, *const u32, *const f32, *const f32, *mut f32, u32)>;
+
 macro_rules! entry {
-    ($name:ident, $body:ident, $model:ty, global) => {
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(p: KParams, traces: *const f32, headers: *const f32,
-            bin_start: *const u32, iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
+    ($name:ident as $desc:ident, $body:ident, $model:ty, global) => { crate::kernel! {
+        pub unsafe fn $name(p: KParams, traces: *const f32, headers: *const f32,
+            bin_start: *const u32, iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) as $desc {
             let row_len = p.packed_len;
             unsafe { $body::<$model, Global>(&p, Global { base: traces, row_len }, headers, bin_start, iv2, eta, image, first) }
         }
-    };
-    ($name:ident, $body:ident, $model:ty, tex) => {
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(p: KParams, traces: u64, headers: *const f32,
-            bin_start: *const u32, iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
+    } };
+    ($name:ident as $desc:ident, $body:ident, $model:ty, tex) => { crate::kernel! {
+        pub unsafe fn $name(p: KParams, traces: u64, headers: *const f32,
+            bin_start: *const u32, iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) as $desc {
             unsafe { $body::<$model, Tex>(&p, Tex { handle: traces }, headers, bin_start, iv2, eta, image, first) }
         }
-    };
-    ($name:ident, $body:ident, $model:ty, smem) => {
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(p: KParams, traces: *const f32, headers: *const f32,
-            bin_start: *const u32, iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) {
+    } };
+    ($name:ident as $desc:ident, $body:ident, $model:ty, smem) => { crate::kernel! {
+        pub unsafe fn $name(p: KParams, traces: *const f32, headers: *const f32,
+            bin_start: *const u32, iv2: *const f32, eta: *const f32, image: *mut f32, first: u32) as $desc {
             unsafe { $body::<$model>(&p, traces, headers, bin_start, iv2, eta, image, first) }
         }
-    };
+    } };
 }
 
-entry!(pstm_exact_dsr, exact, Dsr, global);
-entry!(pstm_exact_vti, exact, Vti, global);
-entry!(pstm_static8_dsr, static8, Dsr, global);
-entry!(pstm_static8_vti, static8, Vti, global);
-entry!(pstm_static8_dsr_tex, static8, Dsr, tex);
-entry!(pstm_static8_vti_tex, static8, Vti, tex);
-entry!(pstm_dynamic_dsr, dynamic, Dsr, global);
-entry!(pstm_dynamic_vti, dynamic, Vti, global);
-entry!(pstm_exact_dsr_smem, exact_smem, Dsr, smem);
-entry!(pstm_exact_vti_smem, exact_smem, Vti, smem);
-entry!(pstm_static8_dsr_smem, static8_smem, Dsr, smem);
-entry!(pstm_static8_vti_smem, static8_smem, Vti, smem);
-entry!(pstm_dynamic_dsr_smem, dynamic_smem, Dsr, smem);
-entry!(pstm_dynamic_vti_smem, dynamic_smem, Vti, smem);
-entry!(pstm_static8_dsr_smem_lean2, static8_smem_lean, Dsr, smem);
-entry!(pstm_static8_vti_smem_lean2, static8_smem_lean, Vti, smem);
+entry!(pstm_exact_dsr as PSTM_EXACT_DSR, exact, Dsr, global);
+entry!(pstm_exact_vti as PSTM_EXACT_VTI, exact, Vti, global);
+entry!(pstm_static8_dsr as PSTM_STATIC8_DSR, static8, Dsr, global);
+entry!(pstm_static8_vti as PSTM_STATIC8_VTI, static8, Vti, global);
+entry!(pstm_static8_dsr_tex as PSTM_STATIC8_DSR_TEX, static8, Dsr, tex);
+entry!(pstm_static8_vti_tex as PSTM_STATIC8_VTI_TEX, static8, Vti, tex);
+entry!(pstm_dynamic_dsr as PSTM_DYNAMIC_DSR, dynamic, Dsr, global);
+entry!(pstm_dynamic_vti as PSTM_DYNAMIC_VTI, dynamic, Vti, global);
+entry!(pstm_exact_dsr_smem as PSTM_EXACT_DSR_SMEM, exact_smem, Dsr, smem);
+entry!(pstm_exact_vti_smem as PSTM_EXACT_VTI_SMEM, exact_smem, Vti, smem);
+entry!(pstm_static8_dsr_smem as PSTM_STATIC8_DSR_SMEM, static8_smem, Dsr, smem);
+entry!(pstm_static8_vti_smem as PSTM_STATIC8_VTI_SMEM, static8_smem, Vti, smem);
+entry!(pstm_dynamic_dsr_smem as PSTM_DYNAMIC_DSR_SMEM, dynamic_smem, Dsr, smem);
+entry!(pstm_dynamic_vti_smem as PSTM_DYNAMIC_VTI_SMEM, dynamic_smem, Vti, smem);
+entry!(pstm_static8_dsr_smem_lean2 as PSTM_STATIC8_DSR_SMEM_LEAN2, static8_smem_lean, Dsr, smem);
+entry!(pstm_static8_vti_smem_lean2 as PSTM_STATIC8_VTI_SMEM_LEAN2, static8_smem_lean, Vti, smem);

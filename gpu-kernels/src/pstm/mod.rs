@@ -19,7 +19,6 @@
 
 pub mod traveltime;
 
-#[cfg(target_arch = "nvptx64")]
 pub mod kernels;
 
 use crate::math::{floor, mul_add};

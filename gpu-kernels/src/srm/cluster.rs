@@ -21,6 +21,11 @@
 //! At the end W' = taper * acc goes to global memory over W (each CTA reads only its own rows of W,
 //! before the first barrier, so the update is in place).
 
+// On the host only the entry points' descriptors are used: the kernels' helpers compile there
+// (the device layer has host bodies) but nothing calls them, and clippy sees them only there.
+#![cfg_attr(not(target_arch = "nvptx64"), allow(dead_code, unused_imports, unused_variables, unused_assignments,
+    clippy::too_many_arguments, clippy::manual_is_multiple_of))]
+
 use super::*;
 use crate::device::*;
 
@@ -66,16 +71,16 @@ fn strip_row(t: *mut F4, up: *mut u8, dn: *mut u8, off: usize, lr: i32, y0: i32,
     }
 }
 
+crate::kernel! {
 /// One depth step of `count` planes of both waves, all `degree` Chebyshev steps on chip.
 ///
 /// `w`: the wavefields (2 waves x `stride` planes of nx x ny complex), read as W and overwritten with
 /// W' = taper * sum_n a_n T_n W. `r`: rows per CTA strip (host: `ClusterShape`); the cluster size is
 /// the launch's. `ptab`/`rows`: the pair table (`pair_entry`) and the table's rows; `maps`: one row
 /// map per plane; `taper_x`/`taper_y`: the edge taper.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
+pub unsafe fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
     degree: u32, w: *mut f32, slow: *const f32, ptab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32,
-    taper_y: *const f32) {
+    taper_y: *const f32) as SM90_SRM_STEP_CLUSTER {
     let rank = cluster_ctarank();
     let csize = cluster_nctarank();
     let z = block_idx_z();
@@ -250,11 +255,13 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_cluster(st: Stencil, nx: u32, ny
         }
     });
 }
+}
 
 /// Accumulator rows per thread kept in registers by `clusterd`; the last `CLUSTERD_SHARED_ACC` of
 /// the 13 live in shared memory.
 const REG_ACC: usize = M - CLUSTERD_SHARED_ACC as usize;
 
+crate::kernel! {
 /// `cluster`, second generation: the same layout, threads and launch plan, tuned for the latency
 /// that bounds `cluster` (Nsight Compute on the H100: 14 warps per SM, 37% issue, stalls on
 /// dependent loads, spilled registers, 16% of the samples at the cluster barrier). Measured steps
@@ -275,10 +282,9 @@ const REG_ACC: usize = M - CLUSTERD_SHARED_ACC as usize;
 /// - The load phase issues every row's loads before any store; while a job runs, its CTAs prefetch
 ///   the W of the job `ahead` places on into L2 (`ahead` = clusters resident at once; 0 = none).
 /// Shared memory: `clusterd_shared_bytes`. Table rows <= `CLUSTERD_MAX_ROWS`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterd(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
+pub unsafe fn sm90_srm_step_clusterd(st: Stencil, nx: u32, ny: u32, stride: u32, count: u32, r: u32,
     degree: u32, w: *mut f32, slow: *const f32, otab: *const f32, rows: u32, maps: *const RowMap, taper_x: *const f32,
-    taper_y: *const f32, ahead: u32) {
+    taper_y: *const f32, ahead: u32) as SM90_SRM_STEP_CLUSTERD {
     use crate::math::mul_add as fma;
     let rank = cluster_ctarank();
     let csize = cluster_nctarank();
@@ -517,4 +523,5 @@ pub unsafe extern "ptx-kernel" fn sm90_srm_step_clusterd(st: Stencil, nx: u32, n
             }
         }
     });
+}
 }

@@ -6,6 +6,11 @@
 //! starts at complex index (w * stride + p) * nx * ny. Outside the grid every T_n is zero (the CPU
 //! reference's zero halo).
 
+// On the host only the entry points' descriptors are used: the kernels' helpers compile there
+// (the device layer has host bodies) but nothing calls them, and clippy sees them only there.
+#![cfg_attr(not(target_arch = "nvptx64"), allow(dead_code, unused_imports, unused_variables, unused_assignments,
+    clippy::too_many_arguments, clippy::manual_is_multiple_of))]
+
 use super::*;
 use crate::device::*;
 
@@ -67,14 +72,14 @@ unsafe fn st2(p: *mut f32, i: usize, v: F2) { unsafe { *(p.add(2 * i) as *mut F2
 // The paper's kernel (Listing 38-4): one Chebyshev step of both waves per launch.
 // ------------------------------------------------------------------------------------------------
 
+crate::kernel! {
 /// One Chebyshev step n (1..=degree) for `count` planes of both waves (grid z = count):
 /// T_n = 2 L T_{n-1} - T_{n-2} (T_1 = L T_0) read from `tin` (T_{n-1}) and `tio` (T_{n-2}),
 /// written over `tio`; acc += a_n T_n (acc = a_0 T_0 + a_1 T_1 at n = 1). At n = degree the step
 /// writes W = taper * acc into `tio` instead of T_n.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn srm_step_paper(st: Stencil, nx: u32, ny: u32, stride: u32, n: u32, degree: u32,
+pub unsafe fn srm_step_paper(st: Stencil, nx: u32, ny: u32, stride: u32, n: u32, degree: u32,
     tin: *const f32, tio: *mut f32, acc: *mut f32, slow: *const f32, table: *const f32, ncoef: u32, rows: u32,
-    maps: *const RowMap, taper_x: *const f32, taper_y: *const f32) {
+    maps: *const RowMap, taper_x: *const f32, taper_y: *const f32) as SRM_STEP_PAPER {
     let sm = dynamic_shared::<f32>();
     let (tx, ty) = (thread_idx_x(), thread_idx_y());
     let plane = block_idx_z();
@@ -150,6 +155,7 @@ pub unsafe extern "ptx-kernel" fn srm_step_paper(st: Stencil, nx: u32, ny: u32, 
         }
     }
 }
+}
 
 /// `v` clamped to [0, n - 1] (n >= 1, validated on the host), without `i32::clamp`'s panic path.
 #[inline(always)]
@@ -163,15 +169,15 @@ fn clampi(v: i32, n: u32) -> i32 {
 // 16-byte pair-table load per lookup.
 // ------------------------------------------------------------------------------------------------
 
+crate::kernel! {
 /// `srm_step_paper` (same step, same buffers) with each thread's global loads issued before any
 /// store and the coefficients read from the pair table (`ptab`, see `gpu_kernels::srm::pair_entry`):
 /// one 16-byte load per lookup instead of four scalar loads on four cache lines (the bench's
 /// velocity changes at every node, so the rows a warp reads are scattered). The host JIT-compiles it
 /// with a register cap (`paperq56`).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn srm_step_paperq(st: Stencil, nx: u32, ny: u32, stride: u32, n: u32, degree: u32,
+pub unsafe fn srm_step_paperq(st: Stencil, nx: u32, ny: u32, stride: u32, n: u32, degree: u32,
     tin: *const f32, tio: *mut f32, acc: *mut f32, slow: *const f32, ptab: *const f32, rows: u32,
-    maps: *const RowMap, taper_x: *const f32, taper_y: *const f32) {
+    maps: *const RowMap, taper_x: *const f32, taper_y: *const f32) as SRM_STEP_PAPERQ {
     let sm = dynamic_shared::<f32>();
     let (tx, ty) = (thread_idx_x(), thread_idx_y());
     let plane = block_idx_z();
@@ -287,25 +293,27 @@ pub unsafe extern "ptx-kernel" fn srm_step_paperq(st: Stencil, nx: u32, ny: u32,
     out(1, &o1, c1);
     out(2, &o2, c2);
 }
+}
 
 // ------------------------------------------------------------------------------------------------
 // Shot pipeline: traces to complex, injection of the receiver spectra and the source, imaging.
 // ------------------------------------------------------------------------------------------------
 
-/// out[i] = (x[i], 0) for n values: real traces into cuFFT's interleaved complex input.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn srm_real_to_complex(n: u32, x: *const f32, out: *mut f32) {
+crate::kernel! {
+/// `out[i] = (x[i], 0)` for n values: real traces into cuFFT's interleaved complex input.
+pub unsafe fn srm_real_to_complex(n: u32, x: *const f32, out: *mut f32) as SRM_REAL_TO_COMPLEX {
     let i = global_x();
     if i < n {
         unsafe { st2(out, i as usize, F2 { re: *x.add(i as usize), im: 0.0 }) };
     }
 }
+}
 
+crate::kernel! {
 /// Adds each trace's spectrum at bin `bins[p]`, times `delays[p]` (e^{-i w t0}), to its receiver
 /// node of plane p of the receiver wave (wave 1). One thread per (trace, plane).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn srm_inject_receivers(ntr: u32, nfft: u32, count: u32, stride: u32, nxy: u32,
-    bins: *const u32, delays: *const f32, spectra: *const f32, nodes: *const u32, waves: *mut f32) {
+pub unsafe fn srm_inject_receivers(ntr: u32, nfft: u32, count: u32, stride: u32, nxy: u32,
+    bins: *const u32, delays: *const f32, spectra: *const f32, nodes: *const u32, waves: *mut f32) as SRM_INJECT_RECEIVERS {
     let i = global_x();
     if i < ntr * count {
         let (t, p) = (i % nonzero(ntr), i / nonzero(ntr));
@@ -320,20 +328,22 @@ pub unsafe extern "ptx-kernel" fn srm_inject_receivers(ntr: u32, nfft: u32, coun
         }
     }
 }
+}
 
-/// Sets the source node of each plane of the source wave (wave 0) to (values[p], 0).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn srm_inject_source(count: u32, nxy: u32, node: u32, values: *const f32, waves: *mut f32) {
+crate::kernel! {
+/// Sets the source node of each plane of the source wave (wave 0) to `(values[p], 0)`.
+pub unsafe fn srm_inject_source(count: u32, nxy: u32, node: u32, values: *const f32, waves: *mut f32) as SRM_INJECT_SOURCE {
     let p = global_x();
     if p < count {
         unsafe { st2(waves, (p * nxy + node) as usize, F2 { re: *values.add(p as usize), im: 0.0 }) };
     }
 }
+}
 
-/// image[i] += sum over the `count` planes of Re(S'_p R_p)[i] (imaging condition, both waves in
+crate::kernel! {
+/// `image[i] += sum over the count planes of Re(S'_p R_p)[i]` (imaging condition, both waves in
 /// `waves` with plane stride `stride`).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn srm_image(nxy: u32, count: u32, stride: u32, waves: *const f32, image: *mut f32) {
+pub unsafe fn srm_image(nxy: u32, count: u32, stride: u32, waves: *const f32, image: *mut f32) as SRM_IMAGE {
     let i = global_x();
     if i < nxy {
         let mut s = 0.0f32;
@@ -343,4 +353,5 @@ pub unsafe extern "ptx-kernel" fn srm_image(nxy: u32, count: u32, stride: u32, w
         }
         unsafe { *image.add(i as usize) += s };
     }
+}
 }

@@ -11,9 +11,7 @@
 //! Arithmetic order is fixed here once, so the CPU reference and every kernel variant round alike
 //! (up to FMA contraction on the GPU, a few 1e-8 relative).
 
-#[cfg(target_arch = "nvptx64")]
 pub mod kernels;
-#[cfg(target_arch = "nvptx64")]
 pub mod cluster;
 
 /// Radius of each 1D second-derivative filter (the paper's cross-shaped filter, radius 4).

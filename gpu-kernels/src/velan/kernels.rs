@@ -10,22 +10,29 @@
 //! construction. The block computes h extra times on each side, so the window sums of its
 //! TILE_T - 2h outputs come from shared memory.
 
-#[cfg(target_arch = "nvptx64")]
+// On the host only the entry points' descriptors are used: the kernels' helpers compile there
+// (the device layer has host bodies) but nothing calls them, and clippy sees them only there.
+#![cfg_attr(not(target_arch = "nvptx64"), allow(dead_code, unused_imports, unused_variables, unused_assignments,
+    clippy::too_many_arguments, clippy::manual_is_multiple_of))]
+
+/// The entry point's descriptor.
+pub use device_code::VELAN_SEMBLANCE;
+
 mod device_code {
     use crate::device::*;
     use crate::velan::*;
 
     const VT: usize = VEL_PER_THREAD as usize;
 
+    crate::kernel! {
     /// Semblance panels of the gathers `gather0 + blockIdx.y`: `out[((blockIdx.y * nv) + v) * ns + t0]`.
     /// `trace0[g]..trace0[g + 1]` are gather g's traces (rows of `ns` samples in `data`, squared
     /// offsets in `x2`); `s2`, `v2` the trial velocities' 1/v^2 and v^2 (velocities increasing).
     /// The host checks: ns >= 1, nv >= 1, 2h < TILE_T, grid.x = n_ttiles * ceil(nv / VT).
-    #[unsafe(no_mangle)]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe extern "ptx-kernel" fn velan_semblance(ns: u32, nv: u32, h: u32, n_ttiles: u32, dt: f32, t_first: f32,
+    pub unsafe fn velan_semblance(ns: u32, nv: u32, h: u32, n_ttiles: u32, dt: f32, t_first: f32,
         inv_dt: f32, eta: f32, max_stretch: f32, data: *const f32, trace0: *const u32, x2: *const f32, s2: *const f32,
-        v2: *const f32, gather0: u32, out: *mut f32) {
+        v2: *const f32, gather0: u32, out: *mut f32) as VELAN_SEMBLANCE {
         let tid = thread_idx_x();
         // Uniform across the grid; rules out the divisions' zero case (no panic path).
         if n_ttiles == 0 || ns == 0 || nv == 0 || 2 * h >= TILE_T {
@@ -187,5 +194,6 @@ mod device_code {
                 });
             }
         }
+    }
     }
 }

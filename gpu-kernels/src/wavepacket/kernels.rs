@@ -13,6 +13,11 @@
 //!   `wp_fold` (a tapered cube into its box's partial sum), `wp_add_face` (the volume's earlier sum
 //!   on a box's x0 face into it).
 
+// On the host only the entry points' descriptors are used: the kernels' helpers compile there
+// (the device layer has host bodies) but nothing calls them, and clippy sees them only there.
+#![cfg_attr(not(target_arch = "nvptx64"), allow(dead_code, unused_imports, unused_variables, unused_assignments,
+    clippy::too_many_arguments, clippy::manual_is_multiple_of))]
+
 use super::*;
 use crate::device::*;
 
@@ -42,13 +47,13 @@ fn scale(j: u32) -> usize { (j as usize).min(MAX_SCALES - 1) }
 
 // ---- separable USFFT -----------------------------------------------------------------------
 
+crate::kernel! {
 /// Corrected cube into the (N, N, P) line buffer (x2 centred on the P axis; the buffer is zeroed
 /// first), for the `planes` x0 planes from `x0_first` on (a slab: the multi-device pipeline's cubes go up and compute by slabs). All
 /// three axes' corrections are applied here: they are separable, so they commute with the per-axis
 /// passes.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_prep_lines(g: Geometry, x0_first: u32, planes: u32, f: *const f32, corr: *const f32,
-    out: *mut f32) {
+pub unsafe fn wp_prep_lines(g: Geometry, x0_first: u32, planes: u32, f: *const f32, corr: *const f32,
+    out: *mut f32) as WP_PREP_LINES {
     let n = g.n as usize;
     let i = x0_first as usize * n * n + global_index();
     if i < (x0_first + planes) as usize * n * n && i < n * n * n {
@@ -59,6 +64,7 @@ pub unsafe extern "ptx-kernel" fn wp_prep_lines(g: Geometry, x0_first: u32, plan
             st2(out.add(2 * ((x0 * n + x1) * g.p as usize + pos)), (v, 0.0));
         }
     }
+}
 }
 
 /// Forward resampling of lines of length P onto the M lattice points, with an axis rotation:
@@ -126,36 +132,51 @@ unsafe fn adjoint<const Q: usize>(g: &Geometry, d0: u32, d1: u32, centre: u32, i
     }
 }
 
+/// The descriptor type of the separable resamplings and their adjoints (one signature for every q).
+pub type SeparableKernel = Kernel<(Geometry, u32, u32, u32, u32, u32, Lines, *const f32, *mut f32)>;
+
 macro_rules! separable_kernels {
-    ($($q:literal => $fwd:ident, $adj:ident;)*) => {$(
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $fwd(g: Geometry, d0: u32, d1: u32, centre: u32, out_last: u32,
-            a_first: u32, lines: Lines, inp: *const f32, out: *mut f32) {
+    ($($q:literal => $fwd:ident as $fwd_desc:ident, $adj:ident as $adj_desc:ident;)*) => {
+    $(
+        crate::kernel! {
+        pub unsafe fn $fwd(g: Geometry, d0: u32, d1: u32, centre: u32, out_last: u32,
+            a_first: u32, lines: Lines, inp: *const f32, out: *mut f32) as $fwd_desc {
             unsafe { resample::<$q>(&g, d0, d1, centre, out_last, a_first, lines, inp, out) }
         }
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $adj(g: Geometry, d0: u32, d1: u32, centre: u32, in_last: u32,
-            a_first: u32, lines: Lines, inp: *const f32, out: *mut f32) {
+        }
+        crate::kernel! {
+        pub unsafe fn $adj(g: Geometry, d0: u32, d1: u32, centre: u32, in_last: u32,
+            a_first: u32, lines: Lines, inp: *const f32, out: *mut f32) as $adj_desc {
             unsafe { adjoint::<$q>(&g, d0, d1, centre, in_last, a_first, lines, inp, out) }
         }
-    )*};
+        }
+    )*
+        /// The separable resampling and its adjoint (`wp_resample_q{q}`, `wp_adjoint_q{q}`) for
+        /// stencil half-width `q`; `None` for a `q` without kernels.
+        pub const fn separable_kernels(q: u32) -> Option<(SeparableKernel, SeparableKernel)> {
+            match q {
+                $($q => Some(($fwd_desc, $adj_desc)),)*
+                _ => None,
+            }
+        }
+    };
 }
 
 separable_kernels! {
-    2 => wp_resample_q2, wp_adjoint_q2;
-    3 => wp_resample_q3, wp_adjoint_q3;
-    4 => wp_resample_q4, wp_adjoint_q4;
-    5 => wp_resample_q5, wp_adjoint_q5;
-    6 => wp_resample_q6, wp_adjoint_q6;
-    7 => wp_resample_q7, wp_adjoint_q7;
-    8 => wp_resample_q8, wp_adjoint_q8;
+    2 => wp_resample_q2 as WP_RESAMPLE_Q2, wp_adjoint_q2 as WP_ADJOINT_Q2;
+    3 => wp_resample_q3 as WP_RESAMPLE_Q3, wp_adjoint_q3 as WP_ADJOINT_Q3;
+    4 => wp_resample_q4 as WP_RESAMPLE_Q4, wp_adjoint_q4 as WP_ADJOINT_Q4;
+    5 => wp_resample_q5 as WP_RESAMPLE_Q5, wp_adjoint_q5 as WP_ADJOINT_Q5;
+    6 => wp_resample_q6 as WP_RESAMPLE_Q6, wp_adjoint_q6 as WP_ADJOINT_Q6;
+    7 => wp_resample_q7 as WP_RESAMPLE_Q7, wp_adjoint_q7 as WP_ADJOINT_Q7;
+    8 => wp_resample_q8 as WP_RESAMPLE_Q8, wp_adjoint_q8 as WP_ADJOINT_Q8;
 }
 
+crate::kernel! {
 /// Real part of the (N, N, P) line buffer, cropped to the data and corrected: the last step of the
 /// separable adjoint, for the `planes` x0 planes from `x0_first` on.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_crop_lines(g: Geometry, x0_first: u32, planes: u32, inp: *const f32, corr: *const f32,
-    f: *mut f32) {
+pub unsafe fn wp_crop_lines(g: Geometry, x0_first: u32, planes: u32, inp: *const f32, corr: *const f32,
+    f: *mut f32) as WP_CROP_LINES {
     let n = g.n as usize;
     let i = x0_first as usize * n * n + global_index();
     if i < (x0_first + planes) as usize * n * n && i < n * n * n {
@@ -167,12 +188,13 @@ pub unsafe extern "ptx-kernel" fn wp_crop_lines(g: Geometry, x0_first: u32, plan
         }
     }
 }
+}
 
 // ---- the paper's 3D USFFT --------------------------------------------------------------------
 
+crate::kernel! {
 /// Corrected cube into the zeroed P^3 grid (centred).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_prep_grid(g: Geometry, f: *const f32, corr: *const f32, out: *mut f32) {
+pub unsafe fn wp_prep_grid(g: Geometry, f: *const f32, corr: *const f32, out: *mut f32) as WP_PREP_GRID {
     let i = global_index();
     let n = g.n as usize;
     if i < n * n * n {
@@ -185,10 +207,11 @@ pub unsafe extern "ptx-kernel" fn wp_prep_grid(g: Geometry, f: *const f32, corr:
         }
     }
 }
+}
 
+crate::kernel! {
 /// Real part of the P^3 grid, cropped and corrected.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_crop_grid(g: Geometry, inp: *const f32, corr: *const f32, f: *mut f32) {
+pub unsafe fn wp_crop_grid(g: Geometry, inp: *const f32, corr: *const f32, f: *mut f32) as WP_CROP_GRID {
     let i = global_index();
     let n = g.n as usize;
     if i < n * n * n {
@@ -200,6 +223,7 @@ pub unsafe extern "ptx-kernel" fn wp_crop_grid(g: Geometry, inp: *const f32, cor
             *f.add(i) = re * *corr.add(x0) * *corr.add(x1) * *corr.add(x2);
         }
     }
+}
 }
 
 /// The paper's forward gather (formula (1), fig. 6): one thread per box point of scale `j`, the
@@ -224,32 +248,46 @@ unsafe fn gather_stencil<const Q: usize>(g: &Geometry, j: u32, table: *const f32
     unsafe { st2(out.add(2 * i), (re, im)) };
 }
 
+/// The descriptor type of the stencil gathers (one signature for every q).
+pub type StencilKernel = Kernel<(Geometry, u32, *const f32, *const f32, *mut f32)>;
+
 macro_rules! stencil_kernels {
-    ($($q:literal => $name:ident;)*) => {$(
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(g: Geometry, j: u32, table: *const f32, spec: *const f32, out: *mut f32) {
+    ($($q:literal => $name:ident as $desc:ident;)*) => {
+    $(
+        crate::kernel! {
+        pub unsafe fn $name(g: Geometry, j: u32, table: *const f32, spec: *const f32, out: *mut f32) as $desc {
             unsafe { gather_stencil::<$q>(&g, j, table, spec, out) }
         }
-    )*};
+        }
+    )*
+        /// The stencil gather `wp_gather_stencil_q{q}` for stencil half-width `q`; `None` for a
+        /// `q` without a kernel.
+        pub const fn gather_stencil_kernel(q: u32) -> Option<StencilKernel> {
+            match q {
+                $($q => Some($desc),)*
+                _ => None,
+            }
+        }
+    };
 }
 
 stencil_kernels! {
-    2 => wp_gather_stencil_q2;
-    3 => wp_gather_stencil_q3;
-    4 => wp_gather_stencil_q4;
-    5 => wp_gather_stencil_q5;
-    6 => wp_gather_stencil_q6;
-    7 => wp_gather_stencil_q7;
-    8 => wp_gather_stencil_q8;
+    2 => wp_gather_stencil_q2 as WP_GATHER_STENCIL_Q2;
+    3 => wp_gather_stencil_q3 as WP_GATHER_STENCIL_Q3;
+    4 => wp_gather_stencil_q4 as WP_GATHER_STENCIL_Q4;
+    5 => wp_gather_stencil_q5 as WP_GATHER_STENCIL_Q5;
+    6 => wp_gather_stencil_q6 as WP_GATHER_STENCIL_Q6;
+    7 => wp_gather_stencil_q7 as WP_GATHER_STENCIL_Q7;
+    8 => wp_gather_stencil_q8 as WP_GATHER_STENCIL_Q8;
 }
 
+crate::kernel! {
 /// The paper's inverse gather (fig. 4c, fig. 8b): one thread per global grid point, 3D blocks so a
 /// warp's threads have similar work, summing the lattice values within the stencil radius.
 /// `list_idx`/`list_w` are the per-axis candidate lists (P rows of `k` entries, weight 0 padding),
 /// built on the host: the transpose of the forward stencil.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_adjoint_stencil(g: Geometry, k: u32, list_idx: *const u32, list_w: *const f32,
-    lat: *const f32, out: *mut f32) {
+pub unsafe fn wp_adjoint_stencil(g: Geometry, k: u32, list_idx: *const u32, list_w: *const f32,
+    lat: *const f32, out: *mut f32) as WP_ADJOINT_STENCIL {
     let p = g.p as u32;
     let m2 = block_idx_x() * block_dim_x() + thread_idx_x();
     let m1 = block_idx_y() * block_dim_y() + thread_idx_y();
@@ -260,12 +298,13 @@ pub unsafe extern "ptx-kernel" fn wp_adjoint_stencil(g: Geometry, k: u32, list_i
     let (re, im) = unsafe { adjoint_stencil_point(g.m as usize, k as usize, list_idx, list_w, lat, [m0, m1, m2]) };
     unsafe { st2(out.add(2 * ((m0 as usize * p as usize + m1 as usize) * p as usize + m2 as usize)), (re, im)) };
 }
+}
 
 // ---- exact lattice FFT ---------------------------------------------------------------------
 
+crate::kernel! {
 /// The cube into the zeroed M^3 lattice array (centred, no correction).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_prep_lattice(g: Geometry, f: *const f32, out: *mut f32) {
+pub unsafe fn wp_prep_lattice(g: Geometry, f: *const f32, out: *mut f32) as WP_PREP_LATTICE {
     let i = global_index();
     let n = g.n as usize;
     if i < n * n * n {
@@ -275,10 +314,11 @@ pub unsafe extern "ptx-kernel" fn wp_prep_lattice(g: Geometry, f: *const f32, ou
         unsafe { st2(out.add(2 * ((pos(x0) * m as usize + pos(x1)) * m as usize + pos(x2))), (*f.add(i), 0.0)) };
     }
 }
+}
 
+crate::kernel! {
 /// Real part of the M^3 lattice array, cropped to the cube.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_crop_lattice(g: Geometry, inp: *const f32, f: *mut f32) {
+pub unsafe fn wp_crop_lattice(g: Geometry, inp: *const f32, f: *mut f32) as WP_CROP_LATTICE {
     let i = global_index();
     let n = g.n as usize;
     if i < n * n * n {
@@ -288,13 +328,14 @@ pub unsafe extern "ptx-kernel" fn wp_crop_lattice(g: Geometry, inp: *const f32, 
         unsafe { *f.add(i) = *inp.add(2 * ((pos(x0) * m as usize + pos(x1)) * m as usize + pos(x2))) };
     }
 }
+}
 
 // ---- box side ------------------------------------------------------------------------------
 
+crate::kernel! {
 /// Window x norm of every box point of scale `j` (computed once per engine: the windows are the
 /// costliest arithmetic of the transform and never change).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_window_table(g: Geometry, j: u32, out: *mut f32) {
+pub unsafe fn wp_window_table(g: Geometry, j: u32, out: *mut f32) as WP_WINDOW_TABLE {
     let j = scale(j);
     let np = g.box_points(j);
     let i = global_index();
@@ -303,10 +344,11 @@ pub unsafe extern "ptx-kernel" fn wp_window_table(g: Geometry, j: u32, out: *mut
         unsafe { *out.add(i) = w };
     }
 }
+}
 
+crate::kernel! {
 /// Box points of scale `j` from the lattice spectrum (FFT order): tabulated window x value.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_box_fill(g: Geometry, j: u32, table: *const f32, lat: *const f32, out: *mut f32) {
+pub unsafe fn wp_box_fill(g: Geometry, j: u32, table: *const f32, lat: *const f32, out: *mut f32) as WP_BOX_FILL {
     let j = scale(j);
     let np = g.box_points(j);
     let i = global_index();
@@ -325,12 +367,13 @@ pub unsafe extern "ptx-kernel" fn wp_box_fill(g: Geometry, j: u32, table: *const
     };
     unsafe { st2(out.add(2 * i), v) };
 }
+}
 
+crate::kernel! {
 /// Inverse's box side: every lattice point (FFT order) sums window x value over the boxes covering
 /// it (the paper's gather instead of atomics; the covering boxes come from the geometry, the
 /// windows from the tables).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_combine(g: Geometry, boxes: ScalePtrs, tables: ScalePtrs, lat: *mut f32) {
+pub unsafe fn wp_combine(g: Geometry, boxes: ScalePtrs, tables: ScalePtrs, lat: *mut f32) as WP_COMBINE {
     let m = g.m as usize;
     let i = global_index();
     if i >= m * m * m {
@@ -350,17 +393,18 @@ pub unsafe extern "ptx-kernel" fn wp_combine(g: Geometry, boxes: ScalePtrs, tabl
     });
     unsafe { st2(lat.add(2 * i), (re, im)) };
 }
+}
 
 // ---- coefficient edits on the device --------------------------------------------------
 
+crate::kernel! {
 /// Hard threshold of one scale's `count` coefficients in place (boxes of `points` coefficients):
 /// coefficient i of box b = i / points becomes 0 when [`below_threshold`]`(c, thr[b])` (the CPU's
 /// test, the same decisions); `kept[0]` counts the others, one atomic per warp (ballot + popc).
 /// Sizes as arguments, not the [`Geometry`] (whose per-scale arrays, indexed at run time, would
 /// put it in local memory). Plain loads, not `ld.global.nc`: the kernel writes the array it reads.
 /// Every lane reaches the ballot (no early return). The host keeps `count` under 2^32.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_threshold(count: u32, points: u32, thr: *const f32, c: *mut f32, kept: *mut u32) {
+pub unsafe fn wp_threshold(count: u32, points: u32, thr: *const f32, c: *mut f32, kept: *mut u32) as WP_THRESHOLD {
     let i = global_index();
     let keep = if i < count as usize && points > 0 {
         let (re, im) = unsafe { (*c.add(2 * i), *c.add(2 * i + 1)) };
@@ -378,9 +422,11 @@ pub unsafe extern "ptx-kernel" fn wp_threshold(count: u32, points: u32, thr: *co
         unsafe { atomic_add_u32(kept, votes.count_ones()) };
     }
 }
+}
 
 // ---- variant 2: overlapping cubes, cut and folded on the device ----------------------------
 
+crate::kernel! {
 /// Cube t of a tiling from its raw samples: `raw` holds the part of the cube inside the volume,
 /// (n0, n1, n2) with x2 fastest, as the host copied it; `w0`, `w1`, `w2` are the cube's tapers
 /// (c each). Writes all c^3 samples of `cube`: tapered samples, zeros in the padding past the
@@ -388,9 +434,8 @@ pub unsafe extern "ptx-kernel" fn wp_threshold(count: u32, points: u32, thr: *co
 /// finite sets `*bad` to 1: where the samples come straight from a page-locked volume (no host
 /// pass over them), this is the input check. Only the `planes` x0 planes from `x0_first` on (a
 /// slab: the cube's first slab is cut while the next ones are still going up).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_cut(c: u32, x0_first: u32, planes: u32, n0: u32, n1: u32, n2: u32, raw: *const f32,
-    w0: *const f32, w1: *const f32, w2: *const f32, cube: *mut f32, bad: *mut u32) {
+pub unsafe fn wp_cut(c: u32, x0_first: u32, planes: u32, n0: u32, n1: u32, n2: u32, raw: *const f32,
+    w0: *const f32, w1: *const f32, w2: *const f32, cube: *mut f32, bad: *mut u32) as WP_CUT {
     let c = c as usize;
     let i = x0_first as usize * c * c + global_index();
     if i < (x0_first + planes) as usize * c * c && i < c * c * c {
@@ -411,15 +456,16 @@ pub unsafe extern "ptx-kernel" fn wp_cut(c: u32, x0_first: u32, planes: u32, n0:
         unsafe { *cube.add(i) = v };
     }
 }
+}
 
+crate::kernel! {
 /// The face pre-add: a box's partial sum `acc` ((n0, n1, len), x2 fastest) gets the volume's
 /// earlier sum on its x0 face added, the block of m1 x m2 samples per plane at (x0, c1, c2) that
 /// only boxes of earlier x0 rows cover; `pre` holds that block's planes from plane 0 (m1 x m2
 /// each). A plain add, the one the host's fold would do, so the same bits. One thread per sample
 /// of the face planes `x0_first..x0_end`.
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_add_face(x0_first: u32, x0_end: u32, n1: u32, len: u32, c1: u32, c2: u32, m1: u32, m2: u32,
-    pre: *const f32, acc: *mut f32) {
+pub unsafe fn wp_add_face(x0_first: u32, x0_end: u32, n1: u32, len: u32, c1: u32, c2: u32, m1: u32, m2: u32,
+    pre: *const f32, acc: *mut f32) as WP_ADD_FACE {
     let plane = m1 as usize * m2 as usize;
     let i = x0_first as usize * plane + global_index();
     if i < x0_end as usize * plane {
@@ -432,15 +478,16 @@ pub unsafe extern "ptx-kernel" fn wp_add_face(x0_first: u32, x0_end: u32, n1: u3
         }
     }
 }
+}
 
+crate::kernel! {
 /// Adds the tapered cube (c^3, the inverse's output) into its box's partial sum: `acc` is
 /// (n0, n1, len) with x2 fastest, the cube's first sample at x2 = `off`; only the cube's part
 /// inside the volume, (n0, n1, n2), is added. The cubes of a box go in order on one stream, so
 /// every sample's sum has a fixed order. One thread per added sample of the x0 planes
 /// `x0_first..x0_end` (a slab, each handed to the download as soon as it is in).
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn wp_fold(c: u32, x0_first: u32, x0_end: u32, n0: u32, n1: u32, n2: u32, len: u32, off: u32,
-    cube: *const f32, w0: *const f32, w1: *const f32, w2: *const f32, acc: *mut f32) {
+pub unsafe fn wp_fold(c: u32, x0_first: u32, x0_end: u32, n0: u32, n1: u32, n2: u32, len: u32, off: u32,
+    cube: *const f32, w0: *const f32, w1: *const f32, w2: *const f32, acc: *mut f32) as WP_FOLD {
     let plane = n1 as usize * n2 as usize;
     let i = x0_first as usize * plane + global_index();
     if i < x0_end.min(n0) as usize * plane {
@@ -456,4 +503,5 @@ pub unsafe extern "ptx-kernel" fn wp_fold(c: u32, x0_first: u32, x0_end: u32, n0
             *a += v;
         }
     }
+}
 }

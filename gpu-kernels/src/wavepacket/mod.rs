@@ -17,7 +17,6 @@
 //!   points from an oversampled global FFT of size `P ~ 2N` whose grid is incommensurate with the
 //!   lattice (kappa_j = j P / M is irregular on the global grid).
 
-#[cfg(target_arch = "nvptx64")]
 pub mod kernels;
 mod windows;
 

@@ -15,14 +15,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PinnedHostSlice, PushKernelArg};
+use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PinnedHostSlice};
 use rayon::prelude::*;
 
 use super::{ApertureFill, Apertures, DeferredSetup, EnhanceSetup, Estimate, EstimateParams, NlbfError, Result, Setup};
 use crate::traces::TraceSet;
 use crate::launch;
 use crate::runtime::ptx::capped_kernel;
-use crate::runtime::{Gpu, GpuError};
+use crate::runtime::{DevPtr, Gpu, GpuError};
 use gpu_kernels::nlbf as k;
 
 fn drv(what: impl Into<String>) -> impl FnOnce(cudarc::driver::DriverError) -> NlbfError {
@@ -32,14 +32,14 @@ fn drv(what: impl Into<String>) -> impl FnOnce(cudarc::driver::DriverError) -> N
 
 /// Raw device address of a buffer (the caller orders the streams that use it). Public for the
 /// benchmarks, which launch the paper's kernel by hand.
-pub fn dptr<T>(s: &CudaSlice<T>, stream: &Arc<CudaStream>) -> u64 {
+pub fn dptr<T>(s: &CudaSlice<T>, stream: &Arc<CudaStream>) -> DevPtr<T> {
     let (p, _sync) = s.device_ptr(stream);
-    p
+    DevPtr::new(p)
 }
 
-fn dptr_mut<T>(s: &mut CudaSlice<T>, stream: &Arc<CudaStream>) -> u64 {
+fn dptr_mut<T>(s: &mut CudaSlice<T>, stream: &Arc<CudaStream>) -> DevPtr<T> {
     let (p, _sync) = s.device_ptr_mut(stream);
-    p
+    DevPtr::new(p)
 }
 
 /// Page-locked host memory; `write_combined` for buffers the host only writes (uploads).
@@ -59,14 +59,14 @@ fn pinned_mut<T: cudarc::driver::ValidAsZeroBits>(p: &mut PinnedHostSlice<T>) ->
 /// # Safety
 /// `dst` must be valid for `src.len()` elements; `src` must stay alive and unchanged until the
 /// copy completes (page-locked for a truly asynchronous copy).
-unsafe fn htod<T>(stream: &CudaStream, dst: u64, src: &[T]) -> Result<()> {
-    unsafe { cudarc::driver::result::memcpy_htod_async(dst, src, stream.cu_stream()) }
+unsafe fn htod<T>(stream: &CudaStream, dst: DevPtr<T>, src: &[T]) -> Result<()> {
+    unsafe { cudarc::driver::result::memcpy_htod_async(dst.addr(), src, stream.cu_stream()) }
         .map_err(drv(format!("copying {} elements to the GPU", src.len())))
 }
 
 /// Asynchronous device-to-host copy; same safety rules as [`htod`].
-unsafe fn dtoh<T>(stream: &CudaStream, dst: &mut [T], src: u64) -> Result<()> {
-    unsafe { cudarc::driver::result::memcpy_dtoh_async(dst, src, stream.cu_stream()) }
+unsafe fn dtoh<T>(stream: &CudaStream, dst: &mut [T], src: DevPtr<T>) -> Result<()> {
+    unsafe { cudarc::driver::result::memcpy_dtoh_async(dst, src.addr(), stream.cu_stream()) }
         .map_err(drv(format!("copying {} elements from the GPU", dst.len())))
 }
 
@@ -124,7 +124,7 @@ mod tests {
             return; // built with SEISGPU_SKIP_PTX=1
         }
         for g in k::CSCAN_GROUPS {
-            for name in [k::cscan_kernel_name(5, g), k::cscan_deep_kernel_name(5, g)].into_iter().flatten() {
+            for name in [k::cscan_kernel(5, g), k::cscan_deep_kernel(5, g)].into_iter().flatten().map(|d| d.name()) {
                 let m = crate::runtime::ptx::capped_ptx(crate::runtime::PTX, name, 64).unwrap_or_else(|e| panic!("{name}: {e}"));
                 assert!(m.contains(".maxnreg 64") && m.contains(&format!(".visible .entry {name}(")));
             }

@@ -18,12 +18,14 @@
 use std::sync::Arc;
 
 use anyhow::{ensure, Context};
-use cudarc::driver::{sys, CudaEvent, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{sys, CudaEvent, CudaFunction, CudaSlice, CudaStream, LaunchConfig};
 // (KParams crosses to the kernels by value; see `KpArg`.)
+use gpu_kernels::pstm::kernels as k;
 use gpu_kernels::pstm::{chunks, KParams, CHUNK_LAYERS};
 
 use super::{count_pairs, Batch, Coefs, MigrationStats, Plan, PstmImage, PstmParams, TraveltimeMode, TraveltimeModel};
 use crate::runtime::memory::PinnedBuf;
+use crate::launch;
 use crate::runtime::{AddressMode, Filter, Gpu, GpuError, Texture, TextureFormat};
 use crate::traces::TraceSet;
 
@@ -37,7 +39,7 @@ pub fn pstm_ptx(ptx: &str, only: Option<&str>, max_regs: u32) -> anyhow::Result<
 
 /// Kernel `name` with a `max_regs` cap, in a module of its own for `gpu`'s context (the primary
 /// context of its device), JIT-compiled once per process (and cached by the driver across runs).
-fn kernel(gpu: &Gpu, name: &str, max_regs: u32) -> anyhow::Result<CudaFunction> {
+fn capped(gpu: &Gpu, name: &str, max_regs: u32) -> anyhow::Result<CudaFunction> {
     Ok(crate::runtime::ptx::capped_function(gpu, name, max_regs)?)
 }
 
@@ -47,20 +49,40 @@ fn kernel(gpu: &Gpu, name: &str, max_regs: u32) -> anyhow::Result<CudaFunction> 
 struct KpArg(KParams);
 // SAFETY: KParams is repr(C) plain old data (u32/f32 only), the layout the kernels declare.
 unsafe impl cudarc::driver::DeviceRepr for KpArg {}
+impl crate::runtime::launch::KernelArg<KParams> for &KpArg {}
 
-/// Kernel name for a mode, model and trace path (`smem`: traces staged in shared memory; `lean`:
+/// A PSTM kernel: traces from global memory (read directly or staged in shared memory) or
+/// through a texture (static8 only).
+#[derive(Clone, Copy, Debug)]
+pub enum Kernel {
+    Global(k::PstmKernel),
+    Tex(k::PstmTexKernel),
+}
+
+impl Kernel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Global(d) => d.name(),
+            Kernel::Tex(d) => d.name(),
+        }
+    }
+}
+
+/// The kernel for a mode, model and trace path (`smem`: traces staged in shared memory; `lean`:
 /// static8's lean variant of the staged kernel, `*_smem_lean2`, see `GpuTuning::lean`).
-pub fn kernel_name(mode: TraveltimeMode, model: TraveltimeModel, texture: bool, smem: bool, lean: bool) -> String {
-    let path = if smem && lean && mode == TraveltimeMode::Static8 {
-        "_smem_lean2"
-    } else if smem {
-        "_smem"
-    } else if texture && mode == TraveltimeMode::Static8 {
-        "_tex"
-    } else {
-        ""
-    };
-    format!("pstm_{}_{}{path}", mode.name(), model.name())
+pub fn kernel_for(mode: TraveltimeMode, model: TraveltimeModel, texture: bool, smem: bool, lean: bool) -> Kernel {
+    use {Kernel::*, TraveltimeMode as M, TraveltimeModel as V};
+    fn pick<T>(model: TraveltimeModel, dsr: T, vti: T) -> T { if model == V::Vti { vti } else { dsr } }
+    match mode {
+        M::Static8 if smem && lean => Global(pick(model, k::PSTM_STATIC8_DSR_SMEM_LEAN2, k::PSTM_STATIC8_VTI_SMEM_LEAN2)),
+        M::Static8 if smem => Global(pick(model, k::PSTM_STATIC8_DSR_SMEM, k::PSTM_STATIC8_VTI_SMEM)),
+        M::Static8 if texture => Tex(pick(model, k::PSTM_STATIC8_DSR_TEX, k::PSTM_STATIC8_VTI_TEX)),
+        M::Static8 => Global(pick(model, k::PSTM_STATIC8_DSR, k::PSTM_STATIC8_VTI)),
+        M::Exact if smem => Global(pick(model, k::PSTM_EXACT_DSR_SMEM, k::PSTM_EXACT_VTI_SMEM)),
+        M::Exact => Global(pick(model, k::PSTM_EXACT_DSR, k::PSTM_EXACT_VTI)),
+        M::Dynamic { .. } if smem => Global(pick(model, k::PSTM_DYNAMIC_DSR_SMEM, k::PSTM_DYNAMIC_VTI_SMEM)),
+        M::Dynamic { .. } => Global(pick(model, k::PSTM_DYNAMIC_DSR, k::PSTM_DYNAMIC_VTI)),
+    }
 }
 
 enum DevTraces {
@@ -78,7 +100,7 @@ struct DevBatch {
 pub struct Prepared {
     gpu: Arc<Gpu>,
     func: CudaFunction,
-    name: String,
+    kernel: Kernel,
     cfg: LaunchConfig,
     params: KpArg,
     iv2: CudaSlice<f32>,
@@ -257,7 +279,7 @@ impl Prepared {
         -> anyhow::Result<Prepared> {
         let kp = &plan.kp;
         let texture = p.gpu.texture && mode == TraveltimeMode::Static8;
-        let (name, func, cfg) = launch_shape(gpu, p, kp.nz_pad, kp.packed_len, mode, model)?;
+        let (kernel, func, cfg) = launch_shape(gpu, p, kp.nz_pad, kp.packed_len, mode, model)?;
         let step = if mode == TraveltimeMode::Static8 { 8 } else { 1 };
         let iv2_len = Coefs::len(p, kp, step);
         let eta_len = if model == TraveltimeModel::Vti { iv2_len } else { 1 };
@@ -288,7 +310,7 @@ impl Prepared {
         Ok(Prepared {
             gpu: gpu.clone(),
             func,
-            name,
+            kernel,
             cfg,
             params: KpArg(KParams { batched_units: p.gpu.batched_units as u32, lockstep: p.gpu.lockstep as u32,
                 tile_x: p.gpu.tile_x, ..*kp }),
@@ -336,8 +358,8 @@ impl Prepared {
     /// Switches to another launch shape / register cap (same device data; not to or from textures).
     pub fn retune(&mut self, p: &PstmParams, mode: TraveltimeMode, model: TraveltimeModel) -> anyhow::Result<()> {
         ensure!(!self.texture && !(p.gpu.texture && mode == TraveltimeMode::Static8), "retune cannot change the trace path");
-        let (name, func, cfg) = launch_shape(&self.gpu, p, self.nz_pad as u32, self.params.0.packed_len, mode, model)?;
-        (self.name, self.func, self.cfg) = (name, func, cfg);
+        let (kernel, func, cfg) = launch_shape(&self.gpu, p, self.nz_pad as u32, self.params.0.packed_len, mode, model)?;
+        (self.kernel, self.func, self.cfg) = (kernel, func, cfg);
         self.params.0.batched_units = p.gpu.batched_units as u32;
         self.params.0.lockstep = p.gpu.lockstep as u32;
         self.params.0.tile_x = p.gpu.tile_x;
@@ -357,27 +379,23 @@ impl Prepared {
     fn launch(&mut self, i: usize) -> Result<(), GpuError> {
         let first = (i == 0 && !self.accumulate) as u32;
         let b = &self.batches[i];
-        let stream = self.gpu.stream().clone();
-        let mut l = stream.launch_builder(&self.func);
-        l.arg(&self.params);
-        let handle;
-        match &b.traces {
-            DevTraces::Global(s) => {
-                l.arg(s);
+        let (gpu, func, params, cfg) = (&self.gpu, &self.func, &self.params, self.cfg);
+        match (&b.traces, self.kernel) {
+            (DevTraces::Global(s), Kernel::Global(d)) => launch!(gpu, d => func, cfg, params, s, &b.headers, &b.bin_start,
+                &self.iv2, &self.eta, &mut self.image, &first),
+            (DevTraces::Tex(t), Kernel::Tex(d)) => {
+                let handle = t.handle();
+                launch!(gpu, d => func, cfg, params, &handle, &b.headers, &b.bin_start, &self.iv2, &self.eta, &mut self.image,
+                    &first)
             }
-            DevTraces::Tex(t) => {
-                handle = t.handle();
-                l.arg(&handle);
-            }
+            _ => Err(GpuError::BadLaunch { kernel: self.kernel.name().into(),
+                why: "the traces are not stored the way the kernel reads them (texture or global memory)".into() }),
         }
-        l.arg(&b.headers).arg(&b.bin_start).arg(&self.iv2).arg(&self.eta).arg(&mut self.image).arg(&first);
-        let r = unsafe { l.launch(self.cfg) };
-        self.gpu.finish_launch(&self.name, &self.cfg, r.map(|_| ()))
     }
 
     /// The kernel's name and launch shape.
     pub fn describe(&self) -> String {
-        format!("{} grid {:?} block {:?} {} B shared, {} batch(es)", self.name, self.cfg.grid_dim, self.cfg.block_dim,
+        format!("{} grid {:?} block {:?} {} B shared, {} batch(es)", self.kernel.name(), self.cfg.grid_dim, self.cfg.block_dim,
             self.cfg.shared_mem_bytes, self.batches.len())
     }
 
@@ -399,9 +417,9 @@ pub enum Image {
     AddInto(Resident),
 }
 
-/// Kernel name, function (from the capped module) and launch configuration.
+/// Kernel, function (from the capped module) and launch configuration.
 fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, packed_len: u32, mode: TraveltimeMode,
-    model: TraveltimeModel) -> anyhow::Result<(String, CudaFunction, LaunchConfig)> {
+    model: TraveltimeModel) -> anyhow::Result<(Kernel, CudaFunction, LaunchConfig)> {
     let max_shared = gpu.info().max_shared_per_block_optin as u32;
     let mut t = p.gpu;
     if t.smem && t.warps * table_bytes(mode, t.smem && t.lean) + smem_stage_bytes(packed_len, t.warps) > max_shared {
@@ -413,8 +431,9 @@ fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, packed_len: u32, mo
     // (`PstmParams::validate` says so first; the staging offsets of the lean kernels assume it.)
     crate::ensure_param!(!(t.smem && t.lean && mode == TraveltimeMode::Static8) || t.warps == gpu_kernels::pstm::LEAN_WARPS, "warps",
         "GPU tuning `lean` needs {} warps per block (got {})", gpu_kernels::pstm::LEAN_WARPS, t.warps);
-    let name = kernel_name(mode, model, t.texture, t.smem, t.lean);
-    let func = kernel(gpu, &name, t.max_regs)?;
+    let kernel = kernel_for(mode, model, t.texture, t.smem, t.lean);
+    let name = kernel.name();
+    let func = capped(gpu, name, t.max_regs)?;
     let tile_x = t.tile_x.max(1);
     crate::ensure_param!(t.warps.is_multiple_of(tile_x), "warps", "GPU tile of {tile_x} columns along x does not divide the {} warps per block", t.warps);
     let grid_x = p.nx.div_ceil(tile_x as usize);
@@ -437,7 +456,7 @@ fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, packed_len: u32, mo
             cfg.shared_mem_bytes as i32)
             .map_err(GpuError::driver(format!("raising the shared-memory limit of `{name}`")))?;
     }
-    Ok((name, func, cfg))
+    Ok((kernel, func, cfg))
 }
 
 /// The GPU migration: prepare, run, download.

@@ -646,7 +646,7 @@ mod tests {
 
     #[test]
     fn lean_selects_its_kernels() {
-        use super::gpu::kernel_name;
+        let kernel_name = |mode, model, texture, smem, lean| super::gpu::kernel_for(mode, model, texture, smem, lean).name();
         let (s8, ex, d) = (TraveltimeMode::Static8, TraveltimeMode::Exact, TraveltimeModel::Dsr);
         assert_eq!(kernel_name(s8, d, false, true, true), "pstm_static8_dsr_smem_lean2");
         assert_eq!(kernel_name(s8, TraveltimeModel::Vti, false, true, true), "pstm_static8_vti_smem_lean2");

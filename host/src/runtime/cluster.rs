@@ -4,10 +4,9 @@
 //!
 //! ```ignore
 //! let shape = ClusterConfig { grid: (16, 1, 32), block: (448, 1, 1), cluster: (16, 1, 1), shared: 200_000 };
-//! let f = cluster_function(&gpu, "sm90_srm_step_cluster", &shape)?;
-//! let mut a = ClusterArgs::new(gpu.stream());
-//! a.value(&nx).buf(&x)...;
-//! launch_cluster(&gpu, "sm90_srm_step_cluster", &f, &shape, a)?;
+//! let f = cluster_function(&gpu, SM90_SRM_STEP_CLUSTER.name(), &shape)?;
+//! // Arguments checked against the descriptor, each saying how it is passed.
+//! launch_cluster!(gpu, SM90_SRM_STEP_CLUSTER => &f, &shape, value &st, value &nx, ..., buf_mut x, view slow, ...)?;
 //! ```
 
 use std::collections::HashMap;
@@ -209,6 +208,26 @@ impl<'a> ClusterArgs<'a> {
         self.guards.push(g);
         self.value(&p)
     }
+}
+
+/// Launches a cluster kernel's prepared function (from [`cluster_function`]) on the GPU's default
+/// stream, its arguments checked against the descriptor at compile time as `launch!` checks them;
+/// each argument says how it goes into [`ClusterArgs`] (`value`, `buf`, `view`, `buf_mut`):
+/// `launch_cluster!(gpu, SM90_SRM_STEP_CLUSTER => &func, &cfg, value &st, ..., buf_mut x, view slow, ...)`.
+#[macro_export]
+macro_rules! launch_cluster {
+    ($gpu:expr, $kernel:expr => $func:expr, $cfg:expr $(, $how:ident $arg:expr)* $(,)?) => {{
+        let gpu: &$crate::runtime::Gpu = &$gpu;
+        let target = &$kernel;
+        // Type-checks the arguments against the descriptor's parameters; never runs.
+        #[allow(unreachable_code, unused_must_use)]
+        if false {
+            $crate::runtime::launch::check_args(target, ($(&$arg,)*));
+        }
+        let mut args = $crate::runtime::cluster::ClusterArgs::new(gpu.stream());
+        $( args.$how($arg); )*
+        $crate::runtime::cluster::launch_cluster(gpu, $crate::runtime::launch::KernelName::kernel_name(target), $func, $cfg, args)
+    }};
 }
 
 /// Launches `func` (from [`cluster_function`]) with thread-block clusters on the args' stream.

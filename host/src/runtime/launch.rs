@@ -16,6 +16,7 @@
 
 use cudarc::driver::{sys, CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchConfig};
 use gpu_kernels::device::Kernel;
+use std::marker::PhantomData;
 
 use super::context::Gpu;
 use super::error::{GpuError, GpuResult};
@@ -63,8 +64,51 @@ pub fn grid_1d(n: usize, block: u32) -> LaunchConfig {
 ///     seisgpu_host::launch!(gpu, SAXPY, grid_1d(n as usize, 256), &n, x, y)
 /// }
 /// ```
+///
+/// The algorithms' descriptors check the same way: here the grid size is a `usize` where
+/// `srm_image` takes a `u32` (`&nxy32`, with `let nxy32 = nxy as u32;`, compiles).
+///
+/// ```compile_fail,E0277
+/// use seisgpu_host::kernels::srm::kernels::SRM_IMAGE;
+/// use seisgpu_host::runtime::{grid_1d, CudaSlice, Gpu};
+/// fn image(gpu: &Gpu, nxy: usize, waves: &CudaSlice<f32>, image: &mut CudaSlice<f32>) -> Result<(), seisgpu_host::runtime::GpuError> {
+///     let (count, stride) = (1u32, 1u32);
+///     seisgpu_host::launch!(gpu, SRM_IMAGE, grid_1d(nxy, 256), &nxy, &count, &stride, waves, image)
+/// }
+/// ```
+///
+/// ```no_run
+/// use seisgpu_host::kernels::srm::kernels::SRM_IMAGE;
+/// use seisgpu_host::runtime::{grid_1d, CudaSlice, Gpu};
+/// fn image(gpu: &Gpu, nxy: usize, waves: &CudaSlice<f32>, image: &mut CudaSlice<f32>) -> Result<(), seisgpu_host::runtime::GpuError> {
+///     let (nxy32, count, stride) = (nxy as u32, 1u32, 1u32);
+///     seisgpu_host::launch!(gpu, SRM_IMAGE, grid_1d(nxy, 256), &nxy32, &count, &stride, waves, image)
+/// }
+/// ```
+///
+/// `DESC => func` launches a function the caller has prepared itself (a copy under a register cap
+/// of its own choosing, its shared-memory limit already raised), still checking the arguments
+/// against the descriptor: `launch!(on stream, gpu, PSTM_EXACT_DSR => &func, cfg, &params, ...)`.
 #[macro_export]
 macro_rules! launch {
+    (on $stream:expr, $gpu:expr, $kernel:expr => $func:expr, $cfg:expr $(, $arg:expr)* $(,)?) => {{
+        use $crate::runtime::PushKernelArg as _;
+        let gpu: &$crate::runtime::Gpu = &$gpu;
+        let cfg: $crate::runtime::LaunchConfig = $cfg;
+        let target = &$kernel;
+        // Type-checks the arguments against a descriptor's parameters; never runs.
+        #[allow(unreachable_code, unused_must_use)]
+        if false {
+            $crate::runtime::launch::check_args(target, ($(&$arg,)*));
+        }
+        let kernel: &str = $crate::runtime::launch::KernelName::kernel_name(target);
+        let func: &$crate::runtime::CudaFunction = $func;
+        let stream: &$crate::runtime::CudaStream = &$stream;
+        let mut builder = stream.launch_builder(func);
+        $( builder.arg($arg); )*
+        let result = unsafe { builder.launch(cfg) };
+        gpu.finish_launch(kernel, &cfg, result.map(|_| ()))
+    }};
     (on $stream:expr, $gpu:expr, $kernel:expr, $cfg:expr $(, $arg:expr)* $(,)?) => {{
         use $crate::runtime::PushKernelArg as _;
         let gpu: &$crate::runtime::Gpu = &$gpu;
@@ -87,6 +131,9 @@ macro_rules! launch {
             }
         }
     }};
+    ($gpu:expr, $kernel:expr => $func:expr, $cfg:expr $(, $arg:expr)* $(,)?) => {
+        $crate::launch!(on $gpu.stream(), $gpu, $kernel => $func, $cfg $(, $arg)*)
+    };
     ($gpu:expr, $kernel:expr, $cfg:expr $(, $arg:expr)* $(,)?) => {
         $crate::launch!(on $gpu.stream(), $gpu, $kernel, $cfg $(, $arg)*)
     };
@@ -133,6 +180,32 @@ impl<T> KernelArg<*const T> for &CudaViewMut<'_, T> {}
 impl<T> KernelArg<*const T> for &mut CudaViewMut<'_, T> {}
 impl<T> KernelArg<*mut T> for &mut CudaSlice<T> {}
 impl<T> KernelArg<*mut T> for &mut CudaViewMut<'_, T> {}
+impl<T> KernelArg<*const T> for &DevPtr<T> {}
+impl<T> KernelArg<*mut T> for &DevPtr<T> {}
+
+/// A raw device address of `T` values, for launches and copies that the caller orders with events
+/// of its own instead of cudarc's per-buffer tracking: it passes for a `*const T` or `*mut T`
+/// kernel parameter, so the element type is still checked.
+#[repr(transparent)]
+pub struct DevPtr<T>(u64, PhantomData<fn() -> T>);
+
+impl<T> DevPtr<T> {
+    /// The address `addr` (from `DevicePtr::device_ptr` of a buffer of `T`).
+    pub fn new(addr: u64) -> Self { DevPtr(addr, PhantomData) }
+    /// The address in bytes.
+    pub fn addr(self) -> u64 { self.0 }
+    /// The address `n` values further on.
+    pub fn offset(self, n: usize) -> Self { DevPtr::new(self.0 + (n * std::mem::size_of::<T>()) as u64) }
+}
+impl<T> Clone for DevPtr<T> {
+    fn clone(&self) -> Self { *self }
+}
+impl<T> Copy for DevPtr<T> {}
+impl<T> std::fmt::Debug for DevPtr<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { write!(f, "DevPtr({:#x})", self.0) }
+}
+// SAFETY: a device address, passed by value as the kernel's 64-bit pointer parameter.
+unsafe impl<T> cudarc::driver::DeviceRepr for DevPtr<T> {}
 
 /// Host argument tuples (borrowed, so that the check moves nothing) matching a kernel's parameter
 /// tuple `P`, element by element.
@@ -155,6 +228,18 @@ args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8);
 args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9);
 args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10);
 args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10, A11 P11);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10, A11 P11, A12 P12);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10, A11 P11, A12 P12, A13 P13);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10, A11 P11, A12 P12, A13 P13, A14 P14);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10, A11 P11, A12 P12, A13 P13, A14 P14, A15 P15);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10, A11 P11, A12 P12, A13 P13, A14 P14, A15 P15, A16 P16);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10, A11 P11, A12 P12, A13 P13, A14 P14, A15 P15, A16 P16, A17 P17);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10, A11 P11, A12 P12, A13 P13, A14 P14, A15 P15, A16 P16, A17 P17, A18 P18);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10, A11 P11, A12 P12, A13 P13, A14 P14, A15 P15, A16 P16, A17 P17, A18 P18, A19 P19);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10, A11 P11, A12 P12, A13 P13, A14 P14, A15 P15, A16 P16, A17 P17, A18 P18, A19 P19, A20 P20);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10, A11 P11, A12 P12, A13 P13, A14 P14, A15 P15, A16 P16, A17 P17, A18 P18, A19 P19, A20 P20, A21 P21);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10, A11 P11, A12 P12, A13 P13, A14 P14, A15 P15, A16 P16, A17 P17, A18 P18, A19 P19, A20 P20, A21 P21, A22 P22);
+args_for!(A0 P0, A1 P1, A2 P2, A3 P3, A4 P4, A5 P5, A6 P6, A7 P7, A8 P8, A9 P9, A10 P10, A11 P11, A12 P12, A13 P13, A14 P14, A15 P15, A16 P16, A17 P17, A18 P18, A19 P19, A20 P20, A21 P21, A22 P22, A23 P23);
 
 /// The compile-time check of `launch!` (called in a branch that never runs).
 pub fn check_args<K: LaunchArgs<A> + ?Sized, A>(_kernel: &K, _args: A) {}

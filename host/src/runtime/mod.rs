@@ -28,9 +28,9 @@ pub mod texture;
 pub mod timing;
 
 pub use context::{DeviceInfo, Gpu};
-pub use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg};
+pub use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg};
 pub use error::GpuError;
-pub use launch::{blocks_for, grid_1d};
+pub use launch::{blocks_for, grid_1d, DevPtr};
 pub use texture::{AddressMode, Filter, Texture, TextureFormat};
 pub use timing::{median, GpuTimer, Stats};
 

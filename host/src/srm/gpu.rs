@@ -6,14 +6,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::Context;
-use cudarc::driver::{CudaFunction, CudaSlice, CudaView, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaView, DeviceRepr, LaunchConfig};
 
+use gpu_kernels::srm::cluster::{SM90_SRM_STEP_CLUSTER, SM90_SRM_STEP_CLUSTERD};
+use gpu_kernels::srm::kernels::{SRM_IMAGE, SRM_INJECT_RECEIVERS, SRM_INJECT_SOURCE, SRM_REAL_TO_COMPLEX, SRM_STEP_PAPER, SRM_STEP_PAPERQ};
 use gpu_kernels::srm::{cluster_shared_bytes, cluster_threads, clusterd_shared_bytes, CLUSTERD_MAX_ROWS, offset_entry, pair_entry, RowMap, Stencil, CLUSTER_MAX, PAPER_SHARED_BYTES, PAPER_TH, PAPER_TW, RADIUS};
 
 use super::design::Operator;
 use super::{cpu, FreqPlan, GpuOptions, GpuVariant, Image, Shot, ShotGrid, SrmParams, Taper, VelocityModel};
-use crate::launch;
-use crate::runtime::cluster::{check_cluster_launch, launch_cluster, max_active_clusters, max_threads, sm90_function, ClusterArgs,
+use crate::{launch, launch_cluster};
+use crate::runtime::cluster::{check_cluster_launch, max_active_clusters, max_threads, sm90_function,
     ClusterConfig};
 use crate::runtime::fft::FftPlan;
 use crate::runtime::ptx::listed_capped_kernel;
@@ -29,6 +31,16 @@ type GpuResult<T> = Result<T, GpuError>;
 pub struct StencilArg(pub Stencil);
 // SAFETY: #[repr(C)] plain f32 fields, the layout the kernels declare.
 unsafe impl DeviceRepr for StencilArg {}
+impl crate::runtime::launch::KernelArg<Stencil> for &StencilArg {}
+
+/// A plane's row map on the device (the kernels read `*const RowMap`).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RowMapArg(pub RowMap);
+// SAFETY: #[repr(C)] two f32 fields, the layout the kernels declare; all-zero bits are a valid value.
+unsafe impl DeviceRepr for RowMapArg {}
+unsafe impl cudarc::driver::ValidAsZeroBits for RowMapArg {}
+impl crate::runtime::launch::KernelArg<*const RowMap> for &CudaSlice<RowMapArg> {}
 
 fn drv(what: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> GpuError { GpuError::driver(what) }
 
@@ -73,7 +85,7 @@ pub struct Planes {
     pub x: CudaSlice<f32>,
     pub y: CudaSlice<f32>,
     pub acc: CudaSlice<f32>,
-    pub maps: CudaSlice<f32>,
+    pub maps: CudaSlice<RowMapArg>,
     pub taper_x: CudaSlice<f32>,
     pub taper_y: CudaSlice<f32>,
     /// CTAs per cluster and table rows of the last `cluster` step (for [`Planes::bytes_per_step`]).
@@ -88,7 +100,7 @@ impl Planes {
         Ok(Planes {
             nx, ny, stride,
             x: gpu.zeros(len)?, y: gpu.zeros(len)?, acc: gpu.zeros(len)?,
-            maps: gpu.zeros(2 * stride)?,
+            maps: gpu.zeros(stride)?,
             taper_x: gpu.upload(&taper.x)?, taper_y: gpu.upload(&taper.y)?,
             cluster_ctas: 0, table_rows: 0,
         })
@@ -98,8 +110,8 @@ impl Planes {
     pub fn nxy(&self) -> usize { self.nx * self.ny }
 
     pub fn set_maps(&mut self, gpu: &Gpu, maps: &[RowMap]) -> GpuResult<()> {
-        let flat: Vec<f32> = maps.iter().flat_map(|m| [m.scale, m.offset]).collect();
-        gpu.stream().memcpy_htod(&flat, &mut self.maps).map_err(drv("uploading row maps"))
+        let maps: Vec<RowMapArg> = maps.iter().map(|&m| RowMapArg(m)).collect();
+        gpu.stream().memcpy_htod(&maps, &mut self.maps).map_err(drv("uploading row maps"))
     }
 
     /// One depth step of the first `count` planes of both waves on slowness slice `slow`; the
@@ -114,7 +126,6 @@ impl Planes {
                     why: format!("resolve `{variant}` first (`autotune`, `resolve_best`)") });
             }
             GpuVariant::Paper => {
-                let name = "srm_step_paper";
                 let cfg = LaunchConfig {
                     grid_dim: (nx.div_ceil(PAPER_TW), ny.div_ceil(PAPER_TH), cnt),
                     block_dim: (48, 8, 1),
@@ -123,7 +134,7 @@ impl Planes {
                 for n in 1..=degree {
                     let Planes { x, y, acc, maps, taper_x, taper_y, .. } = self;
                     let (tin, tio) = if n % 2 == 1 { (&*x, y) } else { (&*y, x) };
-                    launch!(gpu, name, cfg, &st, &nx, &ny, &stride, &n, &degree, tin, tio, acc, slow,
+                    launch!(gpu, SRM_STEP_PAPER, cfg, &st, &nx, &ny, &stride, &n, &degree, tin, tio, acc, slow,
                         &dop.table, &ncoef, &rows, &*maps, &*taper_x, &*taper_y)?;
                 }
                 if degree % 2 == 1 {
@@ -131,21 +142,17 @@ impl Planes {
                 }
             }
             GpuVariant::PaperPairCapped => {
-                let name = "srm_step_paperq";
                 let cfg = LaunchConfig {
                     grid_dim: (nx.div_ceil(PAPER_TW), ny.div_ceil(PAPER_TH), cnt),
                     block_dim: (48, 8, 1),
                     shared_mem_bytes: PAPER_SHARED_BYTES,
                 };
-                let func = listed_capped_kernel(gpu, name, &cfg)?;
+                let func = listed_capped_kernel(gpu, SRM_STEP_PAPERQ.name(), &cfg)?;
                 for n in 1..=degree {
                     let Planes { x, y, acc, maps, taper_x, taper_y, .. } = self;
                     let (tin, tio) = if n % 2 == 1 { (&*x, y) } else { (&*y, x) };
-                    let mut l = gpu.stream().launch_builder(&func);
-                    l.arg(&st).arg(&nx).arg(&ny).arg(&stride).arg(&n).arg(&degree).arg(tin).arg(tio).arg(acc).arg(slow);
-                    l.arg(&dop.pairs).arg(&rows).arg(&*maps).arg(&*taper_x).arg(&*taper_y);
-                    let r = unsafe { l.launch(cfg) };
-                    gpu.finish_launch(name, &cfg, r.map(|_| ()))?;
+                    launch!(gpu, SRM_STEP_PAPERQ => &func, cfg, &st, &nx, &ny, &stride, &n, &degree, tin, tio, acc, slow,
+                        &dop.pairs, &rows, &*maps, &*taper_x, &*taper_y)?;
                 }
                 if degree % 2 == 1 {
                     std::mem::swap(&mut self.x, &mut self.y);
@@ -163,15 +170,15 @@ impl Planes {
                 self.cluster_ctas = shape.ctas;
                 self.table_rows = rows;
                 let Planes { x, maps, taper_x, taper_y, .. } = self;
-                let mut a = ClusterArgs::new(gpu.stream());
-                a.value(&st).value(&nx).value(&ny).value(&stride).value(&cnt).value(&shape.rows).value(&degree).buf_mut(x).view(slow);
                 match kernel {
-                    ClusterKernel::Cluster => a.buf(&dop.pairs).value(&rows).buf(&*maps).buf(&*taper_x).buf(&*taper_y),
+                    ClusterKernel::Cluster => launch_cluster!(gpu, SM90_SRM_STEP_CLUSTER => &func, &cfg, value &st, value &nx,
+                        value &ny, value &stride, value &cnt, value &shape.rows, value &degree, buf_mut x, view slow,
+                        buf &dop.pairs, value &rows, buf &*maps, buf &*taper_x, buf &*taper_y)?,
                     // The offset table, and how far ahead to prefetch (clusters resident at once).
-                    ClusterKernel::ClusterD => a.buf(&dop.offsets).value(&rows).buf(&*maps).buf(&*taper_x).buf(&*taper_y)
-                        .value(&shape.resident),
-                };
-                launch_cluster(gpu, kernel.name(), &func, &cfg, a)?;
+                    ClusterKernel::ClusterD => launch_cluster!(gpu, SM90_SRM_STEP_CLUSTERD => &func, &cfg, value &st, value &nx,
+                        value &ny, value &stride, value &cnt, value &shape.rows, value &degree, buf_mut x, view slow,
+                        buf &dop.offsets, value &rows, buf &*maps, buf &*taper_x, buf &*taper_y, value &shape.resident)?,
+                }
             }
         }
         Ok(())
@@ -200,7 +207,7 @@ impl Planes {
 pub const CANDIDATES: [GpuVariant; 4] = [GpuVariant::Paper, GpuVariant::PaperPairCapped, GpuVariant::Cluster, GpuVariant::ClusterD];
 
 /// The cluster kernel (sm_90 module).
-pub const CLUSTER_KERNEL: &str = "sm90_srm_step_cluster";
+pub const CLUSTER_KERNEL: &str = SM90_SRM_STEP_CLUSTER.name();
 
 /// The whole-plane-on-chip kernels (sm_90 module): `cluster` and its second generation `clusterd`
 /// (neighbour-only synchronisation, no spills, packed table positions: gpu_kernels::srm::cluster).
@@ -215,7 +222,7 @@ impl ClusterKernel {
     pub fn name(self) -> &'static str {
         match self {
             ClusterKernel::Cluster => CLUSTER_KERNEL,
-            ClusterKernel::ClusterD => "sm90_srm_step_clusterd",
+            ClusterKernel::ClusterD => SM90_SRM_STEP_CLUSTERD.name(),
         }
     }
 
@@ -513,7 +520,7 @@ impl ShotOnDevice {
         let real = gpu.upload(packed)?;
         let mut spectra = gpu.zeros::<f32>(2 * ntr * nfft)?;
         let n = (ntr * nfft) as u32;
-        launch!(gpu, "srm_real_to_complex", grid_1d(ntr * nfft, 256), &n, &real, &mut spectra)?;
+        launch!(gpu, SRM_REAL_TO_COMPLEX, grid_1d(ntr * nfft, 256), &n, &real, &mut spectra)?;
         drop(real);
         crate::runtime::phases::mark("shot traces up", t);
         let t = std::time::Instant::now();
@@ -579,8 +586,8 @@ impl ShotOnDevice {
             let delays = gpu.upload(&batch.iter().flat_map(|&k| { let d = plan.delay(k); [d.re, d.im] }).collect::<Vec<f32>>())?;
             let sources = gpu.upload(&batch.iter().map(|&k| plan.source(k, params.ricker_peak)).collect::<Vec<f32>>())?;
             gpu.stream().memset_zeros(&mut planes.x).map_err(drv("clearing the wavefields"))?;
-            launch!(gpu, "srm_inject_source", grid_1d(count, 32), &cnt, &nxy32, &src, &sources, &mut planes.x)?;
-            launch!(gpu, "srm_inject_receivers", grid_1d(ntr * count, 256), &ntr32, &nfft32, &cnt, &stride32, &nxy32, &dbins,
+            launch!(gpu, SRM_INJECT_SOURCE, grid_1d(count, 32), &cnt, &nxy32, &src, &sources, &mut planes.x)?;
+            launch!(gpu, SRM_INJECT_RECEIVERS, grid_1d(ntr * count, 256), &ntr32, &nfft32, &cnt, &stride32, &nxy32, &dbins,
                 &delays, &self.spectra, &self.nodes, &mut planes.x)?;
             for iz in 0..nz {
                 if iz > 0 {
@@ -593,7 +600,7 @@ impl ShotOnDevice {
                     planes.step(gpu, dop, &s, count, self.variant)?;
                 }
                 let mut slice = self.image.slice_mut(iz * nxy..(iz + 1) * nxy);
-                launch!(gpu, "srm_image", grid_1d(nxy, 256), &nxy32, &cnt, &stride32, &planes.x, &mut slice)?;
+                launch!(gpu, SRM_IMAGE, grid_1d(nxy, 256), &nxy32, &cnt, &stride32, &planes.x, &mut slice)?;
             }
         }
         Ok(())

@@ -58,7 +58,7 @@ pub fn launch_batch(gpu: &Gpu, r: &Resident, g: &Gathers, s: &Scan, gathers: std
     let (cfg, n_ttiles) = config(s, g.ns, nb);
     let (ns, nv, h, dt, t_first) = (g.ns as u32, s.nv() as u32, s.half, g.dt, g.t_first);
     let (inv_dt, eta, max_stretch, gather0) = (s.inv_dt, s.eta, s.max_stretch, gathers.start as u32);
-    launch!(gpu, "velan_semblance", cfg, &ns, &nv, &h, &n_ttiles, &dt, &t_first, &inv_dt, &eta, &max_stretch, &r.data, &r.trace0,
+    launch!(gpu, k::kernels::VELAN_SEMBLANCE, cfg, &ns, &nv, &h, &n_ttiles, &dt, &t_first, &inv_dt, &eta, &max_stretch, &r.data, &r.trace0,
         &r.x2, &r.s2, &r.v2, &gather0, out)
 }
 

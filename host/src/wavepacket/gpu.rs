@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{ensure, Context, Result};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig};
+use gpu_kernels::wavepacket::kernels::*;
 use gpu_kernels::wavepacket::{Geometry, Lines, ScalePtrs};
 use num_complex::Complex32;
 
@@ -22,17 +23,20 @@ use crate::runtime::{grid_1d, Gpu};
 struct GeomArg(Geometry);
 // SAFETY: #[repr(C)] plain-old-data of 4-byte fields, the layout the kernels read.
 unsafe impl DeviceRepr for GeomArg {}
+impl crate::runtime::launch::KernelArg<Geometry> for &GeomArg {}
 
 #[repr(transparent)]
 #[derive(Clone, Copy)]
 struct PtrsArg(ScalePtrs);
 unsafe impl DeviceRepr for PtrsArg {}
+impl crate::runtime::launch::KernelArg<ScalePtrs> for &PtrsArg {}
 
 #[repr(transparent)]
 #[derive(Clone, Copy)]
 struct LinesArg(Lines);
 // SAFETY: #[repr(C)] plain-old-data of u32 fields, the layout the kernels read.
 unsafe impl DeviceRepr for LinesArg {}
+impl crate::runtime::launch::KernelArg<Lines> for &LinesArg {}
 
 /// The paper's path: the P^3 spectrum, its plan, and the adjoint's per-axis candidate lists.
 struct Stencil {
@@ -210,7 +214,7 @@ impl GpuEngine {
             boxes.push(gpu.zeros::<f32>(c2(count))?);
             let mut t = gpu.zeros::<f32>(count)?;
             let jj = j as u32;
-            launch!(gpu, "wp_window_table", grid_1d(count, 256), &ga, &jj, &mut t)?;
+            launch!(gpu, WP_WINDOW_TABLE, grid_1d(count, 256), &ga, &jj, &mut t)?;
             tables.push(t);
             let dims = [0, 1, 2].map(|a| g.shape[j][a] as usize);
             box_plans.push(FftPlan::c2c_batched(&stream, &dims, g.boxes[j] as usize)?);

@@ -216,48 +216,47 @@ unsafe fn cscan_body<const H: usize, const G: usize, const DEEP: bool>(ns: u32, 
 }
 
 macro_rules! cscan_entry {
-    ($name:ident, $h:expr, $g:expr) => { cscan_entry!($name, $h, $g, false); };
-    ($name:ident, $h:expr, $g:expr, $deep:expr) => {
+    ($name:ident as $desc:ident, $h:expr, $g:expr) => { cscan_entry!($name as $desc, $h, $g, false); };
+    ($name:ident as $desc:ident, $h:expr, $g:expr, $deep:expr) => { crate::kernel! {
         /// C scan (phase 3); see `cscan_body`.
-        #[unsafe(no_mangle)]
         #[allow(clippy::too_many_arguments)]
-        pub unsafe extern "ptx-kernel" fn $name(ns: u32, np: u32, nchunks: u32, inv_dt: f32, smax: i32, span: u32,
+        pub unsafe fn $name(ns: u32, np: u32, nchunks: u32, inv_dt: f32, smax: i32, span: u32,
             data: *const f32, tx: *const f32, ty: *const f32, px: *const f32, py: *const f32, ap_off: *const u32,
             ap_idx: *const u32, vals: *const f32, na: u32, nb: u32, nc: u32, nd: u32, ne: u32, picks: *const u32,
-            out_code: *mut u32, out_s: *mut f32) {
+            out_code: *mut u32, out_s: *mut f32) as $desc {
             unsafe {
                 cscan_body::<$h, $g, $deep>(ns, np, nchunks, inv_dt, smax, span, data, tx, ty, px, py, ap_off, ap_idx, vals,
                     na, nb, nc, nd, ne, picks, out_code, out_s)
             }
         }
-    };
+    } };
 }
-cscan_entry!(nlbf_cscan_h1_g1, 1, 1);
-cscan_entry!(nlbf_cscan_h1_g2, 1, 2);
-cscan_entry!(nlbf_cscan_h1_g4, 1, 4);
-cscan_entry!(nlbf_cscan_h2_g1, 2, 1);
-cscan_entry!(nlbf_cscan_h2_g2, 2, 2);
-cscan_entry!(nlbf_cscan_h2_g4, 2, 4);
-cscan_entry!(nlbf_cscan_h3_g1, 3, 1);
-cscan_entry!(nlbf_cscan_h3_g2, 3, 2);
-cscan_entry!(nlbf_cscan_h3_g4, 3, 4);
-cscan_entry!(nlbf_cscan_h4_g1, 4, 1);
-cscan_entry!(nlbf_cscan_h4_g2, 4, 2);
-cscan_entry!(nlbf_cscan_h4_g4, 4, 4);
-cscan_entry!(nlbf_cscan_h5_g1, 5, 1);
-cscan_entry!(nlbf_cscan_h5_g2, 5, 2);
-cscan_entry!(nlbf_cscan_h5_g3, 5, 3);
-cscan_entry!(nlbf_cscan_h5_g4, 5, 4);
+cscan_entry!(nlbf_cscan_h1_g1 as NLBF_CSCAN_H1_G1, 1, 1);
+cscan_entry!(nlbf_cscan_h1_g2 as NLBF_CSCAN_H1_G2, 1, 2);
+cscan_entry!(nlbf_cscan_h1_g4 as NLBF_CSCAN_H1_G4, 1, 4);
+cscan_entry!(nlbf_cscan_h2_g1 as NLBF_CSCAN_H2_G1, 2, 1);
+cscan_entry!(nlbf_cscan_h2_g2 as NLBF_CSCAN_H2_G2, 2, 2);
+cscan_entry!(nlbf_cscan_h2_g4 as NLBF_CSCAN_H2_G4, 2, 4);
+cscan_entry!(nlbf_cscan_h3_g1 as NLBF_CSCAN_H3_G1, 3, 1);
+cscan_entry!(nlbf_cscan_h3_g2 as NLBF_CSCAN_H3_G2, 3, 2);
+cscan_entry!(nlbf_cscan_h3_g4 as NLBF_CSCAN_H3_G4, 3, 4);
+cscan_entry!(nlbf_cscan_h4_g1 as NLBF_CSCAN_H4_G1, 4, 1);
+cscan_entry!(nlbf_cscan_h4_g2 as NLBF_CSCAN_H4_G2, 4, 2);
+cscan_entry!(nlbf_cscan_h4_g4 as NLBF_CSCAN_H4_G4, 4, 4);
+cscan_entry!(nlbf_cscan_h5_g1 as NLBF_CSCAN_H5_G1, 5, 1);
+cscan_entry!(nlbf_cscan_h5_g2 as NLBF_CSCAN_H5_G2, 5, 2);
+cscan_entry!(nlbf_cscan_h5_g3 as NLBF_CSCAN_H5_G3, 5, 3);
+cscan_entry!(nlbf_cscan_h5_g4 as NLBF_CSCAN_H5_G4, 5, 4);
 // Deep staging (`stage_rows_deep`), H = 5: tuning variants timed against the above.
-cscan_entry!(nlbf_cscan_h5_g2_deep, 5, 2, true);
-cscan_entry!(nlbf_cscan_h5_g3_deep, 5, 3, true);
-cscan_entry!(nlbf_cscan_h5_g4_deep, 5, 4, true);
-cscan_entry!(nlbf_cscan_h6_g1, 6, 1);
-cscan_entry!(nlbf_cscan_h6_g2, 6, 2);
-cscan_entry!(nlbf_cscan_h6_g4, 6, 4);
-cscan_entry!(nlbf_cscan_h7_g1, 7, 1);
-cscan_entry!(nlbf_cscan_h7_g2, 7, 2);
-cscan_entry!(nlbf_cscan_h7_g4, 7, 4);
-cscan_entry!(nlbf_cscan_h8_g1, 8, 1);
-cscan_entry!(nlbf_cscan_h8_g2, 8, 2);
-cscan_entry!(nlbf_cscan_h8_g4, 8, 4);
+cscan_entry!(nlbf_cscan_h5_g2_deep as NLBF_CSCAN_H5_G2_DEEP, 5, 2, true);
+cscan_entry!(nlbf_cscan_h5_g3_deep as NLBF_CSCAN_H5_G3_DEEP, 5, 3, true);
+cscan_entry!(nlbf_cscan_h5_g4_deep as NLBF_CSCAN_H5_G4_DEEP, 5, 4, true);
+cscan_entry!(nlbf_cscan_h6_g1 as NLBF_CSCAN_H6_G1, 6, 1);
+cscan_entry!(nlbf_cscan_h6_g2 as NLBF_CSCAN_H6_G2, 6, 2);
+cscan_entry!(nlbf_cscan_h6_g4 as NLBF_CSCAN_H6_G4, 6, 4);
+cscan_entry!(nlbf_cscan_h7_g1 as NLBF_CSCAN_H7_G1, 7, 1);
+cscan_entry!(nlbf_cscan_h7_g2 as NLBF_CSCAN_H7_G2, 7, 2);
+cscan_entry!(nlbf_cscan_h7_g4 as NLBF_CSCAN_H7_G4, 7, 4);
+cscan_entry!(nlbf_cscan_h8_g1 as NLBF_CSCAN_H8_G1, 8, 1);
+cscan_entry!(nlbf_cscan_h8_g2 as NLBF_CSCAN_H8_G2, 8, 2);
+cscan_entry!(nlbf_cscan_h8_g4 as NLBF_CSCAN_H8_G4, 8, 4);

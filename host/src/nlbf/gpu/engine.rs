@@ -202,7 +202,7 @@ impl FastEngine {
                     d.copy_from_slice(s);
                     s.iter().fold(true, |acc, v| acc & v.is_finite())
                 }).reduce(|| true, |x, y| x & y);
-                unsafe { htod(&pipe.up, d_data + (a * 4) as u64, &stage[a..b])? };
+                unsafe { htod(&pipe.up, d_data.offset(a), &stage[a..b])? };
                 ev(&pipe.chunk[ci], &pipe.up)?;
                 while let Ok((b, piece)) = recv.try_recv() {
                     r.queue_lists(pipe, b, &piece)?;
@@ -269,7 +269,7 @@ impl FastEngine {
                 !check || s.iter().fold(true, |a, v| a & v.is_finite())
             }).reduce(|| true, |a, b| a & b);
             finite &= ok;
-            unsafe { htod(st, d_data + (i * chunk * 4) as u64, dst)? };
+            unsafe { htod(st, d_data.offset(i * chunk), dst)? };
         }
         Ok(finite)
     }

@@ -53,7 +53,7 @@ pub fn enhance_launch(gpu: &Gpu, setup: &EnhanceSetup, est: &Estimate, b: &Enhan
     let (na, nb, nc, nd, ne) = (t.na as u32, t.nb as u32, t.nc as u32, t.nd as u32, t.ne as u32);
     let (gnx, gny) = (est.grid.nx as u32, est.grid.ny as u32);
     let (isx, isy) = ((1.0 / est.grid.sx) as f32, (1.0 / est.grid.sy) as f32);
-    launch!(gpu, "nlbf_enhance", cfg, &ns, &tchunks, &setup.inv_dt, &b.data, &b.tx, &b.ty, &b.nb_off, &b.nb_idx, &gnx,
+    launch!(gpu, k::kernels::NLBF_ENHANCE, cfg, &ns, &tchunks, &setup.inv_dt, &b.data, &b.tx, &b.ty, &b.nb_off, &b.nb_idx, &gnx,
         &gny, &isx, &isy, &b.code, &b.vals, &na, &nb, &nc, &nd, &ne, out)?;
     Ok(())
 }
@@ -74,6 +74,6 @@ pub fn nmo(gpu: &Gpu, data: &[f32], ns: usize, dt: f32, t_first: f32, offsets: &
         return Err(NlbfError::Invalid("too many traces for one NMO launch".into()));
     }
     let cfg = LaunchConfig { grid_dim: ((ntr * tchunks as u64).max(1) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
-    launch!(gpu, "nlbf_nmo", cfg, &ns32, &tchunks, &dt, &t_first, &max_stretch, &d, &off, &v, &mut out)?;
+    launch!(gpu, k::kernels::NLBF_NMO, cfg, &ns32, &tchunks, &dt, &t_first, &max_stretch, &d, &off, &v, &mut out)?;
     Ok(gpu.download(&out)?)
 }

@@ -6,7 +6,7 @@ use super::*;
 /// Launch shapes of the fast kernels for one setup.
 #[derive(Debug, Clone)]
 pub struct FastPlan {
-    pub slide_kernel: &'static str,
+    pub slide_kernel: k::kernels::SlideKernel,
     /// Time samples per lane (L) and half window (H) of the sliding kernel, and values of D (E)
     /// evaluated per pass (G).
     pub run: u32,
@@ -17,7 +17,7 @@ pub struct FastPlan {
     pub mmax: u32,
     pub smax: i32,
     pub slide_cfg: LaunchConfig,
-    pub cscan_kernel: &'static str,
+    pub cscan_kernel: k::kernels::CscanKernel,
     /// C values per thread of the C-scan kernel.
     pub cscan_group: u32,
     /// Staging and register cap of the C-scan kernel ([`CscanVariant`]).
@@ -51,7 +51,7 @@ impl FastPlan {
             let g = (g - 1) as f64;
             (g * step(t.d()) * setup.max_dx2_ad).max(g * step(t.e()) * setup.max_dy2_be) * setup.inv_dt as f64
         };
-        let valid = |&(l, g): &(u32, u32)| k::slide_kernel_name_g(l, h, g).is_some() && (g == 1 || slide_span(g) < 0.99);
+        let valid = |&(l, g): &(u32, u32)| k::slide_kernel_g(l, h, g).is_some() && (g == 1 || slide_span(g) < 0.99);
         let computed = |l: u32| ns.div_ceil(k::slide_outputs(l, h)) as f64 * 32.0 * l as f64;
         let cost = |&(l, g): &(u32, u32)| {
             computed(l) * SLIDE_COST.iter().find(|c| (c.0, c.1) == (l, g)).map(|c| c.2).unwrap_or(1.0)
@@ -64,7 +64,7 @@ impl FastPlan {
                 .min_by(|a, b| cost(a).total_cmp(&cost(b)))
                 .ok_or_else(|| format!("no sliding kernel for a window of {} samples", 2 * h + 1))?,
         };
-        let slide_kernel = k::slide_kernel_name_g(l, h, sg).unwrap();
+        let slide_kernel = k::slide_kernel_g(l, h, sg).unwrap();
         let group = tune.cscan_group;
         let t_out = k::slide_outputs(l, h);
         let nchunks = ns.div_ceil(t_out);
@@ -91,27 +91,27 @@ impl FastPlan {
         let c_step = if t.nc > 1 { (t.c()[1] - t.c()[0]).abs() as f64 * 1.0001 } else { 0.0 };
         let span_of = |g: u32| (g.min(t.nc as u32).max(1) - 1) as f64 * c_step * setup.max_abs_dxdy * setup.inv_dt as f64;
         let group = match group {
-            Some(g) if span_of(g) < 0.99 && k::cscan_kernel_name(h, g).is_some() => g,
+            Some(g) if span_of(g) < 0.99 && k::cscan_kernel(h, g).is_some() => g,
             Some(g) => return Err(format!("C-scan group {g} does not apply (span {:.2} samples or no kernel)", span_of(g))),
-            None => CSCAN_PREFERENCE.iter().copied().filter(|&g| k::cscan_kernel_name(h, g).is_some() && span_of(g) < 0.99)
+            None => CSCAN_PREFERENCE.iter().copied().filter(|&g| k::cscan_kernel(h, g).is_some() && span_of(g) < 0.99)
                 .next().ok_or_else(|| format!("no C-scan kernel for half window {h}"))?,
         };
         // The default's deep kernels exist for the paper's 11-sample window (H = 5) only; other
         // windows take the base kernel unless a variant was asked for (then: an error below).
         let cscan_variant = match tune.cscan {
             Some(v) => v,
-            None if CSCAN_DEFAULT.deep && k::cscan_deep_kernel_name(h, group).is_none() => CscanVariant { deep: false, max_regs: 0 },
+            None if CSCAN_DEFAULT.deep && k::cscan_deep_kernel(h, group).is_none() => CscanVariant { deep: false, max_regs: 0 },
             None => CSCAN_DEFAULT,
         };
         let cscan_kernel = if cscan_variant.deep {
-            k::cscan_deep_kernel_name(h, group)
+            k::cscan_deep_kernel(h, group)
                 .ok_or_else(|| format!("no deep-staging C-scan kernel for half window {h} and group {group}"))?
         } else {
-            k::cscan_kernel_name(h, group).unwrap()
+            k::cscan_kernel(h, group).unwrap()
         };
         let groups = (t.nc as u32).div_ceil(group);
         let threads3 = k::CSCAN_TIMES * groups;
-        let cap = max_threads(gpu, cscan_kernel).map_err(|e| e.to_string())?;
+        let cap = max_threads(gpu, cscan_kernel.name()).map_err(|e| e.to_string())?;
         if threads3 > cap {
             return Err(format!("{} C values: the C-scan kernel takes at most {}", t.nc, cap / k::CSCAN_TIMES * group));
         }
@@ -172,12 +172,8 @@ impl FastPlan {
         let off3 = b.ap_off.slice(2 * (setup.np() + 1)..);
         let cfg = self.cscan_cfg;
         let func = self.cscan_function(gpu, &cfg)?;
-        let mut l = gpu.stream().launch_builder(&func);
-        l.arg(&ns).arg(&np).arg(&self.nchunks3).arg(&setup.inv_dt).arg(&self.smax3).arg(&self.span3).arg(&b.data).arg(&b.tx)
-            .arg(&b.ty).arg(&b.px).arg(&b.py).arg(&off3).arg(&b.ap_idx).arg(&b.vals).arg(&na).arg(&nb).arg(&nc).arg(&nd)
-            .arg(&ne).arg(&b.picks).arg(&mut b.code).arg(&mut b.sem);
-        let r = unsafe { l.launch(cfg) };
-        gpu.finish_launch(self.cscan_kernel, &cfg, r.map(|_| ()))?;
+        launch!(gpu, self.cscan_kernel => &func, cfg, &ns, &np, &self.nchunks3, &setup.inv_dt, &self.smax3, &self.span3, &b.data,
+            &b.tx, &b.ty, &b.px, &b.py, &off3, &b.ap_idx, &b.vals, &na, &nb, &nc, &nd, &ne, &b.picks, &mut b.code, &mut b.sem)?;
         Ok(())
     }
 
@@ -196,8 +192,8 @@ impl FastPlan {
     /// The C-scan kernel: the main module's, or a JIT copy with `.maxnreg` (`cscan_variant.max_regs`).
     pub fn cscan_function(&self, gpu: &Gpu, cfg: &LaunchConfig) -> Result<cudarc::driver::CudaFunction> {
         match self.cscan_variant.max_regs {
-            0 => Ok(gpu.prepare_launch(self.cscan_kernel, cfg)?),
-            r => Ok(capped_kernel(gpu, self.cscan_kernel, r, cfg)?),
+            0 => Ok(gpu.prepare_launch(self.cscan_kernel.name(), cfg)?),
+            r => Ok(capped_kernel(gpu, self.cscan_kernel.name(), r, cfg)?),
         }
     }
 

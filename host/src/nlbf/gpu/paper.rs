@@ -33,7 +33,7 @@ pub fn max_threads(gpu: &Gpu, kernel: &str) -> Result<u32> {
 pub fn paper_block(gpu: &Gpu, setup: &Setup) -> Result<u32> {
     let t = &setup.tables;
     let bd = k::paper_block_size(t.n_ad() as u32, t.n_be() as u32, t.nc as u32);
-    Ok(bd.min(max_threads(gpu, "nlbf_paper")? / 32 * 32).max(32))
+    Ok(bd.min(max_threads(gpu, k::kernels::NLBF_PAPER.name())? / 32 * 32).max(32))
 }
 
 /// Bytes of dynamic shared memory of `nlbf_paper` with block size `bd` (carver alignment included).
@@ -71,8 +71,8 @@ pub fn estimate_paper_subset(gpu: &Gpu, setup: &Setup, data: &[f32], ptraces: &[
     let vals_p = dptr(&vals, main);
     let code_p = dptr_mut(&mut out_code, main);
     let s_p = dptr_mut(&mut out_s, main);
-    let d_rows_p: Vec<u64> = d_rows.iter_mut().map(|b| dptr_mut(b, main)).collect();
-    let d_geom_p: Vec<u64> = d_geom.iter_mut().map(|b| dptr_mut(b, main)).collect();
+    let d_rows_p: Vec<DevPtr<f32>> = d_rows.iter_mut().map(|b| dptr_mut(b, main)).collect();
+    let d_geom_p: Vec<DevPtr<f32>> = d_geom.iter_mut().map(|b| dptr_mut(b, main)).collect();
 
     // Table 3: grid = Nt, block = largest phase rounded up to a warp, capped at 1024.
     let bd = paper_block(gpu, setup)?;
@@ -104,7 +104,7 @@ pub fn estimate_paper_subset(gpu: &Gpu, setup: &Setup, data: &[f32], ptraces: &[
         }
         let (rows_p, geom_p) = (d_rows_p[slot], d_geom_p[slot]);
         let pi = i as u32;
-        launch!(on st, gpu, "nlbf_paper", cfg, &ns32, &h32, &inv_dt, &rows_p, &geom_p, &m[0], &m[1], &m[2], &vals_p, &na,
+        launch!(on st, gpu, k::kernels::NLBF_PAPER, cfg, &ns32, &h32, &inv_dt, &rows_p, &geom_p, &m[0], &m[1], &m[2], &vals_p, &na,
             &nb, &nc, &nd, &ne, &pi, &code_p, &s_p)?;
     }
     gpu.synchronize()?;

@@ -191,18 +191,18 @@ pub fn last_band_split(npb: usize) -> usize {
 /// Raw device addresses the band launches use (ordered by the pipe's events, not by cudarc's
 /// per-buffer tracking).
 pub(super) struct Ptrs {
-    pub(super) data: u64,
-    pub(super) tx: u64,
-    pub(super) ty: u64,
-    pub(super) px: u64,
-    pub(super) py: u64,
-    pub(super) idx: u64,
-    pub(super) vals: u64,
-    pub(super) picks: u64,
-    pub(super) pick_s: u64,
-    pub(super) code: u64,
-    pub(super) sem: u64,
-    pub(super) off: u64,
+    pub(super) data: DevPtr<f32>,
+    pub(super) tx: DevPtr<f32>,
+    pub(super) ty: DevPtr<f32>,
+    pub(super) px: DevPtr<f32>,
+    pub(super) py: DevPtr<f32>,
+    pub(super) idx: DevPtr<u32>,
+    pub(super) vals: DevPtr<f32>,
+    pub(super) picks: DevPtr<u32>,
+    pub(super) pick_s: DevPtr<f32>,
+    pub(super) code: DevPtr<u32>,
+    pub(super) sem: DevPtr<f32>,
+    pub(super) off: DevPtr<u32>,
 }
 
 /// One gather's setup split into bands, with the launches queued so far.
@@ -282,8 +282,8 @@ impl Banded {
             if piece.is_empty() {
                 continue;
             }
-            let start = self.setup.apertures.off[phase * (np + 1) + p0] as u64;
-            unsafe { htod(&pipe.up, self.ptrs.idx + 4 * start, &piece[..])? };
+            let start = self.setup.apertures.off[phase * (np + 1) + p0] as usize;
+            unsafe { htod(&pipe.up, self.ptrs.idx.offset(start), &piece[..])? };
         }
         pipe.listed[b].record(&pipe.up).map_err(drv("recording an event"))?;
         self.listed += 1;
@@ -315,16 +315,17 @@ impl Banded {
             if b == 0 {
                 ev(&pipe.t[2], &pipe.slide)?;
             }
-            let (px, py) = (q.px + 4 * p0 as u64, q.py + 4 * p0 as u64);
-            let (picks, pick_s) = (q.picks + 8 * (p0 * ns) as u64, q.pick_s + 8 * (p0 * ns) as u64);
-            let off = q.off + 4 * self.off_start[b] as u64;
+            let (px, py) = (q.px.offset(p0), q.py.offset(p0));
+            // Both phases' picks: 2 ns per parameter trace.
+            let (picks, pick_s) = (q.picks.offset(2 * p0 * ns), q.pick_s.offset(2 * p0 * ns));
+            let off = q.off.offset(self.off_start[b]);
             let cfg = LaunchConfig { grid_dim: (npb * plan.nchunks, 2, 1), ..plan.slide_cfg };
             launch!(on pipe.slide, gpu, plan.slide_kernel, cfg, &ns32, &npb, &plan.nchunks, &s.inv_dt, &plan.smax,
                 &plan.span, &plan.mmax, &q.data, &q.tx, &q.ty, &px, &py, &off, &q.idx, &q.vals, &na, &nb, &nc, &nd, &ne,
                 &picks, &pick_s)?;
             ev(&pipe.slid[b], &pipe.slide)?;
             pipe.cscan.wait(&pipe.slid[b]).map_err(drv("ordering streams"))?;
-            let off3 = off + 4 * 2 * (npb as u64 + 1);
+            let off3 = off.offset(2 * (npb as usize + 1));
             let last = b + 1 == self.bands.len();
             // The C scan in parts of the band's parameter traces [a, z) (band-local): one, or for the
             // last band two (see `last_band_split`), the first part's results downloaded on the
@@ -334,17 +335,14 @@ impl Banded {
             let parts: &[(usize, usize)] = if split > 0 { &[(0, split), (split, npb as usize)] } else { &[(0, npb as usize)] };
             for (i, &(a, z)) in parts.iter().enumerate() {
                 let pa = p0 + a;
-                let (px, py, off3) = (q.px + 4 * pa as u64, q.py + 4 * pa as u64, off3 + 4 * a as u64);
-                let picks = picks + 4 * (a * ns) as u64;
-                let (code, sem) = (q.code + 4 * (pa * ns) as u64, q.sem + 4 * (pa * ns) as u64);
+                let (px, py, off3) = (q.px.offset(pa), q.py.offset(pa), off3.offset(a));
+                let picks = picks.offset(a * ns);
+                let (code, sem) = (q.code.offset(pa * ns), q.sem.offset(pa * ns));
                 let cfg = LaunchConfig { grid_dim: ((z - a) as u32 * plan.nchunks3, 1, 1), ..plan.cscan_cfg };
                 let func = plan.cscan_function(gpu, &cfg)?;
-                let mut l = pipe.cscan.launch_builder(&func);
-                l.arg(&ns32).arg(&npb).arg(&plan.nchunks3).arg(&s.inv_dt).arg(&plan.smax3).arg(&plan.span3).arg(&q.data)
-                    .arg(&q.tx).arg(&q.ty).arg(&px).arg(&py).arg(&off3).arg(&q.idx).arg(&q.vals).arg(&na).arg(&nb).arg(&nc)
-                    .arg(&nd).arg(&ne).arg(&picks).arg(&code).arg(&sem);
-                let r = unsafe { l.launch(cfg) };
-                gpu.finish_launch(plan.cscan_kernel, &cfg, r.map(|_| ()))?;
+                launch!(on pipe.cscan, gpu, plan.cscan_kernel => &func, cfg, &ns32, &npb, &plan.nchunks3, &s.inv_dt, &plan.smax3,
+                    &plan.span3, &q.data, &q.tx, &q.ty, &px, &py, &off3, &q.idx, &q.vals, &na, &nb, &nc, &nd, &ne, &picks, &code,
+                    &sem)?;
                 let (lo, hi) = (pa * ns, (p0 + z) * ns);
                 if i + 1 < parts.len() {
                     // First part of a split band: its download on the download stream.

@@ -90,7 +90,7 @@ impl GpuEngine {
             let (_, tap) = bx.tapers.as_ref().unwrap();
             let [w0, w1, w2] = job.taper.map(|o| tap.slice(o..o + n));
             let (a0, planes) = (r.start as u32, r.len() as u32);
-            launch!(gpu, "wp_cut", grid_1d(r.len() * n * n, 256), &c, &a0, &planes, &n0, &n1, &n2, &bx.raw, &w0, &w1, &w2,
+            launch!(gpu, WP_CUT, grid_1d(r.len() * n * n, 256), &c, &a0, &planes, &n0, &n1, &n2, &bx.raw, &w0, &w1, &w2,
                 &mut e.vol, &mut bx.bad)?;
             // The raw buffer is free for the next-but-one cube once its last cut is through.
             if r.end == n && let Some(st) = e.staging.as_mut() {
@@ -170,7 +170,7 @@ impl GpuEngine {
                 let (_, tap) = bx.tapers.as_ref().unwrap();
                 let [w0, w1, w2] = job.taper.map(|o| tap.slice(o..o + n));
                 let (a0, a1) = (rows.start as u32, rows.end as u32);
-                launch!(gpu, "wp_fold", grid_1d(rows.len() * job.inside[1] * job.inside[2], 256), &c, &a0, &a1, &n0, &n1, &n2,
+                launch!(gpu, WP_FOLD, grid_1d(rows.len() * job.inside[1] * job.inside[2], 256), &c, &a0, &a1, &n0, &n1, &n2,
                     &len, &off, &e.vol, &w0, &w1, &w2, &mut bx.acc[w])?;
             }
             if let Some((f, up)) = &face_up {
@@ -185,7 +185,7 @@ impl GpuEngine {
                     let [_, c1, c2] = f.at.map(|v| v as u32);
                     let [_, m1, m2] = f.extent.map(|v| v as u32);
                     let (a0, a1) = (a0 as u32, a1 as u32);
-                    launch!(gpu, "wp_add_face", grid_1d((a1 - a0) as usize * f.extent[1] * f.extent[2], 256), &a0, &a1, &n1, &len,
+                    launch!(gpu, WP_ADD_FACE, grid_1d((a1 - a0) as usize * f.extent[1] * f.extent[2], 256), &a0, &a1, &n1, &len,
                         &c1, &c2, &m1, &m2, &fs.buf, &mut bx.acc[w])?;
                 }
             }

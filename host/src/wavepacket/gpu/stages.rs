@@ -6,7 +6,11 @@ use super::*;
 impl GpuEngine {
     // Public for the per-stage benchmark.
 
-    pub(super) fn q_kernel(&self, base: &str) -> String { format!("{base}_q{}", self.frame.geom.q) }
+    /// The separable resampling and its adjoint for the frame's stencil half-width q.
+    pub(super) fn separable_kernels(&self) -> Result<(SeparableKernel, SeparableKernel)> {
+        let q = self.frame.geom.q;
+        separable_kernels(q as u32).with_context(|| format!("no separable gather kernels for q = {q}"))
+    }
 
     /// Forward USFFT up to the global spectrum (stencil: P^3 grid) or the lattice (separable,
     /// lattice). Separable: three rounds of batched 1D FFT + gather.
@@ -23,7 +27,7 @@ impl GpuEngine {
         let n3 = (n * n * n) as usize;
         match self.gather {
             Gather::Separable => {
-                let resample = self.q_kernel("wp_resample");
+                let (resample, _) = self.separable_kernels()?;
                 {
                     // The resamplings write n of each line's P points: the rest stays zero.
                     let s = self.sep.as_mut().expect("separable buffers");
@@ -42,13 +46,13 @@ impl GpuEngine {
                         before(self, r.clone())?;
                         let s = self.sep.as_mut().expect("separable buffers");
                         let (a0, planes) = (r.start as u32, r.len() as u32);
-                        launch!(gpu, "wp_prep_lines", grid_1d(r.len() * (n * n) as usize, 256), &g, &a0, &planes, &self.vol,
+                        launch!(gpu, WP_PREP_LINES, grid_1d(r.len() * (n * n) as usize, 256), &g, &a0, &planes, &self.vol,
                             &self.corr, &mut s.a)?;
                         marks.mark("corr:prep")?;
                         Separable::slab_plan(&s.plan_x2, r.len())?.exec_inplace_at(&mut s.a, r.start * (n * p) as usize, false)?;
                         marks.mark("fft:lines-x2")?;
                         let lines = LinesArg(lines_x2(n, m, &big));
-                        launch!(gpu, &resample, resample_cfg(planes, n, m), &g, &n, &n, &one, &p, &a0, &lines, &s.a, &mut s.b)?;
+                        launch!(gpu, resample, resample_cfg(planes, n, m), &g, &n, &n, &one, &p, &a0, &lines, &s.a, &mut s.b)?;
                         marks.mark("gather:resample-x2")?;
                     }
                     let s = self.sep.as_mut().expect("separable buffers");
@@ -63,7 +67,7 @@ impl GpuEngine {
                         }
                     };
                     let lines = LinesArg(lines_x1(m, &big));
-                    launch!(gpu, &resample, resample_cfg(m, big.len() as u32, m), &g, &m, &n, &one, &p, &zero, &lines, &s.b, c)?;
+                    launch!(gpu, resample, resample_cfg(m, big.len() as u32, m), &g, &m, &n, &one, &p, &zero, &lines, &s.b, c)?;
                     marks.mark("gather:resample-x1")?;
                 }
                 let s = self.sep.as_mut().expect("separable buffers");
@@ -71,14 +75,14 @@ impl GpuEngine {
                 s.plan_x0.exec_inplace(c, false)?;
                 marks.mark("fft:lines-x0")?;
                 let lines = LinesArg(Lines::rotation(m, m));
-                launch!(gpu, &resample, resample_cfg(m, m, m), &g, &m, &m, &zero, &m, &zero, &lines, &*c, &mut self.lat)?;
+                launch!(gpu, resample, resample_cfg(m, m, m), &g, &m, &m, &zero, &m, &zero, &lines, &*c, &mut self.lat)?;
                 marks.mark("gather:resample-x0")?;
             }
             Gather::Stencil => {
                 before(self, 0..n as usize)?;
                 let s = self.stencil.as_mut().expect("stencil buffers");
                 stream.memset_zeros(&mut s.grid)?;
-                launch!(gpu, "wp_prep_grid", grid_1d(n3, 256), &g, &self.vol, &self.corr, &mut s.grid)?;
+                launch!(gpu, WP_PREP_GRID, grid_1d(n3, 256), &g, &self.vol, &self.corr, &mut s.grid)?;
                 marks.mark("corr:prep")?;
                 s.plan.exec_inplace(&mut s.grid, false)?;
                 marks.mark("fft:grid-3d")?;
@@ -86,7 +90,7 @@ impl GpuEngine {
             Gather::Lattice => {
                 before(self, 0..n as usize)?;
                 stream.memset_zeros(&mut self.lat)?;
-                launch!(gpu, "wp_prep_lattice", grid_1d(n3, 256), &g, &self.vol, &mut self.lat)?;
+                launch!(gpu, WP_PREP_LATTICE, grid_1d(n3, 256), &g, &self.vol, &mut self.lat)?;
                 marks.mark("corr:prep")?;
                 self.lattice_plan.as_ref().expect("lattice plan").exec_inplace(&mut self.lat, false)?;
                 marks.mark("fft:lattice-3d")?;
@@ -100,16 +104,17 @@ impl GpuEngine {
     pub fn box_gather(&mut self) -> Result<()> {
         let g = self.g;
         let gpu = self.gpu.clone();
-        let stencil_kernel = self.q_kernel("wp_gather_stencil");
+        let q = self.frame.geom.q;
+        let stencil_kernel = gather_stencil_kernel(q as u32).with_context(|| format!("no stencil gather kernel for q = {q}"))?;
         for j in 0..self.frame.scales() {
             let count = self.frame.geom.boxes[j] as usize * self.frame.geom.box_points(j);
             let jj = j as u32;
             match self.gather {
                 Gather::Stencil => {
                     let s = self.stencil.as_ref().expect("stencil buffers");
-                    launch!(gpu, &stencil_kernel, grid_1d(count, 128), &g, &jj, &self.tables[j], &s.grid, &mut self.boxes[j])?;
+                    launch!(gpu, stencil_kernel, grid_1d(count, 128), &g, &jj, &self.tables[j], &s.grid, &mut self.boxes[j])?;
                 }
-                _ => launch!(gpu, "wp_box_fill", grid_1d(count, 256), &g, &jj, &self.tables[j], &self.lat, &mut self.boxes[j])?,
+                _ => launch!(gpu, WP_BOX_FILL, grid_1d(count, 256), &g, &jj, &self.tables[j], &self.lat, &mut self.boxes[j])?,
             }
         }
         Ok(())
@@ -138,7 +143,7 @@ impl GpuEngine {
         }
         let m = self.frame.m();
         let (g, pa, ta) = (self.g, PtrsArg(ptrs), PtrsArg(tptrs));
-        launch!(self.gpu, "wp_combine", grid_1d(m * m * m, 128), &g, &pa, &ta, &mut self.lat)?;
+        launch!(self.gpu, WP_COMBINE, grid_1d(m * m * m, 128), &g, &pa, &ta, &mut self.lat)?;
         drop(records);
         Ok(())
     }
@@ -156,13 +161,13 @@ impl GpuEngine {
         let n3 = (n * n * n) as usize;
         match self.gather {
             Gather::Separable => {
-                let adjoint = self.q_kernel("wp_adjoint");
+                let (_, adjoint) = self.separable_kernels()?;
                 let s = self.sep.as_mut().expect("separable buffers");
                 let (one, zero) = (1u32, 0u32);
                 let lines = LinesArg(Lines::rotation(m, m).adjoint());
                 // C is A where the x1 pass is whole: read through before the x2 pass writes A.
                 let c = s.c.as_mut().unwrap_or(&mut s.a);
-                launch!(gpu, &adjoint, adjoint_cfg(m, m, p), &g, &m, &m, &zero, &m, &zero, &lines, &self.lat, &mut *c)?;
+                launch!(gpu, adjoint, adjoint_cfg(m, m, p), &g, &m, &m, &zero, &m, &zero, &lines, &self.lat, &mut *c)?;
                 marks.mark("gather:adjoint-x0")?;
                 s.plan_x0.exec_inplace(c, true)?;
                 marks.mark("fft:lines-x0")?;
@@ -173,7 +178,7 @@ impl GpuEngine {
                     let s = self.sep.as_mut().expect("separable buffers");
                     let lines = LinesArg(lines_x1(m, &big).adjoint());
                     let c = s.c.as_ref().unwrap_or(&s.a);
-                    launch!(gpu, &adjoint, adjoint_cfg(m, big.len() as u32, p), &g, &m, &n, &one, &p, &zero, &lines, c, &mut s.b)?;
+                    launch!(gpu, adjoint, adjoint_cfg(m, big.len() as u32, p), &g, &m, &n, &one, &p, &zero, &lines, c, &mut s.b)?;
                     marks.mark("gather:adjoint-x1")?;
                     Separable::slab_plan(&s.plan_x1, big.len())?.exec_inplace_at(&mut s.b, big.start * (m * p) as usize, true)?;
                     marks.mark("fft:lines-x1")?;
@@ -181,11 +186,11 @@ impl GpuEngine {
                         let s = self.sep.as_mut().expect("separable buffers");
                         let (a0, planes) = (r.start as u32, r.len() as u32);
                         let lines = LinesArg(lines_x2(n, m, &big).adjoint());
-                        launch!(gpu, &adjoint, adjoint_cfg(planes, n, p), &g, &n, &n, &one, &p, &a0, &lines, &s.b, &mut s.a)?;
+                        launch!(gpu, adjoint, adjoint_cfg(planes, n, p), &g, &n, &n, &one, &p, &a0, &lines, &s.b, &mut s.a)?;
                         marks.mark("gather:adjoint-x2")?;
                         Separable::slab_plan(&s.plan_x2, r.len())?.exec_inplace_at(&mut s.a, r.start * (n * p) as usize, true)?;
                         marks.mark("fft:lines-x2")?;
-                        launch!(gpu, "wp_crop_lines", grid_1d(r.len() * (n * n) as usize, 256), &g, &a0, &planes, &s.a, &self.corr,
+                        launch!(gpu, WP_CROP_LINES, grid_1d(r.len() * (n * n) as usize, 256), &g, &a0, &planes, &s.a, &self.corr,
                             &mut self.vol)?;
                         marks.mark("corr:crop")?;
                         after(self, r)?;
@@ -199,18 +204,18 @@ impl GpuEngine {
                     block_dim: (8, 8, 4),
                     shared_mem_bytes: 0,
                 };
-                launch!(gpu, "wp_adjoint_stencil", cfg, &g, &s.k, &s.list_idx, &s.list_w, &self.lat, &mut s.grid)?;
+                launch!(gpu, WP_ADJOINT_STENCIL, cfg, &g, &s.k, &s.list_idx, &s.list_w, &self.lat, &mut s.grid)?;
                 marks.mark("gather:adjoint-stencil")?;
                 s.plan.exec_inplace(&mut s.grid, true)?;
                 marks.mark("fft:grid-3d")?;
-                launch!(gpu, "wp_crop_grid", grid_1d(n3, 256), &g, &s.grid, &self.corr, &mut self.vol)?;
+                launch!(gpu, WP_CROP_GRID, grid_1d(n3, 256), &g, &s.grid, &self.corr, &mut self.vol)?;
                 marks.mark("corr:crop")?;
                 after(self, 0..n as usize)?;
             }
             Gather::Lattice => {
                 self.lattice_plan.as_ref().expect("lattice plan").exec_inplace(&mut self.lat, true)?;
                 marks.mark("fft:lattice-3d")?;
-                launch!(gpu, "wp_crop_lattice", grid_1d(n3, 256), &g, &self.lat, &mut self.vol)?;
+                launch!(gpu, WP_CROP_LATTICE, grid_1d(n3, 256), &g, &self.lat, &mut self.vol)?;
                 marks.mark("corr:crop")?;
                 after(self, 0..n as usize)?;
             }

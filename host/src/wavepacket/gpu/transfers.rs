@@ -243,7 +243,7 @@ impl GpuEngine {
             let (count32, np32) = (count as u32, np as u32);
             let t = thr_dev.slice(first_box..);
             let mut k = kept.slice_mut(j..j + 1);
-            launch!(gpu, "wp_threshold", grid_1d(count, 256), &count32, &np32, &t, &mut self.boxes[j], &mut k)?;
+            launch!(gpu, WP_THRESHOLD, grid_1d(count, 256), &count32, &np32, &t, &mut self.boxes[j], &mut k)?;
             first_box += self.frame.geom.boxes[j] as usize;
         }
         Ok(())
