@@ -13,21 +13,66 @@ use crate::bench::{rel_l2, BenchRow};
 use seisgpu_host::pstm::TraveltimeMode;
 use seisgpu_host::runtime::timing::measure_cpu;
 use seisgpu_host::runtime::Gpu;
+use seisgpu_host::kernels::ktm::interp::{node, node_sample};
 use seisgpu_host::kernels::ktm::{contribution, pair_geom, sample_geom};
 
 /// The modes benchmarked: static8, and dynamic at the CLI's tolerance (0.1 ms).
 pub const MODES: [TraveltimeMode; 2] = [TraveltimeMode::Static8, TraveltimeMode::Dynamic { tolerance: 1e-4 }];
 
-/// SASS instructions per contribution of the bare static8 kernel at a non-negative read offset
+/// SASS instructions per lane of the bare static8 kernel at a non-negative read offset
 /// (`ktm_mig_static8_bare2` at its 40-register cap; sm_90, nvdisasm of the embedded PTX;
-/// docs/notes/ktm.md): 83 per trace in the read loop (8 image times) plus 139 per batch of 4
-/// traces in the node phase (471 per 32 contributions). The dynamic kernel's node phase branches on the data, so it has no
-/// fixed count.
-pub fn interp_instr_per_contribution(mode: TraveltimeMode) -> Option<f64> {
-    match mode {
-        TraveltimeMode::Static8 => Some(14.7),
-        _ => None,
+/// docs/notes/ktm.md), by path: the node phase of a batch of 4 traces (nodes, step table, the
+/// trace-end ballots, the batch's pointer and loop), then per trace of the batch its 8 image
+/// times of one 256-sample block row read inside the trace (no clamp), straddling its end
+/// (clamped), or past it (only the tests; the batch's last trace saves a branch on the last
+/// two paths, hence the quarters).
+pub const STATIC8_NODE_PHASE: f64 = 154.0;
+pub const STATIC8_READ_INSIDE: f64 = 72.0;
+pub const STATIC8_READ_STRADDLING: f64 = 84.75;
+pub const STATIC8_READ_PAST: f64 = 7.75;
+
+/// SASS instructions per contribution of the bare static8 kernel on `traces` under `params`: the
+/// per-path counts above weighted by the share of (trace, column, block row) reads inside,
+/// straddling and past the trace end, over every 61st column (a segment is inside when its five
+/// nodes lie below the padded trace's end, past when all lie at or past its last pair, or when it
+/// is below the image). `None` for the other flavours and modes (the dynamic kernel's node phase
+/// branches on the data) and where the host runs another kernel.
+pub fn interp_instr_per_contribution(traces: &seisgpu_host::traces::TraceSet, params: &Params) -> anyhow::Result<Option<f64>> {
+    if params.traveltime != TraveltimeMode::Static8 || params.corrections() || params.antialias.is_some() {
+        return Ok(None);
     }
+    let plan = Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, params)?;
+    let c = plan.consts;
+    if seisgpu_host::ktm::gpu::interp_kernel(c.tt_mode, false, false, c.s_off, c.stride) != "ktm_mig_static8_bare2" {
+        return Ok(None);
+    }
+    let ntau = plan.grid.ntau;
+    let (rows, n) = (ntau.div_ceil(256), plan.geom.len());
+    let (lim_in, lim_past) = (c.stride as f32, c.stride as f32 - 1.0);
+    let cols: Vec<usize> = (0..plan.grid.ncols()).step_by(61).collect();
+    let per_col: Vec<f64> = cols.par_iter().map(|&col| {
+        let vcol = if c.vel_stride == 0 { 0 } else { col };
+        let v = &plan.vel[vcol * ntau..(vcol + 1) * ntau];
+        let (x, y) = plan.column_xy(col);
+        let zs: Vec<_> = (0..=32 * rows as u32).map(|i| node_sample(&c, 8 * i, v[(8 * i as usize).min(ntau - 1)])).collect();
+        let mut instr = (n.div_ceil(4) * rows) as f64 * STATIC8_NODE_PHASE;
+        for g in &plan.geom {
+            let pg = pair_geom(x, y, *g);
+            let s: Vec<f32> = zs.iter().map(|q| node::<false>(&c, &pg, q).s).collect();
+            for r in 0..rows {
+                let (mut inside, mut past) = (true, true);
+                for seg in 0..8 {
+                    let nodes = &s[32 * r + 4 * seg..=32 * r + 4 * seg + 4];
+                    inside &= nodes.iter().all(|&p| p < lim_in);
+                    past &= 256 * r + 32 * seg >= ntau || nodes.iter().all(|&p| p >= lim_past && p <= f32::MAX);
+                }
+                instr += if inside { STATIC8_READ_INSIDE } else if past { STATIC8_READ_PAST } else { STATIC8_READ_STRADDLING };
+            }
+        }
+        instr
+    }).collect();
+    // 8 contributions per lane and trace of a block row.
+    Ok(Some(per_col.iter().sum::<f64>() / (8.0 * (n * rows * cols.len()) as f64)))
 }
 
 /// Traveltime error of `params`' interpolated mode against exact over every (trace, column,
@@ -103,7 +148,8 @@ pub fn rows(gpu: &std::sync::Arc<Gpu>, wl: &Workload, sub: &seisgpu_host::traces
         };
         let rate = kernel_row.throughput();
         kernel_row.note = format!("{rate:.2e} contributions/s, {:.1}x the CPU reference (exact)", rate / cpu_rate);
-        if let Some(ipc) = interp_instr_per_contribution(mode) {
+        if let Some(ipc) = interp_instr_per_contribution(&wl.traces, &params)? {
+            let ipc = (ipc * 100.0).round() / 100.0;
             crate::bench::set_issue_ceiling(&mut kernel_row, ipc, "SASS instr/contribution", peak_issue);
         }
         rows.push(kernel_row);
@@ -127,4 +173,26 @@ pub fn rows(gpu: &std::sync::Arc<Gpu>, wl: &Workload, sub: &seisgpu_host::traces
         rows.push(row);
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use seisgpu_host::ktm::ImageGrid;
+
+    /// Long traces under a shallow image are read inside at every block row; the same traces
+    /// under a deep image also straddle and pass their end; corrections run another kernel.
+    #[test]
+    fn static8_instr_count_follows_the_reads_against_the_trace_end() {
+        let g = ImageGrid { x0: 0.0, dx: 25.0, nx: 9, y0: 0.0, dy: 25.0, ny: 8, tau0: 0.0, dtau: 0.004, ntau: 256 };
+        let traces = crate::ktm::scattered_traces(64, 1000, 0.004, &g, 500.0, 3);
+        let bare = |g| Params { traveltime: TraveltimeMode::Static8, ..Params::bare(g, crate::ktm::vrms()) };
+        let inside = interp_instr_per_contribution(&traces, &bare(g)).unwrap().unwrap();
+        assert_eq!(inside, (STATIC8_NODE_PHASE / 4.0 + STATIC8_READ_INSIDE) / 8.0);
+        let deep = interp_instr_per_contribution(&traces, &bare(ImageGrid { ntau: 1300, ..g })).unwrap().unwrap();
+        let (lo, hi) = ((STATIC8_NODE_PHASE / 4.0 + STATIC8_READ_PAST) / 8.0, (STATIC8_NODE_PHASE / 4.0 + STATIC8_READ_STRADDLING) / 8.0);
+        assert!(deep > lo && deep < hi && deep < inside, "{deep} not in ({lo}, {inside})");
+        let corr = Params { weights: true, ..bare(g) };
+        assert!(interp_instr_per_contribution(&traces, &corr).unwrap().is_none());
+    }
 }

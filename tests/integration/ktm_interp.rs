@@ -55,6 +55,30 @@ fn gpu_interpolated_traveltimes_match_cpu_on_random_data() {
     }
 }
 
+/// The bare static8 kernel at a read offset >= 0 reads each (trace, 256-sample block row) one of
+/// three ways: every node below the trace end (no clamp), every node past it (not read), or
+/// straddling it (clamped). Traces of 1.2 s under an image of 2.4 s give all three (near traces
+/// inside in the first block row, far ones straddling, every trace past the end below it), a
+/// partial last block row, 301 traces (a partial batch) and chunks of 37 traces; the image
+/// starts as NaN, so every sample must be written.
+#[test]
+fn gpu_static8_reads_inside_straddling_and_past_the_trace_end_as_cpu() {
+    let Some(gpu) = gpu_or_skip("gpu_static8_reads_inside_straddling_and_past_the_trace_end_as_cpu") else { return };
+    let g = ImageGrid { x0: -20.0, dx: 29.0, nx: 9, y0: 5.0, dy: 31.0, ny: 7, tau0: 0.0, dtau: 0.004, ntau: 600 };
+    let traces = random_traces(301, 300, 0.004, 500.0, "trace-end traces");
+    let p = Params { traveltime: TraveltimeMode::Static8, ..Params::bare(g, Velocity::Constant(1800.0)) };
+    let cpu = ktm::migrate(&traces, &p, &[Backend::Cpu]).unwrap();
+    let rows = |img: &[f32], z: std::ops::Range<usize>| img.chunks(g.ntau).map(|c| c[z.clone()].iter().map(|v| v.abs()).sum::<f32>()).sum::<f32>();
+    assert!(rows(&cpu.data, 0..256) > 0.0 && rows(&cpu.data, 300..600) == 0.0, "want data in the first block row, none below the record");
+    for limits in [GpuLimits::default(), GpuLimits { max_traces_per_chunk: Some(37), max_columns_per_tile: Some(11) }] {
+        let out = ktm::migrate(&traces, &Params { limits, ..p.clone() }, &[Backend::Gpu(gpu.clone())]).unwrap();
+        assert!(out.data.iter().all(|v| v.is_finite()), "{limits:?}: unwritten (NaN) samples");
+        let err = rel_l2(&out.data, &cpu.data);
+        println!("static8 trace end, chunked {:5}: rel L2 {err:.2e}", limits.max_traces_per_chunk.is_some());
+        assert!(err < 1e-5, "{limits:?}: rel L2 {err}");
+    }
+}
+
 /// A point diffractor focuses at the same bin and time with static8 and dynamic traveltimes as
 /// with exact ones, bare and with every correction, on the CPU and the GPU; the images stay within
 /// 2 % (rel L2) of the exact image on band-limited data.

@@ -15,7 +15,10 @@
 //!   reads the trace. Static8 and dynamic steps are read alike; only the node phase differs.
 //!
 //! Flavours as the exact kernels: `_bare` (K = 8, the magic-number floor of `mig_columns2`),
-//! `_corr` and `_aa` (K = 4; the AA length is interpolated like the position).
+//! `_corr` and `_aa` (K = 4; the AA length is interpolated like the position). `ktm_mig_static8_bare2`
+//! (read offset >= 0) also sorts each trace's block row by where its reads fall against the trace
+//! end, from two ballots of the node phase: all below it (read without the clamp), all past it
+//! (not read: they would add the trailing zero pair) or straddling it (clamped).
 
 use super::interp::*;
 use super::kernels::{column_xy, ldg_pair, ldg_quad, min_u32, read_global, sample_at, store_column};
@@ -33,9 +36,54 @@ struct F2([f32; 2]);
 #[repr(C, align(16))]
 struct F4([f32; 4]);
 
+/// Ballots of the node phase for the bare static8 reads at a non-negative read offset: bit l of
+/// `inside` where every node of lane l's (trace, segment) lies below the trace end (`stride`, its
+/// reads need no clamp there), of `past` where every node is finite and at or past the last pair
+/// (every read is the trailing zero pair, a zero contribution). A static8 position is one FMA
+/// between two nodes: its exact value is a convex combination, so the rounded one lies between
+/// them too. NaN nodes fail both tests; with `batch` traces of more than 2^22 pairs in all
+/// (outside the magic floor's range, see `read_bare`) every read is clamped.
+#[inline(always)]
+fn trace_end_ballots(s: &[f32; 5], stride: u32, batch: u32) -> (u32, u32) {
+    let small = stride <= (1 << 22) / batch;
+    let (lim_in, lim_past) = if small { (stride as f32, stride as f32 - 1.0) } else { (0.0, f32::INFINITY) };
+    let inside = s.iter().fold(true, |a, &v| a & (v < lim_in));
+    let past = s.iter().fold(true, |a, &v| a & (v >= lim_past) & (v <= f32::MAX));
+    (vote_ballot(inside), vote_ballot(past))
+}
+
+/// The bare static8 read of one trace into a lane's K image times: `tab` the trace's quarter of
+/// the step table; `pairs` the batch's first trace pre-offset by `-FLOOR_MAGIC_BITS` pairs, the
+/// trace `off` pairs after it, `magic` = FLOOR_MAGIC + off and `end` = off + stride (`0 <= end <=
+/// 2^22`: the magic floor's index is then the pair's index from `pairs`, clamped at `end - 1`, and
+/// its fraction that of the position alone, as `split_index_magic` documents). `END`: clamp the
+/// index at the trace end (else every position lies below it, see [`trace_end_ballots`]).
+#[inline(always)]
+unsafe fn read_bare<const K: usize, const END: bool>(tab: *const u8, pairs: *const [f32; 2], jf: f32, magic: f32, end: u32,
+    acc: &mut [f32; K], acc_b: &mut [f32; K]) {
+    let mut sample = |k: usize, sb: f32, sl: f32| {
+        // No clamp at 0: the host runs this kernel at a read offset >= 0, where every node is
+        // non-negative and so is every position between two of them.
+        let pos = crate::pstm::interp(jf, sl, sb);
+        let (b, f) = if END { split_index_magic(pos, end, magic) } else { split_index_magic_inside(pos, magic) };
+        let [a, d] = unsafe { ldg_pair(pairs.wrapping_add(b as usize)) };
+        acc[k] += a;
+        acc_b[k] = crate::math::mul_add(f, d, acc_b[k]);
+    };
+    // Two rows per 16-byte table read.
+    unroll!(K / 2, |kp| {
+        let F4([b0, s0, b1, s1]) = unsafe { *(tab.add(16 * kp) as *const F4) };
+        sample(2 * kp, b0, s0);
+        sample(2 * kp + 1, b1, s1);
+    });
+}
+
 #[inline(always)]
 unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR: bool, const CLAMP: bool>(c: &KtmConsts, geom: *const [f32; 4],
     data: *const [f32; 2], vel: *const f32, image: *mut f32) {
+    // Bare static8 at a read offset >= 0: each trace's reads split at the trace end (see
+    // `trace_end_ballots`); the other flavours clamp every read.
+    let split: bool = !DYN && !AA && !CORR && !CLAMP;
     let lane = thread_idx_x();
     let warp = thread_idx_y();
     let tid = warp * 32 + lane;
@@ -51,6 +99,8 @@ unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR
     // Node phase: this lane's trace of each batch and its segment.
     let (tb, seg) = (lane / kk, lane % kk);
     let z0 = zb + 32 * seg;
+    // Segments below the image (a partial last block row) are never stored: they need not be read.
+    let below_image = if split { vote_ballot(z0 >= c.ntau) } else { 0 };
     let vcol = unsafe { vel.add(col_l as usize * c.vel_stride as usize) };
     let v_at = |z: u32| unsafe { *vcol.add(min_u32(z, c.ntau - 1) as usize) };
     let nq = [0u32, 8, 16, 24, 32].map(|o| node_sample(c, z0 + o, v_at(z0 + o)));
@@ -95,12 +145,15 @@ unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR
                 STATIC8_STEPS
             };
             let ms = nd.map(|v| v.m);
+            // Where the batch's (trace, segment)s read, as ballots (bit K b + g: trace b, segment g).
+            let (inside, past) = if split { trace_end_ballots(&s, c.stride, batch) } else { (0, 0) };
+            let past = past | below_image;
             unroll!(4, |qi| {
-                let st = quarter_step(&s, qi as u32, steps[qi]);
+                let st = if DYN { quarter_step(&s, qi as u32, steps[qi]) } else { static8_step(&s, qi as u32) };
                 let off = w_off + (qi as u32 * qs) as usize;
                 unsafe { *(tables.add(off) as *mut F2) = F2([st.base, st.slope]) };
                 if AA {
-                    let mt = quarter_step(&ms, qi as u32, steps[qi]);
+                    let mt = if DYN { quarter_step(&ms, qi as u32, steps[qi]) } else { static8_step(&ms, qi as u32) };
                     unsafe { *(mtables.add(off) as *mut F2) = F2([mt.base, mt.slope]) };
                 }
             });
@@ -109,6 +162,36 @@ unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR
             // and the pointer's reload. The bare kernel's pointer is pre-offset so that the
             // magic-number bits index it directly (wrapping: only the sum is used).
             let magic_off = if CORR { 0 } else { FLOOR_MAGIC_BITS as usize };
+            if split {
+                // `lane / 32` is 0 (blocks are 32 lanes wide) but not known uniform to ptxas: it keeps
+                // the pointer in vector registers, where each read's wide multiply-add takes its 8 as
+                // an immediate (from a uniform register the 8 is moved into a register per read).
+                let first = data.wrapping_add((base + j + lane / 32) as usize * stride).wrapping_sub(magic_off);
+                // Lanes of traces past the batch's end (nb < 32 / K at a staging round's end) count as
+                // past the trace end: those traces are not read.
+                let valid = u32::MAX.wrapping_shr(32 - nb * kk); // 1 <= nb <= 32 / K
+                let (inside, past) = (inside & valid, past | !valid);
+                // Every trace of the batch in order (the sums' order), unrolled: table offsets and
+                // ballot masks are constants. The tests are warp-uniform (the warp's K rows are the
+                // trace's K segments).
+                unroll!(32 / K, |bb| {
+                    let t = bb as u32;
+                    let all = (((1u64 << kk) - 1) as u32) << (kk * t);
+                    // Trace t's pairs start t strides after the batch's first: the offset rides in
+                    // the magic constant (FLOOR_MAGIC + t stride, exact below 2^22), so all reads
+                    // share one pointer.
+                    let (off, magic) = (t * c.stride, f32::from_bits(FLOOR_MAGIC_BITS + t * c.stride));
+                    let tab = unsafe { tables.add(((t * 4 + quarter) * qs) as usize) };
+                    if inside & all == all {
+                        unsafe { read_bare::<K, false>(tab, first, jf, magic, off + c.stride, &mut acc, &mut acc_b) };
+                    } else if past & all != all {
+                        unsafe { read_bare::<K, true>(tab, first, jf, magic, off + c.stride, &mut acc, &mut acc_b) };
+                    } // else every read is the trailing zero pair: nothing to add
+                });
+                sync_warp();
+                j += nb;
+                continue;
+            }
             let mut next = data.wrapping_add((base + j) as usize * stride).wrapping_sub(magic_off);
             for bb in 0..nb {
                 // The trace's pairs (bare: pre-offset for the magic-number index).

@@ -422,6 +422,16 @@ pub fn split_index_magic(t: f32, len: u32, magic_off: f32) -> (u32, f32) {
     (b, t - (f32::from_bits(b) - magic_off))
 }
 
+/// [`split_index_magic`] without the clamp at the trace end, for positions known to lie below it
+/// (`0 <= t + off < len`, len <= 2^22): the same bits there, one integer minimum fewer. The static8
+/// kernel reads a (trace, segment) this way when all its nodes lie below the end (its positions
+/// lie between the nodes).
+#[inline(always)]
+pub fn split_index_magic_inside(t: f32, magic_off: f32) -> (u32, f32) {
+    let m = add_rd(t, magic_off);
+    (m.to_bits(), t - (m - magic_off))
+}
+
 /// Whether an anti-aliased read at padded index `s` lies on the record: the same support as a
 /// plain read of the zero-extended trace (sample positions strictly between -1 and ns).
 #[inline(always)]
@@ -500,6 +510,10 @@ mod tests {
             assert_eq!(b - FLOOR_MAGIC_BITS, i, "s {s}");
             if i < len - 1 {
                 assert_eq!(g.to_bits(), f.to_bits(), "s {s}");
+            }
+            if s < len as f32 {
+                let (bi, gi) = split_index_magic_inside(s, FLOOR_MAGIC);
+                assert_eq!((bi, gi.to_bits()), (b, g.to_bits()), "s {s}");
             }
             // An integer offset folded into the magic: same index, fraction of t.
             let t = s.min(4000.0);

@@ -3,8 +3,8 @@
 //! use (`gpu_kernels::ktm::interp`), so positions agree with the GPU bit for bit. The reads and
 //! corrections then run as in the exact path (`super::cpu`).
 
-use gpu_kernels::ktm::interp::{dynamic_steps, node, node_sample, quarter_step, quarter_value, Node, SEG, STATIC8_STEPS, STEP,
-    TT_DYNAMIC};
+use gpu_kernels::ktm::interp::{dynamic_steps, node, node_sample, quarter_step, quarter_value, static8_step, Node, SEG, STATIC8_STEPS,
+    STEP, TT_DYNAMIC};
 use gpu_kernels::ktm::{KtmConsts, PairGeom, SampleGeom};
 
 use super::Plan;
@@ -38,7 +38,8 @@ pub fn positions<const AA: bool>(c: &KtmConsts, pg: &PairGeom, cn: &ColumnNodes,
         let nd: [Node; 5] = std::array::from_fn(|i| node::<AA>(c, pg, &cn.nodes[4 * g + i]));
         let ns = nd.map(|v| v.s);
         let ms = nd.map(|v| v.m);
-        let steps = if c.tt_mode == TT_DYNAMIC {
+        let dynamic = c.tt_mode == TT_DYNAMIC;
+        let steps = if dynamic {
             dynamic_steps(&ns, node::<false>(c, pg, &mids[0]).s, node::<false>(c, pg, &mids[1]).s, c.tt_tol)
         } else {
             STATIC8_STEPS
@@ -48,8 +49,8 @@ pub fn positions<const AA: bool>(c: &KtmConsts, pg: &PairGeom, cn: &ColumnNodes,
             if z >= ntau {
                 break;
             }
-            let st = quarter_step(&ns, q, steps[q as usize]);
-            let mt = quarter_step(&ms, q, steps[q as usize]);
+            let step = |n: &[f32; 5]| if dynamic { quarter_step(n, q, steps[q as usize]) } else { static8_step(n, q) };
+            let (st, mt) = (step(&ns), step(&ms));
             for j in 0..(STEP as usize).min(ntau - z) {
                 s[z + j] = quarter_value(&st, j as u32);
                 if AA {

@@ -47,11 +47,15 @@ pub fn migration_kernel(variant: Variant, aa: bool, corr: bool, s_off: f32) -> S
 
 /// Kernel name of an interpolated-traveltime migration (`tt_mode` static8 or dynamic): the columns
 /// layout whatever the variant (`kernels_interp.rs`). Bare static8 with read offset `s_off >= 0`
-/// runs `_bare2`, which skips the clamp of its positions at 0 (they cannot be negative there).
-pub fn interp_kernel(tt_mode: u32, aa: bool, corr: bool, s_off: f32) -> String {
+/// runs `_bare2`, which skips the clamp of its positions at 0 (they cannot be negative there) and
+/// indexes a batch's traces from one pointer through the magic-number floor, which needs the
+/// batch's `stride`s (pairs per padded trace) within 2^22.
+pub fn interp_kernel(tt_mode: u32, aa: bool, corr: bool, s_off: f32, stride: u32) -> String {
     let flavour = if aa { "aa" } else if corr { "corr" } else { "bare" };
     let mode = if tt_mode == TT_DYNAMIC { "dynamic" } else { "static8" };
-    let v2 = if mode == "static8" && flavour == "bare" && (0.0..4_194_304.0).contains(&s_off) { "2" } else { "" };
+    let batch = 32 / COL_K_BARE as u32;
+    let v2_ok = (0.0..4_194_304.0).contains(&s_off) && stride <= (1 << 22) / batch;
+    let v2 = if mode == "static8" && flavour == "bare" && v2_ok { "2" } else { "" };
     format!("ktm_mig_{mode}_{flavour}{v2}")
 }
 
@@ -73,7 +77,7 @@ pub(super) fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool
     let interp = consts.tt_mode != TT_EXACT;
     crate::ensure_param!(!interp || variant.is_columns(), "kernel",
         "the paper's kernel computes exact traveltimes only; interpolated ones run in the columns kernels (--kernel columns)");
-    let name = if interp { interp_kernel(consts.tt_mode, aa, corr, consts.s_off) } else { migration_kernel(variant, aa, corr, consts.s_off) };
+    let name = if interp { interp_kernel(consts.tt_mode, aa, corr, consts.s_off, consts.stride) } else { migration_kernel(variant, aa, corr, consts.s_off) };
     let cfg = match variant {
         Variant::Columns | Variant::ColumnsV1 | Variant::ColumnsFast => {
             let k = columns_k(aa, corr) as u32;
