@@ -219,7 +219,7 @@ pub fn trace_set(data: &PyReadonlyArray2<'_, f32>, dt: f32, t0: f32, fields: &Ha
     let shape = data.shape();
     let (n, ns) = (shape[0], shape[1]);
     let samples = data.as_slice().map_err(|_| PyValueError::new_err("data: the array must be C-contiguous"))?;
-    let mut t = TraceSet { headers: headers(n, fields)?, data: parallel_copy(samples), ns, dt, t0 };
+    let mut t = TraceSet { headers: headers(n, fields)?, data: parallel_copy(samples).into(), ns, dt, t0 };
     t.t0 = t0;
     Ok(t)
 }
