@@ -187,37 +187,36 @@ pub fn headers(n: usize, fields: &HashMap<String, PyReadonlyArray1<'_, f64>>) ->
     if columns.contains_key("cdp_x") != columns.contains_key("cdp_y") {
         return Err(PyValueError::new_err("cdp_x and cdp_y go together"));
     }
-    // Each column looked up once, not once per trace (a survey has millions of traces).
+    // Each column looked up once and the integer columns checked whole, not field by field per
+    // trace: a survey has millions of traces.
     let column = |name: &str| columns.get(name).copied();
     let [sx, sy, gx, gy, offset, cdp_x, cdp_y] = ["sx", "sy", "gx", "gy", "offset", "cdp_x", "cdp_y"].map(column);
     let ints = ["cdp", "inline", "crossline", "ffid", "channel", "source_station", "receiver_station"].map(|name| (name, column(name)));
+    let not_int = |v: f64| v.fract() != 0.0 || v < i32::MIN as f64 || v > i32::MAX as f64;
+    // The first trace with a bad value, and of its bad fields the first in the list.
+    let bad = ints.iter().filter_map(|&(name, c)| c.and_then(|c| c.iter().position(|&v| not_int(v)).map(|i| (i, name, c[i])))).min_by_key(|b| b.0);
+    if let Some((i, name, v)) = bad {
+        return Err(PyValueError::new_err(format!("{name}: trace {i} has {v}, not a 32-bit integer")));
+    }
+    let [cdp, inline, crossline, ffid, channel, source_station, receiver_station] = ints.map(|(_, c)| c);
     let get = |c: Option<&[f64]>, i: usize| c.map_or(0.0, |c| c[i]);
-    let int = |(name, c): (&str, Option<&[f64]>), i: usize| -> PyResult<i32> {
-        let v = get(c, i);
-        if v.fract() != 0.0 || v < i32::MIN as f64 || v > i32::MAX as f64 {
-            return Err(PyValueError::new_err(format!("{name}: trace {i} has {v}, not a 32-bit integer")));
-        }
-        Ok(v as i32)
-    };
-    (0..n).map(|i| {
-        let [cdp, inline, crossline, ffid, channel, source_station, receiver_station] = ints.map(|c| int(c, i));
-        Ok(TraceHeader {
-            sx: get(sx, i),
-            sy: get(sy, i),
-            gx: get(gx, i),
-            gy: get(gy, i),
-            offset: get(offset, i),
-            cdp: cdp?,
-            inline: inline?,
-            crossline: crossline?,
-            ffid: ffid?,
-            channel: channel?,
-            source_station: source_station?,
-            receiver_station: receiver_station?,
-            cdp_xy: Some((get(cdp_x, i), get(cdp_y, i))).filter(|(x, y)| cdp_x.is_some() && !x.is_nan() && !y.is_nan()),
-            ..Default::default()
-        })
-    }).collect()
+    let int = |c: Option<&[f64]>, i: usize| c.map_or(0, |c| c[i] as i32);
+    Ok((0..n).map(|i| TraceHeader {
+        sx: get(sx, i),
+        sy: get(sy, i),
+        gx: get(gx, i),
+        gy: get(gy, i),
+        offset: get(offset, i),
+        cdp: int(cdp, i),
+        inline: int(inline, i),
+        crossline: int(crossline, i),
+        ffid: int(ffid, i),
+        channel: int(channel, i),
+        source_station: int(source_station, i),
+        receiver_station: int(receiver_station, i),
+        cdp_xy: Some((get(cdp_x, i), get(cdp_y, i))).filter(|(x, y)| cdp_x.is_some() && !x.is_nan() && !y.is_nan()),
+        ..Default::default()
+    }).collect())
 }
 
 /// A trace set: `data` [traces, samples], `dt` and `t0` (s), the headers' arrays. The samples are

@@ -120,3 +120,15 @@ def test_the_binding_refuses_arrays_it_cannot_read_in_place():
     for d in (np.asfortranarray(data), data[:, ::2]):
         with pytest.raises(ValueError, match="data: the array must be C-contiguous"):
             seisgpu._native.nmo(d, 0.004, 0.0, headers, "2000", 0.5, "cpu", 0)
+
+
+def test_a_header_that_is_not_an_integer_is_named_with_its_first_trace():
+    data, cmps = cmp_line()
+    cdp = cmps["cdp"].copy()
+    cdp[5] = 1.5
+    inline = np.zeros(len(cdp))
+    inline[3] = 2.0**40
+    with pytest.raises(ValueError, match="cdp: trace 5 has 1.5, not a 32-bit integer"):
+        seisgpu.nmo(data, 0.004, offset=cmps["offset"], cdp=cdp, velocity=2000, device="cpu")
+    with pytest.raises(ValueError, match="inline: trace 3 has 1099511627776, not a 32-bit integer"):
+        seisgpu.nlbf.estimate(data, 0.004, offset=cmps["offset"], cdp=cdp, inline=inline, x="offset", **{k: v for k, v in NLBF.items()})
