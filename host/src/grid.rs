@@ -93,12 +93,17 @@ pub fn from_data(headers: &[TraceHeader], ns: usize, dt: f32, t0: f32) -> anyhow
         bin *= 1.25;
         how = format!("{how}, coarsened to stay under {MAX_DEFAULT_COLUMNS} columns");
     }
-    // Image times from 0 (or the record's start when it is later) to the record's end.
-    let tau0 = t0.max(0.0);
-    let t_end = t0 + (ns - 1) as f32 * dt;
-    let ntau = (((t_end - tau0) / dt).floor() as usize + 1).max(1);
+    let (tau0, ntau) = time_axis(ns, dt, t0);
     let g = ImageGrid { x0: xmin, dx: bin, nx: count(xmax - xmin, bin), y0: ymin, dy: bin, ny: count(ymax - ymin, bin), tau0, dtau: dt, ntau };
     Ok((g, how))
+}
+
+/// Image times from 0 (or the record's start when it is later) to the record's end: the first
+/// time and the count, at the sample interval.
+fn time_axis(ns: usize, dt: f32, t0: f32) -> (f32, usize) {
+    let tau0 = t0.max(0.0);
+    let t_end = t0 + (ns - 1) as f32 * dt;
+    (tau0, (((t_end - tau0) / dt).floor() as usize + 1).max(1))
 }
 
 /// The grid of `req` with every missing field from the data ([`from_data`]), and the line to
@@ -113,7 +118,17 @@ pub fn complete_from_headers(req: &GridRequest, headers: &[TraceHeader], ns: usi
     if req.is_complete() {
         return Ok((req.or(&ImageGrid { x0: 0.0, dx: 1.0, nx: 1, y0: 0.0, dy: 1.0, ny: 1, tau0: 0.0, dtau: 1.0, ntau: 1 }), None));
     }
-    let (d, how) = from_data(headers, ns, dt, t0)?;
+    let given_xy = req.x0.is_some() && req.dx.is_some() && req.nx.is_some() && req.y0.is_some() && req.dy.is_some() && req.ny.is_some();
+    let (d, how) = if given_xy {
+        // Only the time axis is missing: no bin from the positions (a nearest-neighbour search over
+        // every trace, tens of ms for tens of thousands of traces).
+        require_coordinates(headers, "image grid")?;
+        crate::ensure_input!(ns >= 1 && dt > 0.0 && dt.is_finite(), "image grid: traces of {ns} samples at {dt} s have no time axis");
+        let (tau0, ntau) = time_axis(ns, dt, t0);
+        (ImageGrid { x0: 0.0, dx: 1.0, nx: 1, y0: 0.0, dy: 1.0, ny: 1, tau0, dtau: dt, ntau }, "the traces' time axis".to_string())
+    } else {
+        from_data(headers, ns, dt, t0)?
+    };
     let mut g = req.or(&d);
     // A bin size given without a count: the count that covers the data at that size.
     let cover = |given: Option<usize>, lo: f64, extent: f64, d: f64| given.unwrap_or(((lo + extent) / d + 0.5).floor().max(0.0) as usize + 1);
@@ -270,6 +285,26 @@ mod tests {
         let last = g.x0 + (g.nx - 1) as f64 * g.dx;
         assert!((last - (451_000.0 + 450.0 + 50.0 + 23.0 * 12.5)).abs() < 1e-6, "{g:?}");
         assert_eq!((g.tau0, g.dtau, g.ntau), (0.0, 0.004, 500));
+    }
+
+    #[test]
+    fn a_grid_given_in_x_and_y_takes_only_the_time_axis_from_the_data() {
+        let h = line(451_000.0, 6_780_000.0, 10, 50.0, 24, 25.0);
+        let req = GridRequest { x0: Some(451_100.0), dx: Some(20.0), nx: Some(7), y0: Some(6_780_000.0), dy: Some(20.0), ny: Some(1),
+            ..Default::default() };
+        let (g, line) = complete_from_headers(&req, &h, 500, 0.004, 0.1).unwrap();
+        // The time axis as with the bin from the data too.
+        let (d, _) = complete_from_headers(&GridRequest { x0: None, ..req }, &h, 500, 0.004, 0.1).unwrap();
+        assert_eq!(g, ImageGrid { x0: 451_100.0, dx: 20.0, nx: 7, y0: 6_780_000.0, dy: 20.0, ny: 1, tau0: d.tau0, dtau: d.dtau, ntau: d.ntau });
+        assert!(line.unwrap().contains("the traces' time axis"));
+        // A time step given without a count: the count that covers the record, as from the whole grid.
+        let coarse = GridRequest { dtau: Some(0.008), ..req };
+        let whole = GridRequest { x0: None, ..coarse };
+        let ((a, _), (b, _)) = (complete_from_headers(&coarse, &h, 500, 0.004, 0.1).unwrap(), complete_from_headers(&whole, &h, 500, 0.004, 0.1).unwrap());
+        assert_eq!((a.tau0, a.dtau, a.ntau), (b.tau0, b.dtau, b.ntau));
+        let mut zero = h.clone();
+        zero.iter_mut().for_each(|t| (t.sx, t.gx, t.sy, t.gy) = (0.0, 0.0, 0.0, 0.0));
+        assert!(complete_from_headers(&req, &zero, 500, 0.004, 0.0).unwrap_err().to_string().contains("no source/receiver coordinates"));
     }
 
     #[test]

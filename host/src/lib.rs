@@ -75,7 +75,7 @@ pub mod wavepacket;
 
 pub use backend::{Backend, DeviceChoice};
 pub use error::{Error, ErrorKind};
-pub use traces::{TraceHeader, TraceSet};
+pub use traces::{Samples, TraceHeader, TraceSet};
 pub use gpu_kernels as kernels;
 
 /// Threads in rayon's global pool.

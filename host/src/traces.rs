@@ -1,6 +1,9 @@
 //! The in-memory form of prestack data: trace headers (the geometry) and samples, trace-major.
 //! SEG-Y reads into it and writes from it; every algorithm takes it.
 
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 /// The header fields seisgpu uses, already scaled (coordinates in metres, times in seconds).
@@ -54,7 +57,7 @@ impl TraceHeader {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TraceSet {
     pub headers: Vec<TraceHeader>,
-    pub data: Vec<f32>,
+    pub data: Samples,
     /// Samples per trace.
     pub ns: usize,
     /// Sample interval (s).
@@ -67,7 +70,7 @@ impl TraceSet {
     /// Zero-filled traces for the given headers.
     pub fn zeros(headers: Vec<TraceHeader>, ns: usize, dt: f32) -> Self {
         let n = headers.len();
-        TraceSet { headers, data: vec![0.0; n * ns], ns, dt, t0: 0.0 }
+        TraceSet { headers, data: vec![0.0; n * ns].into(), ns, dt, t0: 0.0 }
     }
     pub fn len(&self) -> usize { self.headers.len() }
     pub fn is_empty(&self) -> bool { self.headers.is_empty() }
@@ -80,7 +83,7 @@ impl TraceSet {
     pub fn slice(&self, range: std::ops::Range<usize>) -> TraceSet {
         TraceSet {
             headers: self.headers[range.clone()].to_vec(),
-            data: self.data[range.start * self.ns..range.end * self.ns].to_vec(),
+            data: self.data[range.start * self.ns..range.end * self.ns].to_vec().into(),
             ns: self.ns,
             dt: self.dt,
             t0: self.t0,
@@ -106,6 +109,88 @@ impl TraceSet {
     }
 }
 
+/// The samples of a trace set, trace-major: owned, or shared read-only with whatever else holds
+/// them (an array of the caller's, lent for a call, that the set must not copy: a survey's traces
+/// are hundreds of MB). Reads go to the shared samples as they are; the first write through
+/// [`DerefMut`] or [`Samples::to_mut`] copies them into an owned buffer (copy on write), so the
+/// lender's array is never written.
+#[derive(Clone, Default)]
+pub struct Samples {
+    owned: Vec<f32>,
+    /// The shared samples, while no write has copied them into `owned` (then empty).
+    shared: Option<Arc<dyn AsRef<[f32]> + Send + Sync>>,
+}
+
+impl Samples {
+    /// Samples read where `store` holds them, until the first write.
+    pub fn shared(store: Arc<dyn AsRef<[f32]> + Send + Sync>) -> Samples { Samples { owned: Vec::new(), shared: Some(store) } }
+    /// Whether the samples are still the shared store's (no write has copied them).
+    pub fn is_shared(&self) -> bool { self.shared.is_some() }
+    /// The samples as an owned vector: moved out when owned, copied when shared.
+    pub fn into_vec(self) -> Vec<f32> {
+        match self.shared {
+            Some(s) => (*s).as_ref().to_vec(),
+            None => self.owned,
+        }
+    }
+    /// The owned vector, for what only a `Vec` does (push, resize, truncate): shared samples are
+    /// copied into one first.
+    pub fn to_mut(&mut self) -> &mut Vec<f32> {
+        if let Some(s) = self.shared.take() {
+            self.owned = (*s).as_ref().to_vec();
+        }
+        &mut self.owned
+    }
+}
+
+impl Deref for Samples {
+    type Target = [f32];
+    fn deref(&self) -> &[f32] {
+        match &self.shared {
+            Some(s) => (**s).as_ref(),
+            None => &self.owned,
+        }
+    }
+}
+
+impl DerefMut for Samples {
+    fn deref_mut(&mut self) -> &mut [f32] { self.to_mut() }
+}
+
+impl From<Vec<f32>> for Samples {
+    fn from(v: Vec<f32>) -> Self { Samples { owned: v, shared: None } }
+}
+
+impl From<Samples> for Vec<f32> {
+    fn from(s: Samples) -> Self { s.into_vec() }
+}
+
+impl PartialEq for Samples {
+    fn eq(&self, other: &Samples) -> bool { **self == **other }
+}
+
+impl PartialEq<[f32]> for Samples {
+    fn eq(&self, other: &[f32]) -> bool { **self == *other }
+}
+
+impl PartialEq<Vec<f32>> for Samples {
+    fn eq(&self, other: &Vec<f32>) -> bool { **self == **other }
+}
+
+impl PartialEq<Samples> for Vec<f32> {
+    fn eq(&self, other: &Samples) -> bool { **self == **other }
+}
+
+impl<'a> IntoIterator for &'a Samples {
+    type Item = &'a f32;
+    type IntoIter = std::slice::Iter<'a, f32>;
+    fn into_iter(self) -> Self::IntoIter { self.iter() }
+}
+
+impl std::fmt::Debug for Samples {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { std::fmt::Debug::fmt(&**self, f) }
+}
+
 /// The index of the first of `values` for which `ok` is false. Scanned in parallel by blocks with
 /// `ok` folded over each block without a branch per value (vectorised, given a branch-free `ok`
 /// such as `|v| (v > 0.0) & (v < f32::INFINITY)`), then value by value in the first bad block:
@@ -115,4 +200,67 @@ pub fn first_failing(values: &[f32], ok: impl Fn(f32) -> bool + Sync) -> Option<
     const BLOCK: usize = 1 << 16;
     let k = values.par_chunks(BLOCK).position_first(|b| !b.iter().fold(true, |all, &v| all & ok(v)))?;
     Some(k * BLOCK + values[k * BLOCK..].iter().position(|&v| !ok(v)).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Samples lent by another owner, as the Python binding lends a NumPy array's.
+    struct Lent(Vec<f32>);
+
+    impl AsRef<[f32]> for Lent {
+        fn as_ref(&self) -> &[f32] { &self.0 }
+    }
+
+    fn lent(values: &[f32]) -> (Arc<Lent>, Samples) {
+        let store = Arc::new(Lent(values.to_vec()));
+        (store.clone(), Samples::shared(store))
+    }
+
+    #[test]
+    fn shared_samples_are_read_in_place_and_copied_on_the_first_write() {
+        let (store, mut s) = lent(&[1.0, 2.0, 3.0, 4.0]);
+        assert!(s.is_shared());
+        assert_eq!(s.as_ptr(), store.0.as_ptr(), "read where the store holds them");
+        assert_eq!((s.len(), s[2], &s[1..3]), (4, 3.0, &[2.0, 3.0][..]));
+        let copy = s.clone();
+        assert!(copy.is_shared() && copy.as_ptr() == store.0.as_ptr(), "a clone shares the store");
+        assert_eq!(Arc::strong_count(&store), 3);
+        s[1] = -2.0;
+        assert!(!s.is_shared());
+        assert_eq!(s, vec![1.0, -2.0, 3.0, 4.0]);
+        assert_eq!(store.0, [1.0, 2.0, 3.0, 4.0], "the lender's samples are never written");
+        assert_eq!(copy, store.0, "nor the other holders'");
+        assert_eq!(Arc::strong_count(&store), 2, "the written samples let go of the store");
+    }
+
+    #[test]
+    fn owned_and_shared_samples_compare_and_convert_alike() {
+        let (_, shared) = lent(&[5.0, 6.0]);
+        let owned = Samples::from(vec![5.0, 6.0]);
+        assert_eq!(shared, owned);
+        assert_eq!(format!("{shared:?}"), format!("{:?}", vec![5.0f32, 6.0]));
+        let v = vec![7.0f32; 3];
+        let p = v.as_ptr();
+        let moved = Samples::from(v).into_vec();
+        assert_eq!(moved.as_ptr(), p, "owned samples move out without a copy");
+        assert_eq!(shared.clone().into_vec(), vec![5.0, 6.0]);
+        let mut grown = shared;
+        grown.to_mut().push(7.0);
+        assert_eq!(grown, vec![5.0, 6.0, 7.0]);
+        assert!(Samples::default().is_empty());
+    }
+
+    #[test]
+    fn a_trace_set_on_shared_samples_reads_its_traces_and_slices_without_writing() {
+        let (store, s) = lent(&(0..12).map(|v| v as f32).collect::<Vec<_>>());
+        let mut t = TraceSet { headers: vec![TraceHeader::default(); 3], data: s, ns: 4, dt: 0.004, t0: 0.0 };
+        t.validate("lent traces").unwrap();
+        assert_eq!(t.trace(1), &[4.0, 5.0, 6.0, 7.0]);
+        assert_eq!(t.slice(1..3).data, vec![4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0]);
+        assert!(t.data.is_shared());
+        t.trace_mut(2)[0] = 100.0;
+        assert_eq!((t.trace(2)[0], store.0[8]), (100.0, 8.0));
+    }
 }

@@ -151,9 +151,10 @@ def gpu_results(*fields):
 
 
 def as_f32(a, name: str, ndim: Optional[int] = None) -> np.ndarray:
-    """``a`` as a C-contiguous float32 array: used as is when it already is one, otherwise copied
-    (other real dtypes are converted, Fortran order is made C order; a GPU array is copied to the
-    host). Complex, object and string arrays are refused with a ValueError naming the argument."""
+    """``a`` as an aligned C-contiguous float32 array: used as is when it already is one (the
+    library then reads it in place), otherwise copied (other real dtypes are converted, Fortran
+    order is made C order; a GPU array is copied to the host). Complex, object and string arrays
+    are refused with a ValueError naming the argument."""
     if is_gpu(a) and not isinstance(a, Traces):
         a = from_gpu(a, name)
     arr = np.asarray(a)
@@ -161,7 +162,9 @@ def as_f32(a, name: str, ndim: Optional[int] = None) -> np.ndarray:
         raise ValueError(f"{name}: dtype {arr.dtype} is not a real number type (float32 expected)")
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name}: {arr.ndim}-D array of shape {arr.shape}, expected {ndim}-D")
-    return np.ascontiguousarray(arr, dtype=np.float32)
+    out = np.ascontiguousarray(arr, dtype=np.float32)
+    # A float32 view at an odd byte offset stays unaligned through ascontiguousarray.
+    return out if out.flags.aligned else out.copy()
 
 
 def as_f64(a, name: str, n: int) -> np.ndarray:

@@ -20,7 +20,8 @@ def nmo(data: Union[np.ndarray, Traces], dt: Optional[float] = None, *, velocity
 
     Args:
         data, dt, t0: traces [traces, samples], sample interval (s), first sample time (s); or a
-            :class:`seisgpu.Traces`.
+            :class:`seisgpu.Traces`. A float32 C-contiguous array is read in place while the GIL is
+            released: do not write to it from another thread until the call returns.
         velocity: RMS velocity v_rms(t) (m/s): a constant; ``t:v`` pairs (s two-way : m/s) as text or
             an (n, 2) array; a velocity file (``velan`` picks, a .npy grid with its JSON sidecar, a
             SEG-Y velocity volume), interpolated to each trace's CDP.

@@ -135,6 +135,8 @@ def migrate(data: Union[np.ndarray, Traces], dt: Optional[float] = None, *, t0: 
     Args:
         data: traces [traces, samples] (float32 C-contiguous is used as is; other real dtypes and
             orders are converted), or a :class:`seisgpu.Traces` (from :func:`seisgpu.segy.traces`).
+            Used as is, the array is read in place while the GIL is released: do not write to it
+            from another thread until the call returns (as with NumPy's own functions).
         dt: sample interval (s); t0: time of the first sample (s, default 0).
         sx, sy, gx, gy: source and receiver coordinates (m), one per trace (sy, gy default 0: a 2-D
             line along x). cdp_x, cdp_y: CDP coordinates (m), only for the default grid's extent.

@@ -82,6 +82,8 @@ _DOC_SEARCH = """
     Args:
         data, dt, t0: one prestack gather (cross-spread, shot or receiver gather, or a 2-D line)
             [traces, samples], sample interval (s), first sample time (s); or a :class:`seisgpu.Traces`.
+            A float32 C-contiguous array is read in place while the GIL is released: do not write
+            to it from another thread until the call returns.
         sx, sy, gx, gy, offset, cdp, inline, crossline, channel, ffid, source_station,
             receiver_station: the trace headers ``x`` and ``y`` may name.
         preset: every search parameter from ``synthetic-2d`` (the paper's 2-D values) or

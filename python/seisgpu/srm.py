@@ -40,7 +40,9 @@ def migrate(data: Union[np.ndarray, Traces], dt: Optional[float] = None, *, velo
 
     Args:
         data, dt, t0: shot gathers [traces, samples] (traces of one shot share a source position),
-            sample interval (s), first sample time (s); or a :class:`seisgpu.Traces`.
+            sample interval (s), first sample time (s); or a :class:`seisgpu.Traces`. A float32
+            C-contiguous array is read in place while the GIL is released: do not write to it from
+            another thread until the call returns.
         sx, sy, gx, gy: source and receiver coordinates (m) per trace.
         velocity: interval velocity (m/s, depth domain): a number (with ``nz``; the CLI's
             ``depth:2000``), ``depth:z:v`` pairs

@@ -2,14 +2,14 @@
 //! `--gpu`, `--gpus`), errors as Python exceptions, and trace sets built from NumPy arrays.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{PyArray2, PyReadonlyArray, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use seisgpu_host::exec::GpuCount;
 use seisgpu_host::runtime::GpuError;
-use seisgpu_host::{Backend, DeviceChoice, TraceHeader, TraceSet};
+use seisgpu_host::{Backend, DeviceChoice, Samples, TraceHeader, TraceSet};
 
 /// The devices of one call: one backend, or several (`gpus=N`: N GPUs, or N CPU work queues).
 pub enum Devices {
@@ -153,9 +153,11 @@ thread_local! {
 #[pyfunction]
 pub fn last_call_seconds() -> f64 { LAST_CALL.with(|c| c.get()) }
 
-/// A C-contiguous float32 array's samples (the Python layer converts other dtypes and orders).
-pub fn slice1<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice().map_err(|_| PyValueError::new_err(format!("{name}: the array must be C-contiguous")))
+/// A C-contiguous array's values, in place (the Python layer converts other dtypes and orders).
+/// An array contiguous in Fortran order only is refused too: its values are in another order.
+pub fn slice<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(a: &'a PyReadonlyArray<'_, T, D>, name: &str) -> PyResult<&'a [T]> {
+    let c_order = a.is_c_contiguous();
+    a.as_slice().ok().filter(|_| c_order).ok_or_else(|| PyValueError::new_err(format!("{name}: the array must be C-contiguous")))
 }
 
 /// Trace headers from per-trace arrays (float64, one value per trace): `sx`, `sy`, `gx`, `gy`,
@@ -171,7 +173,7 @@ pub fn headers(n: usize, fields: &HashMap<String, PyReadonlyArray1<'_, f64>>) ->
     }
     let mut columns: HashMap<&str, &[f64]> = HashMap::new();
     for (name, a) in fields {
-        let s = slice1(a, name)?;
+        let s = slice(a, name)?;
         if s.len() != n {
             return Err(PyValueError::new_err(format!("{name}: {} values for {n} traces", s.len())));
         }
@@ -185,54 +187,79 @@ pub fn headers(n: usize, fields: &HashMap<String, PyReadonlyArray1<'_, f64>>) ->
     if columns.contains_key("cdp_x") != columns.contains_key("cdp_y") {
         return Err(PyValueError::new_err("cdp_x and cdp_y go together"));
     }
-    let get = |name: &str, i: usize| columns.get(name).map_or(0.0, |c| c[i]);
-    let int = |name: &str, i: usize| -> PyResult<i32> {
-        let v = get(name, i);
-        if v.fract() != 0.0 || v < i32::MIN as f64 || v > i32::MAX as f64 {
-            return Err(PyValueError::new_err(format!("{name}: trace {i} has {v}, not a 32-bit integer")));
-        }
-        Ok(v as i32)
-    };
-    (0..n).map(|i| {
-        Ok(TraceHeader {
-            sx: get("sx", i),
-            sy: get("sy", i),
-            gx: get("gx", i),
-            gy: get("gy", i),
-            offset: get("offset", i),
-            cdp: int("cdp", i)?,
-            inline: int("inline", i)?,
-            crossline: int("crossline", i)?,
-            ffid: int("ffid", i)?,
-            channel: int("channel", i)?,
-            source_station: int("source_station", i)?,
-            receiver_station: int("receiver_station", i)?,
-            cdp_xy: Some((get("cdp_x", i), get("cdp_y", i))).filter(|(x, y)| columns.contains_key("cdp_x") && !x.is_nan() && !y.is_nan()),
-            ..Default::default()
-        })
-    }).collect()
+    // Each column looked up once and the integer columns checked whole, not field by field per
+    // trace: a survey has millions of traces.
+    let column = |name: &str| columns.get(name).copied();
+    let [sx, sy, gx, gy, offset, cdp_x, cdp_y] = ["sx", "sy", "gx", "gy", "offset", "cdp_x", "cdp_y"].map(column);
+    let ints = ["cdp", "inline", "crossline", "ffid", "channel", "source_station", "receiver_station"].map(|name| (name, column(name)));
+    let not_int = |v: f64| v.fract() != 0.0 || v < i32::MIN as f64 || v > i32::MAX as f64;
+    // The first trace with a bad value, and of its bad fields the first in the list.
+    let bad = ints.iter().filter_map(|&(name, c)| c.and_then(|c| c.iter().position(|&v| not_int(v)).map(|i| (i, name, c[i])))).min_by_key(|b| b.0);
+    if let Some((i, name, v)) = bad {
+        return Err(PyValueError::new_err(format!("{name}: trace {i} has {v}, not a 32-bit integer")));
+    }
+    let [cdp, inline, crossline, ffid, channel, source_station, receiver_station] = ints.map(|(_, c)| c);
+    let get = |c: Option<&[f64]>, i: usize| c.map_or(0.0, |c| c[i]);
+    let int = |c: Option<&[f64]>, i: usize| c.map_or(0, |c| c[i] as i32);
+    Ok((0..n).map(|i| TraceHeader {
+        sx: get(sx, i),
+        sy: get(sy, i),
+        gx: get(gx, i),
+        gy: get(gy, i),
+        offset: get(offset, i),
+        cdp: int(cdp, i),
+        inline: int(inline, i),
+        crossline: int(crossline, i),
+        ffid: int(ffid, i),
+        channel: int(channel, i),
+        source_station: int(source_station, i),
+        receiver_station: int(receiver_station, i),
+        cdp_xy: Some((get(cdp_x, i), get(cdp_y, i))).filter(|(x, y)| cdp_x.is_some() && !x.is_nan() && !y.is_nan()),
+        ..Default::default()
+    }).collect())
 }
 
-/// A trace set: `data` [traces, samples], `dt` and `t0` (s), the headers' arrays.
+/// A trace set: `data` [traces, samples], `dt` and `t0` (s), the headers' arrays. The samples are
+/// read in place from the NumPy array (no copy): the Python caller must not write to it until the
+/// call returns, as with NumPy's own functions that release the GIL.
 pub fn trace_set(data: &PyReadonlyArray2<'_, f32>, dt: f32, t0: f32, fields: &HashMap<String, PyReadonlyArray1<'_, f64>>)
     -> PyResult<TraceSet> {
     let shape = data.shape();
     let (n, ns) = (shape[0], shape[1]);
-    let samples = data.as_slice().map_err(|_| PyValueError::new_err("data: the array must be C-contiguous"))?;
-    let mut t = TraceSet { headers: headers(n, fields)?, data: parallel_copy(samples), ns, dt, t0 };
-    t.t0 = t0;
-    Ok(t)
+    let samples = Samples::shared(Arc::new(ArraySamples::new(data)?));
+    Ok(TraceSet { headers: headers(n, fields)?, data: samples, ns, dt, t0 })
 }
 
-/// A copy of `samples` made on all cores: a survey's traces are hundreds of MB, whose copy (and
-/// the page faults of the fresh buffer) on one core is a large part of a short GPU call.
-pub fn parallel_copy(samples: &[f32]) -> Vec<f32> {
-    use rayon::prelude::*;
-    const CHUNK: usize = 1 << 18;
-    let mut out = vec![0.0f32; samples.len()];
-    out.par_chunks_mut(CHUNK).zip(samples.par_chunks(CHUNK)).for_each(|(d, s)| d.copy_from_slice(s));
-    out
+/// The samples of a C-contiguous float32 NumPy array, read where NumPy holds them: the array
+/// itself, kept alive by the reference, and its data pointer and length.
+pub struct ArraySamples {
+    _array: Py<PyArray2<f32>>,
+    ptr: *const f32,
+    len: usize,
 }
+
+impl ArraySamples {
+    /// The samples of `data`; an error unless it is C-contiguous (the Python layer makes it so).
+    pub fn new(data: &PyReadonlyArray2<'_, f32>) -> PyResult<ArraySamples> {
+        let samples = slice(data, "data")?;
+        Ok(ArraySamples { _array: data.as_unbound().clone_ref(data.py()), ptr: samples.as_ptr(), len: samples.len() })
+    }
+}
+
+impl AsRef<[f32]> for ArraySamples {
+    fn as_ref(&self) -> &[f32] {
+        // SAFETY: `ptr` and `len` are those of a slice that rust-numpy's `as_slice` checked (aligned,
+        // contiguous, float32). `_array` keeps the array alive, so its buffer stays in place unless
+        // Python resizes or writes it, which the call's documentation asks the caller not to do until
+        // the call returns; on the Rust side the readonly borrow excludes writers.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+// SAFETY: the samples are only read, from any thread ([`AsRef`] above); the array's reference is
+// `Py`, which is Send and Sync (dropped without the GIL, its decrement waits for the next holder).
+unsafe impl Send for ArraySamples {}
+unsafe impl Sync for ArraySamples {}
 
 /// An NLBF error as an `anyhow` error whose chain keeps a GPU failure visible to [`to_py`].
 pub fn nlbf_error(e: seisgpu_host::nlbf::NlbfError) -> anyhow::Error {

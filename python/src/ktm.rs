@@ -186,7 +186,7 @@ pub fn ktm_model<'py>(py: Python<'py>, image: PyReadonlyArrayDyn<'py, f32>, ns: 
     let img = Image { grid: g, classes, class_offsets: vec![], data: samples, skipped_traces: 0 };
     let (d, note) = devices(device, gpu, None)?;
     let out = compute(py, || Ok(ktm::model(&img, &h, ns, dt, t0, &p, d.first())?))?;
-    let array = PyArray1::from_vec(py, out.data).reshape([out.headers.len(), ns])?.into_any();
+    let array = PyArray1::from_vec(py, out.data.into_vec()).reshape([out.headers.len(), ns])?.into_any();
     Ok((array, grid_tuple(&g), line, note))
 }
 

@@ -157,7 +157,7 @@ pub fn nlbf_enhance<'py>(py: Python<'py>, data: PyReadonlyArray2<'py, f32>, dt: 
         Ok((est, out, copied))
     })?;
     let dict = estimate_dict(py, &est, line, &note)?;
-    dict.set_item("enhanced", PyArray1::from_vec(py, out.data).reshape([t.len(), t.ns])?)?;
+    dict.set_item("enhanced", PyArray1::from_vec(py, out.data.into_vec()).reshape([t.len(), t.ns])?)?;
     dict.set_item("copied", copied)?;
     Ok(dict)
 }

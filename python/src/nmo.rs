@@ -23,5 +23,5 @@ pub fn nmo<'py>(py: Python<'py>, data: PyReadonlyArray2<'py, f32>, dt: f32, t0: 
     let (d, note) = devices(device, gpu, None)?;
     let out = compute(py, || nlbf::nmo_model(d.first(), &traces, &model, max_stretch).map_err(|e| anyhow::Error::from(e).context(what.clone())))?;
     let shape = [out.len(), out.ns];
-    Ok((PyArray1::from_vec(py, out.data).reshape(shape)?.into_any(), note))
+    Ok((PyArray1::from_vec(py, out.data.into_vec()).reshape(shape)?.into_any(), note))
 }

@@ -93,7 +93,7 @@ pub fn velan_scan<'py>(py: Python<'py>, data: PyReadonlyArray2<'py, f32>, dt: f3
         text::write(path, &funcs, &notes).map_err(to_py)?;
     }
     if let Some(corrected) = corrected {
-        out.set_item("nmo", PyArray1::from_vec(py, corrected.data).reshape([traces.len(), ns])?)?;
+        out.set_item("nmo", PyArray1::from_vec(py, corrected.data.into_vec()).reshape([traces.len(), ns])?)?;
     }
     Ok(out)
 }

@@ -41,11 +41,10 @@ impl FrameIn {
     }
 }
 
-/// A volume's samples and shape (C-contiguous float32 [n1, n2, samples]).
-fn volume(v: &PyReadonlyArray3<'_, f32>) -> PyResult<(Vec<f32>, [usize; 3])> {
+/// A volume's samples, read in place, and shape (C-contiguous float32 [n1, n2, samples]).
+fn volume<'a>(v: &'a PyReadonlyArray3<'_, f32>) -> PyResult<(&'a [f32], [usize; 3])> {
     let s = v.shape();
-    let data = v.as_slice().map_err(|_| PyValueError::new_err("volume: the array must be C-contiguous"))?.to_vec();
-    Ok((data, [s[0], s[1], s[2]]))
+    Ok((crate::common::slice(v, "volume")?, [s[0], s[1], s[2]]))
 }
 
 /// What builds the cube engines of a call: the devices (one per device of `gpus`, else the
@@ -98,7 +97,7 @@ pub fn wp_forward<'py>(py: Python<'py>, vol: PyReadonlyArray3<'py, f32>, frame: 
     let (tr, note) = transform(shape, &frame, Finest::Isotropic, None, device, gpu, gpus.as_deref())?;
     let (c, tr) = compute(py, || {
         let tr = tr.build()?;
-        Ok((tr.forward(&v)?, tr))
+        Ok((tr.forward(v)?, tr))
     })?;
     Ok((PyArray1::from_vec(py, c).into_any(), tr.tiling.cube, tr.frame.total, tr.frame.describe(), note))
 }
@@ -123,7 +122,7 @@ pub fn wp_denoise<'py>(py: Python<'py>, vol: PyReadonlyArray3<'py, f32>, frame: 
     gpu: usize, gpus: Option<String>) -> PyResult<(Bound<'py, PyAny>, f32, bool, f64, String)> {
     let (v, shape) = volume(&vol)?;
     let (tr, note) = transform(shape, &frame, Finest::Directional, None, device, gpu, gpus.as_deref())?;
-    let d = compute(py, || Ok(apps::denoise(&tr.build()?, &v, sigma, k)?))?;
+    let d = compute(py, || Ok(apps::denoise(&tr.build()?, v, sigma, k)?))?;
     Ok((volume_out(py, d.volume, shape)?, d.sigma, d.estimated, d.kept_fraction as f64, note))
 }
 
@@ -134,7 +133,7 @@ pub fn wp_compress<'py>(py: Python<'py>, vol: PyReadonlyArray3<'py, f32>, frame:
     gpus: Option<String>) -> PyResult<(Bound<'py, PyAny>, usize, f64, f64, f64, String)> {
     let (v, shape) = volume(&vol)?;
     let (tr, note) = transform(shape, &frame, Finest::Isotropic, None, device, gpu, gpus.as_deref())?;
-    let c = compute(py, || Ok(apps::compress(&tr.build()?, &v, cr)?))?;
+    let c = compute(py, || Ok(apps::compress(&tr.build()?, v, cr)?))?;
     Ok((volume_out(py, c.volume, shape)?, c.kept, c.ratio, c.rel_error, c.snr_db, note))
 }
 
@@ -165,9 +164,9 @@ pub fn wp_interpolate<'py>(py: Python<'py>, vol: PyReadonlyArray3<'py, f32>, fra
         let tr = tr.build()?;
         let live = match live {
             Some(l) => l,
-            None => apps::live_traces(&tr, &v)?,
+            None => apps::live_traces(&tr, v)?,
         };
-        Ok(apps::interpolate(&tr, &v, &live, method)?)
+        Ok(apps::interpolate(&tr, v, &live, method)?)
     })?;
     Ok((volume_out(py, r.volume, shape)?, r.missing, r.iterations, note))
 }

@@ -372,7 +372,7 @@ fn rank_layout(input: &InputArgs) -> anyhow::Result<Option<TraceSet>> {
     let mut r = seisgpu_host::io::segy::SegyReader::open(path).with_context(|| format!("opening {}", path.display()))?;
     let headers = r.read_headers().with_context(|| format!("reading the trace headers of {}", path.display()))?;
     let i = r.info();
-    Ok(Some(TraceSet { headers, data: Vec::new(), ns: i.ns, dt: i.dt, t0: i.t0 }))
+    Ok(Some(TraceSet { headers, data: Vec::new().into(), ns: i.ns, dt: i.dt, t0: i.t0 }))
 }
 
 /// `nlbf estimate` as one rank of an MPI job: every rank reads the trace headers and plans the

@@ -436,7 +436,7 @@ fn npy_layout(a: &MigrateArgs) -> anyhow::Result<Option<TraceSet>> {
     }
     let (shape, _) = npy::read_rows_f32(tp, 0..0)?;
     let [ntr, ns] = shape[..] else { seisgpu_host::bail_input!("{}: traces must have shape (traces, samples), got {shape:?}", tp.display()) };
-    Ok(Some(TraceSet { headers: npy_headers(a, ntr)?, data: Vec::new(), ns, dt: (a.dt_ms() * 1e-3) as f32, t0: 0.0 }))
+    Ok(Some(TraceSet { headers: npy_headers(a, ntr)?, data: Vec::new().into(), ns, dt: (a.dt_ms() * 1e-3) as f32, t0: 0.0 }))
 }
 
 /// Trace headers from the `--geometry` .npy of (sx, sy, gx, gy) per trace, for `ntr` traces.
@@ -468,7 +468,7 @@ fn read_traces(a: &MigrateArgs) -> anyhow::Result<TraceSet> {
     }
     let (shape, data) = npy::read_f32(tp)?;
     let [ntr, ns] = shape[..] else { seisgpu_host::bail_input!("{}: traces must have shape (traces, samples), got {shape:?}", tp.display()) };
-    let t = TraceSet { headers: npy_headers(a, ntr)?, data, ns, dt: (a.dt_ms() * 1e-3) as f32, t0: 0.0 };
+    let t = TraceSet { headers: npy_headers(a, ntr)?, data: data.into(), ns, dt: (a.dt_ms() * 1e-3) as f32, t0: 0.0 };
     t.validate(&tp.display().to_string()).map_err(anyhow::Error::msg)?;
     Ok(t)
 }

@@ -176,7 +176,7 @@ fn write_panels(path: &Path, g: &Gathers, panels: &Panels, scan: &Scan) -> anyho
                 channel: j as i32 + 1, receiver_station: j as i32 + 1, ..Default::default() });
         }
     }
-    let set = TraceSet { headers, data: panels.values.clone(), ns, dt: g.dt, t0: g.t_first };
+    let set = TraceSet { headers, data: panels.values.clone().into(), ns, dt: g.dt, t0: g.t_first };
     let what = format!("seisgpu velan semblance panels: one trace per (CMP, trial velocity), offset field = velocity (m/s), \
         {nv} velocities {}..{} m/s", scan.velocities[0], scan.velocities[nv - 1]);
     seisgpu_host::io::output::write_traces(path, &set, &what)?;

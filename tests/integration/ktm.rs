@@ -169,7 +169,7 @@ pub(crate) fn random_traces(ntr: usize, ns: usize, dt: f32, extent: f64, what: &
         })
         .collect();
     let mut t = TraceSet::zeros(headers, ns, dt);
-    t.data = random_vec(ntr * ns, &format!("{what} samples"));
+    t.data = random_vec(ntr * ns, &format!("{what} samples")).into();
     t
 }
 

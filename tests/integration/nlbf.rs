@@ -22,7 +22,7 @@ fn params_small(spacing: f64) -> EstimateParams {
 fn random_line(nsrc: usize, nrec: usize, ns: usize) -> TraceSet {
     let h = geometry::line_2d(nsrc, 25.0, nrec, 25.0);
     let data = random_vec(h.len() * ns, "nlbf traces");
-    TraceSet { headers: h, data, ns, dt: 0.004, t0: 0.0 }
+    TraceSet { headers: h, data: data.into(), ns, dt: 0.004, t0: 0.0 }
 }
 
 /// A gather with events of known operators centred on parameter traces, light noise.

@@ -42,7 +42,7 @@ fn random_case(nz: usize, ntr: usize) -> (PstmParams, TraceSet) {
     let h = pb::survey(ntr, &p, 300.0, 1500.0, 7);
     let mut t = TraceSet::zeros(h, nz + 60, 0.004);
     t.t0 = 0.008;
-    t.data = random_vec(t.data.len(), "pstm traces");
+    t.data = random_vec(t.data.len(), "pstm traces").into();
     (p, t)
 }
 

@@ -74,7 +74,7 @@ fn ktm_case(ntr: usize) -> (TraceSet, Vec<(&'static str, Params)>) {
     // 17 x 13 columns, 97 times: nothing is a multiple of a block or a tile.
     let grid = ImageGrid { x0: 0.0, dx: 25.0, nx: 17, y0: 0.0, dy: 25.0, ny: 13, tau0: 0.0, dtau: 0.004, ntau: 97 };
     let mut t = seisgpu_lab::ktm::scattered_traces(ntr, 140, 0.004, &grid, 1200.0, 11);
-    t.data = random_vec(t.data.len(), "ktm traces");
+    t.data = random_vec(t.data.len(), "ktm traces").into();
     let bare = Params::bare(grid, Velocity::Constant(2100.0));
     let mut full = Params::full(grid, Velocity::Function { t0: 0.0, dt: 0.1, v: vec![1800.0, 2000.0, 2300.0, 2500.0, 2700.0] });
     full.offset_classes = Some(OffsetClasses { first: 0.0, width: 400.0, count: 3 });
@@ -153,7 +153,7 @@ fn scale_ktm_split_on_gpus() {
     // A production-sized image (one trace segment per launch: no atomics): N GPUs repeatable bit for bit.
     let grid = ImageGrid { x0: 0.0, dx: 25.0, nx: 101, y0: 0.0, dy: 25.0, ny: 99, tau0: 0.0, dtau: 0.004, ntau: 300 };
     let mut t = seisgpu_lab::ktm::scattered_traces(700, 400, 0.004, &grid, 1500.0, 5);
-    t.data = random_vec(t.data.len(), "ktm traces");
+    t.data = random_vec(t.data.len(), "ktm traces").into();
     let p = Params::bare(grid, Velocity::Constant(2100.0));
     let (a, b) = (ktm_split(&t, &p, &gpus).unwrap(), ktm_split(&t, &p, &gpus).unwrap());
     assert_eq!(bits(&a.data), bits(&b.data), "{} GPUs: not repeatable bit for bit", gpus.len());
@@ -172,7 +172,7 @@ fn pstm_case(ntr: usize) -> (PstmParams, TraceSet) {
     pb::smooth_model(&mut p, true);
     let h = pb::survey(ntr, &p, 300.0, 1500.0, 7);
     let mut t = TraceSet::zeros(h, 210, 0.004);
-    t.data = random_vec(t.data.len(), "pstm traces");
+    t.data = random_vec(t.data.len(), "pstm traces").into();
     (p, t)
 }
 
@@ -253,7 +253,7 @@ fn scale_pstm_split_on_gpus_with_the_cli_tuning() {
 
 fn nlbf_case() -> (TraceSet, nlbf::EstimateParams) {
     let (mut t, mut p) = nlbf::synth::synthetic_2d(BenchSize::Small);
-    t.data = random_vec(t.data.len(), "nlbf traces");
+    t.data = random_vec(t.data.len(), "nlbf traces").into();
     p.spacing_x = 100.0;
     p.spacing_y = 100.0;
     (t, p)
@@ -313,8 +313,8 @@ fn srm_case() -> (TraceSet, srm::VelocityModel, SrmParams) {
     let (mut a, model) = point_scatterer(n, 19, nz, d, dz, 2000.0, (140.0, 180.0), (200.0, 180.0, 120.0), 100, 0.004, 20.0, 2);
     let (b, _) = point_scatterer(n, 19, nz, d, dz, 2000.0, (300.0, 180.0), (200.0, 180.0, 120.0), 100, 0.004, 20.0, 2);
     a.headers.extend(b.headers);
-    a.data.extend(b.data);
-    a.data = random_vec(a.data.len(), "srm traces");
+    a.data.to_mut().extend_from_slice(&b.data);
+    a.data = random_vec(a.data.len(), "srm traces").into();
     let params = SrmParams { fmin: 5.0, fmax: 30.0, ricker_peak: 20.0, taper_width: 4, aperture: 100.0, table_rows: 48, nz,
         ..Default::default() };
     (a, model, params)

@@ -191,7 +191,7 @@ fn seisgpu_to_segyio(name: &str, format: SampleFormat, endian: Endian) {
     let headers: Vec<TraceHeader> = (0..N_TRACES).map(expected_header).collect();
     // Arbitrary f32 values (not IBM-exact): segyio must decode our rounding of them.
     let data: Vec<f32> = random_vec(N_TRACES * NS, name).into_iter().map(|x| x * 3.7e3).collect();
-    let set = TraceSet { headers, data, ns: NS, dt: DT_US as f32 * 1e-6, t0: DELAY_MS as f32 * 1e-3 };
+    let set = TraceSet { headers, data: data.into(), ns: NS, dt: DT_US as f32 * 1e-6, t0: DELAY_MS as f32 * 1e-3 };
     let sgy = dir.join("seisgpu.sgy");
     let text = format!("WRITTEN BY SEISGPU\n{TEXT_LINE2}");
     let o = WriteOptions { format, endian, text: Some(text), ..Default::default() };
@@ -246,7 +246,7 @@ fn tmp_file(name: &str) -> PathBuf { tmp_dir("rust").join(name) }
 fn segy_round_trip_random_samples_all_variants() {
     let headers: Vec<TraceHeader> = (0..N_TRACES).map(expected_header).collect();
     let data = random_vec(N_TRACES * NS, "segy_round_trip");
-    let set = TraceSet { headers, data, ns: NS, dt: 0.004, t0: 0.0 };
+    let set = TraceSet { headers, data: data.into(), ns: NS, dt: 0.004, t0: 0.0 };
     for format in [SampleFormat::IbmFloat, SampleFormat::IeeeFloat] {
         for endian in [Endian::Big, Endian::Little] {
             let p = tmp_file(&format!("rt-{}-{}.sgy", format.code(), endian_name(endian)));
@@ -257,7 +257,7 @@ fn segy_round_trip_random_samples_all_variants() {
             let want: Vec<f32> = if format == SampleFormat::IbmFloat {
                 set.data.iter().map(|&x| ibm_to_f32(f32_to_ibm(x))).collect()
             } else {
-                set.data.clone()
+                set.data.to_vec()
             };
             assert_eq!(bits(&back.data), bits(&want), "{format:?} {endian:?}");
         }
@@ -267,7 +267,7 @@ fn segy_round_trip_random_samples_all_variants() {
 #[test]
 fn segy_bad_input_names_file_and_trace() {
     let headers: Vec<TraceHeader> = (0..5).map(expected_header).collect();
-    let set = TraceSet { headers, data: random_vec(5 * 16, "segy_bad_input"), ns: 16, dt: 0.004, t0: 0.0 };
+    let set = TraceSet { headers, data: random_vec(5 * 16, "segy_bad_input").into(), ns: 16, dt: 0.004, t0: 0.0 };
     let p = tmp_file("bad.sgy");
     write_segy(&p, &set, &WriteOptions::default()).unwrap();
     let full = std::fs::read(&p).unwrap();

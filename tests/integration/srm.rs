@@ -372,7 +372,7 @@ fn cli_reads_segy_shots_and_velocity() {
     // A velocity node missing: a clear error naming the file.
     let mut holes = vset.clone();
     holes.headers.pop();
-    holes.data.truncate(holes.headers.len() * nz);
+    holes.data.to_mut().truncate(holes.headers.len() * nz);
     write_segy(p("vhole.sgy"), &holes, &opts).unwrap();
     let c = run(&s("shots.sgy"), &s("vhole.sgy"), &[], &s("c.npy"));
     let err = String::from_utf8_lossy(&c.stderr);

@@ -155,7 +155,7 @@ fn gpu_equals_cpu_on_random_gathers() {
     }
     let mut t = TraceSet::zeros(headers, ns, 0.004);
     t.t0 = 0.1;
-    t.data = random_vec(ntr * ns, "velan gathers");
+    t.data = random_vec(ntr * ns, "velan gathers").into();
     let g = Gathers::new(&t, 12.5).unwrap();
     for (eta, h_ms) in [(0.0f32, 44.0f32), (0.12, 12.0)] {
         let p = VelanParams { vmin: 600.0, vmax: 4100.0, nv: 37, window: h_ms * 1e-3, eta, max_stretch: 2.5 };

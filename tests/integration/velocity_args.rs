@@ -133,7 +133,7 @@ fn nmo_model_per_cmp_equals_one_function_per_gather() {
     let got = nlbf::nmo_model(&Backend::Cpu, &t, &VelocityModel::PerCmp(set), 0.5).unwrap();
     for c in 0..3 {
         let idx: Vec<usize> = (0..t.len()).filter(|&i| t.headers[i].cdp == 100 + c as i32).collect();
-        let sub = TraceSet { headers: idx.iter().map(|&i| t.headers[i]).collect(), data: idx.iter().flat_map(|&i| t.trace(i).to_vec()).collect(),
+        let sub = TraceSet { headers: idx.iter().map(|&i| t.headers[i]).collect(), data: idx.iter().flat_map(|&i| t.trace(i).to_vec()).collect::<Vec<f32>>().into(),
             ns: t.ns, dt: t.dt, t0: t.t0 };
         let want = nlbf::nmo(&Backend::Cpu, &sub, &NmoParams { velocity: f(1500.0 + 200.0 * c as f32).knots, max_stretch: 0.5 }).unwrap();
         for (k, &i) in idx.iter().enumerate() {

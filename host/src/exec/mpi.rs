@@ -363,7 +363,7 @@ pub fn write_segy_sum(cluster: &Cluster, path: &Path, headers: &[TraceHeader], o
     let (enc, head) = cluster.agree("checking the partial images", sizes)?;
     let (mine, sum) = cluster.sum_ranks_scattered(partial, units, ns);
     let sum = cluster.agree("summing the partial images", sum)?;
-    let set = TraceSet { headers: headers[mine.clone()].to_vec(), data: sum, ns, dt, t0 };
+    let set = TraceSet { headers: headers[mine.clone()].to_vec(), data: sum.into(), ns, dt, t0 };
     let bytes = cluster.agree("encoding the image traces", enc.encode_set(&set, mine.start as u64).map_err(anyhow::Error::from))?;
     let tb = enc.trace_bytes() as u64;
     write_shares(cluster, path, &head, tb * units as u64, tb * mine.start as u64, &bytes)
@@ -447,21 +447,21 @@ fn npy_rows(path: &Path, layout: &TraceSet, range: Range<usize>) -> anyhow::Resu
     let (shape, data) = crate::io::npy::read_rows_f32(path, range.clone())?;
     crate::ensure_input!(shape == [layout.len(), layout.ns], "{}: shape {shape:?}, the geometry has {} traces of {} samples", path.display(),
         layout.len(), layout.ns);
-    Ok(TraceSet { headers: layout.headers[range].to_vec(), data, ns: layout.ns, dt: layout.dt, t0: layout.t0 })
+    Ok(TraceSet { headers: layout.headers[range].to_vec(), data: data.into(), ns: layout.ns, dt: layout.dt, t0: layout.t0 })
 }
 
 /// Every trace header and the sampling of a trace input, no samples (`data` empty): what a rank
 /// plans from before it reads the traces it needs ([`read_traces`]).
 pub fn read_layout(source: &TraceSource) -> anyhow::Result<TraceSet> {
     match source {
-        TraceSource::Memory(t) => Ok(TraceSet { headers: t.headers.clone(), data: Vec::new(), ns: t.ns, dt: t.dt, t0: t.t0 }),
+        TraceSource::Memory(t) => Ok(TraceSet { headers: t.headers.clone(), data: Vec::new().into(), ns: t.ns, dt: t.dt, t0: t.t0 }),
         TraceSource::NpyRows { layout, .. } => Ok((*layout).clone()),
         TraceSource::Segy(p) => crate::io::segy::SegyReader::open(p)
             .map_err(anyhow::Error::from)
             .and_then(|mut r| {
                 let headers = r.read_headers()?;
                 let i = r.info();
-                Ok(TraceSet { headers, data: Vec::new(), ns: i.ns, dt: i.dt, t0: i.t0 })
+                Ok(TraceSet { headers, data: Vec::new().into(), ns: i.ns, dt: i.dt, t0: i.t0 })
             })
             .with_context(|| format!("reading the trace headers of {}", p.display())),
     }
@@ -472,7 +472,7 @@ pub fn read_layout(source: &TraceSource) -> anyhow::Result<TraceSet> {
 /// input trace number (`what`: the data's name in the message).
 pub fn read_traces(source: &TraceSource, layout: &TraceSet, wanted: &[usize], what: &str) -> anyhow::Result<TraceSet> {
     // The sampling's checks (no samples yet).
-    TraceSet { headers: Vec::new(), data: Vec::new(), ns: layout.ns, dt: layout.dt, t0: layout.t0 }.validate(what)
+    TraceSet { headers: Vec::new(), data: Vec::new().into(), ns: layout.ns, dt: layout.dt, t0: layout.t0 }.validate(what)
         .map_err(crate::error::Error::Input)?;
     let runs: Vec<Range<usize>> = wanted.chunk_by(|a, b| *b == a + 1).map(|c| c[0]..c[c.len() - 1] + 1).collect();
     let parts: Vec<TraceSet> = match source {
@@ -482,11 +482,11 @@ pub fn read_traces(source: &TraceSource, layout: &TraceSet, wanted: &[usize], wh
             .and_then(|mut r| runs.iter().map(|run| r.read_range(run.start as u64, run.len() as u64)).collect())
             .with_context(|| format!("reading {} traces of {}", wanted.len(), p.display()))?,
     };
-    let mut local = TraceSet { headers: Vec::with_capacity(wanted.len()), data: Vec::with_capacity(wanted.len() * layout.ns),
+    let mut local = TraceSet { headers: Vec::with_capacity(wanted.len()), data: Vec::with_capacity(wanted.len() * layout.ns).into(),
         ns: layout.ns, dt: layout.dt, t0: layout.t0 };
     for part in parts {
         local.headers.extend(part.headers);
-        local.data.extend(part.data);
+        local.data.to_mut().extend_from_slice(&part.data);
     }
     ensure!(local.len() == wanted.len() && local.data.len() == wanted.len() * layout.ns, "{what}: read {} of {} traces",
         local.len(), wanted.len());

@@ -78,12 +78,12 @@ pub fn read_chosen(r: &mut SegyReader, indices: &[usize]) -> anyhow::Result<Trac
     if indices.len() as u64 == n && indices.iter().enumerate().all(|(k, &i)| k == i) {
         return Ok(r.read_range(0, n)?);
     }
-    let mut set = TraceSet { headers: Vec::with_capacity(indices.len()), data: Vec::with_capacity(indices.len() * ns), ns, dt: info.dt,
+    let mut set = TraceSet { headers: Vec::with_capacity(indices.len()), data: Vec::with_capacity(indices.len() * ns).into(), ns, dt: info.dt,
         t0: info.t0 };
     for run in indices.chunk_by(|a, b| *b == a + 1) {
         let part = r.read_range(run[0] as u64, run.len() as u64)?;
         set.headers.extend(part.headers);
-        set.data.extend(part.data);
+        set.data.to_mut().extend_from_slice(&part.data);
     }
     Ok(set)
 }

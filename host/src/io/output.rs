@@ -275,7 +275,7 @@ pub fn write_grid(path: &Path, img: &GridImage) -> anyhow::Result<()> {
         };
     }
     let (headers, opts, dt, t0) = img.segy_layout();
-    let set = TraceSet { headers, data: img.data.to_vec(), ns: img.axis.len(), dt, t0 };
+    let set = TraceSet { headers, data: img.data.to_vec().into(), ns: img.axis.len(), dt, t0 };
     let r = match format {
         OutputFormat::Segy => write_segy(path, &set, &opts).map_err(anyhow::Error::from),
         _ => super::su::write_su(path, &set).map_err(anyhow::Error::from),

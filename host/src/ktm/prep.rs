@@ -249,7 +249,7 @@ mod tests {
 
     fn noise(n: usize, seed: u64) -> Vec<f32> {
         let mut t = crate::synth::noise_traces(crate::synth::geometry::line_2d(1, 1.0, 1, 1.0), n, 0.004, seed);
-        std::mem::take(&mut t.data)
+        std::mem::take(&mut t.data).into_vec()
     }
 
     #[test]

@@ -163,7 +163,7 @@ fn enhance_on(backend: &Backend, traces: &TraceSet, coords: &Coordinates, est: &
         Backend::Gpu(g) => gpu::enhance(g, &setup, est, &traces.data)?,
     };
     slopes::copy_unestimated(&setup, est, &traces.data, &mut data);
-    Ok(TraceSet { headers: traces.headers.clone(), data, ns: traces.ns, dt: traces.dt, t0: traces.t0 })
+    Ok(TraceSet { headers: traces.headers.clone(), data: data.into(), ns: traces.ns, dt: traces.dt, t0: traces.t0 })
 }
 
 /// [`enhance`] over several devices (`--gpus`): the [`Enhancement`] job through the queue
@@ -178,7 +178,7 @@ fn enhance_split(backends: &[Backend], traces: &TraceSet, coords: &Coordinates, 
     let job = Enhancement { setup: &setup, est, data: &traces.data, blocks: blocks(traces.len(), backends.len()) };
     let data = crate::exec::run_queue(&job, backends, Vec::with_capacity(traces.data.len()))
         .map_err(|e| NlbfError::Invalid(format!("enhancing traces {:?}: {e:#}", job.blocks.get(e.item).cloned().unwrap_or_default())))?;
-    Ok(TraceSet { headers: traces.headers.clone(), data, ns, dt: traces.dt, t0: traces.t0 })
+    Ok(TraceSet { headers: traces.headers.clone(), data: data.into(), ns, dt: traces.dt, t0: traces.t0 })
 }
 
 /// The work items of an enhancement of `ntr` traces on `ndevices` devices: on one device every

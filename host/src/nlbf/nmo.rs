@@ -61,7 +61,7 @@ pub(super) fn nmo_in(backend: &Backend, traces: &TraceSet, params: &NmoParams) -
         Backend::Cpu => cpu::nmo(&traces.data, traces.ns, traces.dt, traces.t0, &offsets, &vrms, params.max_stretch),
         Backend::Gpu(g) => gpu::nmo(g, &traces.data, traces.ns, traces.dt, traces.t0, &offsets, &vrms, params.max_stretch)?,
     };
-    Ok(TraceSet { headers: traces.headers.clone(), data, ns: traces.ns, dt: traces.dt, t0: traces.t0 })
+    Ok(TraceSet { headers: traces.headers.clone(), data: data.into(), ns: traces.ns, dt: traces.dt, t0: traces.t0 })
 }
 
 /// |offset| per trace: the coordinates' distance, else the header's offset.

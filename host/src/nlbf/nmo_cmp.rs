@@ -57,7 +57,7 @@ fn nmo_model_in(backend: &Backend, traces: &TraceSet, model: &VelocityModel, max
         // One launch per CMP, one after the other on the device.
         Backend::Gpu(_) => groups.iter().map(|(loc, idx)| one(loc, idx)).collect::<Result<_>>()?,
     };
-    let mut out = TraceSet { headers: traces.headers.clone(), data: vec![0.0; traces.data.len()], ns, dt, t0: t_first };
+    let mut out = TraceSet { headers: traces.headers.clone(), data: vec![0.0; traces.data.len()].into(), ns, dt, t0: t_first };
     for ((_, idx), part) in groups.iter().zip(parts) {
         for (&i, tr) in idx.iter().zip(part.chunks(ns)) {
             out.trace_mut(i).copy_from_slice(tr);

@@ -76,7 +76,7 @@ fn a_subset_reading_its_apertures_traces_searches_as_the_whole() {
         assert!(m.iter().zip(&sem[at]).all(|(a, b)| a.to_bits() == b.to_bits()), "{held:?}");
     }
     // Planned from the headers alone, as the ranks do.
-    let layout = TraceSet { data: Vec::new(), ..tr.clone() };
+    let layout = TraceSet { data: Vec::new().into(), ..tr.clone() };
     let l = Setup::from_layout(&layout, &params_2d()).unwrap();
     assert_eq!((l.apertures, l.tx, l.grid), (s.apertures.clone(), s.tx.clone(), s.grid));
 }

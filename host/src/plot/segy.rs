@@ -194,7 +194,7 @@ pub fn segy_panel(path: &Path, range: &TraceRange, key: Option<Key>, depth: bool
         }
         if range.every == 1 {
             let set = r.read_range(range.first, span)?;
-            (set.headers, set.data)
+            (set.headers, set.data.into_vec())
         } else {
             let mut headers = Vec::with_capacity(indices.len());
             let mut data = Vec::with_capacity(indices.len() * ns);

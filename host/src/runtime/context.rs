@@ -78,9 +78,12 @@ pub struct Gpu {
 pub const STREAM_POOL: usize = 4;
 
 impl Gpu {
-    /// Whether `libcuda.so` can be loaded at all (no panic when it cannot).
+    /// Whether `libcuda.so` can be loaded at all (no panic when it cannot). Probed once per
+    /// process: each probe tries to load the library under every candidate name (about half a
+    /// millisecond on a machine without it), and the Python binding asks on every call.
     pub fn driver_present() -> bool {
-        unsafe { cudarc::driver::sys::is_culib_present() }
+        static PRESENT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *PRESENT.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() })
     }
 
     /// Number of GPUs the driver sees; 0 when there is no driver.

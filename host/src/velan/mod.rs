@@ -254,7 +254,7 @@ pub fn nmo_gathers(traces: &TraceSet, g: &Gathers, vrms: &[Vec<f32>], max_stretc
             crate::nlbf::cpu::nmo(&g.data[r.start * ns..r.end * ns], ns, g.dt, g.t_first, &offsets, &vrms[i], max_stretch)
         })
         .collect();
-    let mut out = TraceSet { headers: traces.headers.clone(), data: vec![0.0; traces.data.len()], ns, dt: traces.dt, t0: traces.t0 };
+    let mut out = TraceSet { headers: traces.headers.clone(), data: vec![0.0; traces.data.len()].into(), ns, dt: traces.dt, t0: traces.t0 };
     let mut row = 0;
     for part in parts {
         for tr in part.chunks(ns) {

@@ -60,7 +60,7 @@ pub const COLUMNS_AA_INSTR_PER_CONTRIBUTION: f64 = 71.25;
 /// The first `n` traces of a set.
 pub(crate) fn subset(t: &TraceSet, n: usize) -> TraceSet {
     let n = n.min(t.len());
-    TraceSet { headers: t.headers[..n].to_vec(), data: t.data[..n * t.ns].to_vec(), ns: t.ns, dt: t.dt, t0: t.t0 }
+    TraceSet { headers: t.headers[..n].to_vec(), data: t.data[..n * t.ns].to_vec().into(), ns: t.ns, dt: t.dt, t0: t.t0 }
 }
 
 fn scale(s: Stats, f: f64) -> Stats {

@@ -180,7 +180,7 @@ impl SegyReader {
             done += c;
         }
         self.next = start + count;
-        Ok(TraceSet { headers, data, ns, dt: self.info.dt, t0: self.info.t0 })
+        Ok(TraceSet { headers, data: data.into(), ns, dt: self.info.dt, t0: self.info.t0 })
     }
 
     /// Reads and decodes traces `start .. start + count` into `out` (count * ns samples).
