@@ -39,9 +39,17 @@ pub struct Search {
 
 fn bad(m: String) -> PyErr { PyValueError::new_err(m) }
 
-/// The search parameters (as the CLI's `params_from` for a file input); and the line saying how
-/// the ranges came from the data, when they did.
-fn params(s: &Search, t: &TraceSet) -> PyResult<(EstimateParams, Option<String>)> {
+/// The search parameters that come from the arguments alone (as the CLI's `params_from` for a file
+/// input), checked before the call; [`SearchSetup::on`] completes them from the data.
+struct SearchSetup {
+    p: EstimateParams,
+    /// The minimum velocity the ranges are derived from (no preset), else `None`.
+    from_data: Option<f64>,
+    /// The ranges given for A..E (they override the derived ones).
+    ranges: [Option<Range>; 5],
+}
+
+fn setup(s: &Search) -> PyResult<SearchSetup> {
     let mut p = match s.preset.as_deref() {
         Some("synthetic-2d") | None => nlbf::synth::params_synthetic_2d(),
         Some("crossspread-3d") => nlbf::synth::params_crossspread_3d(),
@@ -62,21 +70,33 @@ fn params(s: &Search, t: &TraceSet) -> PyResult<(EstimateParams, Option<String>)
     if let Some(v) = s.aperture_be { p.aperture_be = ap(v); }
     if let Some(v) = s.aperture_c { p.aperture_c = ap(v); }
     if let Some(v) = s.window { p.window = v; }
-    let mut line = None;
-    if s.preset.is_none() {
-        let (space, l) = nlbf::slopes::from_data(t, &p, s.min_velocity).map_err(|e| crate::common::to_py(nlbf_error(e)))?;
-        p.search = space;
-        line = Some(l);
-    }
     let range = |r: &Option<String>, name: &str| -> PyResult<Option<Range>> {
         r.as_deref().map(|v| v.parse::<Range>().map_err(|e| bad(format!("{name}: {e}")))).transpose()
     };
-    if let Some(v) = range(&s.a, "a")? { p.search.a = v; }
-    if let Some(v) = range(&s.b, "b")? { p.search.b = v; }
-    if let Some(v) = range(&s.c, "c")? { p.search.c = v; }
-    if let Some(v) = range(&s.d, "d")? { p.search.d = v; }
-    if let Some(v) = range(&s.e, "e")? { p.search.e = v; }
-    Ok((p, line))
+    let ranges = [range(&s.a, "a")?, range(&s.b, "b")?, range(&s.c, "c")?, range(&s.d, "d")?, range(&s.e, "e")?];
+    Ok(SearchSetup { p, from_data: s.preset.is_none().then_some(s.min_velocity), ranges })
+}
+
+impl SearchSetup {
+    /// The parameters for traces `t` (the ranges derived from the data where no preset is given, a
+    /// scan of the traces: part of the call, with the GIL released), and the line saying how.
+    fn on(&self, t: &TraceSet) -> anyhow::Result<(EstimateParams, Option<String>)> {
+        let mut p = self.p;
+        let mut line = None;
+        if let Some(min_velocity) = self.from_data {
+            let (space, l) = nlbf::slopes::from_data(t, &p, min_velocity).map_err(nlbf_error)?;
+            p.search = space;
+            line = Some(l);
+        }
+        let [a, b, c, d, e] = self.ranges;
+        let s = &mut p.search;
+        for (slot, v) in [(&mut s.a, a), (&mut s.b, b), (&mut s.c, c), (&mut s.d, d), (&mut s.e, e)] {
+            if let Some(v) = v {
+                *slot = v;
+            }
+        }
+        Ok((p, line))
+    }
 }
 
 /// The variant of `variant` on `devices` (`None`: chosen for the setup).
@@ -130,10 +150,13 @@ pub fn nlbf_estimate<'py>(py: Python<'py>, data: PyReadonlyArray2<'py, f32>, dt:
     headers: HashMap<String, PyReadonlyArray1<'py, f64>>, search: Search, device: &str, gpu: usize, gpus: Option<String>)
     -> PyResult<Bound<'py, PyDict>> {
     let t = trace_set(&data, dt, t0, &headers)?;
-    let (p, line) = params(&search, &t)?;
+    let setup = setup(&search)?;
     let (d, note) = devices(device, gpu, gpus.as_deref())?;
     let v = variant(&d, &search.variant)?;
-    let est = compute(py, || estimate_on(&d, &t, &p, v))?;
+    let (est, line) = compute(py, || {
+        let (p, line) = setup.on(&t)?;
+        Ok((estimate_on(&d, &t, &p, v)?, line))
+    })?;
     estimate_dict(py, &est, line, &note)
 }
 
@@ -146,15 +169,16 @@ pub fn nlbf_enhance<'py>(py: Python<'py>, data: PyReadonlyArray2<'py, f32>, dt: 
     headers: HashMap<String, PyReadonlyArray1<'py, f64>>, search: Search, aperture: Option<(f64, f64)>, device: &str, gpu: usize,
     gpus: Option<String>) -> PyResult<Bound<'py, PyDict>> {
     let t = trace_set(&data, dt, t0, &headers)?;
-    let (p, line) = params(&search, &t)?;
+    let setup = setup(&search)?;
     let (d, note) = devices(device, gpu, gpus.as_deref())?;
     let v = variant(&d, &search.variant)?;
-    let ep = EnhanceParams { aperture: aperture.map_or(p.aperture_c, |(x, y)| Aperture { x, y }) };
-    let (est, out, copied) = compute(py, || {
+    let (est, out, copied, line) = compute(py, || {
+        let (p, line) = setup.on(&t)?;
+        let ep = EnhanceParams { aperture: aperture.map_or(p.aperture_c, |(x, y)| Aperture { x, y }) };
         let est = estimate_on(&d, &t, &p, v)?;
         let out = enhance_on(&d, &t, &p, &est, &ep)?;
         let copied = nlbf::slopes::copied_traces(&t, &p.coords, &est).map_err(nlbf_error)?;
-        Ok((est, out, copied))
+        Ok((est, out, copied, line))
     })?;
     let dict = estimate_dict(py, &est, line, &note)?;
     dict.set_item("enhanced", PyArray1::from_vec(py, out.data.into_vec()).reshape([t.len(), t.ns])?)?;
