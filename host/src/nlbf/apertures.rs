@@ -210,7 +210,7 @@ fn axis_sets(v: &[f64], o: f64, step: f64, n: usize, h: f64, rel: &[f32], nodes:
         // or not), so the exact predicate holds from the first passing candidate to the last; and
         // |rel - nodes[i]| is largest at one of the interval's ends.
         let inside = |c: f64, i: usize| (c - (o + i as f64 * step)).abs() <= h;
-        let (mut prev, mut hits) = (f64::NAN, 1..0);
+        let (mut prev, mut hits) = (f64::NAN, 0..0);
         for t in t0..t1 {
             let c = v[t];
             if c != prev {
@@ -218,7 +218,7 @@ fn axis_sets(v: &[f64], o: f64, step: f64, n: usize, h: f64, rel: &[f32], nodes:
                 let hi = ((((c + h - o) / step).ceil() + 1.0).max(0.0) as usize).min(n - 1);
                 hits = match (lo..=hi).find(|&i| inside(c, i)) {
                     Some(a) => a..(a..=hi).rev().find(|&i| inside(c, i)).unwrap() + 1,
-                    None => 1..0,
+                    None => 0..0,
                 };
                 prev = c;
             }
