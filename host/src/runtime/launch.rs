@@ -110,25 +110,14 @@ macro_rules! launch {
         gpu.finish_launch(kernel, &cfg, result.map(|_| ()))
     }};
     (on $stream:expr, $gpu:expr, $kernel:expr, $cfg:expr $(, $arg:expr)* $(,)?) => {{
-        use $crate::runtime::PushKernelArg as _;
+        // The function looked up (its capped copy where `registers::CAPS` lists it) and the shape
+        // checked, then launched as a prepared one.
         let gpu: &$crate::runtime::Gpu = &$gpu;
         let cfg: $crate::runtime::LaunchConfig = $cfg;
         let target = &$kernel;
-        // Type-checks the arguments against a descriptor's parameters; never runs.
-        #[allow(unreachable_code, unused_must_use)]
-        if false {
-            $crate::runtime::launch::check_args(target, ($(&$arg,)*));
-        }
-        let kernel: &str = $crate::runtime::launch::KernelName::kernel_name(target);
-        match gpu.prepare_launch(kernel, &cfg) {
+        match gpu.prepare_launch($crate::runtime::launch::KernelName::kernel_name(target), &cfg) {
             Err(e) => Err(e),
-            Ok(func) => {
-                let stream: &$crate::runtime::CudaStream = &$stream;
-                let mut builder = stream.launch_builder(&func);
-                $( builder.arg($arg); )*
-                let result = unsafe { builder.launch(cfg) };
-                gpu.finish_launch(kernel, &cfg, result.map(|_| ()))
-            }
+            Ok(func) => $crate::launch!(on $stream, *gpu, *target => &func, cfg $(, $arg)*),
         }
     }};
     ($gpu:expr, $kernel:expr => $func:expr, $cfg:expr $(, $arg:expr)* $(,)?) => {
