@@ -487,4 +487,30 @@ mod tests {
         assert_eq!(model_kernel(false, true).name(), "ktm_model_corr");
         assert_eq!(model_kernel(true, true).name(), "ktm_model_aa");
     }
+
+    #[test]
+    fn every_picked_kernel_is_in_the_ptx() {
+        let ptx = crate::runtime::kernel_names();
+        if ptx.is_empty() {
+            println!("SKIPPED every_picked_kernel_is_in_the_ptx: built without PTX");
+            return;
+        }
+        let mut names = Vec::new();
+        for (aa, corr) in [(false, false), (false, true), (true, true)] {
+            for v in [Variant::PAPER, Variant::Columns, Variant::ColumnsV1, Variant::ColumnsFast] {
+                for s_off in [-1.0, 0.0, 0.5] {
+                    names.push(migration_kernel(v, aa, corr, s_off).name());
+                }
+            }
+            for mode in [gpu_kernels::ktm::interp::TT_STATIC8, TT_DYNAMIC] {
+                for s_off in [-1.0, 0.0] {
+                    names.push(interp_kernel(mode, aa, corr, s_off, 1000).name());
+                }
+            }
+            names.push(model_kernel(aa, corr).name());
+        }
+        for name in names {
+            assert!(ptx.contains(&name), "{name} is not in the PTX");
+        }
+    }
 }
