@@ -43,7 +43,7 @@ pub fn interp_instr_per_contribution(traces: &seisgpu_host::traces::TraceSet, pa
     }
     let plan = Plan::new(&traces.headers, traces.ns, traces.dt, traces.t0, params)?;
     let c = plan.consts;
-    if seisgpu_host::ktm::gpu::interp_kernel(c.tt_mode, false, false, c.s_off, c.stride) != "ktm_mig_static8_bare2" {
+    if seisgpu_host::ktm::gpu::interp_kernel(c.tt_mode, false, false, c.s_off, c.stride).name() != seisgpu_host::kernels::ktm::kernels_interp::KTM_MIG_STATIC8_BARE2.name() {
         return Ok(None);
     }
     let ntau = plan.grid.ntau;

@@ -9,6 +9,10 @@
 //! (image tiles are whole inline rows, so `col0` is a multiple of `ny`); `geom` and `data` at the
 //! launch's first trace; `ncols`, `ntraces >= 1`.
 
+// On the host only the entry points' descriptors are used: the kernels' helpers compile there
+// (the device layer has host bodies) but nothing calls them.
+#![cfg_attr(not(target_arch = "nvptx64"), allow(dead_code, unused_imports, unused_variables, unused_assignments))]
+
 use super::*;
 use crate::device::*;
 use crate::unroll;
@@ -376,35 +380,40 @@ unsafe fn model<const AA: bool, const CORR: bool>(c: &KtmConsts, geom: *const [f
 
 // ---- entry points --------------------------------------------------------------------------------
 
+/// The descriptor type of the migration kernels (exact and interpolated traveltimes): constants,
+/// geometry quads, sample pairs, velocities, image.
+pub type MigrationKernel = Kernel<(KtmConsts, *const [f32; 4], *const [f32; 2], *const f32, *mut f32)>;
+/// The descriptor type of the modelling kernels: constants, geometry quads, image, velocities,
+/// accumulators, traces per block, columns per block.
+pub type ModelKernel = Kernel<(KtmConsts, *const [f32; 4], *const f32, *const f32, *mut f32, u32, u32)>;
+
 macro_rules! migration_entry {
-    ($name:ident, $body:ident :: < $($g:tt),* >) => {
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(c: KtmConsts, geom: *const [f32; 4], data: *const [f32; 2], vel: *const f32,
-            image: *mut f32) {
+    ($name:ident as $desc:ident, $body:ident :: < $($g:tt),* >) => { crate::kernel! {
+        pub unsafe fn $name(c: KtmConsts, geom: *const [f32; 4], data: *const [f32; 2], vel: *const f32,
+            image: *mut f32) as $desc {
             unsafe { $body::<$($g),*>(&c, geom, data, vel, image) }
         }
-    };
+    } };
 }
 
-migration_entry!(ktm_mig_paper_bare, mig_paper::<false, false>);
-migration_entry!(ktm_mig_paper_corr, mig_paper::<false, true>);
-migration_entry!(ktm_mig_paper_aa, mig_paper::<true, true>);
-migration_entry!(ktm_mig_columns_bare, mig_columns::<COL_K_BARE, false, false>);
-migration_entry!(ktm_mig_columns_corr, mig_columns::<COL_K_CORR, false, true>);
-migration_entry!(ktm_mig_columns_aa, mig_columns::<COL_K_CORR, true, true>);
-migration_entry!(ktm_mig_columns2_bare, mig_columns2::<COL_K_BARE, false>);
-migration_entry!(ktm_mig_columns_fast_bare, mig_columns2::<COL_K_BARE, true>);
+migration_entry!(ktm_mig_paper_bare as KTM_MIG_PAPER_BARE, mig_paper::<false, false>);
+migration_entry!(ktm_mig_paper_corr as KTM_MIG_PAPER_CORR, mig_paper::<false, true>);
+migration_entry!(ktm_mig_paper_aa as KTM_MIG_PAPER_AA, mig_paper::<true, true>);
+migration_entry!(ktm_mig_columns_bare as KTM_MIG_COLUMNS_BARE, mig_columns::<COL_K_BARE, false, false>);
+migration_entry!(ktm_mig_columns_corr as KTM_MIG_COLUMNS_CORR, mig_columns::<COL_K_CORR, false, true>);
+migration_entry!(ktm_mig_columns_aa as KTM_MIG_COLUMNS_AA, mig_columns::<COL_K_CORR, true, true>);
+migration_entry!(ktm_mig_columns2_bare as KTM_MIG_COLUMNS2_BARE, mig_columns2::<COL_K_BARE, false>);
+migration_entry!(ktm_mig_columns_fast_bare as KTM_MIG_COLUMNS_FAST_BARE, mig_columns2::<COL_K_BARE, true>);
 
 macro_rules! model_entry {
-    ($name:ident, $aa:expr, $corr:expr) => {
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(c: KtmConsts, geom: *const [f32; 4], image: *const f32, vel: *const f32,
-            out: *mut f32, tb: u32, cols_per_block: u32) {
+    ($name:ident as $desc:ident, $aa:expr, $corr:expr) => { crate::kernel! {
+        pub unsafe fn $name(c: KtmConsts, geom: *const [f32; 4], image: *const f32, vel: *const f32,
+            out: *mut f32, tb: u32, cols_per_block: u32) as $desc {
             unsafe { model::<$aa, $corr>(&c, geom, image, vel, out, tb, cols_per_block) }
         }
-    };
+    } };
 }
 
-model_entry!(ktm_model_bare, false, false);
-model_entry!(ktm_model_corr, false, true);
-model_entry!(ktm_model_aa, true, true);
+model_entry!(ktm_model_bare as KTM_MODEL_BARE, false, false);
+model_entry!(ktm_model_corr as KTM_MODEL_CORR, false, true);
+model_entry!(ktm_model_aa as KTM_MODEL_AA, true, true);

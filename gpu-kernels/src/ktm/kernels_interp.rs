@@ -20,6 +20,9 @@
 //! end, from two ballots of the node phase: all below it (read without the clamp), all past it
 //! (not read: they would add the trailing zero pair) or straddling it (clamped).
 
+// On the host only the entry points' descriptors are used (see `kernels.rs`).
+#![cfg_attr(not(target_arch = "nvptx64"), allow(dead_code, unused_imports, unused_variables, unused_assignments))]
+
 use super::interp::*;
 use super::kernels::{column_xy, ldg_pair, ldg_quad, min_u32, read_global, sample_at, store_column};
 use crate::unroll;
@@ -240,21 +243,20 @@ unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR
 }
 
 macro_rules! interp_entry {
-    ($name:ident, $k:expr, $dyn:expr, $aa:expr, $corr:expr) => { interp_entry!($name, $k, $dyn, $aa, $corr, true); };
-    ($name:ident, $k:expr, $dyn:expr, $aa:expr, $corr:expr, $clamp:expr) => {
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(c: KtmConsts, geom: *const [f32; 4], data: *const [f32; 2], vel: *const f32,
-            image: *mut f32) {
+    ($name:ident as $desc:ident, $k:expr, $dyn:expr, $aa:expr, $corr:expr) => { interp_entry!($name as $desc, $k, $dyn, $aa, $corr, true); };
+    ($name:ident as $desc:ident, $k:expr, $dyn:expr, $aa:expr, $corr:expr, $clamp:expr) => { crate::kernel! {
+        pub unsafe fn $name(c: KtmConsts, geom: *const [f32; 4], data: *const [f32; 2], vel: *const f32,
+            image: *mut f32) as $desc {
             unsafe { mig_interp::<$k, $dyn, $aa, $corr, $clamp>(&c, geom, data, vel, image) }
         }
-    };
+    } };
 }
 
-interp_entry!(ktm_mig_static8_bare, COL_K_BARE, false, false, false);
+interp_entry!(ktm_mig_static8_bare as KTM_MIG_STATIC8_BARE, COL_K_BARE, false, false, false);
 // Read offset >= 0 (no clamp at position 0: one instruction of ~16 per contribution).
-interp_entry!(ktm_mig_static8_bare2, COL_K_BARE, false, false, false, false);
-interp_entry!(ktm_mig_static8_corr, COL_K_CORR, false, false, true);
-interp_entry!(ktm_mig_static8_aa, COL_K_CORR, false, true, true);
-interp_entry!(ktm_mig_dynamic_bare, COL_K_BARE, true, false, false);
-interp_entry!(ktm_mig_dynamic_corr, COL_K_CORR, true, false, true);
-interp_entry!(ktm_mig_dynamic_aa, COL_K_CORR, true, true, true);
+interp_entry!(ktm_mig_static8_bare2 as KTM_MIG_STATIC8_BARE2, COL_K_BARE, false, false, false, false);
+interp_entry!(ktm_mig_static8_corr as KTM_MIG_STATIC8_CORR, COL_K_CORR, false, false, true);
+interp_entry!(ktm_mig_static8_aa as KTM_MIG_STATIC8_AA, COL_K_CORR, false, true, true);
+interp_entry!(ktm_mig_dynamic_bare as KTM_MIG_DYNAMIC_BARE, COL_K_BARE, true, false, false);
+interp_entry!(ktm_mig_dynamic_corr as KTM_MIG_DYNAMIC_CORR, COL_K_CORR, true, false, true);
+interp_entry!(ktm_mig_dynamic_aa as KTM_MIG_DYNAMIC_AA, COL_K_CORR, true, true, true);

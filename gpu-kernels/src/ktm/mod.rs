@@ -15,9 +15,7 @@
 //! anti-aliasing on, the pairs hold the doubly integrated trace instead (see [`antialias_read`]).
 
 pub mod interp;
-#[cfg(target_arch = "nvptx64")]
 pub mod kernels;
-#[cfg(target_arch = "nvptx64")]
 pub mod kernels_interp;
 pub mod prep;
 

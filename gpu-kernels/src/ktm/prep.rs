@@ -8,11 +8,10 @@
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
 
+crate::kernel! {
 /// `data[i] *= h[i % nfft]` (complex) for `i < n` (n = traces * nfft): the rho filter's response,
 /// with the inverse FFT's 1/nfft folded in (as on the CPU).
-#[cfg(target_arch = "nvptx64")]
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ktm_rho_multiply(n: u32, nfft: u32, h: *const f32, data: *mut f32) {
+pub unsafe fn ktm_rho_multiply(n: u32, nfft: u32, h: *const f32, data: *mut f32) as KTM_RHO_MULTIPLY {
     let i = global_x();
     if i < n {
         let k = (i % nonzero(nfft)) as usize;
@@ -25,6 +24,7 @@ pub unsafe extern "ptx-kernel" fn ktm_rho_multiply(n: u32, nfft: u32, h: *const 
         }
     }
 }
+}
 
 /// Sample `j` of trace row `p` (the real part), zero outside `0..ns`.
 #[cfg(target_arch = "nvptx64")]
@@ -33,12 +33,11 @@ unsafe fn sample(data: *const f32, p: u32, nfft: u32, ns: u32, j: i64) -> f32 {
     if j >= 0 && j < ns as i64 { unsafe { *data.add(2 * (p as usize * nfft as usize + j as usize)) } } else { 0.0 }
 }
 
+crate::kernel! {
 /// Plain pairs `(D[k], D[k+1] - D[k])` of the zero-padded trace `D[pad + j] = d[j]`, `stride`
 /// pairs per trace: one thread per (trace, pair), `n = traces * stride`.
-#[cfg(target_arch = "nvptx64")]
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ktm_pairs_plain(n: u32, ns: u32, nfft: u32, pad: u32, stride: u32, data: *const f32,
-    out: *mut f32) {
+pub unsafe fn ktm_pairs_plain(n: u32, ns: u32, nfft: u32, pad: u32, stride: u32, data: *const f32,
+    out: *mut f32) as KTM_PAIRS_PLAIN {
     let i = global_x();
     if i < n {
         let stride = nonzero(stride);
@@ -51,14 +50,14 @@ pub unsafe extern "ptx-kernel" fn ktm_pairs_plain(n: u32, ns: u32, nfft: u32, pa
         }
     }
 }
+}
 
+crate::kernel! {
 /// The anti-aliasing layout (CPU: `ktm::prep::integrate`): causal then anticausal running sums of
 /// the padded trace in f64, minus their least-squares line, as pairs. One thread per trace (the
 /// sums are sequential); `work` holds `stride + 1` f64 per trace.
-#[cfg(target_arch = "nvptx64")]
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ktm_pairs_integrated(ntr: u32, ns: u32, nfft: u32, pad: u32, stride: u32,
-    data: *const f32, work: *mut f64, out: *mut f32) {
+pub unsafe fn ktm_pairs_integrated(ntr: u32, ns: u32, nfft: u32, pad: u32, stride: u32,
+    data: *const f32, work: *mut f64, out: *mut f32) as KTM_PAIRS_INTEGRATED {
     let p = global_x();
     if p >= ntr {
         return;
@@ -101,14 +100,14 @@ pub unsafe extern "ptx-kernel" fn ktm_pairs_integrated(ntr: u32, ns: u32, nfft: 
         }
     }
 }
+}
 
+crate::kernel! {
 /// Rows of traces that are already on the GPU (the device-resident migration): row `p` is trace
 /// `order[p]` of `traces` ([traces, ns]) as complex (re = sample, im = 0), zero padded to `nfft`;
 /// what the host builds and `srm_real_to_complex` widens in `prep_gpu::prepare`, so the pairs are
 /// the same. One thread per (row, sample), `n = rows * nfft`.
-#[cfg(target_arch = "nvptx64")]
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ktm_rows_gather(n: u32, ns: u32, nfft: u32, order: *const u32, traces: *const f32, out: *mut f32) {
+pub unsafe fn ktm_rows_gather(n: u32, ns: u32, nfft: u32, order: *const u32, traces: *const f32, out: *mut f32) as KTM_ROWS_GATHER {
     let i = global_x();
     if i < n {
         let (p, j) = (i / nonzero(nfft), i % nonzero(nfft));
@@ -119,14 +118,14 @@ pub unsafe extern "ptx-kernel" fn ktm_rows_gather(n: u32, ns: u32, nfft: u32, or
         }
     }
 }
+}
 
+crate::kernel! {
 /// The adjoint of the plain layout for modelling (CPU: `ktm::prep::finish_adjoint`): sample `j` of
 /// row `p` is the accumulator `acc[p * (stride + 1) + pad + j]` for `j < ns`, zero up to `nfft`
 /// (complex, im = 0). One thread per (row, sample), `n = rows * nfft`.
-#[cfg(target_arch = "nvptx64")]
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ktm_adjoint_rows_plain(n: u32, ns: u32, nfft: u32, pad: u32, stride: u32, acc: *const f32,
-    out: *mut f32) {
+pub unsafe fn ktm_adjoint_rows_plain(n: u32, ns: u32, nfft: u32, pad: u32, stride: u32, acc: *const f32,
+    out: *mut f32) as KTM_ADJOINT_ROWS_PLAIN {
     let i = global_x();
     if i < n {
         let (p, j) = (i / nonzero(nfft), i % nonzero(nfft));
@@ -137,15 +136,15 @@ pub unsafe extern "ptx-kernel" fn ktm_adjoint_rows_plain(n: u32, ns: u32, nfft: 
         }
     }
 }
+}
 
+crate::kernel! {
 /// The adjoint of the anti-aliasing layout (CPU: `ktm::prep::integrate_adjoint`): the `stride + 1`
 /// accumulators in f64, detrended, summed causally then anticausally, cropped to `ns` samples from
 /// `pad` into a complex row of `nfft` (zero padded). One thread per trace (the sums are
 /// sequential); `work` holds `stride + 1` f64 per trace.
-#[cfg(target_arch = "nvptx64")]
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ktm_adjoint_rows_integrated(ntr: u32, ns: u32, nfft: u32, pad: u32, stride: u32,
-    acc: *const f32, work: *mut f64, out: *mut f32) {
+pub unsafe fn ktm_adjoint_rows_integrated(ntr: u32, ns: u32, nfft: u32, pad: u32, stride: u32,
+    acc: *const f32, work: *mut f64, out: *mut f32) as KTM_ADJOINT_ROWS_INTEGRATED {
     let p = global_x();
     if p >= ntr {
         return;
@@ -186,12 +185,12 @@ pub unsafe extern "ptx-kernel" fn ktm_adjoint_rows_integrated(ntr: u32, ns: u32,
         }
     }
 }
+}
 
+crate::kernel! {
 /// Modelled traces out of their rows: `traces[order[p] * ns + j] = re(rows[p * nfft + j])`, the
 /// traces in input order. One thread per (row, sample), `n = rows * ns`.
-#[cfg(target_arch = "nvptx64")]
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn ktm_rows_scatter(n: u32, ns: u32, nfft: u32, order: *const u32, rows: *const f32, traces: *mut f32) {
+pub unsafe fn ktm_rows_scatter(n: u32, ns: u32, nfft: u32, order: *const u32, rows: *const f32, traces: *mut f32) as KTM_ROWS_SCATTER {
     let i = global_x();
     if i < n {
         let (p, j) = ((i / nonzero(ns)) as usize, (i % nonzero(ns)) as usize);
@@ -199,4 +198,5 @@ pub unsafe extern "ptx-kernel" fn ktm_rows_scatter(n: u32, ns: u32, nfft: u32, o
             *traces.add(*order.add(p) as usize * ns as usize + j) = *rows.add(2 * (p * nfft as usize + j));
         }
     }
+}
 }

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use anyhow::{bail, ensure};
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr, LaunchConfig};
 use gpu_kernels::ktm::interp::{interp_shared_bytes, TT_DYNAMIC, TT_EXACT};
+use gpu_kernels::ktm::kernels::{self as k, MigrationKernel, ModelKernel};
+use gpu_kernels::ktm::kernels_interp as ki;
 use gpu_kernels::ktm::{KtmConsts, COL_K_BARE, COL_K_CORR, COL_WARPS};
 
 use super::prep::Prepared;
@@ -25,41 +27,60 @@ use crate::runtime::{Gpu, GpuError};
 struct DevConsts(KtmConsts);
 // SAFETY: KtmConsts is repr(C), Copy, plain f32/u32 fields: the kernel reads it as the same struct.
 unsafe impl DeviceRepr for DevConsts {}
+impl crate::runtime::launch::KernelArg<KtmConsts> for &DevConsts {}
 
-/// Kernel name of a migration variant with or without corrections / anti-aliasing, for a launch
+/// `bare`, `corr` or `aa`: the descriptor of a kernel family's flavour.
+fn flavour<T>(aa: bool, corr: bool, [bare, with_corr, with_aa]: [T; 3]) -> T {
+    if aa {
+        with_aa
+    } else if corr {
+        with_corr
+    } else {
+        bare
+    }
+}
+
+/// The kernel of a migration variant with or without corrections / anti-aliasing, for a launch
 /// with read-position offset `s_off` (samples). The v2 columns kernels need `s_off >= 0` (their
 /// magic-number floor takes non-negative positions), the fast one an integer `s_off` (folded into
 /// the magic constant); otherwise they fall back to v2, then v1 (same results within tolerance).
-pub fn migration_kernel(variant: Variant, aa: bool, corr: bool, s_off: f32) -> String {
-    let flavour = if aa { "aa" } else if corr { "corr" } else { "bare" };
+pub fn migration_kernel(variant: Variant, aa: bool, corr: bool, s_off: f32) -> MigrationKernel {
     let bare = !corr && !aa;
     let v2_ok = bare && (0.0..4_194_304.0).contains(&s_off);
     let fast_ok = v2_ok && s_off.fract() == 0.0;
     use Variant::*;
-    let base = match variant {
-        Paper { .. } => "ktm_mig_paper",
-        ColumnsFast if fast_ok => "ktm_mig_columns_fast",
-        Columns | ColumnsFast if v2_ok => "ktm_mig_columns2",
-        Columns | ColumnsV1 | ColumnsFast => "ktm_mig_columns",
-    };
-    format!("{base}_{flavour}")
+    match variant {
+        Paper { .. } => flavour(aa, corr, [k::KTM_MIG_PAPER_BARE, k::KTM_MIG_PAPER_CORR, k::KTM_MIG_PAPER_AA]),
+        // (v2 and fast are bare only.)
+        ColumnsFast if fast_ok => k::KTM_MIG_COLUMNS_FAST_BARE,
+        Columns | ColumnsFast if v2_ok => k::KTM_MIG_COLUMNS2_BARE,
+        Columns | ColumnsV1 | ColumnsFast => flavour(aa, corr, [k::KTM_MIG_COLUMNS_BARE, k::KTM_MIG_COLUMNS_CORR, k::KTM_MIG_COLUMNS_AA]),
+    }
 }
 
-/// Kernel name of an interpolated-traveltime migration (`tt_mode` static8 or dynamic): the columns
+/// The kernel of an interpolated-traveltime migration (`tt_mode` static8 or dynamic): the columns
 /// layout whatever the variant (`kernels_interp.rs`). Bare static8 with read offset `s_off >= 0`
 /// runs `_bare2`, which skips the clamp of its positions at 0 (they cannot be negative there) and
 /// indexes a batch's traces from one pointer through the magic-number floor, which needs the
 /// batch's `stride`s (pairs per padded trace) within 2^22.
-pub fn interp_kernel(tt_mode: u32, aa: bool, corr: bool, s_off: f32, stride: u32) -> String {
-    let flavour = if aa { "aa" } else if corr { "corr" } else { "bare" };
-    let mode = if tt_mode == TT_DYNAMIC { "dynamic" } else { "static8" };
+pub fn interp_kernel(tt_mode: u32, aa: bool, corr: bool, s_off: f32, stride: u32) -> MigrationKernel {
     let batch = 32 / COL_K_BARE as u32;
     let v2_ok = (0.0..4_194_304.0).contains(&s_off) && stride <= (1 << 22) / batch;
-    let v2 = if mode == "static8" && flavour == "bare" && v2_ok { "2" } else { "" };
-    format!("ktm_mig_{mode}_{flavour}{v2}")
+    if tt_mode == TT_DYNAMIC {
+        flavour(aa, corr, [ki::KTM_MIG_DYNAMIC_BARE, ki::KTM_MIG_DYNAMIC_CORR, ki::KTM_MIG_DYNAMIC_AA])
+    } else if !aa && !corr && v2_ok {
+        ki::KTM_MIG_STATIC8_BARE2
+    } else {
+        flavour(aa, corr, [ki::KTM_MIG_STATIC8_BARE, ki::KTM_MIG_STATIC8_CORR, ki::KTM_MIG_STATIC8_AA])
+    }
 }
 
-/// Image times per lane of a columns kernel (by name).
+/// The modelling (adjoint) kernel with or without corrections / anti-aliasing.
+pub fn model_kernel(aa: bool, corr: bool) -> ModelKernel {
+    flavour(aa, corr, [k::KTM_MODEL_BARE, k::KTM_MODEL_CORR, k::KTM_MODEL_AA])
+}
+
+/// Image times per lane of a columns kernel (by flavour).
 fn columns_k(aa: bool, corr: bool) -> usize {
     if corr || aa {
         COL_K_CORR
@@ -77,7 +98,7 @@ pub(super) fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool
     let interp = consts.tt_mode != TT_EXACT;
     crate::ensure_param!(!interp || variant.is_columns(), "kernel",
         "the paper's kernel computes exact traveltimes only; interpolated ones run in the columns kernels (--kernel columns)");
-    let name = if interp { interp_kernel(consts.tt_mode, aa, corr, consts.s_off, consts.stride) } else { migration_kernel(variant, aa, corr, consts.s_off) };
+    let kernel = if interp { interp_kernel(consts.tt_mode, aa, corr, consts.s_off, consts.stride) } else { migration_kernel(variant, aa, corr, consts.s_off) };
     let cfg = match variant {
         Variant::Columns | Variant::ColumnsV1 | Variant::ColumnsFast => {
             let k = columns_k(aa, corr) as u32;
@@ -99,7 +120,7 @@ pub(super) fn launch_migration(gpu: &Gpu, variant: Variant, aa: bool, corr: bool
     };
     crate::ensure_param!(cfg.grid_dim.1 <= 65535, "ntau", "{} image times exceed the kernel's grid limit", ntau);
     let c = DevConsts(consts);
-    launch!(gpu, &name, cfg, &c, geom, pairs, vel, image)?;
+    launch!(gpu, kernel, cfg, &c, geom, pairs, vel, image)?;
     Ok(())
 }
 
@@ -421,7 +442,7 @@ pub(super) fn model_block_traces(gpu: &Gpu, plan: &Plan) -> anyhow::Result<usize
 #[allow(clippy::too_many_arguments)]
 pub(super) fn launch_model(gpu: &Gpu, plan: &Plan, consts: KtmConsts, tb: usize, geom: &CudaView<f32>, image: &CudaView<f32>,
     vel: &CudaView<f32>, out: &mut CudaViewMut<f32>) -> anyhow::Result<()> {
-    let name = migration_kernel(Variant::ColumnsV1, plan.antialias, plan.corrections, 0.0).replace("mig_columns", "model");
+    let kernel = model_kernel(plan.antialias, plan.corrections);
     let acc_len = plan.stride() + 1;
     let (n, cols) = (consts.ntraces, consts.ncols);
     let cols_per_block = 64u32.max(cols.div_ceil(65535));
@@ -431,6 +452,65 @@ pub(super) fn launch_model(gpu: &Gpu, plan: &Plan, consts: KtmConsts, tb: usize,
         shared_mem_bytes: (tb * 16 + 16 + tb * acc_len * 4) as u32,
     };
     let (c, tb32) = (DevConsts(consts), tb as u32);
-    launch!(gpu, &name, cfg, &c, geom, image, vel, out, &tb32, &cols_per_block)?;
+    launch!(gpu, kernel, cfg, &c, geom, image, vel, out, &tb32, &cols_per_block)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_tables_pick_each_variant_and_flavour() {
+        let mig = |v, aa, corr, s_off| migration_kernel(v, aa, corr, s_off).name();
+        assert_eq!(mig(Variant::Columns, false, false, 0.0), "ktm_mig_columns2_bare");
+        assert_eq!(mig(Variant::Columns, false, false, -1.0), "ktm_mig_columns_bare");
+        assert_eq!(mig(Variant::ColumnsFast, false, false, 3.0), "ktm_mig_columns_fast_bare");
+        assert_eq!(mig(Variant::ColumnsFast, false, false, 0.5), "ktm_mig_columns2_bare");
+        assert_eq!(mig(Variant::ColumnsFast, false, true, 0.0), "ktm_mig_columns_corr");
+        assert_eq!(mig(Variant::ColumnsV1, false, false, 0.0), "ktm_mig_columns_bare");
+        assert_eq!(mig(Variant::Columns, true, true, 0.0), "ktm_mig_columns_aa");
+        assert_eq!(mig(Variant::PAPER, false, false, 0.0), "ktm_mig_paper_bare");
+        assert_eq!(mig(Variant::PAPER, false, true, 0.0), "ktm_mig_paper_corr");
+        assert_eq!(mig(Variant::PAPER, true, true, 0.0), "ktm_mig_paper_aa");
+        let tt = |mode, aa, corr, s_off, stride| interp_kernel(mode, aa, corr, s_off, stride).name();
+        let s8 = gpu_kernels::ktm::interp::TT_STATIC8;
+        assert_eq!(tt(s8, false, false, 0.0, 1000), "ktm_mig_static8_bare2");
+        assert_eq!(tt(s8, false, false, -2.0, 1000), "ktm_mig_static8_bare");
+        assert_eq!(tt(s8, false, false, 0.0, 1 << 22), "ktm_mig_static8_bare");
+        assert_eq!(tt(s8, false, true, 0.0, 1000), "ktm_mig_static8_corr");
+        assert_eq!(tt(s8, true, true, 0.0, 1000), "ktm_mig_static8_aa");
+        assert_eq!(tt(TT_DYNAMIC, false, false, 0.0, 1000), "ktm_mig_dynamic_bare");
+        assert_eq!(tt(TT_DYNAMIC, false, true, 0.0, 1000), "ktm_mig_dynamic_corr");
+        assert_eq!(tt(TT_DYNAMIC, true, true, 0.0, 1000), "ktm_mig_dynamic_aa");
+        assert_eq!(model_kernel(false, false).name(), "ktm_model_bare");
+        assert_eq!(model_kernel(false, true).name(), "ktm_model_corr");
+        assert_eq!(model_kernel(true, true).name(), "ktm_model_aa");
+    }
+
+    #[test]
+    fn every_picked_kernel_is_in_the_ptx() {
+        let ptx = crate::runtime::kernel_names();
+        if ptx.is_empty() {
+            println!("SKIPPED every_picked_kernel_is_in_the_ptx: built without PTX");
+            return;
+        }
+        let mut names = Vec::new();
+        for (aa, corr) in [(false, false), (false, true), (true, true)] {
+            for v in [Variant::PAPER, Variant::Columns, Variant::ColumnsV1, Variant::ColumnsFast] {
+                for s_off in [-1.0, 0.0, 0.5] {
+                    names.push(migration_kernel(v, aa, corr, s_off).name());
+                }
+            }
+            for mode in [gpu_kernels::ktm::interp::TT_STATIC8, TT_DYNAMIC] {
+                for s_off in [-1.0, 0.0] {
+                    names.push(interp_kernel(mode, aa, corr, s_off, 1000).name());
+                }
+            }
+            names.push(model_kernel(aa, corr).name());
+        }
+        for name in names {
+            assert!(ptx.contains(&name), "{name} is not in the PTX");
+        }
+    }
 }

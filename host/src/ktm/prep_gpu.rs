@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
+use gpu_kernels::ktm::prep as k;
 
 use super::prep::{Prepared, RhoFilter};
 use super::{Params, Plan};
@@ -36,7 +37,7 @@ pub fn prepare(gpu: &Arc<Gpu>, traces: &TraceSet, plan: &Plan, params: &Params) 
         drop(rows);
         let mut data = gpu.zeros::<f32>(2 * ntr * nfft)?;
         let n = (ntr * nfft) as u32;
-        launch!(gpu, "srm_real_to_complex", grid_1d(ntr * nfft, 256), &n, &real, &mut data)?;
+        launch!(gpu, gpu_kernels::srm::kernels::SRM_REAL_TO_COMPLEX, grid_1d(ntr * nfft, 256), &n, &real, &mut data)?;
         Ok(data)
     };
     prepare_chunks(gpu, plan, params, ns, traces.dt, rows_of, |first, d_pairs| {
@@ -63,7 +64,7 @@ pub fn prepare_resident(gpu: &Arc<Gpu>, traces: &CudaView<f32>, ns: usize, dt: f
         let mut data = gpu.zeros::<f32>(2 * ntr * nfft)?;
         let (n, ns32, nfft32) = ((ntr * nfft) as u32, ns as u32, nfft as u32);
         let order = d_order.slice(first..first + ntr);
-        launch!(gpu, "ktm_rows_gather", grid_1d(ntr * nfft, 256), &n, &ns32, &nfft32, &order, traces, &mut data)?;
+        launch!(gpu, k::KTM_ROWS_GATHER, grid_1d(ntr * nfft, 256), &n, &ns32, &nfft32, &order, traces, &mut data)?;
         Ok(data)
     };
     prepare_chunks(gpu, plan, params, ns, dt, rows_of, |first, d_pairs| {
@@ -100,18 +101,18 @@ fn prepare_chunks(gpu: &Arc<Gpu>, plan: &Plan, params: &Params, ns: usize, dt: f
         if let Some(h) = &h {
             let fft = FftPlan::c2c_batched(gpu.stream(), &[nfft], ntr).context("rho filter FFT plan")?;
             fft.exec_inplace(&mut data, false)?;
-            launch!(gpu, "ktm_rho_multiply", grid_1d(ntr * nfft, 256), &n, &nfft32, h, &mut data)?;
+            launch!(gpu, k::KTM_RHO_MULTIPLY, grid_1d(ntr * nfft, 256), &n, &nfft32, h, &mut data)?;
             fft.exec_inplace(&mut data, true)?;
         }
         let mut d_pairs = gpu.zeros::<f32>(2 * ntr * stride)?;
         if plan.antialias {
             let mut work = gpu.zeros::<f64>(ntr * (stride + 1))?;
             let ntr32 = ntr as u32;
-            launch!(gpu, "ktm_pairs_integrated", grid_1d(ntr, 64), &ntr32, &ns32, &nfft32, &pad32, &stride32, &data, &mut work,
+            launch!(gpu, k::KTM_PAIRS_INTEGRATED, grid_1d(ntr, 64), &ntr32, &ns32, &nfft32, &pad32, &stride32, &data, &mut work,
                 &mut d_pairs)?;
         } else {
             let np = (ntr * stride) as u32;
-            launch!(gpu, "ktm_pairs_plain", grid_1d(ntr * stride, 256), &np, &ns32, &nfft32, &pad32, &stride32, &data,
+            launch!(gpu, k::KTM_PAIRS_PLAIN, grid_1d(ntr * stride, 256), &np, &ns32, &nfft32, &pad32, &stride32, &data,
                 &mut d_pairs)?;
         }
         sink(first, &d_pairs)?;
@@ -146,20 +147,20 @@ pub fn finish_adjoint_resident(gpu: &Arc<Gpu>, padded: &CudaView<f32>, plan: &Pl
         if plan.antialias {
             let mut work = gpu.zeros::<f64>(ntr * (stride + 1))?;
             let ntr32 = ntr as u32;
-            launch!(gpu, "ktm_adjoint_rows_integrated", grid_1d(ntr, 64), &ntr32, &ns32, &nfft32, &pad32, &stride32, &acc, &mut work,
+            launch!(gpu, k::KTM_ADJOINT_ROWS_INTEGRATED, grid_1d(ntr, 64), &ntr32, &ns32, &nfft32, &pad32, &stride32, &acc, &mut work,
                 &mut data)?;
         } else {
-            launch!(gpu, "ktm_adjoint_rows_plain", grid_1d(ntr * nfft, 256), &n, &ns32, &nfft32, &pad32, &stride32, &acc, &mut data)?;
+            launch!(gpu, k::KTM_ADJOINT_ROWS_PLAIN, grid_1d(ntr * nfft, 256), &n, &ns32, &nfft32, &pad32, &stride32, &acc, &mut data)?;
         }
         if let Some(h) = &h {
             let fft = FftPlan::c2c_batched(gpu.stream(), &[nfft], ntr).context("rho filter FFT plan")?;
             fft.exec_inplace(&mut data, false)?;
-            launch!(gpu, "ktm_rho_multiply", grid_1d(ntr * nfft, 256), &n, &nfft32, h, &mut data)?;
+            launch!(gpu, k::KTM_RHO_MULTIPLY, grid_1d(ntr * nfft, 256), &n, &nfft32, h, &mut data)?;
             fft.exec_inplace(&mut data, true)?;
         }
         let nt = (ntr * ns) as u32;
         let order = d_order.slice(first..first + ntr);
-        launch!(gpu, "ktm_rows_scatter", grid_1d(ntr * ns, 256), &nt, &ns32, &nfft32, &order, &data, &mut *out)?;
+        launch!(gpu, k::KTM_ROWS_SCATTER, grid_1d(ntr * ns, 256), &nt, &ns32, &nfft32, &order, &data, &mut *out)?;
         first += ntr;
     }
     Ok(())

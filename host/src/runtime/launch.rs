@@ -171,6 +171,11 @@ impl<T> KernelArg<*mut T> for &mut CudaSlice<T> {}
 impl<T> KernelArg<*mut T> for &mut CudaViewMut<'_, T> {}
 impl<T> KernelArg<*const T> for &DevPtr<T> {}
 impl<T> KernelArg<*mut T> for &DevPtr<T> {}
+// A flat f32 buffer passes for records of `N` floats (Kirchhoff's geometry quads `*const [f32; 4]`
+// and sample pairs `*const [f32; 2]`): the kernel reads the same bytes, the buffer's length is the
+// caller's contract as for any pointer.
+impl<const N: usize> KernelArg<*const [f32; N]> for &CudaSlice<f32> {}
+impl<const N: usize> KernelArg<*const [f32; N]> for &CudaView<'_, f32> {}
 
 /// A raw device address of `T` values, for launches and copies that the caller orders with events
 /// of its own instead of cudarc's per-buffer tracking: it passes for a `*const T` or `*mut T`
