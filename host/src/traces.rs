@@ -110,7 +110,7 @@ impl TraceSet {
 }
 
 /// The samples of a trace set, trace-major: owned, or shared read-only with whatever else holds
-/// them (an array of the caller's, lent for a call, that the set must not copy: a survey's traces
+/// them (an array of the caller's, borrowed for a call, that the set must not copy: a survey's traces
 /// are hundreds of MB). Reads go to the shared samples as they are; the first write through
 /// [`DerefMut`] or [`Samples::to_mut`] copies them into an owned buffer (copy on write), so the
 /// lender's array is never written.
@@ -206,21 +206,21 @@ pub fn first_failing(values: &[f32], ok: impl Fn(f32) -> bool + Sync) -> Option<
 mod tests {
     use super::*;
 
-    /// Samples lent by another owner, as the Python binding lends a NumPy array's.
-    struct Lent(Vec<f32>);
+    /// Samples held by another owner, as the Python binding shares a NumPy array's.
+    struct Borrowed(Vec<f32>);
 
-    impl AsRef<[f32]> for Lent {
+    impl AsRef<[f32]> for Borrowed {
         fn as_ref(&self) -> &[f32] { &self.0 }
     }
 
-    fn lent(values: &[f32]) -> (Arc<Lent>, Samples) {
-        let store = Arc::new(Lent(values.to_vec()));
+    fn borrowed(values: &[f32]) -> (Arc<Borrowed>, Samples) {
+        let store = Arc::new(Borrowed(values.to_vec()));
         (store.clone(), Samples::shared(store))
     }
 
     #[test]
     fn shared_samples_are_read_in_place_and_copied_on_the_first_write() {
-        let (store, mut s) = lent(&[1.0, 2.0, 3.0, 4.0]);
+        let (store, mut s) = borrowed(&[1.0, 2.0, 3.0, 4.0]);
         assert!(s.is_shared());
         assert_eq!(s.as_ptr(), store.0.as_ptr(), "read where the store holds them");
         assert_eq!((s.len(), s[2], &s[1..3]), (4, 3.0, &[2.0, 3.0][..]));
@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn owned_and_shared_samples_compare_and_convert_alike() {
-        let (_, shared) = lent(&[5.0, 6.0]);
+        let (_, shared) = borrowed(&[5.0, 6.0]);
         let owned = Samples::from(vec![5.0, 6.0]);
         assert_eq!(shared, owned);
         assert_eq!(format!("{shared:?}"), format!("{:?}", vec![5.0f32, 6.0]));
@@ -254,9 +254,9 @@ mod tests {
 
     #[test]
     fn a_trace_set_on_shared_samples_reads_its_traces_and_slices_without_writing() {
-        let (store, s) = lent(&(0..12).map(|v| v as f32).collect::<Vec<_>>());
+        let (store, s) = borrowed(&(0..12).map(|v| v as f32).collect::<Vec<_>>());
         let mut t = TraceSet { headers: vec![TraceHeader::default(); 3], data: s, ns: 4, dt: 0.004, t0: 0.0 };
-        t.validate("lent traces").unwrap();
+        t.validate("borrowed traces").unwrap();
         assert_eq!(t.trace(1), &[4.0, 5.0, 6.0, 7.0]);
         assert_eq!(t.slice(1..3).data, vec![4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0]);
         assert!(t.data.is_shared());

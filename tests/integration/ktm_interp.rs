@@ -15,7 +15,7 @@ const MODES: [TraveltimeMode; 2] = [TraveltimeMode::Static8, TraveltimeMode::Dyn
 /// modes: the GPU reads the CPU's positions bit for bit (sums and amplitude approximations differ:
 /// the exact kernels' tolerance), resident and forced into chunks and tiles (whose image starts as
 /// NaN: every sample must be written). 7 x 5 columns, 77 image times (a partial segment), 300
-/// traces (not a multiple of a batch or a staging round).
+/// traces (not a multiple of a batch or a staging pass).
 #[test]
 fn gpu_interpolated_traveltimes_match_cpu_on_random_data() {
     let Some(gpu) = gpu_or_skip("gpu_interpolated_traveltimes_match_cpu_on_random_data") else { return };

@@ -170,7 +170,7 @@ unsafe fn mig_interp<const K: usize, const DYN: bool, const AA: bool, const CORR
                 // the pointer in vector registers, where each read's wide multiply-add takes its 8 as
                 // an immediate (from a uniform register the 8 is moved into a register per read).
                 let first = data.wrapping_add((base + j + lane / 32) as usize * stride).wrapping_sub(magic_off);
-                // Lanes of traces past the batch's end (nb < 32 / K at a staging round's end) count as
+                // Lanes of traces past the batch's end (nb < 32 / K at a staging pass's end) count as
                 // past the trace end: those traces are not read.
                 let valid = u32::MAX.wrapping_shr(32 - nb * kk); // 1 <= nb <= 32 / K
                 let (inside, past) = (inside & valid, past | !valid);
