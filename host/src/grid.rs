@@ -82,8 +82,7 @@ pub fn require_coordinates(headers: &[TraceHeader], who: &str) -> anyhow::Result
 /// [`bin_size`]), the traces' times (`ns` samples of `dt` from `t0`, from time 0 at the
 /// earliest). Returns the grid and how the bin size was found (for the printed line).
 pub fn from_data(headers: &[TraceHeader], ns: usize, dt: f32, t0: f32) -> anyhow::Result<(ImageGrid, String)> {
-    require_coordinates(headers, "image grid")?;
-    crate::ensure_input!(ns >= 1 && dt > 0.0 && dt.is_finite(), "image grid: traces of {ns} samples at {dt} s have no time axis");
+    let (tau0, ntau) = time_axis(headers, ns, dt, t0)?;
     let pos: Vec<(f64, f64)> = headers.iter().map(|h| h.cdp_position()).collect();
     let (xmin, xmax) = pos.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.0), b.max(p.0)));
     let (ymin, ymax) = pos.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.1), b.max(p.1)));
@@ -93,17 +92,19 @@ pub fn from_data(headers: &[TraceHeader], ns: usize, dt: f32, t0: f32) -> anyhow
         bin *= 1.25;
         how = format!("{how}, coarsened to stay under {MAX_DEFAULT_COLUMNS} columns");
     }
-    let (tau0, ntau) = time_axis(ns, dt, t0);
     let g = ImageGrid { x0: xmin, dx: bin, nx: count(xmax - xmin, bin), y0: ymin, dy: bin, ny: count(ymax - ymin, bin), tau0, dtau: dt, ntau };
     Ok((g, how))
 }
 
 /// Image times from 0 (or the record's start when it is later) to the record's end: the first
-/// time and the count, at the sample interval.
-fn time_axis(ns: usize, dt: f32, t0: f32) -> (f32, usize) {
+/// time and the count, at the sample interval; the traces checked to have coordinates and a time
+/// axis first.
+fn time_axis(headers: &[TraceHeader], ns: usize, dt: f32, t0: f32) -> anyhow::Result<(f32, usize)> {
+    require_coordinates(headers, "image grid")?;
+    crate::ensure_input!(ns >= 1 && dt > 0.0 && dt.is_finite(), "image grid: traces of {ns} samples at {dt} s have no time axis");
     let tau0 = t0.max(0.0);
     let t_end = t0 + (ns - 1) as f32 * dt;
-    (tau0, (((t_end - tau0) / dt).floor() as usize + 1).max(1))
+    Ok((tau0, (((t_end - tau0) / dt).floor() as usize + 1).max(1)))
 }
 
 /// The grid of `req` with every missing field from the data ([`from_data`]), and the line to
@@ -122,9 +123,7 @@ pub fn complete_from_headers(req: &GridRequest, headers: &[TraceHeader], ns: usi
     let (d, how) = if given_xy {
         // Only the time axis is missing: no bin from the positions (a nearest-neighbour search over
         // every trace, tens of ms for tens of thousands of traces).
-        require_coordinates(headers, "image grid")?;
-        crate::ensure_input!(ns >= 1 && dt > 0.0 && dt.is_finite(), "image grid: traces of {ns} samples at {dt} s have no time axis");
-        let (tau0, ntau) = time_axis(ns, dt, t0);
+        let (tau0, ntau) = time_axis(headers, ns, dt, t0)?;
         (ImageGrid { x0: 0.0, dx: 1.0, nx: 1, y0: 0.0, dy: 1.0, ny: 1, tau0, dtau: dt, ntau }, "the traces' time axis".to_string())
     } else {
         from_data(headers, ns, dt, t0)?
