@@ -114,41 +114,49 @@ impl TraceSet {
 /// are hundreds of MB). Reads go to the shared samples as they are; the first write through
 /// [`DerefMut`] or [`Samples::to_mut`] copies them into an owned buffer (copy on write), so the
 /// lender's array is never written.
-#[derive(Clone, Default)]
-pub struct Samples {
-    owned: Vec<f32>,
-    /// The shared samples, while no write has copied them into `owned` (then empty).
-    shared: Option<Arc<dyn AsRef<[f32]> + Send + Sync>>,
+#[derive(Clone)]
+pub enum Samples {
+    /// Samples the set owns.
+    Owned(Vec<f32>),
+    /// Samples read where their store holds them, until the first write.
+    Shared(Arc<dyn AsRef<[f32]> + Send + Sync>),
 }
 
 impl Samples {
     /// Samples read where `store` holds them, until the first write.
-    pub fn shared(store: Arc<dyn AsRef<[f32]> + Send + Sync>) -> Samples { Samples { owned: Vec::new(), shared: Some(store) } }
+    pub fn shared(store: Arc<dyn AsRef<[f32]> + Send + Sync>) -> Samples { Samples::Shared(store) }
     /// Whether the samples are still the shared store's (no write has copied them).
-    pub fn is_shared(&self) -> bool { self.shared.is_some() }
+    pub fn is_shared(&self) -> bool { matches!(self, Samples::Shared(_)) }
     /// The samples as an owned vector: moved out when owned, copied when shared.
     pub fn into_vec(self) -> Vec<f32> {
-        match self.shared {
-            Some(s) => (*s).as_ref().to_vec(),
-            None => self.owned,
+        match self {
+            Samples::Owned(v) => v,
+            Samples::Shared(s) => (*s).as_ref().to_vec(),
         }
     }
     /// The owned vector, for what only a `Vec` does (push, resize, truncate): shared samples are
     /// copied into one first.
     pub fn to_mut(&mut self) -> &mut Vec<f32> {
-        if let Some(s) = self.shared.take() {
-            self.owned = (*s).as_ref().to_vec();
+        if let Samples::Shared(s) = self {
+            *self = Samples::Owned((**s).as_ref().to_vec());
         }
-        &mut self.owned
+        match self {
+            Samples::Owned(v) => v,
+            Samples::Shared(_) => unreachable!("copied into an owned vector above"),
+        }
     }
+}
+
+impl Default for Samples {
+    fn default() -> Self { Samples::Owned(Vec::new()) }
 }
 
 impl Deref for Samples {
     type Target = [f32];
     fn deref(&self) -> &[f32] {
-        match &self.shared {
-            Some(s) => (**s).as_ref(),
-            None => &self.owned,
+        match self {
+            Samples::Owned(v) => v,
+            Samples::Shared(s) => (**s).as_ref(),
         }
     }
 }
@@ -158,7 +166,7 @@ impl DerefMut for Samples {
 }
 
 impl From<Vec<f32>> for Samples {
-    fn from(v: Vec<f32>) -> Self { Samples { owned: v, shared: None } }
+    fn from(v: Vec<f32>) -> Self { Samples::Owned(v) }
 }
 
 impl From<Samples> for Vec<f32> {
