@@ -13,7 +13,8 @@ use crate::bench::{rel_l2, BenchRow};
 use seisgpu_host::pstm::TraveltimeMode;
 use seisgpu_host::runtime::timing::measure_cpu;
 use seisgpu_host::runtime::Gpu;
-use seisgpu_host::kernels::ktm::interp::{node, node_sample};
+use seisgpu_host::kernels::ktm::interp::{node, node_sample, static8_reads_at_trace_end};
+use seisgpu_host::kernels::ktm::COL_K_BARE;
 use seisgpu_host::kernels::ktm::{contribution, pair_geom, sample_geom};
 
 /// The modes benchmarked: static8, and dynamic at the CLI's tolerance (0.1 ms).
@@ -48,7 +49,6 @@ pub fn interp_instr_per_contribution(traces: &seisgpu_host::traces::TraceSet, pa
     }
     let ntau = plan.grid.ntau;
     let (rows, n) = (ntau.div_ceil(256), plan.geom.len());
-    let (lim_in, lim_past) = (c.stride as f32, c.stride as f32 - 1.0);
     let cols: Vec<usize> = (0..plan.grid.ncols()).step_by(61).collect();
     let per_col: Vec<f64> = cols.par_iter().map(|&col| {
         let vcol = if c.vel_stride == 0 { 0 } else { col };
@@ -62,9 +62,11 @@ pub fn interp_instr_per_contribution(traces: &seisgpu_host::traces::TraceSet, pa
             for r in 0..rows {
                 let (mut inside, mut past) = (true, true);
                 for seg in 0..8 {
-                    let nodes = &s[32 * r + 4 * seg..=32 * r + 4 * seg + 4];
-                    inside &= nodes.iter().all(|&p| p < lim_in);
-                    past &= 256 * r + 32 * seg >= ntau || nodes.iter().all(|&p| p >= lim_past && p <= f32::MAX);
+                    let at = 32 * r + 4 * seg;
+                    let nodes: &[f32; 5] = s[at..at + 5].try_into().expect("five nodes a segment");
+                    let (seg_inside, seg_past) = static8_reads_at_trace_end(nodes, c.stride, 32 / COL_K_BARE as u32);
+                    inside &= seg_inside;
+                    past &= 256 * r + 32 * seg >= ntau || seg_past;
                 }
                 instr += if inside { STATIC8_READ_INSIDE } else if past { STATIC8_READ_PAST } else { STATIC8_READ_STRADDLING };
             }

@@ -159,6 +159,21 @@ pub fn static8_step(n: &[f32; 5], quarter: u32) -> QuarterStep {
     QuarterStep { base: start, slope: step_slope(start, pick(n, quarter + 1), STEP) }
 }
 
+/// Where a static8 segment's reads fall against its trace's end, from its five nodes `s`: all
+/// below it (`stride` pairs: no clamp needed), or all at or past its last pair (every read is the
+/// trailing zero pair), as `(inside, past)`. A static8 position is one FMA between two nodes: its
+/// exact value is a convex combination, so the rounded one lies between them too. NaN nodes are
+/// neither; with `batch` traces of more than 2^22 pairs in all (outside the bare kernel's magic
+/// floor) neither holds, so every read is clamped.
+#[inline(always)]
+pub fn static8_reads_at_trace_end(s: &[f32; 5], stride: u32, batch: u32) -> (bool, bool) {
+    let small = stride <= (1 << 22) / batch;
+    let (lim_in, lim_past) = if small { (stride as f32, stride as f32 - 1.0) } else { (0.0, f32::INFINITY) };
+    let inside = s.iter().fold(true, |a, &v| a & (v < lim_in));
+    let past = s.iter().fold(true, |a, &v| a & (v >= lim_past) & (v <= f32::MAX));
+    (inside, past)
+}
+
 /// Position (or AA length) of quarter sample `j` (0..8).
 #[inline(always)]
 pub fn quarter_value(st: &QuarterStep, j: u32) -> f32 { interp(j as f32, st.slope, st.base) }

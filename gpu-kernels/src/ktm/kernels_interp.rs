@@ -39,19 +39,12 @@ struct F2([f32; 2]);
 #[repr(C, align(16))]
 struct F4([f32; 4]);
 
-/// Ballots of the node phase for the bare static8 reads at a non-negative read offset: bit l of
-/// `inside` where every node of lane l's (trace, segment) lies below the trace end (`stride`, its
-/// reads need no clamp there), of `past` where every node is finite and at or past the last pair
-/// (every read is the trailing zero pair, a zero contribution). A static8 position is one FMA
-/// between two nodes: its exact value is a convex combination, so the rounded one lies between
-/// them too. NaN nodes fail both tests; with `batch` traces of more than 2^22 pairs in all
-/// (outside the magic floor's range, see `read_bare`) every read is clamped.
+/// Ballots of the node phase for the bare static8 reads at a non-negative read offset
+/// ([`static8_reads_at_trace_end`] of each lane's (trace, segment)): bit l of `inside` where lane
+/// l's reads need no clamp, of `past` where every one is the trailing zero pair (see `read_bare`).
 #[inline(always)]
 fn trace_end_ballots(s: &[f32; 5], stride: u32, batch: u32) -> (u32, u32) {
-    let small = stride <= (1 << 22) / batch;
-    let (lim_in, lim_past) = if small { (stride as f32, stride as f32 - 1.0) } else { (0.0, f32::INFINITY) };
-    let inside = s.iter().fold(true, |a, &v| a & (v < lim_in));
-    let past = s.iter().fold(true, |a, &v| a & (v >= lim_past) & (v <= f32::MAX));
+    let (inside, past) = static8_reads_at_trace_end(s, stride, batch);
     (vote_ballot(inside), vote_ballot(past))
 }
 
