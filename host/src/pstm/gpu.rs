@@ -37,12 +37,6 @@ pub fn pstm_ptx(ptx: &str, only: Option<&str>, max_regs: u32) -> anyhow::Result<
         .map_err(anyhow::Error::msg)
 }
 
-/// Kernel `name` with a `max_regs` cap, in a module of its own for `gpu`'s context (the primary
-/// context of its device), JIT-compiled once per process (and cached by the driver across runs).
-fn capped(gpu: &Gpu, name: &str, max_regs: u32) -> anyhow::Result<CudaFunction> {
-    Ok(crate::runtime::ptx::capped_function(gpu, name, max_regs)?)
-}
-
 /// The kernels' first parameter, passed by value (it lands in the constant bank: no registers).
 #[derive(Clone, Copy)]
 #[repr(transparent)]
@@ -433,7 +427,9 @@ fn launch_shape(gpu: &Arc<Gpu>, p: &PstmParams, nz_pad: u32, packed_len: u32, mo
         "GPU tuning `lean` needs {} warps per block (got {})", gpu_kernels::pstm::LEAN_WARPS, t.warps);
     let kernel = kernel_for(mode, model, t.texture, t.smem, t.lean);
     let name = kernel.name();
-    let func = capped(gpu, name, t.max_regs)?;
+    // The kernel under the tuning's cap, in a module of its own for `gpu`'s context, JIT-compiled
+    // once per process (and cached by the driver across runs).
+    let func = crate::runtime::ptx::capped_function(gpu, name, t.max_regs)?;
     let tile_x = t.tile_x.max(1);
     crate::ensure_param!(t.warps.is_multiple_of(tile_x), "warps", "GPU tile of {tile_x} columns along x does not divide the {} warps per block", t.warps);
     let grid_x = p.nx.div_ceil(tile_x as usize);
